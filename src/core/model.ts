@@ -1,0 +1,130 @@
+/**
+ * @module
+ * The records tickwork keeps: jobs, schedules and outbox messages. Pure data, no I/O.
+ * Times are epoch milliseconds throughout; the HTTP layer renders them as ISO-8601.
+ */
+
+/** Lifecycle of a job (a one-off submit or one occurrence of a schedule). */
+export type JobStatus =
+  | "queued"
+  | "running"
+  | "succeeded"
+  | "failed"
+  | "dead"
+  | "cancelled"
+  | "skipped";
+
+/** Statuses after which a job never runs again unless retried from the dead-letter list. */
+export const FINAL_JOB_STATUSES: readonly JobStatus[] = ["succeeded", "dead", "cancelled", "skipped"];
+
+/** An error as stored on a job. */
+export interface JobError {
+  /** Error class name, e.g. `"TypeError"`, `"NonRetryableError"`, `"TimeoutError"`. */
+  name: string;
+  message: string;
+}
+
+/** The immutable part of a job, fixed when it is created. */
+export interface JobSpec {
+  id: string;
+  /** Tenant that owns the job; `"default"` when auth is off. */
+  tenant: string;
+  handler: string;
+  input: unknown;
+  /** 1–10; 1–3 low, 4–7 normal, 8–10 high. @default 5 */
+  priority: number;
+  /** Handler timeout in ms. */
+  timeoutMs: number;
+  /** Retries after the first attempt (total attempts = 1 + retries). */
+  retries: number;
+  tags: string[];
+  /** When the job may first run. */
+  runAt: number;
+  createdAt: number;
+  /** Set when the job is an occurrence of a schedule. */
+  scheduleId?: string;
+  /** The occurrence's nominal fire time (before jitter). */
+  fireAt?: number;
+  /** Overlap policy inherited from the schedule. */
+  overlap?: Overlap;
+  idempotencyKey?: string;
+}
+
+/** A job as stored: its spec plus mutable state. */
+export interface JobRecord extends JobSpec {
+  status: JobStatus;
+  /** Attempts begun so far. */
+  attempts: number;
+  startedAt?: number;
+  finishedAt?: number;
+  result?: unknown;
+  error?: JobError;
+}
+
+export type Misfire = "skip" | "once" | "all";
+export type Overlap = "allow" | "skip";
+export type ScheduleStatus = "active" | "paused" | "completed";
+
+/** What a user defines for a schedule (normalised: durations in ms, times in epoch ms). */
+export interface ScheduleDef {
+  id: string;
+  tenant: string;
+  handler: string;
+  /** Cron expression (5 or 6 fields, `@hourly` …) or interval (`"30s"`, `"5m"`). */
+  schedule: string;
+  /** IANA time zone for cron expressions. @default "UTC" */
+  tz: string;
+  input: unknown;
+  priority: number;
+  timeoutMs: number;
+  retries: number;
+  maxRuns?: number;
+  startAt?: number;
+  endAt?: number;
+  /** @default "once" */
+  misfire: Misfire;
+  /** @default "allow" */
+  overlap: Overlap;
+  /** Upper bound of the per-occurrence delay. @default 0 */
+  jitterMs: number;
+  tags: string[];
+}
+
+/** A schedule as stored. */
+export interface ScheduleRecord extends ScheduleDef {
+  status: ScheduleStatus;
+  /** Next nominal fire time still to be dispatched; `null` once completed. */
+  nextRunAt: number | null;
+  /** Nominal fire time of the last dispatched occurrence. */
+  lastRunAt?: number;
+  /** Occurrences dispatched so far (counts towards `maxRuns`). */
+  runs: number;
+  /** Bumped by every change; commits and updates compare it (optimistic concurrency). */
+  rev: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/**
+ * A message waiting in the outbox until the queue has accepted it. The outbox holds at most one
+ * message per job: `id` is the job id (`<scheduleId>@<fireAtMs>` for occurrences).
+ */
+export interface OutboxMessage {
+  id: string;
+  /** The queue's deduplication id: the job id, or `<jobId>~r<n>` when re-dispatched from the dead-letter list. */
+  dedupId: string;
+  /** The job this delivery runs: everything the worker needs, even if the job record is gone. */
+  job: JobSpec;
+  /** Deliver no earlier than this (ms). */
+  notBefore: number;
+  /** If still in the outbox at this time, the tick's recover step re-publishes it. */
+  recoverAt: number;
+}
+
+/** A job as the broker hands it to the store: the store stamps `createdAt` and `runAt` with its clock. */
+export type NewJob = Omit<JobSpec, "createdAt" | "runAt">;
+
+/** Occurrence job id: deterministic, so any number of racing dispatches make one job. */
+export function occurrenceId(scheduleId: string, fireAt: number): string {
+  return `${scheduleId}@${fireAt}`;
+}

@@ -1,0 +1,42 @@
+/**
+ * @module
+ * Every Redis key tickwork uses, built in one place. All keys share one hash tag (`{prefix}`),
+ * so every script touches a single Redis Cluster slot.
+ */
+
+/** Builds the keys for one deployment. `prefix` defaults to `"tw"`; tests use a random one. */
+export function keys(prefix = "tw") {
+  const p = `{${prefix}}`;
+  return {
+    /** Hash tag root, passed to scripts that build per-id keys themselves. */
+    root: p,
+    /** zset: active schedule id → nextRunAt (ms). */
+    due: `${p}:sched`,
+    /** zset: every schedule id → createdAt (ms), for listing. */
+    schedules: `${p}:schedules`,
+    /** hash: one schedule. */
+    schedule: (id: string) => `${p}:s:${id}`,
+    /** string: job id of the occurrence currently running for an overlap-`skip` schedule. */
+    scheduleRunning: (id: string) => `${p}:s:${id}:running`,
+    /** zset: job ids a schedule fired → fireAt (ms). */
+    runs: (scheduleId: string) => `${p}:runs:${scheduleId}`,
+    /** hash: one job. */
+    job: (id: string) => `${p}:j:${id}`,
+    /** zset: job ids → createdAt (ms), for listing. */
+    jobs: `${p}:jobs`,
+    /** zset: message id → recoverAt (ms). */
+    outbox: `${p}:outbox`,
+    /** hash: message id → message JSON. */
+    outboxMsg: `${p}:outbox:msg`,
+    /** string: fencing token of the lease holder, with a TTL. */
+    lease: (name: string) => `${p}:lease:${name}`,
+    /** string: fencing-token sequence (INCR). */
+    leaseSeq: `${p}:lease:seq`,
+    /** string: job id for a tenant's idempotency key. */
+    idempotency: (tenant: string, key: string) => `${p}:idem:${tenant}:${key}`,
+    /** zset: dead job ids → time they died (ms). */
+    dlq: `${p}:dlq`,
+  };
+}
+
+export type Keys = ReturnType<typeof keys>;

@@ -1,0 +1,278 @@
+/**
+ * @module
+ * The Store port. Every state change is ONE atomic operation (one Lua script on Redis,
+ * one synchronous step in memory). The engine composes these; it never builds keys.
+ *
+ * Time: operations that judge time use the store's clock (Redis `TIME`, the clock of record;
+ * the memory store's injected clock). Callers never pass "now" — except where noted.
+ */
+import type {
+  JobError,
+  JobRecord,
+  JobSpec,
+  JobStatus,
+  NewJob,
+  OutboxMessage,
+  ScheduleRecord,
+  ScheduleStatus,
+} from "../core/model.ts";
+
+/** Result of {@link Store.beginTick}. */
+export type BeginTickResult =
+  /** Nothing due and nothing to recover; the lease was not touched. */
+  | { kind: "idle"; now: number; leaseRemainingMs: number }
+  /** There is work but another tick holds the lease. */
+  | { kind: "busy"; now: number; leaseRemainingMs: number }
+  /** This tick took the lease with a fresh fencing `token`. */
+  | {
+      kind: "leader";
+      now: number;
+      token: number;
+      /** Active schedules with `nextRunAt <= now + horizonMs`, earliest first, at most `limit`. */
+      due: ScheduleRecord[];
+      /** True when more schedules are due than were returned. */
+      more: boolean;
+      /** Outbox messages whose `recoverAt <= now` (at most `recoverLimit`); their `recoverAt` was
+       * pushed to `now + recoverGraceMs` so a concurrent or later tick does not re-take them at once. */
+      recover: OutboxMessage[];
+    };
+
+/** Options of {@link Store.beginTick}. */
+export interface BeginTickOptions {
+  /** Lease time to live. */
+  leaseMs: number;
+  /** Look-ahead: schedules due within this many ms are returned now. */
+  horizonMs: number;
+  /** Max schedules returned. */
+  limit: number;
+  /** Max outbox messages returned for recovery. */
+  recoverLimit: number;
+  /** How far recovered messages' `recoverAt` is pushed. */
+  recoverGraceMs: number;
+}
+
+/** One schedule's change in a tick commit, planned in TS from the record read by the tick. */
+export interface ScheduleCommit {
+  id: string;
+  /** The `rev` the plan was made from; a different stored rev means the schedule changed: skip it. */
+  rev: number;
+  /** New nominal next run, or `null` when the schedule is completed. */
+  nextRunAt: number | null;
+  /** Occurrences dispatched by this commit (added to `runs`). */
+  runsAdded: number;
+  /** Nominal fire time of the latest dispatched occurrence, if any. */
+  lastRunAt?: number;
+  /** Occurrence messages to put in the outbox (one per dispatched occurrence). */
+  messages: OutboxMessage[];
+}
+
+/** Result of {@link Store.commitTick}. */
+export type CommitResult =
+  | {
+      kind: "ok";
+      /** Ids of schedules whose commit was applied (their messages are in the outbox). */
+      applied: string[];
+      /** Ids skipped because the schedule was deleted, paused or its rev changed. */
+      skipped: string[];
+    }
+  /** The lease token no longer matches: nothing was written (I3). */
+  | { kind: "fenced" };
+
+/** Result of {@link Store.nextDue}. */
+export type NextDueResult =
+  | { kind: "ok"; now: number; due: ScheduleRecord[]; more: boolean }
+  | { kind: "fenced" };
+
+/** Result of {@link Store.submitJob}. */
+export interface SubmitResult {
+  job: JobRecord;
+  /** The outbox message written (absent when replayed). */
+  message?: OutboxMessage;
+  /** True when the idempotency key was already used: `job` is the first job, nothing was written. */
+  replayed: boolean;
+}
+
+/** Result of {@link Store.beginRun}. */
+export type BeginRunResult =
+  /** The caller must run the handler now, as attempt number `attempt` (1-based). */
+  | { kind: "run"; attempt: number; job: JobRecord }
+  /** The job is in a final state (succeeded, cancelled, dead or skipped): do not run, answer 200. */
+  | { kind: "final"; job: JobRecord }
+  /** Another attempt holds an unexpired run lease: answer 409 so the queue retries later. */
+  | { kind: "busy"; retryAfterMs: number }
+  /** Overlap `skip`: a previous occurrence of the schedule still runs; this job was marked `skipped`. */
+  | { kind: "skipped"; job: JobRecord };
+
+/** How an attempt ended. */
+export type RunOutcome =
+  | { ok: true; result: unknown }
+  | {
+      ok: false;
+      error: JobError;
+      /** True when no retry will follow (non-retryable error or attempts exhausted): the job goes `dead`. */
+      final: boolean;
+    };
+
+/** Result of {@link Store.finishRun}. */
+export type FinishRunResult =
+  | { kind: "ok"; job: JobRecord }
+  /** The job is not `running` as this attempt (another attempt took over, or it already finished). */
+  | { kind: "stale"; job: JobRecord | null };
+
+/** A page of a listing. `cursor` is opaque; absent on the last page. */
+export interface Page<T> {
+  items: T[];
+  cursor?: string;
+}
+
+export interface ListJobsQuery {
+  status?: JobStatus;
+  handler?: string;
+  scheduleId?: string;
+  limit: number;
+  cursor?: string;
+}
+
+export interface ListSchedulesQuery {
+  status?: ScheduleStatus;
+  handler?: string;
+  limit: number;
+  cursor?: string;
+}
+
+/** Result of {@link Store.putSchedule}. */
+export type PutScheduleResult =
+  | { kind: "ok"; created: boolean; schedule: ScheduleRecord }
+  /** `expectRev` was given and the stored rev differs (or the schedule is missing). */
+  | { kind: "conflict"; schedule: ScheduleRecord | null };
+
+/** Result of {@link Store.cancelJob}. */
+export type CancelResult =
+  | { kind: "ok"; job: JobRecord }
+  /** Not `queued` any more (running or finished). */
+  | { kind: "conflict"; job: JobRecord }
+  | { kind: "missing" };
+
+/** Retention and expiry settings the store applies inside its operations. */
+export interface StoreRetention {
+  /** How long a finished job record is kept. @default 7 days */
+  jobMs: number;
+  /** How long an idempotency key maps to its job. @default 24 h */
+  idempotencyMs: number;
+}
+
+/**
+ * The persistence port. Implementations: `RedisStore` (Lua, one script per operation)
+ * and `MemoryStore` (embedded). Both pass `test/contract/store.contract.ts`.
+ */
+export interface Store {
+  /** The store's clock (Redis `TIME`). One round trip; used by the broker to stamp records. */
+  now(): Promise<number>;
+
+  // ── lease ────────────────────────────────────────────────────────────────
+  /** Take the named lease if free: a fresh fencing token from a monotonically increasing sequence. */
+  acquireLease(
+    name: string,
+    ttlMs: number,
+  ): Promise<{ acquired: true; token: number } | { acquired: false; remainingMs: number }>;
+  /** Extend the lease if `token` still holds it. */
+  renewLease(name: string, token: number, ttlMs: number): Promise<boolean>;
+  /** Release the lease if `token` still holds it (compare-and-delete). */
+  releaseLease(name: string, token: number): Promise<boolean>;
+
+  // ── tick ─────────────────────────────────────────────────────────────────
+  /**
+   * First step of a tick, one round trip: read the clock; if no active schedule is due within
+   * `horizonMs` and no outbox message is due for recovery, answer `idle` WITHOUT taking the lease
+   * (an idle tick writes nothing). Otherwise take the tick lease (or answer `busy`) and return the
+   * first chunk of due schedules plus the messages to recover.
+   */
+  beginTick(opts: BeginTickOptions): Promise<BeginTickResult>;
+  /**
+   * Next chunk, fenced: remove `ackIds` from the outbox (published since), renew the lease, and
+   * return due schedules as in `beginTick`. `fenced` (and nothing removed) if the token lost the lease.
+   */
+  nextDue(
+    token: number,
+    opts: { leaseMs: number; horizonMs: number; limit: number; ackIds: string[] },
+  ): Promise<NextDueResult>;
+  /**
+   * Fenced commit: if `token` still holds the tick lease, apply each schedule commit whose stored
+   * `rev` equals `commit.rev` and whose status is `active` (set `nextRunAt` and its due score or
+   * complete it, add `runsAdded`, set `lastRunAt`, bump `rev`) and write its messages to the outbox.
+   */
+  commitTick(token: number, commits: ScheduleCommit[]): Promise<CommitResult>;
+  /** Remove published messages from the outbox. Unfenced: harmless to repeat. */
+  ackOutbox(ids: string[]): Promise<void>;
+  /** Last step of a tick: ack `ackIds` and release the lease if `token` holds it. */
+  endTick(token: number, ackIds: string[]): Promise<void>;
+
+  // ── jobs ─────────────────────────────────────────────────────────────────
+  /**
+   * Atomically: if `job.idempotencyKey` is set and known for the tenant, return that job with
+   * `replayed: true` and write nothing; else stamp `createdAt = now` and
+   * `runAt = timing.runAt ?? now + timing.delayMs`, write the job (status `queued`), index it,
+   * remember the key (for `retention.idempotencyMs`), and put its message in the outbox
+   * (`{ id, dedupId: id, job, notBefore: runAt, recoverAt: runAt + timing.recoverGraceMs }`).
+   * The caller publishes {@link SubmitResult.message} afterwards.
+   */
+  submitJob(
+    job: NewJob,
+    timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
+  ): Promise<SubmitResult>;
+  getJob(id: string): Promise<JobRecord | null>;
+  /** `queued` → `cancelled` (and its outbox message removed); anything else is a conflict. */
+  cancelJob(id: string): Promise<CancelResult>;
+  listJobs(query: ListJobsQuery): Promise<Page<JobRecord>>;
+  /**
+   * A delivery arrived for `spec.id`. Creates the job from `spec` if missing (occurrences are
+   * created here), removes its outbox message (the consumer acknowledges), then:
+   * final status → `final`; `running` with an unexpired run lease → `busy`;
+   * overlap `skip` and another job of the same schedule holds the schedule's run lease → job
+   * `skipped`; else `running`, `attempts + 1`, run lease until now + `leaseMs`.
+   */
+  beginRun(spec: JobSpec, leaseMs: number): Promise<BeginRunResult>;
+  /**
+   * Record how `attempt` ended, only if the job is `running` as that attempt.
+   * Success → `succeeded` with `result`; failure → `failed`, or `dead` (and listed in the
+   * dead-letter list) when `final`. Releases the run lease (and the schedule's overlap lease).
+   * Finished records expire after `retention.jobMs`.
+   */
+  finishRun(id: string, attempt: number, outcome: RunOutcome): Promise<FinishRunResult>;
+  /**
+   * The queue gave up on a delivery (failure callback): unless already `succeeded` or `cancelled`,
+   * mark the job `dead` with `error` and list it in the dead-letter list. Creates it from `spec` if
+   * missing. Idempotent.
+   */
+  markDead(spec: JobSpec, error: JobError): Promise<JobRecord>;
+  listDead(query: { limit: number; cursor?: string }): Promise<Page<JobRecord>>;
+  /**
+   * `dead` → `queued` again (attempts kept, `runAt = now`), removed from the dead-letter list, and
+   * a message with `dedupId = <id>~r<attempts>` (a fresh dedup id: the first may still be inside
+   * the queue's dedup window) put in the outbox. `null` if the job is not dead.
+   */
+  retryDead(
+    id: string,
+    timing: { recoverGraceMs: number },
+  ): Promise<{ job: JobRecord; message: OutboxMessage } | null>;
+  /** Remove a dead job from the dead-letter list and delete it. */
+  deleteDead(id: string): Promise<boolean>;
+
+  // ── schedules ────────────────────────────────────────────────────────────
+  /**
+   * Write a schedule record (computed in TS: status, nextRunAt, runs). Without `expectRev`:
+   * create, or replace keeping `runs`, `lastRunAt` and `createdAt` of the stored one.
+   * With `expectRev`: write only if the stored rev equals it (else `conflict`). The stored `rev`
+   * becomes previous + 1 (1 on create). The due index holds it iff `status` is `active` and
+   * `nextRunAt` is not null.
+   */
+  putSchedule(schedule: ScheduleRecord, expectRev?: number): Promise<PutScheduleResult>;
+  getSchedule(id: string): Promise<ScheduleRecord | null>;
+  listSchedules(query: ListSchedulesQuery): Promise<Page<ScheduleRecord>>;
+  deleteSchedule(id: string): Promise<boolean>;
+  /** Jobs fired by a schedule, newest fire time first. */
+  listRuns(scheduleId: string, query: { limit: number; cursor?: string }): Promise<Page<JobRecord>>;
+
+  /** Release connections / timers. */
+  close?(): Promise<void>;
+}
