@@ -15,7 +15,12 @@ export type JobStatus =
   | "skipped";
 
 /** Statuses after which a job never runs again unless retried from the dead-letter list. */
-export const FINAL_JOB_STATUSES: readonly JobStatus[] = ["succeeded", "dead", "cancelled", "skipped"];
+export const FINAL_JOB_STATUSES: readonly JobStatus[] = [
+  "succeeded",
+  "dead",
+  "cancelled",
+  "skipped",
+];
 
 /** An error as stored on a job. */
 export interface JobError {

@@ -36,6 +36,12 @@ export function keys(prefix = "tw") {
     idempotency: (tenant: string, key: string) => `${p}:idem:${tenant}:${key}`,
     /** zset: dead job ids → time they died (ms). */
     dlq: `${p}:dlq`,
+    /**
+     * zset: retained (final) jobs → time their record expires (ms). Member: JSON `[jobId]` or
+     * `[jobId, scheduleId]`. Lets the store drop expired jobs from the listing indexes
+     * (`jobs`, `dlq`, `runs`) in bounded steps instead of scanning them.
+     */
+    expiring: `${p}:expiring`,
   };
 }
 

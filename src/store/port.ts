@@ -32,8 +32,9 @@ export type BeginTickResult =
       due: ScheduleRecord[];
       /** True when more schedules are due than were returned. */
       more: boolean;
-      /** Outbox messages whose `recoverAt <= now` (at most `recoverLimit`); their `recoverAt` was
-       * pushed to `now + recoverGraceMs` so a concurrent or later tick does not re-take them at once. */
+      /** Outbox messages whose `recoverAt <= now` (at most `recoverLimit`, oldest `recoverAt`
+       * first); their `recoverAt` was pushed to `now + recoverGraceMs` so a concurrent or later
+       * tick does not re-take them at once. They are returned with the pushed `recoverAt`. */
       recover: OutboxMessage[];
     };
 
@@ -119,7 +120,16 @@ export type FinishRunResult =
   /** The job is not `running` as this attempt (another attempt took over, or it already finished). */
   | { kind: "stale"; job: JobRecord | null };
 
-/** A page of a listing. `cursor` is opaque; absent on the last page. */
+/**
+ * A page of a listing. `cursor` is opaque; absent on the last page.
+ *
+ * Listings are newest first by their index score (jobs: `createdAt`; schedules: `createdAt`;
+ * dead-letter list: time of death; runs: `fireAt`, else `runAt`), ties by id descending. The cursor names the
+ * last item returned, so writes between pages neither repeat nor skip items of the listing.
+ * A page may hold fewer than `limit` items (even none) and still carry a cursor when a store bounds
+ * the work of one call (the Redis store examines at most 1,000 index entries per call); only a
+ * missing cursor means the end.
+ */
 export interface Page<T> {
   items: T[];
   cursor?: string;
@@ -153,7 +163,11 @@ export type CancelResult =
   | { kind: "conflict"; job: JobRecord }
   | { kind: "missing" };
 
-/** Retention and expiry settings the store applies inside its operations. */
+/**
+ * Retention and expiry settings the store applies inside its operations. A job's retention starts
+ * when it reaches a final status (`succeeded`, `dead`, `cancelled`, `skipped`); `queued`, `running`
+ * and `failed` jobs do not expire. An expired dead job leaves the dead-letter list with it.
+ */
 export interface StoreRetention {
   /** How long a finished job record is kept. @default 7 days */
   jobMs: number;
@@ -186,6 +200,9 @@ export interface Store {
    * `horizonMs` and no outbox message is due for recovery, answer `idle` WITHOUT taking the lease
    * (an idle tick writes nothing). Otherwise take the tick lease (or answer `busy`) and return the
    * first chunk of due schedules plus the messages to recover.
+   *
+   * The tick lease is the lease named `"tick"` (the lease operations see it); only `leader` draws
+   * a token from the sequence.
    */
   beginTick(opts: BeginTickOptions): Promise<BeginTickResult>;
   /**
@@ -200,11 +217,16 @@ export interface Store {
    * Fenced commit: if `token` still holds the tick lease, apply each schedule commit whose stored
    * `rev` equals `commit.rev` and whose status is `active` (set `nextRunAt` and its due score or
    * complete it, add `runsAdded`, set `lastRunAt`, bump `rev`) and write its messages to the outbox.
+   * `updatedAt` is left alone (it tracks changes of the definition); `applied` and `skipped` list
+   * ids in commit order.
    */
   commitTick(token: number, commits: ScheduleCommit[]): Promise<CommitResult>;
   /** Remove published messages from the outbox. Unfenced: harmless to repeat. */
   ackOutbox(ids: string[]): Promise<void>;
-  /** Last step of a tick: ack `ackIds` and release the lease if `token` holds it. */
+  /**
+   * Last step of a tick: ack `ackIds` (even if `token` lost the lease) and release the lease if
+   * `token` holds it.
+   */
   endTick(token: number, ackIds: string[]): Promise<void>;
 
   // ── jobs ─────────────────────────────────────────────────────────────────
@@ -221,7 +243,10 @@ export interface Store {
     timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
   ): Promise<SubmitResult>;
   getJob(id: string): Promise<JobRecord | null>;
-  /** `queued` → `cancelled` (and its outbox message removed); anything else is a conflict. */
+  /**
+   * `queued` → `cancelled` with `finishedAt = now` (and its outbox message removed); anything else
+   * is a conflict.
+   */
   cancelJob(id: string): Promise<CancelResult>;
   listJobs(query: ListJobsQuery): Promise<Page<JobRecord>>;
   /**
@@ -229,13 +254,16 @@ export interface Store {
    * created here), removes its outbox message (the consumer acknowledges), then:
    * final status → `final`; `running` with an unexpired run lease → `busy`;
    * overlap `skip` and another job of the same schedule holds the schedule's run lease → job
-   * `skipped`; else `running`, `attempts + 1`, run lease until now + `leaseMs`.
+   * `skipped` (`finishedAt = now`); else `running`, `attempts + 1`, `startedAt = now`,
+   * `finishedAt` cleared (the last `error` is kept), run lease until now + `leaseMs` (and, for
+   * overlap `skip`, the schedule's run lease for the same time).
    */
   beginRun(spec: JobSpec, leaseMs: number): Promise<BeginRunResult>;
   /**
    * Record how `attempt` ended, only if the job is `running` as that attempt.
-   * Success → `succeeded` with `result`; failure → `failed`, or `dead` (and listed in the
-   * dead-letter list) when `final`. Releases the run lease (and the schedule's overlap lease).
+   * Success → `succeeded` with `result` (and no `error`); failure → `failed` with `error`, or `dead`
+   * (and listed in the dead-letter list) when `final`. Sets `finishedAt = now`.
+   * Releases the run lease (and the schedule's overlap lease).
    * Finished records expire after `retention.jobMs`.
    */
   finishRun(id: string, attempt: number, outcome: RunOutcome): Promise<FinishRunResult>;
@@ -243,11 +271,16 @@ export interface Store {
    * The queue gave up on a delivery (failure callback): unless already `succeeded` or `cancelled`,
    * mark the job `dead` with `error` and list it in the dead-letter list. Creates it from `spec` if
    * missing. Idempotent.
+   *
+   * A `skipped` job is left alone too (it was deliberately not run), and an already `dead` one is
+   * returned unchanged. Sets `finishedAt = now`; releases the run lease and the schedule's overlap
+   * lease; removes the job's outbox message.
    */
   markDead(spec: JobSpec, error: JobError): Promise<JobRecord>;
   listDead(query: { limit: number; cursor?: string }): Promise<Page<JobRecord>>;
   /**
-   * `dead` → `queued` again (attempts kept, `runAt = now`), removed from the dead-letter list, and
+   * `dead` → `queued` again (attempts and last `error` kept, `runAt = now`, `finishedAt` cleared,
+   * no longer expiring), removed from the dead-letter list, and
    * a message with `dedupId = <id>~r<attempts>` (a fresh dedup id: the first may still be inside
    * the queue's dedup window) put in the outbox. `null` if the job is not dead.
    */
@@ -262,7 +295,8 @@ export interface Store {
   /**
    * Write a schedule record (computed in TS: status, nextRunAt, runs). Without `expectRev`:
    * create, or replace keeping `runs`, `lastRunAt` and `createdAt` of the stored one.
-   * With `expectRev`: write only if the stored rev equals it (else `conflict`). The stored `rev`
+   * With `expectRev`: write only if the stored rev equals it (else `conflict`), as given (the caller
+   * read that revision, so its `runs`, `lastRunAt` and `createdAt` are current). The stored `rev`
    * becomes previous + 1 (1 on create). The due index holds it iff `status` is `active` and
    * `nextRunAt` is not null.
    */
@@ -270,7 +304,7 @@ export interface Store {
   getSchedule(id: string): Promise<ScheduleRecord | null>;
   listSchedules(query: ListSchedulesQuery): Promise<Page<ScheduleRecord>>;
   deleteSchedule(id: string): Promise<boolean>;
-  /** Jobs fired by a schedule, newest fire time first. */
+  /** Jobs fired by a schedule (every job with that `scheduleId`), newest fire time first. */
   listRuns(scheduleId: string, query: { limit: number; cursor?: string }): Promise<Page<JobRecord>>;
 
   /** Release connections / timers. */

@@ -21,11 +21,47 @@ export interface Delivery {
 
 export interface Transport {
   /**
-   * Publish messages, each with deduplication id `message.id`, not before `message.notBefore`,
+   * Publish messages, each with deduplication id `message.dedupId`, not before `message.notBefore`,
    * retried `message.job.retries` times on failure, then reported to the failure callback.
    * Never throws for a single message's failure: each gets an outcome.
    */
   publish(messages: OutboxMessage[]): Promise<PublishOutcome[]>;
   /** True if the delivery carries a valid signature from this transport. */
   verify(delivery: Delivery): Promise<boolean>;
+}
+
+/**
+ * JSON body of the failure callback (`POST` to the failure-callback URL once a message has given
+ * up), as QStash documents it (upstash/docs `qstash/features/callbacks.mdx`, "What is a
+ * Failure-Callback?"). The local transport sends the same shape. Base64 fields are standard base64.
+ */
+export interface FailureCallbackBody {
+  /** Status of the last attempt's response; `0` when it got no response (local transport only). */
+  status: number;
+  /** Headers of the last attempt's response. */
+  header: Record<string, string[]>;
+  /** Base64 of the last attempt's response body. */
+  body: string;
+  /** Retries made before giving up (`0` when the first attempt answered 489). */
+  retried: number;
+  maxRetries: number;
+  /** Dead-letter id at the queue. */
+  dlqId?: string;
+  /** Id of the message that failed. */
+  sourceMessageId: string;
+  /** The destination URL of the message that failed. */
+  url: string;
+  method: string;
+  /** Headers the message was published with. */
+  sourceHeader: Record<string, string[]>;
+  /** Base64 of the body of the message that failed (here `JSON.stringify(job)`). */
+  sourceBody: string;
+  /** Epoch ms as a decimal string, as documented. */
+  notBefore?: string;
+  /** Epoch ms as a decimal string, as documented. */
+  createdAt?: string;
+  scheduleId?: string;
+  topicName?: string;
+  endpointName?: string;
+  callerIP?: string;
 }

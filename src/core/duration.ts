@@ -1,0 +1,28 @@
+/**
+ * @module
+ * Durations as the API accepts them: milliseconds, or strings like `"500ms"`, `"30s"`, `"5m"`,
+ * `"1h"`, `"1d"`.
+ */
+
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+
+/** A duration: milliseconds or a string with a unit. */
+export type Duration = number | string;
+
+/**
+ * Parse a duration to milliseconds; `undefined` when it is not one.
+ *
+ * @example
+ * parseDuration("5m"); // 300000
+ * parseDuration(1500); // 1500
+ */
+export function parseDuration(value: Duration): number | undefined {
+  if (typeof value === "number") {
+    return Number.isFinite(value) && value >= 0 ? Math.round(value) : undefined;
+  }
+  const match = DURATION.exec(value.trim());
+  if (!match) return undefined;
+  const unit = match[2] as keyof typeof UNIT_MS;
+  return Math.round(Number(match[1]) * UNIT_MS[unit]);
+}

@@ -1,0 +1,64 @@
+import { describe, expect, it } from "vitest";
+import { ScheduleError } from "./errors.ts";
+import { assertTimeZone, offsetAt, zoneSegment } from "./time-zone.ts";
+
+const at = (iso: string): number => Date.parse(iso);
+const HOUR = 3_600_000;
+
+describe("offsetAt", () => {
+  it.each([
+    ["UTC", "2024-07-01T00:00:00Z", 0],
+    ["Europe/Berlin", "2024-01-15T12:00:00Z", HOUR],
+    ["Europe/Berlin", "2024-07-15T12:00:00Z", 2 * HOUR],
+    ["Asia/Kolkata", "2024-07-15T12:00:00Z", 5.5 * HOUR],
+    ["Australia/Lord_Howe", "2024-07-15T12:00:00Z", 10.5 * HOUR],
+    ["Australia/Lord_Howe", "2024-12-15T12:00:00Z", 11 * HOUR],
+    ["America/New_York", "2024-12-15T12:00:00Z", -5 * HOUR],
+  ])("%s at %s", (tz, iso, offset) => {
+    expect(offsetAt(tz, at(iso))).toBe(offset);
+  });
+});
+
+describe("zoneSegment", () => {
+  it("finds the spring-forward gap to the second", () => {
+    const seg = zoneSegment("Europe/Berlin", at("2024-03-31T01:00:00Z"));
+    expect(seg).toMatchObject({
+      from: at("2024-03-31T01:00:00Z"),
+      offset: 2 * HOUR,
+      gapBefore: HOUR,
+      fold: 0,
+    });
+    expect(seg.to).toBe(at("2024-10-27T01:00:00Z"));
+    const before = zoneSegment("Europe/Berlin", at("2024-03-31T00:59:59Z"));
+    expect(before).toMatchObject({ to: at("2024-03-31T01:00:00Z"), offset: HOUR });
+  });
+
+  it("finds a 30-minute fold (Lord Howe)", () => {
+    const seg = zoneSegment("Australia/Lord_Howe", at("2024-04-06T15:10:00Z"));
+    expect(seg).toMatchObject({
+      from: at("2024-04-06T15:00:00Z"),
+      offset: 10.5 * HOUR,
+      fold: HOUR / 2,
+    });
+  });
+
+  it("spans years in a zone without DST", () => {
+    const seg = zoneSegment("Asia/Kolkata", at("2024-06-01T00:00:00Z"));
+    expect(seg.from).toBeLessThanOrEqual(at("2024-01-01T00:00:00Z"));
+    expect(seg.to).toBeGreaterThanOrEqual(at("2026-01-01T00:00:00Z"));
+    expect(seg).toMatchObject({ offset: 5.5 * HOUR, fold: 0, gapBefore: 0 });
+  });
+
+  it("finds a whole-day gap (Pacific/Apia skipped 2011-12-30)", () => {
+    // Pacific/Apia skipped 2011-12-30 entirely: 2011-12-29T24:00-10 → 2011-12-31T00:00+14.
+    const seg = zoneSegment("Pacific/Apia", at("2011-12-30T10:00:00Z"));
+    expect(seg).toMatchObject({ from: at("2011-12-30T10:00:00Z"), gapBefore: 24 * HOUR });
+  });
+});
+
+describe("assertTimeZone", () => {
+  it("accepts IANA names and rejects the rest", () => {
+    expect(() => assertTimeZone("America/Argentina/Buenos_Aires")).not.toThrow();
+    expect(() => assertTimeZone("Europe/Atlantis")).toThrow(ScheduleError);
+  });
+});

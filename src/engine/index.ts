@@ -1,0 +1,64 @@
+/**
+ * @module
+ * The engine: broker, ticker and runner composed from a store, a transport and handlers.
+ */
+import type { Store } from "../store/port.ts";
+import type { Transport } from "../transport/port.ts";
+import { Broker } from "./broker.ts";
+import type { Handlers } from "./handlers.ts";
+import { type EngineOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
+import { Runner } from "./runner.ts";
+import { Ticker } from "./ticker.ts";
+
+/** What {@link createEngine} needs. */
+export interface EngineConfig extends EngineOptions {
+  store: Store;
+  transport: Transport;
+  handlers: Handlers;
+  /** Hands background work to the platform (`ctx.waitUntil`); by default it is awaited. */
+  defer?: (work: Promise<unknown>) => void;
+}
+
+/** The composed engine. */
+export interface Engine {
+  broker: Broker;
+  ticker: Ticker;
+  runner: Runner;
+  store: Store;
+  transport: Transport;
+  handlers: Handlers;
+  options: ResolvedOptions;
+}
+
+/**
+ * Compose the engine.
+ *
+ * @example
+ * const engine = createEngine({ store: new MemoryStore(), transport, handlers });
+ * await engine.broker.submit({ handler: "echo", input: { hi: 1 } });
+ * await engine.ticker.tick();
+ */
+export function createEngine(config: EngineConfig): Engine {
+  const options = resolveOptions(config);
+  const { store, transport, handlers } = config;
+  const broker = new Broker({
+    store,
+    transport,
+    handlers,
+    options,
+    ...(config.defer ? { defer: config.defer } : {}),
+  });
+  const ticker = new Ticker({ store, transport, options });
+  const runner = new Runner({ store, transport, handlers, options, broker });
+  return { broker, ticker, runner, store, transport, handlers, options };
+}
+
+export { type Actor, Broker } from "./broker.ts";
+export type { HandlerContext, HandlerDefinition, Handlers, SubmitJob } from "./handlers.ts";
+export { defineHandlers } from "./handlers.ts";
+export type { Logger } from "./logger.ts";
+export { jsonLogger, silentLogger } from "./logger.ts";
+export type { EngineOptions, JobDefaults, TickOptions } from "./options.ts";
+export { Runner } from "./runner.ts";
+export type { TickResult } from "./ticker.ts";
+export { Ticker } from "./ticker.ts";

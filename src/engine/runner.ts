@@ -1,0 +1,248 @@
+/**
+ * @module
+ * The runner: what the worker route does with a delivery (DESIGN §4).
+ * verify signature → `beginRun` (a run that succeeded is never run again; another live attempt
+ * → 409) → handler with an `AbortSignal` timeout → `finishRun`.
+ *
+ * Answers speak the queue's language: 200 done; 489 + `Upstash-NonRetryable-Error: true` for a
+ * failure not worth retrying (the queue then calls the failure callback); any other non-2xx to
+ * be retried with backoff.
+ */
+import { z } from "zod";
+import { NonRetryableError, RetryAfterError, TimeoutError } from "../core/errors.ts";
+import type { JobError, JobRecord, JobSpec } from "../core/model.ts";
+import type { RunOutcome, Store } from "../store/port.ts";
+import type { Delivery, Transport } from "../transport/port.ts";
+import type { Broker } from "./broker.ts";
+import type { HandlerContext, Handlers } from "./handlers.ts";
+import type { ResolvedOptions } from "./options.ts";
+
+/** What the runner needs. */
+export interface RunnerDeps {
+  store: Store;
+  transport: Transport;
+  handlers: Handlers;
+  options: ResolvedOptions;
+  /** For `ctx.jobs.submit()`. */
+  broker: Broker;
+}
+
+/** The job spec carried by every delivery (the outbox message's `job`). */
+const jobSpecSchema = z.object({
+  id: z.string().min(1).max(300),
+  tenant: z.string(),
+  handler: z.string(),
+  input: z.unknown(),
+  priority: z.number(),
+  timeoutMs: z.number().int().positive(),
+  retries: z.number().int().min(0),
+  tags: z.array(z.string()),
+  runAt: z.number(),
+  createdAt: z.number(),
+  scheduleId: z.string().optional(),
+  fireAt: z.number().optional(),
+  overlap: z.enum(["allow", "skip"]).optional(),
+  idempotencyKey: z.string().optional(),
+});
+
+/** The parts of the queue's failure-callback body we use (QStash's shape). */
+const failureCallbackSchema = z.object({
+  status: z.number().optional(),
+  body: z.string().optional(),
+  sourceBody: z.string(),
+  retried: z.number().optional(),
+});
+
+const NON_RETRYABLE = { "Upstash-NonRetryable-Error": "true" };
+
+/**
+ * Runs deliveries.
+ *
+ * @example
+ * const res = await runner.deliver({ url, headers: req.headers, body: await req.text() });
+ */
+export class Runner {
+  constructor(private readonly deps: RunnerDeps) {}
+
+  /** Handle one delivery on the worker route. */
+  async deliver(delivery: Delivery): Promise<Response> {
+    if (!(await this.deps.transport.verify(delivery))) {
+      return json(401, { error: "invalid or missing delivery signature" });
+    }
+    const spec = parseSpec(delivery.body);
+    if (!spec) return json(489, { error: "delivery body is not a tickwork job" }, NON_RETRYABLE);
+
+    const { store, options } = this.deps;
+    const begun = await store.beginRun(spec, spec.timeoutMs + options.leaseGraceMs);
+    switch (begun.kind) {
+      case "final":
+      case "skipped":
+        return json(200, { id: spec.id, status: begun.job.status });
+      case "busy":
+        return json(
+          409,
+          { error: "another attempt is running" },
+          {
+            "Retry-After": String(Math.max(1, Math.ceil(begun.retryAfterMs / 1000))),
+          },
+        );
+      case "run":
+        return this.run(begun.job, begun.attempt, retriedSoFar(delivery.headers));
+    }
+  }
+
+  /** Handle the queue's failure callback: the job is dead and listed in the dead-letter list. */
+  async dead(delivery: Delivery): Promise<Response> {
+    if (!(await this.deps.transport.verify(delivery))) {
+      return json(401, { error: "invalid or missing delivery signature" });
+    }
+    const callback = failureCallbackSchema.safeParse(safeJson(delivery.body));
+    const spec = callback.success ? parseSpec(decodeBase64(callback.data.sourceBody)) : null;
+    if (!callback.success || !spec)
+      return json(400, { error: "not a failure callback for a tickwork job" });
+    const last = callback.data.body ? decodeBase64(callback.data.body) : "";
+    const job = await this.deps.store.markDead(spec, {
+      name: "DeliveryFailed",
+      message: `delivery failed after ${(callback.data.retried ?? 0) + 1} attempts (last status ${callback.data.status ?? "unknown"})${last ? `: ${last.slice(0, 500)}` : ""}`,
+    });
+    return json(200, { id: job.id, status: job.status });
+  }
+
+  private async run(
+    job: JobRecord,
+    attempt: number,
+    retried: number | undefined,
+  ): Promise<Response> {
+    const { store, handlers, options, broker } = this.deps;
+    const logger = options.logger.child({ jobId: job.id, handler: job.handler, attempt });
+    // The queue's own count (Upstash-Retried) says whether it will retry again; without it, count
+    // attempts (a job re-dispatched from the dead-letter list gets a fresh budget from the queue).
+    const lastAttempt = retried !== undefined ? retried >= job.retries : attempt > job.retries;
+    const outcome = await this.execute(job, attempt, lastAttempt, handlers, logger, broker);
+    const finished = await store.finishRun(job.id, attempt, outcome);
+    if (finished.kind === "stale") logger.warn("attempt finished after losing its run lease");
+    if (outcome.ok) return json(200, { id: job.id, status: "succeeded" });
+    logger.warn("job attempt failed", { error: outcome.error, final: outcome.final });
+    if (outcome.final)
+      return json(489, { id: job.id, status: "dead", error: outcome.error }, NON_RETRYABLE);
+    const headers: Record<string, string> = {};
+    if (outcome.retryAfterMs !== undefined) {
+      headers["Retry-After"] = String(Math.max(1, Math.ceil(outcome.retryAfterMs / 1000)));
+    }
+    return json(500, { id: job.id, status: "failed", error: outcome.error }, headers);
+  }
+
+  private async execute(
+    job: JobRecord,
+    attempt: number,
+    exhausted: boolean,
+    handlers: Handlers,
+    logger: HandlerContext["logger"],
+    broker: Broker,
+  ): Promise<RunOutcome & { retryAfterMs?: number }> {
+    const handler = handlers[job.handler];
+    if (!handler) {
+      return {
+        ok: false,
+        final: true,
+        error: { name: "UnknownHandler", message: `no handler named "${job.handler}"` },
+      };
+    }
+    let input: unknown = job.input;
+    if (handler.input) {
+      const parsed = handler.input.safeParse(job.input);
+      if (!parsed.success) {
+        return {
+          ok: false,
+          final: true,
+          error: { name: "InvalidInput", message: parsed.error.message },
+        };
+      }
+      input = parsed.data;
+    }
+    const controller = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new TimeoutError(`handler timed out after ${job.timeoutMs} ms`);
+        controller.abort(error);
+        reject(error);
+      }, job.timeoutMs);
+    });
+    const ctx: HandlerContext = {
+      jobId: job.id,
+      attempt,
+      signal: controller.signal,
+      ...(job.scheduleId !== undefined ? { scheduleId: job.scheduleId } : {}),
+      ...(job.fireAt !== undefined ? { fireAt: job.fireAt } : {}),
+      logger,
+      jobs: { submit: (next) => broker.submit(next, { tenant: job.tenant }) },
+    };
+    try {
+      const result = await Promise.race([
+        Promise.resolve().then(() => handler.run(input, ctx)),
+        timedOut,
+      ]);
+      return { ok: true, result: result === undefined ? null : result };
+    } catch (error) {
+      const err = toJobError(error);
+      if (error instanceof NonRetryableError) return { ok: false, final: true, error: err };
+      if (error instanceof RetryAfterError) {
+        return { ok: false, final: exhausted, error: err, retryAfterMs: error.retryAfterMs };
+      }
+      return { ok: false, final: exhausted, error: err };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** The queue's retry counter for this delivery (`Upstash-Retried`, 0 on the first), if present. */
+function retriedSoFar(headers: Headers): number | undefined {
+  const value = headers.get("upstash-retried");
+  if (value === null) return undefined;
+  const n = Number(value);
+  return Number.isInteger(n) && n >= 0 ? n : undefined;
+}
+
+function parseSpec(body: string): JobSpec | null {
+  const parsed = jobSpecSchema.safeParse(safeJson(body));
+  if (!parsed.success) return null;
+  const { scheduleId, fireAt, overlap, idempotencyKey, ...rest } = parsed.data;
+  return {
+    ...rest,
+    ...(scheduleId !== undefined ? { scheduleId } : {}),
+    ...(fireAt !== undefined ? { fireAt } : {}),
+    ...(overlap !== undefined ? { overlap } : {}),
+    ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+  };
+}
+
+function toJobError(error: unknown): JobError {
+  if (error instanceof Error) return { name: error.name, message: error.message.slice(0, 2000) };
+  return { name: "Error", message: String(error).slice(0, 2000) };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function decodeBase64(b64: string): string {
+  try {
+    const bin = atob(b64);
+    return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+  } catch {
+    return "";
+  }
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}

@@ -1,0 +1,180 @@
+/**
+ * @module
+ * The tick (DESIGN §3): lease → recover outbox → read due (Redis time) → plan in TS →
+ * fenced commit → publish → ack, in chunks while time is left → release.
+ *
+ * It may run twice at once, die at any line, or resume on a stale process; dispatch stays
+ * correct because the commit is fenced by the lease token, every occurrence has a deterministic
+ * id (`<scheduleId>@<fireAtMs>`) used as the queue's dedup id, and what was committed but not
+ * yet acknowledged by the queue sits in the outbox until a later tick re-publishes it.
+ */
+import type { JobSpec, OutboxMessage, ScheduleRecord } from "../core/model.ts";
+import { occurrenceId } from "../core/model.ts";
+import { parseSchedule, planOccurrences } from "../core/schedule/index.ts";
+import type { ScheduleCommit, Store } from "../store/port.ts";
+import type { Transport } from "../transport/port.ts";
+import type { ResolvedOptions } from "./options.ts";
+import { publishAll } from "./publish.ts";
+
+/** What a tick did. */
+export type TickResult =
+  | {
+      leader: true;
+      /** Occurrences published this tick. */
+      dispatched: number;
+      /** Outbox messages re-published (left over by an earlier tick or submit). */
+      recovered: number;
+      /** Schedules that were due. */
+      due: number;
+      /** True when nothing was due: the lease was not taken. */
+      idle: boolean;
+      /** True when the lease was lost mid-tick: the rest is left to the next leader. */
+      fenced: boolean;
+      tookMs: number;
+    }
+  | { leader: false; leaseRemainingMs: number; tookMs: number };
+
+/** What the ticker needs. */
+export interface TickerDeps {
+  store: Store;
+  transport: Transport;
+  options: ResolvedOptions;
+}
+
+/**
+ * Runs ticks.
+ *
+ * @example
+ * const ticker = new Ticker({ store, transport, options: resolveOptions() });
+ * const result = await ticker.tick();
+ */
+export class Ticker {
+  constructor(private readonly deps: TickerDeps) {}
+
+  /** One tick. Never throws for a failed publish (the outbox keeps it); store errors propagate. */
+  async tick(): Promise<TickResult> {
+    const started = Date.now();
+    const { store, transport, options } = this.deps;
+    const t = options.tick;
+    const begin = await store.beginTick({
+      leaseMs: t.leaseMs,
+      horizonMs: t.horizonMs,
+      limit: t.chunk,
+      recoverLimit: t.recoverLimit,
+      recoverGraceMs: t.recoverGraceMs,
+    });
+    if (begin.kind === "idle") {
+      return {
+        leader: true,
+        dispatched: 0,
+        recovered: 0,
+        due: 0,
+        idle: true,
+        fenced: false,
+        tookMs: Date.now() - started,
+      };
+    }
+    if (begin.kind === "busy") {
+      return {
+        leader: false,
+        leaseRemainingMs: begin.leaseRemainingMs,
+        tookMs: Date.now() - started,
+      };
+    }
+
+    const { token } = begin;
+    let ack = await publishAll(transport, begin.recover, t.publishBatch, options.logger);
+    const recovered = ack.length;
+    let dispatched = 0;
+    let due = 0;
+    let fenced = false;
+    let chunk = { now: begin.now, due: begin.due, more: begin.more };
+
+    for (;;) {
+      if (chunk.due.length > 0) {
+        due += chunk.due.length;
+        const commits = chunk.due.map((s) => this.plan(s, chunk.now));
+        const committed = await store.commitTick(token, commits);
+        if (committed.kind === "fenced") {
+          fenced = true;
+          break;
+        }
+        const applied = new Set(committed.applied);
+        const messages = commits.filter((c) => applied.has(c.id)).flatMap((c) => c.messages);
+        const published = await publishAll(transport, messages, t.publishBatch, options.logger);
+        dispatched += published.length;
+        ack = ack.concat(published);
+      }
+      if (!chunk.more || Date.now() - started > t.budgetMs) break;
+      const next = await store.nextDue(token, {
+        leaseMs: t.leaseMs,
+        horizonMs: t.horizonMs,
+        limit: t.chunk,
+        ackIds: ack,
+      });
+      ack = [];
+      if (next.kind === "fenced") {
+        fenced = true;
+        break;
+      }
+      chunk = next;
+    }
+
+    if (fenced) {
+      options.logger.warn("tick lease lost; leaving the rest to the next leader", { token });
+      if (ack.length > 0) await store.ackOutbox(ack);
+    } else {
+      await store.endTick(token, ack);
+    }
+    return {
+      leader: true,
+      dispatched,
+      recovered,
+      due,
+      idle: false,
+      fenced,
+      tookMs: Date.now() - started,
+    };
+  }
+
+  /** Plan one schedule's occurrences from the state the tick read. */
+  private plan(s: ScheduleRecord, now: number): ScheduleCommit {
+    const t = this.deps.options.tick;
+    if (s.nextRunAt === null)
+      return { id: s.id, rev: s.rev, nextRunAt: null, runsAdded: 0, messages: [] };
+    const plan = planOccurrences(parseSchedule(s.schedule, s.tz, s.startAt), s, now, {
+      horizonMs: t.horizonMs,
+      graceMs: t.misfireGraceMs,
+      catchUpLimit: t.catchUpLimit,
+      limit: t.perScheduleLimit,
+    });
+    const messages: OutboxMessage[] = plan.fires.map(({ fireAt, runAt }) => {
+      const id = occurrenceId(s.id, fireAt);
+      const job: JobSpec = {
+        id,
+        tenant: s.tenant,
+        handler: s.handler,
+        input: s.input,
+        priority: s.priority,
+        timeoutMs: s.timeoutMs,
+        retries: s.retries,
+        tags: s.tags,
+        runAt,
+        createdAt: now,
+        scheduleId: s.id,
+        fireAt,
+        overlap: s.overlap,
+      };
+      return { id, dedupId: id, job, notBefore: runAt, recoverAt: now + t.recoverGraceMs };
+    });
+    const last = plan.fires.at(-1);
+    return {
+      id: s.id,
+      rev: s.rev,
+      nextRunAt: plan.nextRunAt,
+      runsAdded: plan.fires.length,
+      ...(last ? { lastRunAt: last.fireAt } : {}),
+      messages,
+    };
+  }
+}

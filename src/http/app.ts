@@ -1,0 +1,51 @@
+/**
+ * @module
+ * The HTTP app factory: the routes of shared/API.md over an engine, as one Hono app.
+ */
+import { Hono } from "hono";
+import { answerMethodNotAllowed } from "./middleware/method-not-allowed.ts";
+import { requestId } from "./middleware/request-id.ts";
+import { type AppEnv, type AppOptions, resolveAppOptions } from "./options.ts";
+import { notFound, renderError } from "./problem.ts";
+import { healthRoutes } from "./routes/health.ts";
+import { jobRoutes } from "./routes/jobs.ts";
+import { queueRoutes } from "./routes/queue.ts";
+import { scheduleRoutes } from "./routes/schedules.ts";
+
+/**
+ * Build the tickwork HTTP app: jobs, schedules, tick, worker, dead letters and health, under
+ * `basePath`. Every error is answered as `application/problem+json`; every answer carries
+ * `x-request-id`. Serve it with any Hono adapter, or call `app.fetch(request)`.
+ *
+ * @example
+ * import { serve } from "@hono/node-server";
+ * import { createEngine } from "tickwork";
+ * import { createApp } from "tickwork/http";
+ *
+ * const engine = createEngine({ store, transport, handlers });
+ * const app = createApp({ engine, basePath: "/api/tickwork", tickSecret: process.env.CRON_SECRET });
+ * serve({ fetch: app.fetch, port: 3000 });
+ * // POST /api/tickwork/v1/jobs {"handler":"email.send","input":{"to":"a@b.c"}} → 202
+ */
+export function createApp(options: AppOptions): Hono<AppEnv> {
+  const config = resolveAppOptions(options);
+  const { logger } = config.engine.options;
+  if (!config.dev && config.tickSecret === undefined) {
+    logger.warn("tickwork: no tickSecret; anyone who can reach /v1/tick can trigger ticks");
+  }
+
+  // `root` serves every path (so answers outside the base path get a request id and a problem
+  // body too); `app` shares its router and adds the base path to the routes it registers.
+  const root = new Hono<AppEnv>();
+  root.use(requestId());
+  const app = root.basePath(config.basePath);
+  app.route("/", healthRoutes(config));
+  app.route("/v1/jobs", jobRoutes(config));
+  app.route("/v1/schedules", scheduleRoutes(config));
+  app.route("/v1", queueRoutes(config));
+  answerMethodNotAllowed(root);
+
+  app.notFound(notFound);
+  app.onError(renderError(logger));
+  return app;
+}

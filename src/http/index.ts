@@ -1,0 +1,14 @@
+/**
+ * @module
+ * `tickwork/http`: the Hono app serving the HTTP API (shared/API.md) over an engine.
+ */
+export { createApp } from "./app.ts";
+export type { AppEnv, AppOptions, AppVariables, Authorize } from "./options.ts";
+export { type FieldIssue, PROBLEM_JSON, type Problem } from "./problem.ts";
+export type {
+  JobResource,
+  JobSummary,
+  PageResource,
+  ScheduleResource,
+  TickResource,
+} from "./serialize.ts";

@@ -1,0 +1,84 @@
+/**
+ * @module
+ * Reading request bodies within a size limit: the declared `Content-Length` is checked first, and
+ * the bytes actually read are counted too (chunked bodies have no length; a lying one is cut off).
+ */
+import type { Context } from "hono";
+import { TickworkError, ValidationError } from "../../core/errors.ts";
+import type { AppEnv } from "../options.ts";
+
+/**
+ * The JSON body of a request: 415 unless it is `application/json` (or `+json`), 413 when over
+ * `maxBytes`, 400 when it is not valid UTF-8 JSON.
+ *
+ * @example
+ * const body = await readJson(c, 1_048_576);
+ */
+export async function readJson(c: Context<AppEnv>, maxBytes: number): Promise<unknown> {
+  const type = c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase() ?? "";
+  if (type !== "application/json" && !/^application\/[\w.+-]+\+json$/.test(type)) {
+    throw new TickworkError(
+      415,
+      "unsupported_media_type",
+      `request body must be application/json, got ${type ? JSON.stringify(type) : "no Content-Type"}`,
+    );
+  }
+  const bytes = await readLimited(c.req.raw, maxBytes);
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new ValidationError("request body is not valid UTF-8", [
+      { path: "", message: "not UTF-8" },
+    ]);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : "not JSON";
+    throw new ValidationError("request body is not valid JSON", [{ path: "", message }]);
+  }
+}
+
+/**
+ * The raw body of a queue delivery, as text (the delivery signature covers exactly these bytes);
+ * 413 when over `maxBytes`.
+ */
+export async function readText(c: Context<AppEnv>, maxBytes: number): Promise<string> {
+  return new TextDecoder().decode(await readLimited(c.req.raw, maxBytes));
+}
+
+/** Read at most `maxBytes` of `request`'s body; 413 as soon as it is known to be longer. */
+async function readLimited(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > maxBytes) throw tooLarge(maxBytes);
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
+
+function tooLarge(maxBytes: number): TickworkError {
+  return new TickworkError(
+    413,
+    "content_too_large",
+    `request body is larger than ${maxBytes} bytes`,
+  );
+}

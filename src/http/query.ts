@@ -1,0 +1,79 @@
+/**
+ * @module
+ * Query parameters of the listings and the long-poll, validated: anything malformed is a 400 with
+ * `errors[]`, never a 500. Unknown parameters are ignored.
+ */
+import type { Context } from "hono";
+import { z } from "zod";
+import { parseDuration } from "../core/duration.ts";
+import type { JobStatus } from "../core/model.ts";
+import { handlerName, parseOrThrow } from "../core/schemas.ts";
+import type { AppEnv } from "./options.ts";
+
+/** Page size when `limit` is not given. */
+export const DEFAULT_LIMIT = 20;
+/** Largest page. */
+export const MAX_LIMIT = 100;
+
+const JOB_STATUSES = [
+  "queued",
+  "running",
+  "succeeded",
+  "failed",
+  "dead",
+  "cancelled",
+  "skipped",
+] as const satisfies readonly JobStatus[];
+
+const limit = z
+  .string()
+  .regex(/^\d{1,6}$/, "must be a whole number")
+  .transform(Number)
+  .pipe(z.number().int().min(1).max(MAX_LIMIT))
+  .default(DEFAULT_LIMIT);
+
+const cursor = z.string().min(1).max(1024).optional();
+
+/** `?limit=&cursor=` */
+export const pageQuery = z.object({ limit, cursor });
+
+/** `GET /v1/jobs?status=&handler=&scheduleId=&limit=&cursor=` */
+export const listJobsQuery = pageQuery.extend({
+  status: z.enum(JOB_STATUSES).optional(),
+  handler: handlerName.optional(),
+  scheduleId: z.string().min(1).max(300).optional(),
+});
+
+/** `GET /v1/schedules?status=&handler=&limit=&cursor=` */
+export const listSchedulesQuery = pageQuery.extend({
+  status: z.enum(["active", "paused", "completed"]).optional(),
+  handler: handlerName.optional(),
+});
+
+/** `GET /v1/jobs/:id?wait=`: a duration (`"10s"`, or ms), parsed to ms. */
+export const waitQuery = z.object({
+  wait: z
+    .string()
+    .transform((v, ctx) => {
+      const ms = parseDuration(/^\d+$/.test(v) ? Number(v) : v);
+      if (ms === undefined) {
+        ctx.addIssue({
+          code: "custom",
+          message: `not a duration: ${JSON.stringify(v)} (e.g. "10s")`,
+        });
+        return z.NEVER;
+      }
+      return ms;
+    })
+    .optional(),
+});
+
+/**
+ * The request's query parsed with `schema`; 400 listing every bad parameter.
+ *
+ * @example
+ * const { limit, cursor } = parseQuery(c, pageQuery);
+ */
+export function parseQuery<S extends z.ZodType>(c: Context<AppEnv>, schema: S): z.output<S> {
+  return parseOrThrow(schema, c.req.query(), "query");
+}

@@ -1,0 +1,71 @@
+/**
+ * @module
+ * The queue's side of the API: `/v1/tick` (the platform cron), `/v1/worker` (deliveries),
+ * `/v1/dead` (the failure callback) and the dead-letter list `/v1/dlq`.
+ */
+import { type Context, Hono } from "hono";
+import { NotFoundError } from "../../core/errors.ts";
+import { authorizeRequest, requireTickSecret } from "../middleware/auth.ts";
+import { readText } from "../middleware/body.ts";
+import type { AppConfig, AppEnv } from "../options.ts";
+import { pageQuery, parseQuery } from "../query.ts";
+import { jobResource, jobSummary, pageResource, tickResource } from "../serialize.ts";
+
+/**
+ * The queue routes, to mount at `/v1`.
+ *
+ * @example
+ * app.route("/v1", queueRoutes(config));
+ */
+export function queueRoutes(config: AppConfig): Hono<AppEnv> {
+  const { engine } = config;
+  const routes = new Hono<AppEnv>();
+  const authorize = authorizeRequest(config.authorize);
+
+  /** The URL the queue delivered to: what the delivery signature's `sub` names. */
+  function deliveredTo(c: Context<AppEnv>, route: string): string {
+    if (config.publicUrl === undefined) return c.req.url;
+    return `${config.publicUrl}${route}${new URL(c.req.url).search}`;
+  }
+
+  routes.on(["GET", "POST"], "/tick", requireTickSecret(config.tickSecret), async (c) =>
+    c.json(tickResource(await engine.ticker.tick())),
+  );
+
+  // The runner answers in the queue's terms (200 done, 489 give up, 409 busy, else retry).
+  routes.post("/worker", async (c) => {
+    const body = await readText(c, config.deliveryLimitBytes);
+    return engine.runner.deliver({
+      url: deliveredTo(c, "/v1/worker"),
+      headers: c.req.raw.headers,
+      body,
+    });
+  });
+
+  routes.post("/dead", async (c) => {
+    const body = await readText(c, config.deliveryLimitBytes);
+    return engine.runner.dead({
+      url: deliveredTo(c, "/v1/dead"),
+      headers: c.req.raw.headers,
+      body,
+    });
+  });
+
+  routes.get("/dlq", authorize, async (c) => {
+    const page = await engine.store.listDead(parseQuery(c, pageQuery));
+    return c.json(pageResource(page, jobResource));
+  });
+
+  routes.post("/dlq/:id/retry", authorize, async (c) => {
+    const job = await engine.broker.retryDead(c.req.param("id"));
+    return c.json(jobSummary(job), 202);
+  });
+
+  routes.delete("/dlq/:id", authorize, async (c) => {
+    const id = c.req.param("id");
+    if (!(await engine.store.deleteDead(id))) throw new NotFoundError("dead job", id);
+    return c.json({ id, status: "deleted" as const });
+  });
+
+  return routes;
+}

@@ -1,0 +1,172 @@
+/**
+ * @module
+ * How records look on the wire (shared/API.md): times as ISO-8601 strings, durations in ms, the
+ * API's field names (`timeout`, `jitter`). Internal fields (`tenant`, `rev`, a job's inherited
+ * `overlap`) are left out. An absent optional value is omitted, never `null` — except a
+ * schedule's `nextRunAt`, which is `null` once it is completed.
+ */
+import type {
+  JobError,
+  JobRecord,
+  JobStatus,
+  ScheduleRecord,
+  ScheduleStatus,
+} from "../core/model.ts";
+import type { TickResult } from "../engine/ticker.ts";
+import type { Page } from "../store/port.ts";
+
+/** A job as `GET /v1/jobs/:id` and the listings show it. */
+export interface JobResource {
+  id: string;
+  handler: string;
+  status: JobStatus;
+  input: unknown;
+  result?: unknown;
+  error?: JobError;
+  attempts: number;
+  priority: number;
+  tags: string[];
+  runAt: string;
+  createdAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+  scheduleId?: string;
+  fireAt?: string;
+  /** ms */
+  timeout: number;
+  retries: number;
+  idempotencyKey?: string;
+}
+
+/** What a submit (and anything else that queues a job) answers: the job without its payloads. */
+export interface JobSummary {
+  id: string;
+  handler: string;
+  status: JobStatus;
+  runAt: string;
+  priority: number;
+  attempts: number;
+  createdAt: string;
+}
+
+/** A schedule: its definition plus `status`, `nextRunAt`, `lastRunAt`, `runs`. */
+export interface ScheduleResource {
+  id: string;
+  handler: string;
+  schedule: string;
+  tz: string;
+  status: ScheduleStatus;
+  input: unknown;
+  priority: number;
+  /** ms */
+  timeout: number;
+  retries: number;
+  maxRuns?: number;
+  startAt?: string;
+  endAt?: string;
+  misfire: ScheduleRecord["misfire"];
+  overlap: ScheduleRecord["overlap"];
+  /** ms */
+  jitter: number;
+  tags: string[];
+  nextRunAt: string | null;
+  lastRunAt?: string;
+  runs: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** What `/v1/tick` answers. */
+export type TickResource =
+  | { leader: true; dispatched: number; recovered: number; due: number; tookMs: number }
+  | { leader: false; leaseRemainingMs: number };
+
+/** A page of a listing. */
+export interface PageResource<T> {
+  items: T[];
+  cursor?: string;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function isoIf<K extends string>(key: K, ms: number | undefined): { [P in K]?: string } {
+  return (ms === undefined ? {} : { [key]: iso(ms) }) as { [P in K]?: string };
+}
+
+/** A job record as the API shows it. */
+export function jobResource(job: JobRecord): JobResource {
+  return {
+    id: job.id,
+    handler: job.handler,
+    status: job.status,
+    input: job.input,
+    ...("result" in job && job.result !== undefined ? { result: job.result } : {}),
+    ...(job.error ? { error: job.error } : {}),
+    attempts: job.attempts,
+    priority: job.priority,
+    tags: job.tags,
+    runAt: iso(job.runAt),
+    createdAt: iso(job.createdAt),
+    ...isoIf("startedAt", job.startedAt),
+    ...isoIf("finishedAt", job.finishedAt),
+    ...(job.scheduleId !== undefined ? { scheduleId: job.scheduleId } : {}),
+    ...isoIf("fireAt", job.fireAt),
+    timeout: job.timeoutMs,
+    retries: job.retries,
+    ...(job.idempotencyKey !== undefined ? { idempotencyKey: job.idempotencyKey } : {}),
+  };
+}
+
+/** A job as a submit answers it (API.md: `{ id, handler, status, runAt, priority, attempts, createdAt }`). */
+export function jobSummary(job: JobRecord): JobSummary {
+  return {
+    id: job.id,
+    handler: job.handler,
+    status: job.status,
+    runAt: iso(job.runAt),
+    priority: job.priority,
+    attempts: job.attempts,
+    createdAt: iso(job.createdAt),
+  };
+}
+
+/** A schedule record as the API shows it. */
+export function scheduleResource(s: ScheduleRecord): ScheduleResource {
+  return {
+    id: s.id,
+    handler: s.handler,
+    schedule: s.schedule,
+    tz: s.tz,
+    status: s.status,
+    input: s.input,
+    priority: s.priority,
+    timeout: s.timeoutMs,
+    retries: s.retries,
+    ...(s.maxRuns !== undefined ? { maxRuns: s.maxRuns } : {}),
+    ...isoIf("startAt", s.startAt),
+    ...isoIf("endAt", s.endAt),
+    misfire: s.misfire,
+    overlap: s.overlap,
+    jitter: s.jitterMs,
+    tags: s.tags,
+    nextRunAt: s.nextRunAt === null ? null : iso(s.nextRunAt),
+    ...isoIf("lastRunAt", s.lastRunAt),
+    runs: s.runs,
+    createdAt: iso(s.createdAt),
+    updatedAt: iso(s.updatedAt),
+  };
+}
+
+/** A tick's result as the API shows it (the engine's `idle` and `fenced` flags stay internal). */
+export function tickResource(result: TickResult): TickResource {
+  if (!result.leader) return { leader: false, leaseRemainingMs: result.leaseRemainingMs };
+  const { dispatched, recovered, due, tookMs } = result;
+  return { leader: true, dispatched, recovered, due, tookMs };
+}
+
+/** A page with each item rendered by `render`. */
+export function pageResource<T, R>(page: Page<T>, render: (item: T) => R): PageResource<R> {
+  return { items: page.items.map(render), ...(page.cursor ? { cursor: page.cursor } : {}) };
+}

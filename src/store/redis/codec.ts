@@ -1,0 +1,131 @@
+/**
+ * @module
+ * Argument encoding and result decoding for the Redis store's scripts.
+ *
+ * Stored documents are JSON written here (`JSON.stringify`) and spliced, never re-encoded, by the
+ * scripts, which answer with one JSON text per call. A client may hand that text back raw
+ * (ioredis) or already parsed (`@upstash/redis` JSON-parses string results by default); since
+ * every such answer is an object or array, "string → parse, else use as is" is unambiguous.
+ */
+import { ValidationError } from "../../core/errors.ts";
+import type { JobSpec, NewJob, ScheduleRecord } from "../../core/model.ts";
+
+/** A script's JSON answer, raw or already parsed by the client. */
+export function fromJson<T>(raw: unknown): T {
+  return (typeof raw === "string" ? JSON.parse(raw) : raw) as T;
+}
+
+/** A negative integer answer (an `ErrorCode`), if that is what the script returned. */
+export function errorCodeOf(raw: unknown): number | undefined {
+  return typeof raw === "number" && raw < 0 ? raw : undefined;
+}
+
+/** An integer answer (ioredis gives numbers; a parsing client may give numeric strings). */
+export function toInt(raw: unknown): number {
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw new TypeError(`expected an integer reply, got ${String(raw)}`);
+  return n;
+}
+
+/** Milliseconds for PX / PEXPIRE: a positive integer. */
+export function ttlArg(ms: number): string {
+  return String(Math.max(1, Math.ceil(ms)));
+}
+
+/** An optional number as a script argument (`''` = absent). */
+export function optionalArg(value: number | string | null | undefined): string {
+  return value === undefined || value === null ? "" : String(value);
+}
+
+/** JSON of a value for a hash field (`''` when JSON has no text for it, e.g. `undefined`). */
+export function jsonArg(value: unknown): string {
+  return JSON.stringify(value) ?? "";
+}
+
+/**
+ * The `data` field of a job: its spec without the fields the store stamps or tracks apart
+ * (createdAt, runAt and the mutable state of a record, should a record be passed).
+ */
+export function jobData(spec: NewJob | JobSpec): string {
+  const {
+    createdAt: _createdAt,
+    runAt: _runAt,
+    status: _status,
+    attempts: _attempts,
+    startedAt: _startedAt,
+    finishedAt: _finishedAt,
+    result: _result,
+    error: _error,
+    ...data
+  } = spec as Partial<JobSpec> & Record<string, unknown>;
+  return JSON.stringify(data);
+}
+
+/** A full JobSpec as the 8 arguments the `spec` include reads (beginRun, markDead). */
+export function specArgs(spec: JobSpec): string[] {
+  return [
+    spec.id,
+    jobData(spec),
+    String(spec.createdAt),
+    String(spec.runAt),
+    spec.handler,
+    spec.scheduleId ?? "",
+    spec.overlap ?? "",
+    String(spec.fireAt ?? spec.runAt),
+  ];
+}
+
+/** The `def` field of a schedule: the record without its state. */
+export function scheduleDef(schedule: ScheduleRecord): string {
+  const {
+    status: _status,
+    nextRunAt: _nextRunAt,
+    lastRunAt: _lastRunAt,
+    runs: _runs,
+    rev: _rev,
+    createdAt: _createdAt,
+    updatedAt: _updatedAt,
+    ...def
+  } = schedule;
+  return JSON.stringify(def);
+}
+
+/** A page as the scripts answer it: the cursor names the last item returned. */
+export interface RawPage<T> {
+  items: T[];
+  cursor?: [score: number, id: string];
+}
+
+/** Opaque cursor text for `[score, id]` (base64url of its JSON). */
+export function encodeCursor([score, id]: [number, string]): string {
+  const bytes = new TextEncoder().encode(JSON.stringify([score, id]));
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+/** The `[score, id]` script arguments of a cursor (`['', '']` for the first page). */
+export function cursorArgs(cursor: string | undefined): [string, string] {
+  if (cursor === undefined) return ["", ""];
+  try {
+    const binary = atob(cursor.replaceAll("-", "+").replaceAll("_", "/"));
+    const value: unknown = JSON.parse(
+      new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0))),
+    );
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      typeof value[0] === "number" &&
+      Number.isFinite(value[0]) &&
+      typeof value[1] === "string" &&
+      value[1] !== ""
+    ) {
+      return [String(value[0]), value[1]];
+    }
+  } catch {
+    // any malformed cursor is the caller's error
+  }
+  throw new ValidationError("invalid cursor", [
+    { path: "cursor", message: "not a cursor of this listing" },
+  ]);
+}

@@ -1,0 +1,24 @@
+--[[
+  Include "keys": per-id keys, built from the hash-tag root (KEYS[1], `{prefix}`).
+  Mirrors src/store/keys.ts exactly (scripts.test.ts checks every builder against it), so all
+  keys stay in one Redis Cluster slot and keys.ts remains the one source of names.
+]]
+local function jobKey(root, id)
+  return root .. ':j:' .. id
+end
+
+local function scheduleKey(root, id)
+  return root .. ':s:' .. id
+end
+
+local function scheduleRunningKey(root, id)
+  return root .. ':s:' .. id .. ':running'
+end
+
+local function runsKey(root, scheduleId)
+  return root .. ':runs:' .. scheduleId
+end
+
+local function idempotencyKey(root, tenant, key)
+  return root .. ':idem:' .. tenant .. ':' .. key
+end

@@ -1,0 +1,72 @@
+--[[
+  putSchedule: write a schedule record computed in TS. Without expectRev: create, or replace
+  keeping the stored runs, lastRunAt and createdAt. With expectRev: write as given, only if the
+  stored rev equals it. The stored rev becomes previous + 1 (1 on create). The due index holds
+  the schedule iff it is `active` with a nextRunAt.
+  Input:
+    KEYS[1] root
+    KEYS[2] due index
+    KEYS[3] schedules index (zset: schedule id -> createdAt)
+    ARGV[1] id
+    ARGV[2] ScheduleDef JSON
+    ARGV[3] status
+    ARGV[4] nextRunAt ('' = null)
+    ARGV[5] lastRunAt ('' = none)
+    ARGV[6] runs
+    ARGV[7] createdAt
+    ARGV[8] updatedAt
+    ARGV[9] handler
+    ARGV[10] expectRev ('' = none)
+  Output: JSON text
+    {"created":bool,"schedule":ScheduleRecord}   written
+    {"conflict":ScheduleRecord|null}             expectRev did not match
+]]
+--@include "keys"
+--@include "json"
+--@include "schedule"
+
+local root, due, schedules, id = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+local key = scheduleKey(root, id)
+local stored = readSchedule(key)
+local expectRev = ARGV[10]
+
+if expectRev ~= '' and (not stored or tonumber(stored.rev) ~= tonumber(expectRev)) then
+  return '{"conflict":' .. (stored and scheduleJson(stored) or 'null') .. '}'
+end
+
+local s = { def = ARGV[2], status = ARGV[3], runs = ARGV[6], createdAt = ARGV[7],
+  updatedAt = ARGV[8], handler = ARGV[9], rev = '1' }
+if ARGV[4] ~= '' then
+  s.nextRunAt = ARGV[4]
+end
+if ARGV[5] ~= '' then
+  s.lastRunAt = ARGV[5]
+end
+if stored then
+  s.rev = tostring(tonumber(stored.rev) + 1)
+  if expectRev == '' then
+    s.runs, s.lastRunAt, s.createdAt = stored.runs, stored.lastRunAt, stored.createdAt
+  end
+end
+
+local fields = {}
+local absent = {}
+for _, name in ipairs(SCHEDULE_FIELDS) do
+  if s[name] then
+    fields[#fields + 1] = name
+    fields[#fields + 1] = s[name]
+  else
+    absent[#absent + 1] = name
+  end
+end
+redis.call('HSET', key, unpack(fields))
+if #absent > 0 then
+  redis.call('HDEL', key, unpack(absent))
+end
+redis.call('ZADD', schedules, s.createdAt, id)
+if s.status == 'active' and s.nextRunAt then
+  redis.call('ZADD', due, s.nextRunAt, id)
+else
+  redis.call('ZREM', due, id)
+end
+return '{"created":' .. jsonBool(not stored) .. ',"schedule":' .. scheduleJson(s) .. '}'

@@ -1,0 +1,42 @@
+--[[
+  retryDead: `dead` -> `queued` again (attempts kept, runAt = now, no longer retained), removed
+  from the dead-letter list, with a message under a fresh dedup id `<id>~r<attempts>` in the
+  outbox.
+  Input:
+    KEYS[1] root
+    KEYS[2] dead-letter list
+    KEYS[3] outbox
+    KEYS[4] outbox messages
+    KEYS[5] expiring index
+    ARGV[1] id
+    ARGV[2] id as a JSON string
+    ARGV[3] recoverGraceMs
+  Output:
+    JOB_NOT_DEAD (-3)   missing or not dead
+    JSON text           {"job":JobRecord,"message":OutboxMessage}
+]]
+--@include "time"
+--@include "keys"
+--@include "errors"
+--@include "outbox"
+--@include "job"
+
+local root, id, idJson = KEYS[1], ARGV[1], ARGV[2]
+local key = jobKey(root, id)
+local job = readJob(key)
+if not job or job.status ~= 'dead' then
+  return JOB_NOT_DEAD
+end
+local now = nowMs()
+redis.call('ZREM', KEYS[2], id)
+keepJob(root, KEYS[5], id, job)
+job.status, job.runAt, job.finishedAt = 'queued', int(now), nil
+redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt)
+redis.call('HDEL', key, 'finishedAt')
+
+local recoverAt = int(now + tonumber(ARGV[3]))
+local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. job.attempts .. '"'
+local message = '{"id":' .. idJson .. ',"dedupId":' .. dedupJson .. ',"job":' .. specJson(job)
+  .. ',"notBefore":' .. job.runAt .. ',"recoverAt":' .. recoverAt .. '}'
+putMessage(KEYS[3], KEYS[4], id, recoverAt, message)
+return '{"job":' .. jobJson(job) .. ',"message":' .. message .. '}'

@@ -1,0 +1,113 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { buildScripts, generate, outputFile } from "../../../scripts/gen-lua.ts";
+import { keys } from "../keys.ts";
+import { ErrorCode } from "./errors.ts";
+import { fromIoredis, type LuaScript, type ScriptClient, safeEval } from "./script.ts";
+import { scripts } from "./scripts.generated.ts";
+
+const redis = new Redis("redis://127.0.0.1:6379");
+afterAll(() => redis.disconnect());
+
+const all = Object.values(scripts) as LuaScript[];
+const includeSource = (name: string) =>
+  readFileSync(new URL(`./lua/includes/${name}.lua`, import.meta.url), "utf8");
+
+describe("generated scripts", () => {
+  it("are up to date with lua/ (npm run gen)", () => {
+    expect(readFileSync(outputFile, "utf8")).toBe(generate());
+    expect(buildScripts().map((s) => s.name)).toEqual(all.map((s) => s.name));
+  });
+
+  it.each(all.map((s) => [s.name, s] as const))(
+    "%s: sha1 matches its source and SCRIPT LOAD",
+    async (_, s) => {
+      expect(s.sha1).toBe(createHash("sha1").update(s.source).digest("hex"));
+      expect(await redis.script("LOAD", s.source)).toBe(s.sha1);
+    },
+  );
+
+  it("start with a header naming Input and Output, and inline every include", () => {
+    for (const s of all) {
+      expect(s.source.startsWith("--[[")).toBe(true);
+      expect(s.source).toMatch(/Input/);
+      expect(s.source).toMatch(/Output/);
+      expect(s.source).not.toMatch(/--@include/);
+    }
+  });
+
+  it("build every per-id key exactly as keys.ts does", async () => {
+    const k = keys("p:x");
+    const probe = `${includeSource("keys")}
+return { jobKey(KEYS[1], ARGV[1]), scheduleKey(KEYS[1], ARGV[1]), scheduleRunningKey(KEYS[1], ARGV[1]),
+  runsKey(KEYS[1], ARGV[1]), idempotencyKey(KEYS[1], ARGV[2], ARGV[3]) }`;
+    const id = "a:b@1700000000000";
+    const built = await redis.eval(probe, 1, k.root, id, "tenant-1", "order:7");
+    expect(built).toEqual([
+      k.job(id),
+      k.schedule(id),
+      k.scheduleRunning(id),
+      k.runs(id),
+      k.idempotency("tenant-1", "order:7"),
+    ]);
+  });
+
+  it("report the error codes of the ErrorCode enum", async () => {
+    const codes = (await redis.eval(
+      `${includeSource("errors")}\nreturn { LEASE_LOST, JOB_NOT_FOUND, JOB_NOT_DEAD }`,
+      0,
+    )) as number[];
+    expect(codes).toEqual([ErrorCode.LeaseLost, ErrorCode.JobNotFound, ErrorCode.JobNotDead]);
+  });
+});
+
+describe("safeEval", () => {
+  it("falls back to EVAL on NOSCRIPT, which caches the script", async () => {
+    const unique = `${Date.now()}-${Math.random()}`;
+    const source = `-- ${unique}\nreturn ARGV[1] .. KEYS[1]`;
+    const script: LuaScript = {
+      name: "probe",
+      numberOfKeys: 1,
+      source,
+      sha1: createHash("sha1").update(source).digest("hex"),
+    };
+    expect(await redis.script("EXISTS", script.sha1)).toEqual([0]);
+    const inner = fromIoredis(redis);
+    const client: ScriptClient = { evalsha: vi.fn(inner.evalsha), eval: vi.fn(inner.eval) };
+
+    expect(await safeEval(client, script, ["k"], ["v"])).toBe("vk");
+    expect(client.evalsha).toHaveBeenCalledTimes(1);
+    expect(client.eval).toHaveBeenCalledTimes(1);
+    expect(await redis.script("EXISTS", script.sha1)).toEqual([1]);
+
+    expect(await safeEval(client, script, ["k"], [2])).toBe("2k");
+    expect(client.evalsha).toHaveBeenCalledTimes(2);
+    expect(client.eval).toHaveBeenCalledTimes(1);
+  });
+
+  it("matches NOSCRIPT case-insensitively and rethrows other errors", async () => {
+    const script: LuaScript = {
+      name: "x",
+      numberOfKeys: 0,
+      source: "return 1",
+      sha1: "0".repeat(40),
+    };
+    const upstashLike: ScriptClient = {
+      evalsha: async () => {
+        throw new Error("noscript No matching script. Please use EVAL., command was: [...]");
+      },
+      eval: async () => 1,
+    };
+    expect(await safeEval(upstashLike, script, [], [])).toBe(1);
+    const failing: ScriptClient = {
+      evalsha: async () => {
+        throw new Error("WRONGTYPE Operation against a key holding the wrong kind of value");
+      },
+      eval: vi.fn(async () => 1),
+    };
+    await expect(safeEval(failing, script, [], [])).rejects.toThrow(/WRONGTYPE/);
+    expect(failing.eval).not.toHaveBeenCalled();
+  });
+});

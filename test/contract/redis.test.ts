@@ -1,0 +1,30 @@
+/**
+ * The Store contract on the Redis store: ioredis against the shared Redis at 127.0.0.1:6379,
+ * a random key prefix per test, whose keys (and only those) are deleted afterwards.
+ */
+import { Redis } from "ioredis";
+import { afterAll } from "vitest";
+import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
+import { CONTRACT_RETENTION } from "./fixtures.ts";
+import { describeStoreContract } from "./store.contract.ts";
+
+const redis = new Redis("redis://127.0.0.1:6379");
+afterAll(() => redis.disconnect());
+
+/** Deletes every key under the hash tag `{prefix}` (SCAN, never FLUSH: the server is shared). */
+async function deletePrefix(prefix: string): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, found] = await redis.scan(cursor, "MATCH", `{${prefix}}:*`, "COUNT", 1000);
+    if (found.length > 0) await redis.del(...found);
+    cursor = next;
+  } while (cursor !== "0");
+}
+
+describeStoreContract("redis", async () => {
+  const prefix = `contract-${Math.random().toString(36).slice(2, 10)}`;
+  return {
+    store: new RedisStore({ client: fromIoredis(redis), prefix, retention: CONTRACT_RETENTION }),
+    cleanup: () => deletePrefix(prefix),
+  };
+});

@@ -1,0 +1,1477 @@
+/**
+ * @module
+ * The Store contract (DESIGN I6): one suite every Store implementation runs, pinning the
+ * semantics documented in `src/store/port.ts`. Real time throughout (short TTLs and real sleeps),
+ * because the Redis store judges expiry by Redis's own clock; every time a test reasons about is
+ * taken from `store.now()`.
+ *
+ * @example
+ * describeStoreContract("memory", async () => ({
+ *   store: new MemoryStore({ retention: CONTRACT_RETENTION }),
+ *   cleanup: async () => {},
+ * }));
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { JobRecord, JobSpec, OutboxMessage, ScheduleRecord } from "../../src/core/model.ts";
+import { occurrenceId } from "../../src/core/model.ts";
+import type {
+  BeginRunResult,
+  BeginTickOptions,
+  BeginTickResult,
+  Page,
+  ScheduleCommit,
+  Store,
+} from "../../src/store/port.ts";
+import {
+  CONTRACT_RETENTION,
+  fullJobSpec,
+  jobSpec,
+  occurrenceSpec,
+  outboxMessage,
+  scheduleRecord,
+  sleep,
+} from "./fixtures.ts";
+
+/** A far-future time: a schedule due then is never due in a test. */
+const FAR = 4_000_000_000_000;
+
+/**
+ * Registers the contract suite for one Store implementation.
+ *
+ * `make` is called before every test and must return a fresh, empty store (its own prefix on a
+ * shared Redis is fine) built with {@link CONTRACT_RETENTION}; `cleanup` runs after the test.
+ */
+export function describeStoreContract(
+  name: string,
+  make: () => Promise<{ store: Store; cleanup: () => Promise<void> }>,
+): void {
+  describe(`Store contract: ${name}`, () => {
+    let store: Store;
+    let cleanup: (() => Promise<void>) | undefined;
+
+    beforeEach(async () => {
+      const made = await make();
+      store = made.store;
+      cleanup = made.cleanup;
+    });
+
+    afterEach(async () => {
+      await cleanup?.();
+      cleanup = undefined;
+    });
+
+    // ── helpers (closures over the current store) ──────────────────────────
+
+    const tickOpts = (overrides: Partial<BeginTickOptions> = {}): BeginTickOptions => ({
+      leaseMs: 5_000,
+      horizonMs: 0,
+      limit: 10,
+      recoverLimit: 100,
+      recoverGraceMs: 0,
+      ...overrides,
+    });
+
+    async function beginLeader(overrides: Partial<BeginTickOptions> = {}) {
+      return asLeader(await store.beginTick(tickOpts(overrides)));
+    }
+
+    /** A schedule stored as active and due 1 s ago (or as `overrides` say). */
+    async function putDue(overrides: Partial<ScheduleRecord> = {}): Promise<ScheduleRecord> {
+      const now = await store.now();
+      return putOk(store, scheduleRecord({ nextRunAt: now - 1_000, ...overrides }));
+    }
+
+    /**
+     * The outbox as the recover step sees it: messages with `recoverAt <= now`, sorted by id.
+     * Takes and releases the tick lease; pushes their `recoverAt` to now (grace 0).
+     */
+    async function recoverable(): Promise<OutboxMessage[]> {
+      const begun = await store.beginTick(tickOpts({ recoverLimit: 1_000 }));
+      if (begun.kind === "busy") throw new Error("recoverable(): the tick lease is held");
+      if (begun.kind === "idle") return [];
+      await store.endTick(begun.token, []);
+      return [...begun.recover].sort((a, b) => (a.id < b.id ? -1 : 1));
+    }
+
+    /** Puts `messages` in the outbox through a (fenced) tick commit. */
+    async function writeOutbox(messages: OutboxMessage[]): Promise<void> {
+      const carrier = await putDue();
+      const leader = await beginLeader();
+      const committed = await store.commitTick(leader.token, [
+        { id: carrier.id, rev: carrier.rev, nextRunAt: FAR, runsAdded: 0, messages },
+      ]);
+      expect(committed).toEqual({ kind: "ok", applied: [carrier.id], skipped: [] });
+      await store.endTick(leader.token, []);
+    }
+
+    /** Submits a job whose outbox message is already due for recovery. */
+    async function submitRecoverable(overrides: Parameters<typeof jobSpec>[0] = {}) {
+      const now = await store.now();
+      return store.submitJob(jobSpec(overrides), {
+        runAt: now - 1_000,
+        delayMs: 0,
+        recoverGraceMs: 0,
+      });
+    }
+
+    async function run(spec: JobSpec, leaseMs = 5_000) {
+      return asRun(await store.beginRun(spec, leaseMs));
+    }
+
+    async function allPages<T>(list: (cursor?: string) => Promise<Page<T>>): Promise<T[][]> {
+      const pages: T[][] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await list(cursor);
+        pages.push(page.items);
+        cursor = page.cursor;
+        if (pages.length > 100) throw new Error("paging does not end");
+      } while (cursor !== undefined);
+      return pages;
+    }
+
+    // ── clock ──────────────────────────────────────────────────────────────
+
+    describe("now", () => {
+      it("is the store's clock in epoch milliseconds and does not go back", async () => {
+        const a = await store.now();
+        const b = await store.now();
+        expect(Number.isInteger(a)).toBe(true);
+        expect(Math.abs(a - Date.now())).toBeLessThan(60_000);
+        expect(b).toBeGreaterThanOrEqual(a);
+      });
+    });
+
+    // ── leases ─────────────────────────────────────────────────────────────
+
+    describe("leases", () => {
+      it("acquire hands out increasing tokens from one sequence; a held lease is refused", async () => {
+        const a = asAcquired(await store.acquireLease("alpha", 1_000));
+        const b = asAcquired(await store.acquireLease("beta", 1_000));
+        expect(b.token).toBeGreaterThan(a.token);
+
+        const refused = await store.acquireLease("alpha", 1_000);
+        expect(refused.acquired).toBe(false);
+        if (refused.acquired) return;
+        expect(refused.remainingMs).toBeGreaterThan(0);
+        expect(refused.remainingMs).toBeLessThanOrEqual(1_000);
+
+        expect(await store.releaseLease("alpha", a.token)).toBe(true);
+        const c = asAcquired(await store.acquireLease("alpha", 1_000));
+        expect(c.token).toBeGreaterThan(b.token);
+
+        // The tick lease draws from the same sequence.
+        let last = c.token;
+        for (let i = 0; i < 6; i++) {
+          const name = i % 2 === 0 ? "gamma" : "delta";
+          const next = asAcquired(await store.acquireLease(name, 1_000));
+          expect(next.token).toBeGreaterThan(last);
+          expect(await store.releaseLease(name, next.token)).toBe(true);
+          await putDue();
+          const tick = await beginLeader();
+          expect(tick.token).toBeGreaterThan(next.token);
+          await store.endTick(tick.token, []);
+          last = tick.token;
+        }
+        expect(await store.releaseLease("alpha", c.token)).toBe(true);
+      });
+
+      it("renew extends the lease for its holder only", async () => {
+        const a = asAcquired(await store.acquireLease("l", 60));
+        expect(await store.renewLease("l", a.token + 1_000, 1_000)).toBe(false);
+        expect(await store.renewLease("l", a.token, 1_000)).toBe(true);
+        await sleep(100);
+        const refused = await store.acquireLease("l", 1_000);
+        expect(refused.acquired).toBe(false);
+        if (!refused.acquired) expect(refused.remainingMs).toBeLessThanOrEqual(1_000 - 90);
+        expect(await store.renewLease("l", a.token, 1_000)).toBe(true);
+      });
+
+      it("release is compare-and-delete", async () => {
+        const a = asAcquired(await store.acquireLease("l", 1_000));
+        expect(await store.releaseLease("l", a.token + 1)).toBe(false);
+        expect((await store.acquireLease("l", 1_000)).acquired).toBe(false);
+        expect(await store.releaseLease("l", a.token)).toBe(true);
+        expect(await store.releaseLease("l", a.token)).toBe(false);
+        expect(await store.releaseLease("never-held", a.token)).toBe(false);
+        expect(await store.renewLease("never-held", a.token, 1_000)).toBe(false);
+      });
+
+      it("an expired lease is free; its old token can neither renew nor release the next holder's", async () => {
+        const a = asAcquired(await store.acquireLease("l", 40));
+        await sleep(80);
+        expect(await store.renewLease("l", a.token, 1_000)).toBe(false);
+        expect(await store.releaseLease("l", a.token)).toBe(false);
+        const b = asAcquired(await store.acquireLease("l", 1_000));
+        expect(b.token).toBeGreaterThan(a.token);
+        expect(await store.releaseLease("l", a.token)).toBe(false);
+        expect(await store.renewLease("l", a.token, 1_000)).toBe(false);
+        expect(await store.releaseLease("l", b.token)).toBe(true);
+      });
+    });
+
+    // ── tick ───────────────────────────────────────────────────────────────
+
+    describe("beginTick", () => {
+      it("is idle when nothing is due: it writes nothing, takes no lease and uses no token", async () => {
+        const now = await store.now();
+        await putOk(store, scheduleRecord({ nextRunAt: now + 60_000 }));
+        await putOk(store, scheduleRecord({ nextRunAt: now - 1_000, status: "paused" }));
+        await putOk(store, scheduleRecord({ nextRunAt: null, status: "completed" }));
+        await store.submitJob(jobSpec(), { delayMs: 60_000, recoverGraceMs: 0 });
+        const before = asAcquired(await store.acquireLease("other", 1_000));
+
+        const t0 = await store.now();
+        const idle = await store.beginTick(tickOpts({ horizonMs: 1_000 }));
+        const t1 = await store.now();
+        expect(idle).toEqual({ kind: "idle", now: expect.any(Number), leaseRemainingMs: 0 });
+        expectBetween(idle.now, t0, t1);
+
+        await putDue();
+        const leader = await beginLeader();
+        expect(leader.token).toBe(before.token + 1);
+      });
+
+      it("the tick lease is the lease named 'tick': idle leaves it untouched, busy reports it", async () => {
+        const held = asAcquired(await store.acquireLease("tick", 1_000));
+        const idle = await store.beginTick(tickOpts());
+        expect(idle.kind).toBe("idle");
+        if (idle.kind !== "idle") return;
+        expect(idle.leaseRemainingMs).toBeGreaterThan(0);
+        expect(idle.leaseRemainingMs).toBeLessThanOrEqual(1_000);
+        expect(await store.renewLease("tick", held.token, 1_000)).toBe(true);
+
+        await putDue();
+        const busy = await store.beginTick(tickOpts());
+        expect(busy).toEqual({
+          kind: "busy",
+          now: expect.any(Number),
+          leaseRemainingMs: expect.any(Number),
+        });
+        if (busy.kind !== "busy") return;
+        expect(busy.leaseRemainingMs).toBeGreaterThan(0);
+        expect(busy.leaseRemainingMs).toBeLessThanOrEqual(1_000);
+
+        expect(await store.releaseLease("tick", held.token)).toBe(true);
+        const leader = await beginLeader();
+        expect(leader.token).toBeGreaterThan(held.token);
+        expect(await store.renewLease("tick", leader.token, 1_000)).toBe(true);
+      });
+
+      it("is busy while another tick holds the lease, and a busy tick changes nothing", async () => {
+        const due = await putDue();
+        const first = await beginLeader({ leaseMs: 1_000 });
+        const { message } = await submitRecoverable();
+
+        const busy = await store.beginTick(tickOpts({ recoverGraceMs: 60_000 }));
+        expect(busy.kind).toBe("busy");
+        if (busy.kind !== "busy") return;
+        expect(busy.leaseRemainingMs).toBeGreaterThan(0);
+        expect(busy.leaseRemainingMs).toBeLessThanOrEqual(1_000);
+
+        await store.endTick(first.token, []);
+        const next = await beginLeader();
+        expect(next.token).toBeGreaterThan(first.token);
+        expect(next.due).toEqual([due]);
+        // The busy tick did not push the message's recoverAt: it is still recoverable now.
+        expect(next.recover).toEqual([{ ...message, recoverAt: next.now }]);
+      });
+
+      it("as leader returns the due chunk earliest first, `more`, and a fresh token", async () => {
+        const now = await store.now();
+        const s3 = await putOk(store, scheduleRecord({ nextRunAt: now - 100 }));
+        const s1 = await putOk(store, scheduleRecord({ nextRunAt: now - 300 }));
+        const s2 = await putOk(store, scheduleRecord({ nextRunAt: now - 200 }));
+        await putOk(store, scheduleRecord({ nextRunAt: now + 60_000 }));
+        await putOk(store, scheduleRecord({ nextRunAt: now - 500, status: "paused" }));
+
+        const t0 = await store.now();
+        const chunk = await beginLeader({ limit: 2 });
+        const t1 = await store.now();
+        expectBetween(chunk.now, t0, t1);
+        expect(chunk).toEqual({
+          kind: "leader",
+          now: chunk.now,
+          token: expect.any(Number),
+          due: [s1, s2],
+          more: true,
+          recover: [],
+        });
+        await store.endTick(chunk.token, []);
+
+        const all = await beginLeader({ limit: 3 });
+        expect(all.due).toEqual([s1, s2, s3]);
+        expect(all.more).toBe(false);
+        expect(all.token).toBeGreaterThan(chunk.token);
+      });
+
+      it("looks ahead by the horizon", async () => {
+        const now = await store.now();
+        const soon = await putOk(store, scheduleRecord({ nextRunAt: now + 5_000 }));
+        expect((await store.beginTick(tickOpts({ horizonMs: 1_000 }))).kind).toBe("idle");
+        const leader = await beginLeader({ horizonMs: 60_000 });
+        expect(leader.due).toEqual([soon]);
+        expect(leader.more).toBe(false);
+      });
+
+      it("recovers outbox messages due for it, oldest first, at most recoverLimit, pushing recoverAt", async () => {
+        const now = await store.now();
+        const submit = (runAt: number) =>
+          store.submitJob(jobSpec(), { runAt, delayMs: 0, recoverGraceMs: 0 });
+        const m2 = (await submit(now - 2_000)).message!;
+        const m1 = (await submit(now - 3_000)).message!;
+        const m3 = (await submit(now - 1_000)).message!;
+        await submit(now + 60_000);
+
+        const first = await beginLeader({ recoverLimit: 2, recoverGraceMs: 30_000 });
+        expect(first.due).toEqual([]);
+        expect(first.more).toBe(false);
+        expect(first.recover).toEqual([
+          { ...m1, recoverAt: first.now + 30_000 },
+          { ...m2, recoverAt: first.now + 30_000 },
+        ]);
+        await store.endTick(first.token, []);
+
+        const second = await beginLeader({ recoverLimit: 2, recoverGraceMs: 30_000 });
+        expect(second.recover).toEqual([{ ...m3, recoverAt: second.now + 30_000 }]);
+        await store.endTick(second.token, []);
+
+        expect((await store.beginTick(tickOpts())).kind).toBe("idle");
+      });
+    });
+
+    describe("nextDue", () => {
+      it("acks, renews the lease and returns the next chunk", async () => {
+        const now = await store.now();
+        const s1 = await putOk(store, scheduleRecord({ nextRunAt: now - 300 }));
+        const s2 = await putOk(store, scheduleRecord({ nextRunAt: now - 200 }));
+        const s3 = await putOk(store, scheduleRecord({ nextRunAt: now - 100 }));
+        const a = (await submitRecoverable()).message!;
+        const b = (await submitRecoverable()).message!;
+
+        const first = await beginLeader({ limit: 2, leaseMs: 120 });
+        expect(first.due).toEqual([s1, s2]);
+        expect(first.recover.map((m) => m.id).sort()).toEqual([a.id, b.id].sort());
+        const committed = await store.commitTick(first.token, [
+          { id: s1.id, rev: s1.rev, nextRunAt: FAR, runsAdded: 0, messages: [] },
+          { id: s2.id, rev: s2.rev, nextRunAt: FAR, runsAdded: 0, messages: [] },
+        ]);
+        expect(committed.kind).toBe("ok");
+
+        await sleep(70);
+        const t0 = await store.now();
+        const next = await store.nextDue(first.token, {
+          leaseMs: 1_000,
+          horizonMs: 0,
+          limit: 2,
+          ackIds: [a.id],
+        });
+        const t1 = await store.now();
+        expect(next).toEqual({ kind: "ok", now: expect.any(Number), due: [s3], more: false });
+        if (next.kind === "ok") expectBetween(next.now, t0, t1);
+
+        await sleep(80); // past the first lease's 120 ms: only the renewal keeps it
+        expect(await store.commitTick(first.token, [])).toEqual({
+          kind: "ok",
+          applied: [],
+          skipped: [],
+        });
+        await store.endTick(first.token, []);
+        expect((await recoverable()).map((m) => m.id)).toEqual([b.id]);
+      });
+
+      it("reports `more` when more are due than the limit", async () => {
+        const now = await store.now();
+        const s1 = await putOk(store, scheduleRecord({ nextRunAt: now - 200 }));
+        const s2 = await putOk(store, scheduleRecord({ nextRunAt: now - 100 }));
+        const leader = await beginLeader({ limit: 1 });
+        expect(leader.due).toEqual([s1]);
+        const next = await store.nextDue(leader.token, {
+          leaseMs: 1_000,
+          horizonMs: 0,
+          limit: 1,
+          ackIds: [],
+        });
+        expect(next).toEqual({ kind: "ok", now: expect.any(Number), due: [s1], more: true });
+        const wide = await store.nextDue(leader.token, {
+          leaseMs: 1_000,
+          horizonMs: 0,
+          limit: 5,
+          ackIds: [],
+        });
+        expect(wide).toEqual({ kind: "ok", now: expect.any(Number), due: [s1, s2], more: false });
+      });
+
+      it("is fenced, removing nothing, once the token lost the lease", async () => {
+        const { message } = await submitRecoverable();
+        const stale = await beginLeader({ leaseMs: 40 });
+        await sleep(80);
+        const current = await beginLeader();
+
+        const ackNothing = { leaseMs: 1_000, horizonMs: 0, limit: 10, ackIds: [message!.id] };
+        expect(await store.nextDue(stale.token, ackNothing)).toEqual({ kind: "fenced" });
+        expect(await store.nextDue(current.token + 1_000, ackNothing)).toEqual({ kind: "fenced" });
+        await store.endTick(current.token, []);
+        expect(await store.nextDue(current.token, ackNothing)).toEqual({ kind: "fenced" });
+        expect((await recoverable()).map((m) => m.id)).toEqual([message!.id]);
+      });
+    });
+
+    describe("commitTick", () => {
+      it("applies commits: nextRunAt and due score, runs, lastRunAt, rev, outbox; null completes", async () => {
+        const now = await store.now();
+        const a = await putDue({ runs: 2, lastRunAt: now - 61_000 });
+        const b = await putDue();
+        const c = await putDue({ lastRunAt: now - 5_000 });
+        const leader = await beginLeader();
+        expect(leader.due.map((s) => s.id).sort()).toEqual([a.id, b.id, c.id].sort());
+
+        const fireA1 = now - 1_000;
+        const fireA2 = now;
+        const msgA1 = outboxMessage(occurrenceSpec(a, fireA1), { recoverAt: now - 10 });
+        const msgA2 = outboxMessage(occurrenceSpec(a, fireA2), { recoverAt: now - 10 });
+        const msgB = outboxMessage(occurrenceSpec(b, now - 1_000), { recoverAt: now - 10 });
+        const commits: ScheduleCommit[] = [
+          {
+            id: a.id,
+            rev: a.rev,
+            nextRunAt: now + 60_000,
+            runsAdded: 2,
+            lastRunAt: fireA2,
+            messages: [msgA1, msgA2],
+          },
+          {
+            id: b.id,
+            rev: b.rev,
+            nextRunAt: null,
+            runsAdded: 1,
+            lastRunAt: now - 1_000,
+            messages: [msgB],
+          },
+          { id: c.id, rev: c.rev, nextRunAt: now + 120_000, runsAdded: 0, messages: [] },
+        ];
+        expect(await store.commitTick(leader.token, commits)).toEqual({
+          kind: "ok",
+          applied: [a.id, b.id, c.id],
+          skipped: [],
+        });
+
+        expect(await store.getSchedule(a.id)).toEqual({
+          ...a,
+          nextRunAt: now + 60_000,
+          runs: 4,
+          lastRunAt: fireA2,
+          rev: a.rev + 1,
+        });
+        expect(await store.getSchedule(b.id)).toEqual({
+          ...b,
+          status: "completed",
+          nextRunAt: null,
+          runs: 1,
+          lastRunAt: now - 1_000,
+          rev: b.rev + 1,
+        });
+        expect(await store.getSchedule(c.id)).toEqual({
+          ...c,
+          nextRunAt: now + 120_000,
+          rev: c.rev + 1,
+        });
+
+        await store.endTick(leader.token, []);
+        const after = await beginLeader({ horizonMs: 90_000 });
+        // a is due again within the horizon at its new score; b completed; c beyond the horizon.
+        expect(after.due.map((s) => s.id)).toEqual([a.id]);
+        const byId = (m: OutboxMessage) => m.id;
+        expect([...after.recover].sort((x, y) => (byId(x) < byId(y) ? -1 : 1))).toEqual(
+          [msgA1, msgA2, msgB]
+            .map((m) => ({ ...m, recoverAt: after.now }))
+            .sort((x, y) => (byId(x) < byId(y) ? -1 : 1)),
+        );
+      });
+
+      it("skips schedules whose rev changed, that were paused or deleted, and writes none of their messages", async () => {
+        const now = await store.now();
+        const ok = await putDue();
+        const changed = await putDue();
+        const paused = await putDue();
+        const deleted = await putDue();
+        const leader = await beginLeader();
+        expect(leader.due).toHaveLength(4);
+
+        const changedNow = await putOk(store, { ...changed, handler: "other.handler" });
+        const pausedNow = await putOk(store, { ...paused, status: "paused" });
+        expect(await store.deleteSchedule(deleted.id)).toBe(true);
+
+        const message = (s: ScheduleRecord) =>
+          outboxMessage(occurrenceSpec(s, now - 1_000), { recoverAt: now - 10 });
+        const commit = (s: ScheduleRecord, rev = s.rev): ScheduleCommit => ({
+          id: s.id,
+          rev,
+          nextRunAt: now + 60_000,
+          runsAdded: 1,
+          lastRunAt: now - 1_000,
+          messages: [message(s)],
+        });
+        const result = await store.commitTick(leader.token, [
+          commit(ok),
+          commit(changed),
+          commit(paused, pausedNow.rev), // rev matches, but the schedule is paused
+          commit(deleted),
+        ]);
+        expect(result).toEqual({
+          kind: "ok",
+          applied: [ok.id],
+          skipped: [changed.id, paused.id, deleted.id],
+        });
+
+        expect(await store.getSchedule(changed.id)).toEqual(changedNow);
+        expect(await store.getSchedule(paused.id)).toEqual(pausedNow);
+        expect(await store.getSchedule(deleted.id)).toBeNull();
+        await store.endTick(leader.token, []);
+        expect((await recoverable()).map((m) => m.id)).toEqual([occurrenceId(ok.id, now - 1_000)]);
+      });
+
+      it("refuses a fenced-out commit and writes nothing (I3)", async () => {
+        const now = await store.now();
+        const s = await putDue();
+        const stale = await beginLeader({ leaseMs: 40 });
+        await sleep(80);
+        const current = await beginLeader({ leaseMs: 5_000 });
+        expect(current.due).toEqual([s]);
+
+        const staleMsg = outboxMessage(occurrenceSpec(s, now - 1_000), { recoverAt: now - 10 });
+        const staleCommit: ScheduleCommit = {
+          id: s.id,
+          rev: s.rev,
+          nextRunAt: now + 60_000,
+          runsAdded: 1,
+          lastRunAt: now - 1_000,
+          messages: [staleMsg],
+        };
+        expect(await store.commitTick(stale.token, [staleCommit])).toEqual({ kind: "fenced" });
+        expect(await store.getSchedule(s.id)).toEqual(s);
+
+        const freshMsg = outboxMessage(occurrenceSpec(s, now - 999), { recoverAt: now - 10 });
+        expect(
+          await store.commitTick(current.token, [
+            { ...staleCommit, lastRunAt: now - 999, messages: [freshMsg] },
+          ]),
+        ).toEqual({ kind: "ok", applied: [s.id], skipped: [] });
+
+        // A stale endTick does not release the current holder's lease.
+        await store.endTick(stale.token, []);
+        expect((await store.beginTick(tickOpts())).kind).toBe("busy");
+
+        await store.endTick(current.token, []);
+        expect(await store.commitTick(current.token, [])).toEqual({ kind: "fenced" });
+        expect((await recoverable()).map((m) => m.id)).toEqual([freshMsg.id]);
+        expect(await store.getSchedule(s.id)).toEqual({
+          ...s,
+          nextRunAt: now + 60_000,
+          runs: 1,
+          lastRunAt: now - 999,
+          rev: s.rev + 1,
+        });
+      });
+    });
+
+    describe("ackOutbox and endTick", () => {
+      it("ackOutbox removes messages; repeating it or naming unknown ids is harmless", async () => {
+        const a = (await submitRecoverable()).message!;
+        const b = (await submitRecoverable()).message!;
+        await store.ackOutbox([a.id, "no-such-message"]);
+        await store.ackOutbox([a.id]);
+        await store.ackOutbox([]);
+        expect((await recoverable()).map((m) => m.id)).toEqual([b.id]);
+      });
+
+      it("endTick acks and releases the lease", async () => {
+        const a = (await submitRecoverable()).message!;
+        const b = (await submitRecoverable()).message!;
+        const leader = await beginLeader({ leaseMs: 5_000 });
+        await store.endTick(leader.token, [a.id]);
+        const next = await beginLeader();
+        expect(next.recover.map((m) => m.id)).toEqual([b.id]);
+        expect(next.token).toBeGreaterThan(leader.token);
+      });
+
+      it("endTick with a token that lost the lease still acks, and leaves the holder's lease", async () => {
+        const a = (await submitRecoverable()).message!;
+        const b = (await submitRecoverable()).message!;
+        const stale = await beginLeader({ leaseMs: 40 });
+        await sleep(80);
+        const current = await beginLeader({ leaseMs: 5_000 });
+        await store.endTick(stale.token, [a.id]);
+        expect((await store.beginTick(tickOpts())).kind).toBe("busy");
+        expect(await store.renewLease("tick", current.token, 5_000)).toBe(true);
+        await store.endTick(current.token, []);
+        expect((await recoverable()).map((m) => m.id)).toEqual([b.id]);
+      });
+    });
+
+    // ── jobs ───────────────────────────────────────────────────────────────
+
+    describe("submitJob", () => {
+      it("stamps createdAt and runAt (now + delay) from the store clock and writes the outbox message", async () => {
+        const spec = jobSpec({ priority: 8, tags: ["a", "b"] });
+        const t0 = await store.now();
+        const res = await store.submitJob(spec, { delayMs: 5_000, recoverGraceMs: 1_000 });
+        const t1 = await store.now();
+        const createdAt = res.job.createdAt;
+        expectBetween(createdAt, t0, t1);
+        const stamped: JobSpec = { ...spec, createdAt, runAt: createdAt + 5_000 };
+        expect(res).toEqual({
+          replayed: false,
+          job: { ...stamped, status: "queued", attempts: 0 },
+          message: {
+            id: spec.id,
+            dedupId: spec.id,
+            job: stamped,
+            notBefore: createdAt + 5_000,
+            recoverAt: createdAt + 6_000,
+          },
+        });
+        expect(await store.getJob(spec.id)).toEqual(res.job);
+      });
+
+      it("takes an explicit runAt over the delay; the message is recovered once runAt + grace has passed", async () => {
+        const now = await store.now();
+        const spec = jobSpec();
+        const res = await store.submitJob(spec, {
+          runAt: now - 500,
+          delayMs: 9_999,
+          recoverGraceMs: 100,
+        });
+        expect(res.job.runAt).toBe(now - 500);
+        expect(res.message).toEqual({
+          id: spec.id,
+          dedupId: spec.id,
+          job: { ...spec, createdAt: res.job.createdAt, runAt: now - 500 },
+          notBefore: now - 500,
+          recoverAt: now - 400,
+        });
+        const [recovered, ...rest] = await recoverable();
+        expect(rest).toEqual([]);
+        expect(recovered).toEqual({ ...res.message, recoverAt: expect.any(Number) });
+
+        const later = await store.submitJob(jobSpec(), {
+          runAt: now + 60_000,
+          delayMs: 0,
+          recoverGraceMs: 0,
+        });
+        expect(later.message?.notBefore).toBe(now + 60_000);
+        expect((await recoverable()).map((m) => m.id)).toEqual([spec.id]);
+      });
+
+      it("replays a known idempotency key of the tenant: the first job, nothing written", async () => {
+        const first = await submitRecoverable({ idempotencyKey: "order-42" });
+        const again = jobSpec({ idempotencyKey: "order-42" });
+        const replay = await store.submitJob(again, { delayMs: 0, recoverGraceMs: 0 });
+        expect(replay).toEqual({ replayed: true, job: first.job });
+        expect(replay.message).toBeUndefined();
+        expect(await store.getJob(again.id)).toBeNull();
+        expect((await store.listJobs({ limit: 10 })).items).toEqual([first.job]);
+        expect((await recoverable()).map((m) => m.id)).toEqual([first.job.id]);
+
+        const otherTenant = await store.submitJob(
+          jobSpec({ tenant: "acme", idempotencyKey: "order-42" }),
+          {
+            delayMs: 0,
+            recoverGraceMs: 0,
+          },
+        );
+        expect(otherTenant.replayed).toBe(false);
+        expect(otherTenant.message).toBeDefined();
+
+        // The replay returns the first job as it is now.
+        const cancelled = await store.cancelJob(first.job.id);
+        expect(cancelled.kind).toBe("ok");
+        const replay2 = await store.submitJob(jobSpec({ idempotencyKey: "order-42" }), {
+          delayMs: 0,
+          recoverGraceMs: 0,
+        });
+        expect(replay2.replayed).toBe(true);
+        expect(replay2.job).toEqual(await store.getJob(first.job.id));
+        expect(replay2.job.status).toBe("cancelled");
+      });
+
+      it("forgets an idempotency key after retention.idempotencyMs", async () => {
+        const first = await store.submitJob(jobSpec({ idempotencyKey: "k" }), {
+          delayMs: 0,
+          recoverGraceMs: 0,
+        });
+        await sleep(CONTRACT_RETENTION.idempotencyMs + 100);
+        const spec = jobSpec({ idempotencyKey: "k" });
+        const second = await store.submitJob(spec, { delayMs: 0, recoverGraceMs: 0 });
+        expect(second.replayed).toBe(false);
+        expect(second.job.id).toBe(spec.id);
+        expect(second.job.id).not.toBe(first.job.id);
+        expect(await store.getJob(first.job.id)).not.toBeNull();
+      });
+
+      it("keeps its own copies: mutating inputs or outputs does not change stored records", async () => {
+        const spec = jobSpec({ input: { deep: { value: 1 } }, tags: ["x"] });
+        const res = await store.submitJob(spec, { delayMs: 0, recoverGraceMs: 0 });
+        const snapshot = structuredClone(res.job);
+        (spec.input as { deep: { value: number } }).deep.value = 2;
+        spec.tags.push("y");
+        (res.job.input as { deep: { value: number } }).deep.value = 3;
+        res.job.status = "succeeded";
+        (res.message!.job.input as { deep: { value: number } }).deep.value = 4;
+        const read = (await store.getJob(spec.id))!;
+        expect(read).toEqual(snapshot);
+        (read.input as { deep: { value: number } }).deep.value = 5;
+        expect(await store.getJob(spec.id)).toEqual(snapshot);
+
+        const schedule = scheduleRecord({ input: { deep: { value: 1 } } });
+        const put = await putOk(store, schedule);
+        (schedule.input as { deep: { value: number } }).deep.value = 2;
+        (put.input as { deep: { value: number } }).deep.value = 3;
+        expect(await store.getSchedule(schedule.id)).toEqual({
+          ...schedule,
+          input: { deep: { value: 1 } },
+          rev: 1,
+        });
+      });
+    });
+
+    describe("getJob and cancelJob", () => {
+      it("getJob answers null for an unknown id", async () => {
+        expect(await store.getJob("no-such-job")).toBeNull();
+      });
+
+      it("cancels a queued job and removes its outbox message", async () => {
+        const { job } = await submitRecoverable();
+        const t0 = await store.now();
+        const res = await store.cancelJob(job.id);
+        const t1 = await store.now();
+        expect(res.kind).toBe("ok");
+        if (res.kind !== "ok") return;
+        expectBetween(res.job.finishedAt, t0, t1);
+        expect(res.job).toEqual({ ...job, status: "cancelled", finishedAt: res.job.finishedAt });
+        expect(await store.getJob(job.id)).toEqual(res.job);
+        expect(await recoverable()).toEqual([]);
+        expect(await store.cancelJob(job.id)).toEqual({ kind: "conflict", job: res.job });
+      });
+
+      it("refuses to cancel a running or finished job, and reports a missing one", async () => {
+        const { job } = await store.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 });
+        const running = await run({ ...job });
+        expect(await store.cancelJob(job.id)).toEqual({ kind: "conflict", job: running.job });
+        const done = await store.finishRun(job.id, 1, { ok: true, result: 1 });
+        expect(await store.cancelJob(job.id)).toEqual({
+          kind: "conflict",
+          job: (done as { job: JobRecord }).job,
+        });
+        expect(await store.cancelJob("no-such-job")).toEqual({ kind: "missing" });
+      });
+    });
+
+    describe("listJobs", () => {
+      it("lists newest first and filters by status, handler and scheduleId", async () => {
+        const submit = (overrides: Parameters<typeof jobSpec>[0]) =>
+          store.submitJob(jobSpec(overrides), { delayMs: 0, recoverGraceMs: 60_000 });
+        const a = (await submit({ handler: "a" })).job;
+        const b = (await submit({ handler: "b" })).job;
+        const c = (await submit({ handler: "a", scheduleId: "sched-x", fireAt: 1_000 })).job;
+        const d = (await submit({ handler: "b" })).job;
+        await sleep(2);
+        const e = (await submit({ handler: "a" })).job;
+        const cancelled = await store.cancelJob(b.id);
+        const bNow = (cancelled as { job: JobRecord }).job;
+        const dNow = (await run({ ...d })).job;
+
+        expect(await store.listJobs({ limit: 100 })).toEqual({ items: [e, dNow, c, bNow, a] });
+        expect((await store.listJobs({ limit: 100, status: "queued" })).items).toEqual([e, c, a]);
+        expect((await store.listJobs({ limit: 100, status: "running" })).items).toEqual([dNow]);
+        expect((await store.listJobs({ limit: 100, handler: "b" })).items).toEqual([dNow, bNow]);
+        expect((await store.listJobs({ limit: 100, scheduleId: "sched-x" })).items).toEqual([c]);
+        expect(
+          (await store.listJobs({ limit: 100, handler: "a", status: "queued" })).items,
+        ).toEqual([e, c, a]);
+        expect(
+          (await store.listJobs({ limit: 100, handler: "b", status: "queued" })).items,
+        ).toEqual([]);
+        expect(await store.listJobs({ limit: 100, status: "dead" })).toEqual({ items: [] });
+      });
+
+      it("pages with an opaque cursor: no duplicates, no omissions, none added by later writes", async () => {
+        const jobs: JobRecord[] = [];
+        for (let i = 0; i < 7; i++) {
+          const handler = i % 2 === 0 ? "even" : "odd";
+          jobs.push(
+            (await store.submitJob(jobSpec({ handler }), { delayMs: 0, recoverGraceMs: 60_000 }))
+              .job,
+          );
+          if (i === 3) await sleep(2);
+        }
+        const newestFirst = [...jobs].reverse();
+
+        const first = await store.listJobs({ limit: 3 });
+        expect(first.items).toEqual(newestFirst.slice(0, 3));
+        expect(typeof first.cursor).toBe("string");
+        // Written after the first page: newer than the cursor, so not on later pages.
+        await store.submitJob(jobSpec({ handler: "even" }), { delayMs: 0, recoverGraceMs: 60_000 });
+        const second = await store.listJobs({ limit: 3, cursor: first.cursor });
+        expect(second.items).toEqual(newestFirst.slice(3, 6));
+        const third = await store.listJobs({ limit: 3, cursor: second.cursor });
+        expect(third).toEqual({ items: newestFirst.slice(6) });
+
+        const odd = newestFirst.filter((j) => j.handler === "odd");
+        expect(odd).toHaveLength(3);
+        const oddPages = await allPages((cursor) =>
+          store.listJobs({ limit: 2, handler: "odd", ...(cursor ? { cursor } : {}) }),
+        );
+        expect(oddPages).toEqual([odd.slice(0, 2), odd.slice(2)]);
+
+        const exact = await allPages((cursor) =>
+          store.listJobs({ limit: 4, ...(cursor ? { cursor } : {}) }),
+        );
+        expect(exact.map((p) => p.length)).toEqual([4, 4]);
+        expect(exact.flat().map((j) => j.id)).toHaveLength(
+          new Set(exact.flat().map((j) => j.id)).size,
+        );
+      });
+    });
+
+    describe("beginRun", () => {
+      it("creates an occurrence from its spec and runs attempt 1", async () => {
+        const s = scheduleRecord();
+        const spec = occurrenceSpec(s, 1_800_000_000_000);
+        const t0 = await store.now();
+        const begun = await store.beginRun(spec, 5_000);
+        const t1 = await store.now();
+        expect(begun.kind).toBe("run");
+        if (begun.kind !== "run") return;
+        expectBetween(begun.job.startedAt, t0, t1);
+        expect(begun).toEqual({
+          kind: "run",
+          attempt: 1,
+          job: { ...spec, status: "running", attempts: 1, startedAt: begun.job.startedAt },
+        });
+        expect(await store.getJob(spec.id)).toEqual(begun.job);
+        expect((await store.listRuns(s.id, { limit: 10 })).items).toEqual([begun.job]);
+        expect((await store.listJobs({ limit: 10, scheduleId: s.id })).items).toEqual([begun.job]);
+      });
+
+      it("runs a submitted job and removes its outbox message (the consumer acknowledges)", async () => {
+        const { job, message } = await submitRecoverable();
+        const begun = await run(message!.job);
+        expect(begun.job).toEqual({
+          ...job,
+          status: "running",
+          attempts: 1,
+          startedAt: begun.job.startedAt,
+        });
+        expect(await recoverable()).toEqual([]);
+      });
+
+      it("answers `final` for a finished job, without running it again, and still removes its message", async () => {
+        const spec = fullJobSpec();
+        await run(spec);
+        const done = await store.finishRun(spec.id, 1, { ok: true, result: { sent: true } });
+        expect(done.kind).toBe("ok");
+        const succeeded = (done as { job: JobRecord }).job;
+
+        await writeOutbox([outboxMessage(spec, { recoverAt: 0 })]);
+        expect(await store.beginRun(spec, 5_000)).toEqual({ kind: "final", job: succeeded });
+        expect(await recoverable()).toEqual([]);
+        expect(await store.getJob(spec.id)).toEqual(succeeded);
+
+        const { job: queued } = await store.submitJob(jobSpec(), {
+          delayMs: 0,
+          recoverGraceMs: 60_000,
+        });
+        const cancelled = (await store.cancelJob(queued.id)) as { job: JobRecord };
+        expect(await store.beginRun({ ...queued }, 5_000)).toEqual({
+          kind: "final",
+          job: cancelled.job,
+        });
+
+        const deadSpec = fullJobSpec();
+        const dead = await store.markDead(deadSpec, { name: "Error", message: "gave up" });
+        expect(await store.beginRun(deadSpec, 5_000)).toEqual({ kind: "final", job: dead });
+      });
+
+      it("answers `busy` while another attempt holds an unexpired run lease", async () => {
+        const spec = fullJobSpec();
+        const first = await run(spec, 1_000);
+        const busy = await store.beginRun(spec, 1_000);
+        expect(busy.kind).toBe("busy");
+        if (busy.kind !== "busy") return;
+        expect(busy.retryAfterMs).toBeGreaterThan(0);
+        expect(busy.retryAfterMs).toBeLessThanOrEqual(1_000);
+        expect(await store.getJob(spec.id)).toEqual(first.job);
+      });
+
+      it("runs again as attempt + 1 once the run lease expired; the old attempt becomes stale", async () => {
+        const spec = fullJobSpec();
+        const first = await run(spec, 40);
+        await sleep(80);
+        const second = await run(spec, 5_000);
+        expect(second.attempt).toBe(2);
+        expect(second.job).toEqual({ ...first.job, attempts: 2, startedAt: second.job.startedAt });
+        expect(second.job.startedAt).toBeGreaterThan(first.job.startedAt!);
+
+        expect(await store.finishRun(spec.id, 1, { ok: true, result: "late" })).toEqual({
+          kind: "stale",
+          job: second.job,
+        });
+        expect((await store.finishRun(spec.id, 2, { ok: true, result: "on time" })).kind).toBe(
+          "ok",
+        );
+      });
+
+      it("after a retryable failure runs the next attempt, keeping the last error", async () => {
+        const spec = fullJobSpec();
+        await run(spec);
+        const error = { name: "TypeError", message: "boom" };
+        const failed = await store.finishRun(spec.id, 1, { ok: false, error, final: false });
+        expect(failed.kind).toBe("ok");
+        const again = await run(spec);
+        expect(again.attempt).toBe(2);
+        expect(again.job).toEqual({
+          ...spec,
+          status: "running",
+          attempts: 2,
+          startedAt: again.job.startedAt,
+          error,
+        });
+      });
+
+      it("overlap skip: marks an occurrence skipped while another holds the schedule's run lease", async () => {
+        const s = scheduleRecord({ overlap: "skip" });
+        const occ1 = occurrenceSpec(s, 1_800_000_000_000);
+        const occ2 = occurrenceSpec(s, 1_800_000_060_000);
+        const occ3 = occurrenceSpec(s, 1_800_000_120_000);
+        await run(occ1);
+
+        const t0 = await store.now();
+        const skipped = await store.beginRun(occ2, 5_000);
+        const t1 = await store.now();
+        expect(skipped.kind).toBe("skipped");
+        if (skipped.kind !== "skipped") return;
+        expectBetween(skipped.job.finishedAt, t0, t1);
+        expect(skipped.job).toEqual({
+          ...occ2,
+          status: "skipped",
+          attempts: 0,
+          finishedAt: skipped.job.finishedAt,
+        });
+        expect(await store.getJob(occ2.id)).toEqual(skipped.job);
+        expect(await store.beginRun(occ2, 5_000)).toEqual({ kind: "final", job: skipped.job });
+
+        expect((await store.finishRun(occ1.id, 1, { ok: true, result: null })).kind).toBe("ok");
+        expect((await run(occ3)).attempt).toBe(1);
+      });
+
+      it("overlap skip: the schedule's run lease expires with the run lease, and its holder may run again", async () => {
+        const s = scheduleRecord({ overlap: "skip" });
+        const occ1 = occurrenceSpec(s, 1_800_000_000_000);
+        const occ2 = occurrenceSpec(s, 1_800_000_060_000);
+        const occ3 = occurrenceSpec(s, 1_800_000_120_000);
+        await run(occ1, 40);
+        await sleep(80);
+        expect((await run(occ1, 5_000)).attempt).toBe(2);
+        expect((await store.beginRun(occ2, 5_000)).kind).toBe("skipped");
+        expect(
+          (
+            await store.finishRun(occ1.id, 2, {
+              ok: false,
+              error: { name: "E", message: "x" },
+              final: false,
+            })
+          ).kind,
+        ).toBe("ok");
+        expect((await run(occ3)).attempt).toBe(1);
+      });
+
+      it("overlap allow: occurrences of one schedule run side by side", async () => {
+        const s = scheduleRecord({ overlap: "allow" });
+        await run(occurrenceSpec(s, 1_800_000_000_000));
+        expect((await run(occurrenceSpec(s, 1_800_000_060_000))).attempt).toBe(1);
+      });
+    });
+
+    describe("finishRun", () => {
+      it("success: `succeeded` with the result; a previous error is cleared", async () => {
+        const spec = fullJobSpec();
+        await run(spec);
+        await store.finishRun(spec.id, 1, {
+          ok: false,
+          error: { name: "E", message: "first" },
+          final: false,
+        });
+        const second = await run(spec);
+        const t0 = await store.now();
+        const done = await store.finishRun(spec.id, 2, { ok: true, result: { rows: [1, 2] } });
+        const t1 = await store.now();
+        expect(done.kind).toBe("ok");
+        if (done.kind !== "ok") return;
+        expectBetween(done.job.finishedAt, t0, t1);
+        const { error: _cleared, ...rest } = second.job;
+        expect(done.job).toEqual({
+          ...rest,
+          status: "succeeded",
+          result: { rows: [1, 2] },
+          finishedAt: done.job.finishedAt,
+        });
+        expect(done.job).not.toHaveProperty("error");
+        expect(await store.getJob(spec.id)).toEqual(done.job);
+        expect((await store.listDead({ limit: 10 })).items).toEqual([]);
+      });
+
+      it("retryable failure: `failed` with the error, not dead-lettered", async () => {
+        const spec = fullJobSpec();
+        const begun = await run(spec);
+        const error = { name: "TimeoutError", message: "took too long" };
+        const done = await store.finishRun(spec.id, 1, { ok: false, error, final: false });
+        expect(done).toEqual({
+          kind: "ok",
+          job: { ...begun.job, status: "failed", error, finishedAt: expect.any(Number) },
+        });
+        expect(await store.getJob(spec.id)).toEqual((done as { job: JobRecord }).job);
+        expect((await store.listDead({ limit: 10 })).items).toEqual([]);
+      });
+
+      it("final failure: `dead` and listed in the dead-letter list", async () => {
+        const spec = fullJobSpec();
+        const begun = await run(spec);
+        const error = { name: "NonRetryableError", message: "bad input" };
+        const done = await store.finishRun(spec.id, 1, { ok: false, error, final: true });
+        expect(done).toEqual({
+          kind: "ok",
+          job: { ...begun.job, status: "dead", error, finishedAt: expect.any(Number) },
+        });
+        const dead = (done as { job: JobRecord }).job;
+        expect(await store.getJob(spec.id)).toEqual(dead);
+        expect(await store.listDead({ limit: 10 })).toEqual({ items: [dead] });
+      });
+
+      it("refuses a stale attempt: wrong attempt, already finished, or missing job", async () => {
+        const spec = fullJobSpec();
+        const begun = await run(spec);
+        expect(await store.finishRun(spec.id, 2, { ok: true, result: 1 })).toEqual({
+          kind: "stale",
+          job: begun.job,
+        });
+        const done = await store.finishRun(spec.id, 1, { ok: true, result: 1 });
+        const finished = (done as { job: JobRecord }).job;
+        expect(
+          await store.finishRun(spec.id, 1, {
+            ok: false,
+            error: { name: "E", message: "x" },
+            final: true,
+          }),
+        ).toEqual({
+          kind: "stale",
+          job: finished,
+        });
+        expect(await store.getJob(spec.id)).toEqual(finished);
+        expect(await store.finishRun("no-such-job", 1, { ok: true, result: 1 })).toEqual({
+          kind: "stale",
+          job: null,
+        });
+        const queued = (await store.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 }))
+          .job;
+        expect(await store.finishRun(queued.id, 0, { ok: true, result: 1 })).toEqual({
+          kind: "stale",
+          job: queued,
+        });
+      });
+
+      it("releases the schedule's overlap lease whatever the outcome", async () => {
+        const s = scheduleRecord({ overlap: "skip" });
+        const fires = [0, 1, 2, 3].map((i) => occurrenceSpec(s, 1_800_000_000_000 + i * 60_000));
+        const outcomes = [
+          { ok: true as const, result: 1 },
+          { ok: false as const, error: { name: "E", message: "x" }, final: false },
+          { ok: false as const, error: { name: "E", message: "x" }, final: true },
+        ];
+        for (const [i, outcome] of outcomes.entries()) {
+          await run(fires[i]!);
+          expect((await store.finishRun(fires[i]!.id, 1, outcome)).kind).toBe("ok");
+        }
+        expect((await run(fires[3]!)).attempt).toBe(1);
+      });
+    });
+
+    describe("retention", () => {
+      it("finished jobs expire after retention.jobMs; queued, running and failed ones stay", async () => {
+        const cancelled = (await store.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 }))
+          .job;
+        await store.cancelJob(cancelled.id);
+        const succeeded = fullJobSpec();
+        await run(succeeded);
+        await store.finishRun(succeeded.id, 1, { ok: true, result: 1 });
+        const dead = fullJobSpec();
+        await run(dead);
+        await store.finishRun(dead.id, 1, {
+          ok: false,
+          error: { name: "E", message: "x" },
+          final: true,
+        });
+        const failed = fullJobSpec();
+        await run(failed);
+        await store.finishRun(failed.id, 1, {
+          ok: false,
+          error: { name: "E", message: "x" },
+          final: false,
+        });
+        const queued = (await store.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 }))
+          .job;
+        const running = fullJobSpec();
+        await run(running, 60_000);
+        expect((await store.listJobs({ limit: 10 })).items).toHaveLength(6);
+
+        await sleep(CONTRACT_RETENTION.jobMs + 150);
+        for (const id of [cancelled.id, succeeded.id, dead.id])
+          expect(await store.getJob(id)).toBeNull();
+        for (const id of [failed.id, queued.id, running.id])
+          expect(await store.getJob(id)).not.toBeNull();
+        const listed = (await store.listJobs({ limit: 10 })).items.map((j) => j.id).sort();
+        expect(listed).toEqual([failed.id, queued.id, running.id].sort());
+        expect(await store.listDead({ limit: 10 })).toEqual({ items: [] });
+      });
+    });
+
+    describe("markDead", () => {
+      it("marks a running job dead with the error, lists it once, and is idempotent", async () => {
+        const spec = fullJobSpec();
+        const begun = await run(spec);
+        const error = { name: "Error", message: "retries exhausted" };
+        const t0 = await store.now();
+        const dead = await store.markDead(spec, error);
+        const t1 = await store.now();
+        expectBetween(dead.finishedAt, t0, t1);
+        expect(dead).toEqual({ ...begun.job, status: "dead", error, finishedAt: dead.finishedAt });
+        expect(await store.getJob(spec.id)).toEqual(dead);
+
+        expect(await store.markDead(spec, { name: "Error", message: "again" })).toEqual(dead);
+        expect(await store.listDead({ limit: 10 })).toEqual({ items: [dead] });
+        // The attempt that was running can no longer finish.
+        expect(await store.finishRun(spec.id, 1, { ok: true, result: 1 })).toEqual({
+          kind: "stale",
+          job: dead,
+        });
+      });
+
+      it("creates a missing job from its spec, as dead", async () => {
+        const s = scheduleRecord();
+        const spec = occurrenceSpec(s, 1_800_000_000_000);
+        const error = { name: "Error", message: "never delivered" };
+        const dead = await store.markDead(spec, error);
+        expect(dead).toEqual({
+          ...spec,
+          status: "dead",
+          attempts: 0,
+          error,
+          finishedAt: expect.any(Number),
+        });
+        expect(await store.getJob(spec.id)).toEqual(dead);
+        expect((await store.listRuns(s.id, { limit: 10 })).items).toEqual([dead]);
+        expect((await store.listDead({ limit: 10 })).items).toEqual([dead]);
+      });
+
+      it("leaves succeeded, cancelled and skipped jobs alone", async () => {
+        const error = { name: "Error", message: "late failure callback" };
+        const ok = fullJobSpec();
+        await run(ok);
+        const succeeded = (
+          (await store.finishRun(ok.id, 1, { ok: true, result: 1 })) as { job: JobRecord }
+        ).job;
+        expect(await store.markDead(ok, error)).toEqual(succeeded);
+
+        const queued = (await store.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 }))
+          .job;
+        const cancelled = ((await store.cancelJob(queued.id)) as { job: JobRecord }).job;
+        expect(await store.markDead({ ...queued }, error)).toEqual(cancelled);
+
+        const s = scheduleRecord({ overlap: "skip" });
+        await run(occurrenceSpec(s, 1_800_000_000_000));
+        const occ2 = occurrenceSpec(s, 1_800_000_060_000);
+        const skipped = (await store.beginRun(occ2, 5_000)) as { job: JobRecord };
+        expect(await store.markDead(occ2, error)).toEqual(skipped.job);
+
+        expect(await store.listDead({ limit: 10 })).toEqual({ items: [] });
+      });
+
+      it("releases the schedule's overlap lease", async () => {
+        const s = scheduleRecord({ overlap: "skip" });
+        const occ1 = occurrenceSpec(s, 1_800_000_000_000);
+        await run(occ1);
+        await store.markDead(occ1, { name: "Error", message: "gave up" });
+        expect((await run(occurrenceSpec(s, 1_800_000_060_000))).attempt).toBe(1);
+      });
+    });
+
+    describe("dead-letter list", () => {
+      it("listDead lists newest first and pages", async () => {
+        const dead: JobRecord[] = [];
+        for (let i = 0; i < 5; i++) {
+          dead.push(await store.markDead(fullJobSpec(), { name: "Error", message: `#${i}` }));
+          if (i === 1) await sleep(2);
+        }
+        const newestFirst = [...dead].reverse();
+        const pages = await allPages((cursor) =>
+          store.listDead({ limit: 2, ...(cursor ? { cursor } : {}) }),
+        );
+        expect(pages).toEqual([
+          newestFirst.slice(0, 2),
+          newestFirst.slice(2, 4),
+          newestFirst.slice(4),
+        ]);
+      });
+
+      it("retryDead queues a dead job again with a fresh dedup id and an outbox message", async () => {
+        const spec = fullJobSpec();
+        await run(spec, 40);
+        await sleep(60);
+        await run(spec);
+        const error = { name: "Error", message: "still failing" };
+        const died = await store.finishRun(spec.id, 2, { ok: false, error, final: true });
+        const dead = (died as { job: JobRecord }).job;
+        expect(dead.attempts).toBe(2);
+
+        const t0 = await store.now();
+        const retried = await store.retryDead(spec.id, { recoverGraceMs: 0 });
+        const t1 = await store.now();
+        expect(retried).not.toBeNull();
+        if (!retried) return;
+        const runAt = retried.job.runAt;
+        expectBetween(runAt, t0, t1);
+        const { finishedAt: _gone, ...kept } = dead;
+        expect(retried.job).toEqual({ ...kept, status: "queued", runAt });
+        expect(retried.job).not.toHaveProperty("finishedAt");
+        expect(retried.message).toEqual({
+          id: spec.id,
+          dedupId: `${spec.id}~r2`,
+          job: { ...spec, runAt },
+          notBefore: runAt,
+          recoverAt: runAt,
+        });
+        expect(await store.getJob(spec.id)).toEqual(retried.job);
+        expect(await store.listDead({ limit: 10 })).toEqual({ items: [] });
+        expect(await recoverable()).toEqual([
+          { ...retried.message, recoverAt: expect.any(Number) },
+        ]);
+
+        expect(await store.retryDead(spec.id, { recoverGraceMs: 0 })).toBeNull();
+        expect(await store.retryDead("no-such-job", { recoverGraceMs: 0 })).toBeNull();
+        expect((await run(retried.message.job)).attempt).toBe(3);
+        expect(await recoverable()).toEqual([]);
+      });
+
+      it("deleteDead removes a dead job entirely, and nothing else", async () => {
+        const spec = fullJobSpec();
+        await store.markDead(spec, { name: "Error", message: "x" });
+        expect(await store.deleteDead(spec.id)).toBe(true);
+        expect(await store.getJob(spec.id)).toBeNull();
+        expect(await store.listDead({ limit: 10 })).toEqual({ items: [] });
+        expect(await store.listJobs({ limit: 10 })).toEqual({ items: [] });
+        expect(await store.deleteDead(spec.id)).toBe(false);
+
+        const queued = (await store.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 }))
+          .job;
+        expect(await store.deleteDead(queued.id)).toBe(false);
+        expect(await store.getJob(queued.id)).toEqual(queued);
+        expect(await store.deleteDead("no-such-job")).toBe(false);
+      });
+    });
+
+    // ── schedules ──────────────────────────────────────────────────────────
+
+    describe("putSchedule", () => {
+      it("creates with rev 1, whatever rev it is given", async () => {
+        const s = scheduleRecord({ rev: 42, runs: 3, lastRunAt: 1_700_000_000_000 });
+        expect(await store.putSchedule(s)).toEqual({
+          kind: "ok",
+          created: true,
+          schedule: { ...s, rev: 1 },
+        });
+        expect(await store.getSchedule(s.id)).toEqual({ ...s, rev: 1 });
+      });
+
+      it("replaces without expectRev, keeping runs, lastRunAt and createdAt of the stored one", async () => {
+        const s = scheduleRecord({
+          runs: 3,
+          lastRunAt: 1_700_000_060_000,
+          createdAt: 1_700_000_000_000,
+        });
+        await putOk(store, s);
+        const { lastRunAt: _ignored, ...noLast } = s;
+        const replacement: ScheduleRecord = {
+          ...noLast,
+          handler: "report.weekly",
+          schedule: "0 9 * * 1",
+          nextRunAt: 1_800_000_000_000,
+          runs: 0,
+          createdAt: 1_750_000_000_000,
+          updatedAt: 1_750_000_000_000,
+        };
+        const kept = { runs: 3, lastRunAt: 1_700_000_060_000, createdAt: 1_700_000_000_000 };
+        expect(await store.putSchedule(replacement)).toEqual({
+          kind: "ok",
+          created: false,
+          schedule: { ...replacement, ...kept, rev: 2 },
+        });
+        expect(await store.getSchedule(s.id)).toEqual({ ...replacement, ...kept, rev: 2 });
+
+        const fresh = scheduleRecord();
+        await putOk(store, fresh);
+        const withLast = await putOk(store, { ...fresh, lastRunAt: 1_700_000_000_000, runs: 9 });
+        expect(withLast).toEqual({ ...fresh, rev: 2 });
+        expect(withLast).not.toHaveProperty("lastRunAt", 1_700_000_000_000);
+      });
+
+      it("with expectRev writes the record as given only if the stored rev matches", async () => {
+        const s = await putOk(store, scheduleRecord({ runs: 1 }));
+        const changed: ScheduleRecord = {
+          ...s,
+          status: "paused",
+          runs: 5,
+          lastRunAt: 1_700_000_000_000,
+          updatedAt: 1_750_000_000_000,
+        };
+        expect(await store.putSchedule(changed, s.rev)).toEqual({
+          kind: "ok",
+          created: false,
+          schedule: { ...changed, rev: s.rev + 1 },
+        });
+
+        const stored = (await store.getSchedule(s.id))!;
+        expect(await store.putSchedule({ ...s, handler: "lost.update" }, s.rev)).toEqual({
+          kind: "conflict",
+          schedule: stored,
+        });
+        expect(await store.getSchedule(s.id)).toEqual(stored);
+
+        const missing = scheduleRecord();
+        expect(await store.putSchedule(missing, 1)).toEqual({ kind: "conflict", schedule: null });
+        expect(await store.getSchedule(missing.id)).toBeNull();
+      });
+
+      it("keeps a schedule in the due index iff it is active with a nextRunAt", async () => {
+        const now = await store.now();
+        const active = await putDue();
+        await putDue({ status: "paused" });
+        await putOk(store, scheduleRecord({ status: "completed", nextRunAt: null }));
+        await putOk(store, scheduleRecord({ status: "active", nextRunAt: null }));
+        const leader = await beginLeader();
+        expect(leader.due).toEqual([active]);
+        await store.endTick(leader.token, []);
+
+        const paused = await putOk(store, { ...active, status: "paused" }, active.rev);
+        expect((await store.beginTick(tickOpts())).kind).toBe("idle");
+        const resumed = await putOk(
+          store,
+          { ...paused, status: "active", nextRunAt: now - 50 },
+          paused.rev,
+        );
+        const again = await beginLeader();
+        expect(again.due).toEqual([resumed]);
+        await store.endTick(again.token, []);
+
+        await putOk(store, { ...resumed, nextRunAt: now + 60_000 });
+        expect((await store.beginTick(tickOpts())).kind).toBe("idle");
+      });
+    });
+
+    describe("getSchedule, listSchedules, deleteSchedule", () => {
+      it("deleteSchedule removes the record, its listing and its due entry", async () => {
+        expect(await store.getSchedule("no-such-schedule")).toBeNull();
+        const s = await putDue();
+        expect(await store.deleteSchedule(s.id)).toBe(true);
+        expect(await store.getSchedule(s.id)).toBeNull();
+        expect((await store.beginTick(tickOpts())).kind).toBe("idle");
+        expect(await store.listSchedules({ limit: 10 })).toEqual({ items: [] });
+        expect(await store.deleteSchedule(s.id)).toBe(false);
+      });
+
+      it("lists newest first by createdAt, filters by status and handler, and pages", async () => {
+        const at = (createdAt: number, overrides: Partial<ScheduleRecord> = {}) =>
+          putOk(store, scheduleRecord({ createdAt, updatedAt: createdAt, ...overrides }));
+        const s3 = await at(3_000, { handler: "a" });
+        const s1 = await at(1_000, { handler: "b", status: "paused" });
+        const s5 = await at(5_000, { handler: "a", status: "completed", nextRunAt: null });
+        const s2 = await at(2_000, { handler: "a" });
+        const s4 = await at(4_000, { handler: "b" });
+        // A replace keeps createdAt, so the schedule keeps its place.
+        const s2b = await putOk(store, { ...s2, tags: ["changed"], createdAt: 9_000 });
+
+        expect(await store.listSchedules({ limit: 10 })).toEqual({ items: [s5, s4, s3, s2b, s1] });
+        expect((await store.listSchedules({ limit: 10, status: "active" })).items).toEqual([
+          s4,
+          s3,
+          s2b,
+        ]);
+        expect((await store.listSchedules({ limit: 10, handler: "b" })).items).toEqual([s4, s1]);
+        expect(
+          (await store.listSchedules({ limit: 10, handler: "a", status: "completed" })).items,
+        ).toEqual([s5]);
+        const pages = await allPages((cursor) =>
+          store.listSchedules({ limit: 2, ...(cursor ? { cursor } : {}) }),
+        );
+        expect(pages).toEqual([[s5, s4], [s3, s2b], [s1]]);
+      });
+    });
+
+    describe("listRuns", () => {
+      it("lists a schedule's jobs newest fire time first, and pages", async () => {
+        const s = scheduleRecord({ overlap: "allow" });
+        const other = scheduleRecord();
+        const base = 1_800_000_000_000;
+        const f2 = await run(occurrenceSpec(s, base + 2 * 60_000));
+        const f1 = await run(occurrenceSpec(s, base + 60_000));
+        const f4 = await store.markDead(occurrenceSpec(s, base + 4 * 60_000), {
+          name: "E",
+          message: "x",
+        });
+        const f3 = await run(occurrenceSpec(s, base + 3 * 60_000));
+        await run(occurrenceSpec(other, base + 5 * 60_000));
+
+        const pages = await allPages((cursor) =>
+          store.listRuns(s.id, { limit: 2, ...(cursor ? { cursor } : {}) }),
+        );
+        expect(pages).toEqual([
+          [f4, f3.job],
+          [f2.job, f1.job],
+        ]);
+        expect(await store.listRuns("no-such-schedule", { limit: 10 })).toEqual({ items: [] });
+      });
+    });
+  });
+}
+
+// ── assertion helpers ──────────────────────────────────────────────────────
+
+async function putOk(
+  store: Store,
+  schedule: ScheduleRecord,
+  expectRev?: number,
+): Promise<ScheduleRecord> {
+  const res = await store.putSchedule(schedule, expectRev);
+  if (res.kind !== "ok") throw new Error(`putSchedule(${schedule.id}) conflicted`);
+  return res.schedule;
+}
+
+function asLeader(res: BeginTickResult): Extract<BeginTickResult, { kind: "leader" }> {
+  if (res.kind !== "leader") throw new Error(`expected a leader tick, got ${JSON.stringify(res)}`);
+  return res;
+}
+
+function asRun(res: BeginRunResult): Extract<BeginRunResult, { kind: "run" }> {
+  if (res.kind !== "run") throw new Error(`expected to run, got ${JSON.stringify(res)}`);
+  return res;
+}
+
+function asAcquired<T extends { acquired: boolean }>(res: T): Extract<T, { acquired: true }> {
+  if (!res.acquired) throw new Error(`expected the lease, got ${JSON.stringify(res)}`);
+  return res as Extract<T, { acquired: true }>;
+}
+
+function expectBetween(value: number | undefined, lo: number, hi: number): void {
+  expect(value).toBeTypeOf("number");
+  expect(value).toBeGreaterThanOrEqual(lo);
+  expect(value).toBeLessThanOrEqual(hi);
+}

@@ -1,0 +1,392 @@
+/**
+ * The engine's behaviour end to end — broker, ticker, runner — on both stores, with the queue
+ * double delivering exactly when the test says.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { NonRetryableError, RetryAfterError, TickworkError } from "../../src/core/errors.ts";
+import { createEngine, type Engine, type Handlers, silentLogger } from "../../src/engine/index.ts";
+import { ChaosQueue } from "../support/chaos-queue.ts";
+import { prng } from "../support/prng.ts";
+import { type StoreHandle, storeFactories } from "../support/stores.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(storeFactories)("engine on $name", (factory) => {
+  let handle: StoreHandle;
+  let queue: ChaosQueue;
+  let engine: Engine;
+  const calls: {
+    handler: string;
+    input: unknown;
+    attempt: number;
+    jobId: string;
+    scheduleId?: string;
+    fireAt?: number;
+  }[] = [];
+
+  const handlers: Handlers = {
+    echo: {
+      run: (input, ctx) => {
+        calls.push({ handler: "echo", input, ...ctxInfo(ctx) });
+        return input;
+      },
+    },
+    typed: { input: z.object({ n: z.number() }), run: ({ n }) => n * 2 },
+    flaky: {
+      run: (input, ctx) => {
+        calls.push({ handler: "flaky", input, ...ctxInfo(ctx) });
+        if (ctx.attempt <= (input as { times: number }).times)
+          throw new Error(`fail #${ctx.attempt}`);
+        return "ok";
+      },
+    },
+    fatal: { run: () => Promise.reject(new NonRetryableError("bad data")) },
+    later: { run: () => Promise.reject(new RetryAfterError("slow down", 7_000)) },
+    slow: {
+      timeout: "100ms",
+      run: (_input, ctx) =>
+        new Promise((resolve, reject) => {
+          ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason));
+          setTimeout(resolve, 5_000);
+        }),
+    },
+    hold: { run: (input) => sleep((input as { ms: number }).ms).then(() => "held") },
+    parent: {
+      run: async (_input, ctx) =>
+        (await ctx.jobs.submit({ handler: "echo", input: { from: ctx.jobId } })).job.id,
+    },
+  };
+
+  function ctxInfo(ctx: { attempt: number; jobId: string; scheduleId?: string; fireAt?: number }) {
+    return {
+      attempt: ctx.attempt,
+      jobId: ctx.jobId,
+      ...(ctx.scheduleId ? { scheduleId: ctx.scheduleId } : {}),
+      ...(ctx.fireAt ? { fireAt: ctx.fireAt } : {}),
+    };
+  }
+
+  beforeEach(async () => {
+    calls.length = 0;
+    handle = await factory.make();
+    queue = new ChaosQueue(prng(7));
+    engine = createEngine({
+      store: handle.store,
+      transport: queue,
+      handlers,
+      logger: silentLogger,
+      leaseGraceMs: 100,
+      tick: { horizonMs: 60_000, recoverGraceMs: 200 },
+    });
+  });
+
+  afterEach(async () => {
+    await handle.cleanup();
+  });
+
+  /** Deliver everything, waiting for not-before times and retry delays, like the queue would. */
+  async function drain(maxMs = 8_000) {
+    const until = Date.now() + maxMs;
+    while (queue.pending.length > 0 && Date.now() < until) {
+      const delivered = await queue.deliverSome(
+        (d) => engine.runner.deliver(d),
+        (d) => engine.runner.dead(d),
+        100,
+      );
+      if (delivered === 0) await sleep(25);
+    }
+  }
+
+  async function deliverRaw(job: unknown, signature = "chaos-queue-signature") {
+    return engine.runner.deliver({
+      url: "http://worker.test/v1/worker",
+      headers: new Headers({ "upstash-signature": signature }),
+      body: typeof job === "string" ? job : JSON.stringify(job),
+    });
+  }
+
+  describe("jobs", () => {
+    it("runs a submitted job once and stores its result; a duplicate delivery does not run it again", async () => {
+      const { job, replayed } = await engine.broker.submit({
+        handler: "echo",
+        input: { hello: "world" },
+      });
+      expect(replayed).toBe(false);
+      expect(job).toMatchObject({
+        handler: "echo",
+        status: "queued",
+        attempts: 0,
+        priority: 5,
+        input: { hello: "world" },
+      });
+      expect(queue.pending).toHaveLength(1);
+      const message = queue.pending[0]!.message;
+      await drain();
+      const done = await engine.store.getJob(job.id);
+      expect(done).toMatchObject({ status: "succeeded", attempts: 1, result: { hello: "world" } });
+      const again = await deliverRaw(message.job);
+      expect(again.status).toBe(200);
+      expect(calls.filter((c) => c.jobId === job.id)).toHaveLength(1);
+    });
+
+    it("replays an idempotency key with the first job and publishes nothing new", async () => {
+      const a = await engine.broker.submit({
+        handler: "echo",
+        input: 1,
+        idempotencyKey: "order-1",
+      });
+      const b = await engine.broker.submit({
+        handler: "echo",
+        input: 2,
+        idempotencyKey: "order-1",
+      });
+      expect(b.replayed).toBe(true);
+      expect(b.job.id).toBe(a.job.id);
+      expect(b.job.input).toBe(1);
+      expect(queue.pending).toHaveLength(1);
+    });
+
+    it("retries a failing handler and succeeds on the third attempt", async () => {
+      const { job } = await engine.broker.submit({
+        handler: "flaky",
+        input: { times: 2 },
+        retries: 3,
+      });
+      await drain();
+      expect(await engine.store.getJob(job.id)).toMatchObject({
+        status: "succeeded",
+        attempts: 3,
+        result: "ok",
+      });
+      expect(calls.map((c) => c.attempt)).toEqual([1, 2, 3]);
+    });
+
+    it("a job failing every attempt ends dead in the dead-letter list, and a retry runs it again", async () => {
+      const { job } = await engine.broker.submit({
+        handler: "flaky",
+        input: { times: 99 },
+        retries: 1,
+      });
+      await drain();
+      expect(await engine.store.getJob(job.id)).toMatchObject({ status: "dead", attempts: 2 });
+      const dead = await engine.store.listDead({ limit: 10 });
+      expect(dead.items.map((j) => j.id)).toEqual([job.id]);
+      await engine.broker.retryDead(job.id);
+      expect(await engine.store.getJob(job.id)).toMatchObject({ status: "queued" });
+      await drain();
+      expect(calls.filter((c) => c.jobId === job.id).map((c) => c.attempt)).toEqual([1, 2, 3, 4]);
+    });
+
+    it("NonRetryableError answers 489 with the non-retryable header and the job is dead", async () => {
+      const { job } = await engine.broker.submit({ handler: "fatal", retries: 5 });
+      const res = await deliverRaw(queue.pending[0]!.message.job);
+      expect(res.status).toBe(489);
+      expect(res.headers.get("Upstash-NonRetryable-Error")).toBe("true");
+      expect(await engine.store.getJob(job.id)).toMatchObject({
+        status: "dead",
+        attempts: 1,
+        error: { name: "NonRetryableError", message: "bad data" },
+      });
+    });
+
+    it("RetryAfterError answers a retryable status with Retry-After", async () => {
+      await engine.broker.submit({ handler: "later" });
+      const res = await deliverRaw(queue.pending[0]!.message.job);
+      expect(res.status).toBe(500);
+      expect(res.headers.get("Retry-After")).toBe("7");
+    });
+
+    it("aborts a handler at its timeout through ctx.signal", async () => {
+      const { job } = await engine.broker.submit({ handler: "slow", retries: 0 });
+      const res = await deliverRaw(queue.pending[0]!.message.job);
+      expect(res.status).toBe(489);
+      expect(await engine.store.getJob(job.id)).toMatchObject({
+        status: "dead",
+        error: { name: "TimeoutError" },
+      });
+    });
+
+    it("answers 409 to a second delivery while the first attempt runs", async () => {
+      await engine.broker.submit({ handler: "hold", input: { ms: 300 } });
+      const spec = queue.pending[0]!.message.job;
+      const first = deliverRaw(spec);
+      await sleep(50);
+      const second = await deliverRaw(spec);
+      expect(second.status).toBe(409);
+      expect(Number(second.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
+      expect((await first).status).toBe(200);
+    });
+
+    it("rejects an unsigned delivery (401) and a body that is not a job (489)", async () => {
+      await engine.broker.submit({ handler: "echo" });
+      expect((await deliverRaw(queue.pending[0]!.message.job, "forged")).status).toBe(401);
+      expect((await deliverRaw("{not json")).status).toBe(489);
+      expect(calls).toHaveLength(0);
+    });
+
+    it("cancels a queued job, which then never runs; cancelling a finished job is a conflict", async () => {
+      const { job } = await engine.broker.submit({ handler: "echo", delay: "1h" });
+      expect((await engine.broker.cancel(job.id)).status).toBe("cancelled");
+      expect((await deliverRaw(queue.pending.shift()!.message.job)).status).toBe(200);
+      expect(calls).toHaveLength(0);
+      const other = await engine.broker.submit({ handler: "echo" });
+      await drain();
+      await expect(engine.broker.cancel(other.job.id)).rejects.toMatchObject({ status: 409 });
+      await expect(engine.broker.cancel("nope")).rejects.toMatchObject({ status: 404 });
+    });
+
+    it("stamps runAt from a delay and publishes not before it", async () => {
+      const now = await engine.store.now();
+      const { job } = await engine.broker.submit({ handler: "echo", delay: "2s" });
+      expect(job.runAt - now).toBeGreaterThanOrEqual(2_000);
+      expect(job.runAt - now).toBeLessThan(3_000);
+      expect(queue.pending[0]!.notBefore).toBe(job.runAt);
+    });
+
+    it("validates submissions: unknown handler 422, bad input 422, delay with runAt 400", async () => {
+      const cases: [unknown, number][] = [
+        [{ handler: "nope" }, 422],
+        [{ handler: "typed", input: { n: "x" } }, 422],
+        [{ handler: "echo", delay: "5s", runAt: Date.now() }, 400],
+        [{ handler: "echo", priority: 11 }, 400],
+        [{ handler: "bad name!" }, 400],
+        [{ handler: "echo", extra: 1 }, 400],
+      ];
+      for (const [body, status] of cases) {
+        const error = await engine.broker.submit(body as never).catch((e) => e);
+        expect(error, JSON.stringify(body)).toBeInstanceOf(TickworkError);
+        expect(error.status, JSON.stringify(body)).toBe(status);
+      }
+      expect(queue.pending).toHaveLength(0);
+      expect((await engine.store.listJobs({ limit: 10 })).items).toHaveLength(0);
+    });
+
+    it("gives handlers ctx.jobs.submit for follow-up work", async () => {
+      const { job } = await engine.broker.submit({ handler: "parent" });
+      await drain();
+      const child = (await engine.store.getJob(job.id))!.result as string;
+      expect(await engine.store.getJob(child)).toMatchObject({
+        status: "succeeded",
+        result: { from: job.id },
+      });
+    });
+  });
+
+  describe("schedules", () => {
+    it("dispatches sub-minute occurrences within the horizon, each not before its fire time", async () => {
+      const { schedule } = await engine.broker.createSchedule({
+        id: "ten",
+        handler: "echo",
+        schedule: "10s",
+      });
+      expect(schedule.status).toBe("active");
+      expect(schedule.nextRunAt! % 10_000).toBe(0);
+      const result = await engine.ticker.tick();
+      expect(result).toMatchObject({ leader: true, idle: false, due: 1 });
+      const fires = queue.pending.map((p) => p.message.job.fireAt!);
+      expect(fires.length).toBeGreaterThanOrEqual(6);
+      expect(fires.length).toBeLessThanOrEqual(7);
+      for (const [i, p] of queue.pending.entries()) {
+        expect(p.notBefore).toBe(p.message.job.fireAt);
+        expect(p.message.id).toBe(`ten@${fires[i]}`);
+        if (i > 0) expect(fires[i]! - fires[i - 1]!).toBe(10_000);
+      }
+      const again = await engine.ticker.tick();
+      expect(again).toMatchObject({ idle: true });
+      expect(queue.pending).toHaveLength(fires.length);
+    });
+
+    it("rejects an invalid cron expression or time zone with 422 and stores nothing", async () => {
+      for (const body of [
+        { handler: "echo", schedule: "61 * * * *" },
+        { handler: "echo", schedule: "0 9 * * *", tz: "Mars/Olympus" },
+        { handler: "echo", schedule: "0s" },
+      ]) {
+        await expect(engine.broker.createSchedule(body)).rejects.toMatchObject({ status: 422 });
+      }
+      expect((await engine.store.listSchedules({ limit: 10 })).items).toHaveLength(0);
+    });
+
+    it("pause stops dispatch, resume restarts it from now, delete removes it", async () => {
+      await engine.broker.createSchedule({ id: "p", handler: "echo", schedule: "1s" });
+      await engine.broker.pauseSchedule("p");
+      expect(await engine.ticker.tick()).toMatchObject({ idle: true });
+      expect(queue.pending).toHaveLength(0);
+      const resumed = await engine.broker.resumeSchedule("p");
+      expect(resumed.status).toBe("active");
+      await engine.ticker.tick();
+      expect(queue.pending.length).toBeGreaterThan(0);
+      await engine.broker.deleteSchedule("p");
+      expect(await engine.store.getSchedule("p")).toBeNull();
+      await expect(engine.broker.deleteSchedule("p")).rejects.toMatchObject({ status: 404 });
+    });
+
+    it("completes after maxRuns and runs exactly that many times", async () => {
+      await engine.broker.createSchedule({
+        id: "three",
+        handler: "echo",
+        schedule: "1s",
+        maxRuns: 3,
+      });
+      await engine.ticker.tick();
+      await drain();
+      const s = await engine.store.getSchedule("three");
+      expect(s).toMatchObject({ status: "completed", runs: 3, nextRunAt: null });
+      expect(calls.filter((c) => c.scheduleId === "three")).toHaveLength(3);
+      expect(new Set(calls.map((c) => c.fireAt)).size).toBe(3);
+    });
+
+    it("replacing a schedule keeps its runs and a paused status; PATCH recomputes nextRunAt", async () => {
+      await engine.broker.createSchedule({
+        id: "r",
+        handler: "echo",
+        schedule: "1s",
+        maxRuns: 100,
+      });
+      await engine.ticker.tick();
+      const before = (await engine.store.getSchedule("r"))!;
+      expect(before.runs).toBeGreaterThan(0);
+      await engine.broker.pauseSchedule("r");
+      const { schedule, created } = await engine.broker.createSchedule({
+        id: "r",
+        handler: "echo",
+        schedule: "1s",
+        maxRuns: 100,
+        input: { v: 2 },
+      });
+      expect(created).toBe(false);
+      expect(schedule).toMatchObject({ runs: before.runs, status: "paused", input: { v: 2 } });
+      const patched = await engine.broker.updateSchedule("r", {
+        schedule: "0 9 * * *",
+        tz: "Europe/Berlin",
+      });
+      expect(patched.schedule).toBe("0 9 * * *");
+      expect(patched.nextRunAt).not.toBe(schedule.nextRunAt);
+      await expect(engine.broker.updateSchedule("missing", { priority: 2 })).rejects.toMatchObject({
+        status: 404,
+      });
+    });
+
+    it("overlap skip: an occurrence whose predecessor still runs is recorded as skipped", async () => {
+      await engine.broker.createSchedule({
+        id: "ov",
+        handler: "hold",
+        schedule: "1s",
+        input: { ms: 400 },
+        overlap: "skip",
+        maxRuns: 2,
+      });
+      await engine.ticker.tick();
+      expect(queue.pending).toHaveLength(2);
+      const [a, b] = queue.pending.map((p) => p.message.job);
+      const first = deliverRaw(a);
+      await sleep(50);
+      const second = await deliverRaw(b);
+      expect(second.status).toBe(200);
+      await first;
+      expect((await engine.store.getJob(a!.id))!.status).toBe("succeeded");
+      expect((await engine.store.getJob(b!.id))!.status).toBe("skipped");
+    });
+  });
+});
