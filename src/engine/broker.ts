@@ -209,11 +209,9 @@ export class Broker {
       const existing = await this.deps.store.getSchedule(id);
       if (!existing) throw new NotFoundError("schedule", id);
       if (existing.status === status || existing.status === "completed") return existing;
-      let record: ScheduleRecord = { ...existing, status };
-      if (status === "active") {
-        const now = await this.deps.store.now();
-        record = withTiming(record, now, true);
-      }
+      const now = await this.deps.store.now();
+      let record: ScheduleRecord = { ...existing, status, updatedAt: now };
+      if (status === "active") record = withTiming(record, now, true);
       const res = await this.deps.store.putSchedule(record, existing.rev);
       if (res.kind === "ok") return res.schedule;
     }

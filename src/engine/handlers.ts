@@ -50,11 +50,32 @@ export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType> {
 /** Handlers by name. */
 export type Handlers = Record<string, HandlerDefinition<z.ZodType>>;
 
-/** Identity helper that keeps each handler's input type. */
-export function defineHandlers<const H extends Record<string, HandlerDefinition<z.ZodType>>>(
-  handlers: { [K in keyof H]: H[K] },
-): H {
+/**
+ * Identity helper that types each handler's `run` input from its `input` schema.
+ *
+ * @example
+ * const handlers = defineHandlers({
+ *   resize: { input: z.object({ url: z.string().url() }), run: ({ url }) => resize(url) },
+ * });
+ */
+export function defineHandlers<T extends Record<string, unknown>>(
+  handlers: {
+    [K in keyof T]: HandlerDefinition<z.ZodType<T[K]>>;
+  },
+): { [K in keyof T]: HandlerDefinition<z.ZodType<T[K]>> } {
   return handlers;
+}
+
+/**
+ * Identity helper for one handler, typing `run`'s input from `input`.
+ *
+ * @example
+ * export const send = defineHandler({ input: z.object({ to: z.string() }), run: ({ to }) => mail(to) });
+ */
+export function defineHandler<S extends z.ZodType = z.ZodUnknown>(
+  handler: HandlerDefinition<S>,
+): HandlerDefinition<S> {
+  return handler;
 }
 
 /** A job to submit, as the broker accepts it (the HTTP body, validated). */

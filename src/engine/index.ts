@@ -55,7 +55,7 @@ export function createEngine(config: EngineConfig): Engine {
 
 export { type Actor, Broker } from "./broker.ts";
 export type { HandlerContext, HandlerDefinition, Handlers, SubmitJob } from "./handlers.ts";
-export { defineHandlers } from "./handlers.ts";
+export { defineHandler, defineHandlers } from "./handlers.ts";
 export type { Logger } from "./logger.ts";
 export { jsonLogger, silentLogger } from "./logger.ts";
 export type { EngineOptions, JobDefaults, TickOptions } from "./options.ts";

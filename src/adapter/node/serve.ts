@@ -1,0 +1,148 @@
+/**
+ * @module
+ * `serve`: an app on a Node HTTP server (`@hono/node-server`) with graceful shutdown.
+ */
+import type { AddressInfo } from "node:net";
+import { serve as honoServe, type ServerType } from "@hono/node-server";
+
+/** Anything with a Web `fetch` handler: a Hono app, or `{ fetch }`. */
+export interface FetchApp {
+  fetch(request: Request, ...rest: never[]): Response | Promise<Response>;
+}
+
+/** Options of {@link serve}. */
+export interface ServeOptions {
+  /**
+   * Port to listen on; `0` picks a free one (read it from {@link NodeServer.port}).
+   * @default 8787
+   */
+  port?: number;
+  /**
+   * Interface to bind.
+   * @default "127.0.0.1"
+   * @example "0.0.0.0" // every interface, as in a container
+   */
+  hostname?: string;
+  /**
+   * Signals that start a graceful shutdown and then exit the process; `false` to handle none
+   * (call {@link NodeServer.close} yourself). A second signal exits at once.
+   * @default ["SIGINT", "SIGTERM"]
+   */
+  signals?: readonly NodeJS.Signals[] | false;
+  /**
+   * How long requests in flight (long-polls included) may take to finish once shutdown starts;
+   * connections still open after it are cut.
+   * @default 10_000
+   */
+  shutdownTimeoutMs?: number;
+  /** Runs once the server has stopped, before `close()` resolves: close stores, queues, timers. */
+  onShutdown?: () => unknown;
+  /** Where shutdown notes go. @default console.error */
+  log?: (line: string) => void;
+}
+
+/** A listening server. */
+export interface NodeServer {
+  /** The underlying Node server. */
+  server: ServerType;
+  /** The port actually bound. */
+  port: number;
+  hostname: string;
+  /** `http://<hostname>:<port>` (`127.0.0.1` when bound to every interface). */
+  url: string;
+  /** Aborted as soon as shutdown starts: stop timers and loops with it. */
+  signal: AbortSignal;
+  /** Stop accepting, let requests in flight finish (up to the timeout), run `onShutdown`. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serve `app` on Node until a signal (or `close()`), then shut down gracefully: stop accepting,
+ * let requests in flight finish, run `onShutdown`, exit.
+ *
+ * @example
+ * const app = createApp({ engine });
+ * const server = await serve(app, { port: 8787, onShutdown: () => store.close?.() });
+ * console.log(`listening on ${server.url}`);
+ */
+export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<NodeServer> {
+  const hostname = options.hostname ?? "127.0.0.1";
+  const timeoutMs = options.shutdownTimeoutMs ?? 10_000;
+  const log = options.log ?? ((line: string) => console.error(line));
+  const controller = new AbortController();
+
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const s = honoServe(
+      { fetch: (request) => app.fetch(request), port: options.port ?? 8787, hostname },
+      () => resolve(s),
+    );
+    s.once("error", reject);
+  });
+  const { port } = server.address() as AddressInfo;
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      controller.abort(new Error("server shutting down"));
+      await stopServer(server, timeoutMs);
+      await options.onShutdown?.();
+    })();
+    return closing;
+  };
+
+  const signals = options.signals === false ? [] : (options.signals ?? ["SIGINT", "SIGTERM"]);
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (closing) {
+      log(`tickwork: ${signal} again, exiting now`);
+      process.exit(130);
+    }
+    log(`tickwork: ${signal}, shutting down (up to ${timeoutMs} ms for requests in flight)`);
+    close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log(`tickwork: shutdown failed: ${error instanceof Error ? error.message : String(error)}`);
+        process.exit(1);
+      },
+    );
+  };
+  for (const signal of signals) process.on(signal, onSignal);
+  controller.signal.addEventListener("abort", () => {
+    // Keep listening while shutting down, so a second signal can force the exit.
+    server.once("close", () => {
+      for (const signal of signals) process.off(signal, onSignal);
+    });
+  });
+
+  const shownHost = hostname === "0.0.0.0" || hostname === "::" ? "127.0.0.1" : hostname;
+  const urlHost = shownHost.includes(":") ? `[${shownHost}]` : shownHost;
+  return {
+    server,
+    port,
+    hostname,
+    url: `http://${urlHost}:${port}`,
+    signal: controller.signal,
+    close,
+  };
+}
+
+/**
+ * `server.close()` with a deadline. Keep-alive sockets are closed as soon as they are idle (a
+ * request finishing during shutdown leaves its socket idle too), busy ones at the deadline.
+ */
+function stopServer(server: ServerType, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const closeIdle = () => {
+      if ("closeIdleConnections" in server) server.closeIdleConnections();
+    };
+    const sweep = setInterval(closeIdle, 50);
+    const cut = setTimeout(() => {
+      if ("closeAllConnections" in server) server.closeAllConnections();
+    }, timeoutMs);
+    server.close(() => {
+      clearInterval(sweep);
+      clearTimeout(cut);
+      resolve();
+    });
+    closeIdle();
+  });
+}

@@ -1,0 +1,165 @@
+/**
+ * @module
+ * Errors the client throws: {@link TickworkApiError} (and a subclass per status family) for error
+ * answers of the API, and job outcome errors for {@link JobHandle.result}.
+ */
+import type { Job, Problem } from "./types.ts";
+
+/**
+ * The API answered with an error status. `problem` is its problem+json body (synthesised from the
+ * status when the body was not one).
+ *
+ * @example
+ * try {
+ *   await client.jobs.get("nope");
+ * } catch (error) {
+ *   if (error instanceof NotFoundError) console.log(error.problem.detail);
+ *   else throw error;
+ * }
+ */
+export class TickworkApiError extends Error {
+  override name = "TickworkApiError";
+  /** HTTP status. */
+  readonly status: number;
+  /** The problem document. */
+  readonly problem: Problem;
+  /** Stable machine name: the problem `type`'s last segment, e.g. `"unknown_handler"`. */
+  readonly code: string;
+  /** The answer's `x-request-id`, to find it in the server log. */
+  readonly requestId: string | undefined;
+
+  constructor(status: number, problem: Problem, requestId?: string) {
+    super(`${status} ${problem.title}: ${problem.detail}`);
+    this.status = status;
+    this.problem = problem;
+    this.code = problem.type.split(":").pop() ?? `http_${status}`;
+    this.requestId = requestId;
+  }
+
+  /** Field-level issues of a 400 or 422. */
+  get errors(): { path: string; message: string }[] {
+    return this.problem.errors ?? [];
+  }
+}
+
+/** 400 (malformed body or query) or 422 (unknown handler, invalid cron or time zone…). */
+export class ValidationError extends TickworkApiError {
+  override name = "ValidationError";
+}
+
+/** 401: no or bad API key. */
+export class UnauthorizedError extends TickworkApiError {
+  override name = "UnauthorizedError";
+}
+
+/** 403: the key may not do this. */
+export class ForbiddenError extends TickworkApiError {
+  override name = "ForbiddenError";
+}
+
+/** 404: unknown id. */
+export class NotFoundError extends TickworkApiError {
+  override name = "NotFoundError";
+}
+
+/** 409: the state does not allow it (e.g. cancelling a job that already started). */
+export class ConflictError extends TickworkApiError {
+  override name = "ConflictError";
+}
+
+/** 429: a quota is exhausted. */
+export class RateLimitedError extends TickworkApiError {
+  override name = "RateLimitedError";
+  /** Seconds to wait before trying again (`Retry-After`), if the server said. */
+  readonly retryAfter: number | undefined;
+  constructor(status: number, problem: Problem, requestId?: string, retryAfter?: number) {
+    super(status, problem, requestId);
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** 503: overloaded, or the store is unreachable. */
+export class UnavailableError extends TickworkApiError {
+  override name = "UnavailableError";
+  /** Seconds to wait before trying again (`Retry-After`), if the server said. */
+  readonly retryAfter: number | undefined;
+  constructor(status: number, problem: Problem, requestId?: string, retryAfter?: number) {
+    super(status, problem, requestId);
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** The error for an error answer: the subclass of its status, else {@link TickworkApiError}. */
+export function apiError(response: Response, body: unknown): TickworkApiError {
+  const { status } = response;
+  const problem = asProblem(body, response);
+  const requestId = response.headers.get("x-request-id") ?? undefined;
+  const retryAfter = parseRetryAfter(response.headers.get("retry-after"));
+  if (status === 400 || status === 422) return new ValidationError(status, problem, requestId);
+  if (status === 401) return new UnauthorizedError(status, problem, requestId);
+  if (status === 403) return new ForbiddenError(status, problem, requestId);
+  if (status === 404) return new NotFoundError(status, problem, requestId);
+  if (status === 409) return new ConflictError(status, problem, requestId);
+  if (status === 429) return new RateLimitedError(status, problem, requestId, retryAfter);
+  if (status === 503) return new UnavailableError(status, problem, requestId, retryAfter);
+  return new TickworkApiError(status, problem, requestId);
+}
+
+/**
+ * The job ended without a result: `dead` (retries spent, or a non-retryable failure) or
+ * `skipped` (an occurrence that overlapped its predecessor). `job.error` says why.
+ */
+export class JobFailedError extends Error {
+  override name = "JobFailedError";
+  readonly job: Job;
+  constructor(job: Job) {
+    super(
+      `job ${job.id} is ${job.status}${job.error ? `: ${job.error.name}: ${job.error.message}` : ""}`,
+    );
+    this.job = job;
+  }
+}
+
+/** The job was cancelled before it ran. */
+export class JobCancelledError extends Error {
+  override name = "JobCancelledError";
+  readonly job: Job;
+  constructor(job: Job) {
+    super(`job ${job.id} was cancelled`);
+    this.job = job;
+  }
+}
+
+/** `result({ timeout })` gave up waiting; `job` is the last state seen (it may still finish). */
+export class ResultTimeoutError extends Error {
+  override name = "ResultTimeoutError";
+  readonly job: Job;
+  constructor(job: Job, timeoutMs: number) {
+    super(`job ${job.id} is still ${job.status} after ${timeoutMs} ms`);
+    this.job = job;
+  }
+}
+
+function asProblem(body: unknown, response: Response): Problem {
+  const b = (typeof body === "object" && body !== null ? body : {}) as Partial<Problem>;
+  return {
+    type: typeof b.type === "string" ? b.type : `urn:tickwork:problem:http_${response.status}`,
+    title: typeof b.title === "string" ? b.title : response.statusText || "Error",
+    status: response.status,
+    detail:
+      typeof b.detail === "string"
+        ? b.detail
+        : typeof body === "string" && body
+          ? body.slice(0, 500)
+          : `HTTP ${response.status}`,
+    ...(Array.isArray(b.errors) ? { errors: b.errors } : {}),
+  };
+}
+
+/** `Retry-After` as seconds: delta-seconds, or an HTTP date counted from now. */
+function parseRetryAfter(value: string | null): number | undefined {
+  if (value === null) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+}

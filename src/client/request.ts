@@ -1,0 +1,81 @@
+/**
+ * @module
+ * One API call over `fetch`: URL under the base path, bearer key, JSON in and out, error answers
+ * turned into typed errors. Web APIs only (Node, Workers, browsers).
+ */
+import { apiError } from "./errors.ts";
+
+/** What every call needs; built once by `createClient`. */
+export interface Caller {
+  /** Base URL without a trailing slash, e.g. `https://app.example.com/api/tickwork`. */
+  base: string;
+  apiKey: string | undefined;
+  fetch: typeof globalThis.fetch;
+  headers: Headers;
+}
+
+/** One call's parts. */
+export interface CallOptions {
+  /** Query parameters; `undefined` values are left out. */
+  query?: Record<string, string | number | undefined>;
+  /** JSON body. */
+  body?: unknown;
+  /** Bearer token for this call instead of the API key (the tick's secret). */
+  bearer?: string;
+  signal?: AbortSignal;
+}
+
+/** A parsed success answer and the response it came in (for status and headers). */
+export interface Answer<T> {
+  data: T;
+  response: Response;
+}
+
+/**
+ * Call `method path` and parse the JSON answer; throws a `TickworkApiError` subclass for an
+ * error status.
+ *
+ * @example
+ * const { data } = await call<Job>(caller, "GET", `/v1/jobs/${encodeURIComponent(id)}`);
+ */
+export async function call<T>(
+  caller: Caller,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<Answer<T>> {
+  const url = new URL(caller.base + path);
+  for (const [key, value] of Object.entries(options.query ?? {})) {
+    if (value !== undefined) url.searchParams.set(key, String(value));
+  }
+  const headers = new Headers(caller.headers);
+  headers.set("accept", "application/json");
+  const token = options.bearer ?? caller.apiKey;
+  if (token) headers.set("authorization", `Bearer ${token}`);
+  const init: RequestInit = { method, headers };
+  if (options.body !== undefined) {
+    headers.set("content-type", "application/json");
+    init.body = JSON.stringify(options.body);
+  }
+  if (options.signal) init.signal = options.signal;
+
+  const response = await caller.fetch(url, init);
+  const text = await response.text();
+  const body = parseJson(text);
+  if (!response.ok) throw apiError(response, body === undefined ? text : body);
+  return { data: body as T, response };
+}
+
+/** A path segment for an id. */
+export function seg(id: string): string {
+  return encodeURIComponent(id);
+}
+
+function parseJson(text: string): unknown {
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

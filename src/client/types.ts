@@ -1,0 +1,191 @@
+/**
+ * @module
+ * Request and response bodies of the HTTP API (shared/API.md), as the client sends and receives
+ * them: times are ISO-8601 strings in responses; requests take ISO strings, epoch ms or `Date`.
+ * Durations are ms or strings like `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`.
+ */
+
+/** Milliseconds, or a string with a unit: `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`. */
+export type Duration = number | string;
+
+/** A point in time in a request: ISO-8601 string, epoch ms or `Date`. */
+export type Instant = string | number | Date;
+
+/** Lifecycle of a job. `succeeded`, `dead`, `cancelled` and `skipped` are final. */
+export type JobStatus =
+  | "queued"
+  | "running"
+  | "succeeded"
+  | "failed"
+  | "dead"
+  | "cancelled"
+  | "skipped";
+
+export type ScheduleStatus = "active" | "paused" | "completed";
+
+/** An error as stored on a job. */
+export interface JobError {
+  name: string;
+  message: string;
+}
+
+/** `POST /v1/jobs` body. Only `handler` is required. */
+export interface SubmitJobRequest {
+  handler: string;
+  input?: unknown;
+  /** 1–10 (1–3 low, 4–7 normal, 8–10 high). @default 5 */
+  priority?: number;
+  /** Run after this long. Exclusive with `runAt`. */
+  delay?: Duration;
+  /** Run at this time. Exclusive with `delay`. */
+  runAt?: Instant | null;
+  /** Handler timeout. @default the handler's, else "60s" */
+  timeout?: Duration;
+  /** Retries after the first attempt. @default the handler's, else 3 */
+  retries?: number;
+  tags?: string[];
+  /** The same key again (per tenant, 24 h) answers the first job instead of submitting. */
+  idempotencyKey?: string;
+}
+
+/** What a submit answers (`202`, or `200` when the idempotency key was replayed). */
+export interface JobSummary {
+  id: string;
+  handler: string;
+  status: JobStatus;
+  runAt: string;
+  priority: number;
+  attempts: number;
+  createdAt: string;
+}
+
+/** A job, as `GET /v1/jobs/:id` and the listings show it. */
+export interface Job {
+  id: string;
+  handler: string;
+  status: JobStatus;
+  input: unknown;
+  /** Present once `succeeded`. */
+  result?: unknown;
+  /** The last attempt's error. */
+  error?: JobError;
+  attempts: number;
+  priority: number;
+  tags: string[];
+  runAt: string;
+  createdAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+  /** Set on occurrences of a schedule. */
+  scheduleId?: string;
+  /** The occurrence's nominal fire time. */
+  fireAt?: string;
+  /** Handler timeout, ms. */
+  timeout: number;
+  retries: number;
+  idempotencyKey?: string;
+}
+
+/** `GET /v1/jobs` filters. */
+export interface ListJobsQuery {
+  status?: JobStatus;
+  handler?: string;
+  scheduleId?: string;
+  /** Page size, 1–100. @default 20 */
+  limit?: number;
+  /** Start after this page (from a previous page's `cursor`). */
+  cursor?: string;
+}
+
+/** `POST /v1/schedules` body. */
+export interface CreateScheduleRequest {
+  /** Your id; creating with an existing id replaces that schedule. @default generated */
+  id?: string;
+  handler: string;
+  /** Cron (5 or 6 fields, `@hourly`, `L`, `W`, `#`) or an interval (`"30s"`, `"5m"`, `"1h"`, `"1d"`). */
+  schedule: string;
+  /** IANA time zone of the cron expression. @default "UTC" */
+  tz?: string;
+  input?: unknown;
+  priority?: number;
+  timeout?: Duration;
+  retries?: number;
+  /** Complete after this many occurrences. */
+  maxRuns?: number | null;
+  startAt?: Instant | null;
+  endAt?: Instant | null;
+  /** What to do with occurrences missed while nothing ticked. @default "once" */
+  misfire?: "skip" | "once" | "all";
+  /** `skip`: an occurrence whose predecessor still runs is recorded as `skipped`. @default "allow" */
+  overlap?: "allow" | "skip";
+  /** Upper bound of a per-occurrence delay. @default 0 */
+  jitter?: Duration;
+  tags?: string[];
+}
+
+/** `PATCH /v1/schedules/:id` body: any field but `id`; `null` clears `maxRuns`, `startAt`, `endAt`. */
+export type UpdateScheduleRequest = Partial<Omit<CreateScheduleRequest, "id">>;
+
+/** A schedule. */
+export interface Schedule {
+  id: string;
+  handler: string;
+  schedule: string;
+  tz: string;
+  status: ScheduleStatus;
+  input: unknown;
+  priority: number;
+  /** ms */
+  timeout: number;
+  retries: number;
+  maxRuns?: number;
+  startAt?: string;
+  endAt?: string;
+  misfire: "skip" | "once" | "all";
+  overlap: "allow" | "skip";
+  /** ms */
+  jitter: number;
+  tags: string[];
+  /** `null` once completed. */
+  nextRunAt: string | null;
+  lastRunAt?: string;
+  /** Occurrences dispatched so far. */
+  runs: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** `GET /v1/schedules` filters. */
+export interface ListSchedulesQuery {
+  status?: ScheduleStatus;
+  handler?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+/** `?limit=&cursor=` of the other listings. */
+export interface PageQuery {
+  limit?: number;
+  cursor?: string;
+}
+
+/** One page of a listing; `cursor` is absent on the last page. */
+export interface Page<T> {
+  items: T[];
+  cursor?: string;
+}
+
+/** What `POST /v1/tick` answers. */
+export type TickResult =
+  | { leader: true; dispatched: number; recovered: number; due: number; tookMs: number }
+  | { leader: false; leaseRemainingMs: number };
+
+/** An error answer (RFC 9457 problem+json). */
+export interface Problem {
+  /** `urn:tickwork:problem:<code>` */
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: { path: string; message: string }[];
+}

@@ -1,0 +1,9 @@
+/**
+ * @module
+ * The pure domain: records, schedule maths, request schemas, durations and errors. No I/O.
+ */
+export * from "./duration.ts";
+export * from "./errors.ts";
+export * from "./model.ts";
+export * from "./schedule/index.ts";
+export * from "./schemas.ts";

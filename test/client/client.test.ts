@@ -1,0 +1,247 @@
+/**
+ * Issue acceptance point 6: the typed client against real servers over real sockets — the dev
+ * server (memory) for jobs, long-polls, cursors, schedules and errors, and `tickwork start`
+ * (Redis, API key, tick secret) for authentication. Imported as users do: `tickwork/client`.
+ */
+
+import {
+  ConflictError,
+  createClient,
+  type Job,
+  NotFoundError,
+  ResultTimeoutError,
+  type TickworkClient,
+  UnauthorizedError,
+  ValidationError,
+} from "tickwork/client";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import {
+  type DevServer,
+  deletePrefix,
+  REDIS_URL,
+  randomPrefix,
+  startDevServer,
+} from "../dev/server.ts";
+
+/** A `fetch` that records every URL it is asked for, optionally rewriting it first. */
+function recordingFetch(rewrite: (url: URL) => URL = (u) => u) {
+  const urls: URL[] = [];
+  const fetcher: typeof fetch = (input, init) => {
+    const url = rewrite(new URL(input instanceof Request ? input.url : String(input)));
+    urls.push(url);
+    return fetch(url, init);
+  };
+  return { fetch: fetcher, urls };
+}
+
+const prefix = randomPrefix();
+let server: DevServer;
+let client: TickworkClient;
+let secured: DevServer;
+
+// Both servers start at once; the cases of each block run concurrently.
+beforeAll(async () => {
+  [server, secured] = await Promise.all([
+    startDevServer(),
+    startDevServer({
+      command: { bin: ["start", "--port", "0", "--host", "127.0.0.1"] },
+      env: {
+        REDIS_URL,
+        TICKWORK_PREFIX: prefix,
+        TICKWORK_API_KEY: "k1,k2",
+        CRON_SECRET: "cron-s3cret",
+      },
+    }),
+  ]);
+  client = createClient({ url: server.url });
+});
+afterAll(async () => {
+  await Promise.all([server?.stop(), secured?.stop()]);
+  await deletePrefix(prefix);
+});
+
+describe.concurrent("client against the dev server", () => {
+  test("result() long-polls: one request holds until the job finishes", async () => {
+    const rec = recordingFetch();
+    const c = createClient({ url: server.url, fetch: rec.fetch });
+    const job = await c.jobs.submit({ handler: "sleep", input: { ms: 1_500 } });
+    const started = Date.now();
+    expect(await job.result({ timeout: "10s" })).toEqual({ slept: 1_500 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_300);
+    const polls = rec.urls.filter((u) => u.pathname === `/v1/jobs/${job.id}`);
+    expect(polls).toHaveLength(1);
+    expect(Number(polls[0]!.searchParams.get("wait"))).toBeGreaterThan(9_000);
+  });
+
+  test("result() repeats the long-poll when the server answers before the job is final", async () => {
+    // Cap every wait at 200 ms, as a server with a small maxWaitMs would.
+    const rec = recordingFetch((url) => {
+      if (url.searchParams.has("wait")) url.searchParams.set("wait", "200");
+      return url;
+    });
+    const c = createClient({ url: server.url, fetch: rec.fetch });
+    const job = await c.jobs.submit({ handler: "sleep", input: { ms: 1_200 } });
+    expect(await job.result({ timeout: "10s" })).toEqual({ slept: 1_200 });
+    const polls = rec.urls.filter((u) => u.pathname === `/v1/jobs/${job.id}`);
+    expect(polls.length).toBeGreaterThanOrEqual(3);
+  });
+
+  test("result() gives up after its timeout with the last state seen", async () => {
+    const job = await client.jobs.submit({ handler: "sleep", input: { ms: 3_000 } });
+    const started = Date.now();
+    const error = await job.result({ timeout: 600 }).catch((e: unknown) => e);
+    const took = Date.now() - started;
+    expect(error).toBeInstanceOf(ResultTimeoutError);
+    expect((error as ResultTimeoutError).job).toMatchObject({ id: job.id, status: "running" });
+    expect(took).toBeGreaterThanOrEqual(550);
+    expect(took).toBeLessThan(2_000);
+  });
+
+  test("jobs.list iterates across cursors, newest first, one request per page", async () => {
+    const submitted: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      submitted.push((await client.jobs.submit({ handler: "echo", input: i })).id);
+    }
+    const rec = recordingFetch();
+    const c = createClient({ url: server.url, fetch: rec.fetch });
+
+    const seen: Job[] = [];
+    for await (const job of c.jobs.list({ handler: "echo", limit: 3 })) seen.push(job);
+    expect(seen.map((j) => j.id)).toEqual([...submitted].reverse());
+    const pages = rec.urls.filter((u) => u.pathname === "/v1/jobs");
+    expect(pages).toHaveLength(3);
+    expect(pages[0]!.searchParams.get("cursor")).toBeNull();
+    expect(pages[1]!.searchParams.get("cursor")).toBeTruthy();
+
+    const sizes: number[] = [];
+    for await (const page of c.jobs.list({ handler: "echo", limit: 3 }).pages())
+      sizes.push(page.items.length);
+    expect(sizes).toEqual([3, 3, 1]);
+    expect(await c.jobs.list({ handler: "echo", limit: 3 }).toArray(4)).toHaveLength(4);
+
+    const first = await c.jobs.list({ handler: "echo", limit: 3 }).first();
+    expect(first.cursor).toBeTruthy();
+    const rest = await c.jobs.list({ handler: "echo", limit: 3, cursor: first.cursor! }).toArray();
+    expect(rest).toHaveLength(4);
+  });
+
+  test("schedules: create, list by pages, update, runs, pause, resume, delete", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const s = await client.schedules.create({
+        id: `client-${i}`,
+        handler: "sleep",
+        schedule: "1h",
+        input: { ms: 0 },
+      });
+      expect(s).toMatchObject({ id: `client-${i}`, created: true });
+      ids.push(s.id);
+    }
+    const listed = await client.schedules.list({ handler: "sleep", limit: 2 }).toArray();
+    expect(listed.map((s) => s.id).sort()).toEqual(ids);
+
+    const replaced = await client.schedules.create({
+      id: "client-0",
+      handler: "sleep",
+      schedule: "2h",
+      input: { ms: 0 },
+    });
+    expect(replaced.created).toBe(false);
+
+    const s = client.schedules.handle("client-1");
+    const before = await s.get();
+    const updated = await s.update({ schedule: "0 0 1 1 *", tags: ["x"] });
+    expect(updated).toMatchObject({ schedule: "0 0 1 1 *", tags: ["x"], status: "active" });
+    expect(updated.nextRunAt).toMatch(/-01-01T00:00:00\.000Z$/);
+    expect(updated.nextRunAt).not.toBe(before.nextRunAt);
+    expect(await s.runs({ limit: 5 }).toArray()).toEqual([]);
+    expect((await s.pause()).status).toBe("paused");
+    expect((await s.resume()).status).toBe("active");
+
+    for (const id of ids)
+      expect(await client.schedules.handle(id).delete()).toEqual({ id, status: "deleted" });
+    expect(await client.schedules.list({ handler: "sleep" }).toArray()).toEqual([]);
+  });
+
+  test("tick() runs a tick", async () => {
+    const result = await client.tick();
+    // The server's own timer may hold the tick lease at this moment.
+    if (result.leader)
+      expect(result).toMatchObject({ dispatched: expect.any(Number), tookMs: expect.any(Number) });
+  });
+
+  test("a base URL with a trailing slash works; handle(id) reads an existing job", async () => {
+    const c = createClient({ url: `${server.url}/` });
+    const job = await c.jobs.submit({ handler: "fail", input: { times: 0 } });
+    expect(await c.jobs.handle(job.id).result({ timeout: "5s" })).toEqual({ attempt: 1 });
+    expect(await c.jobs.get(job.id)).toMatchObject({ id: job.id, status: "succeeded" });
+  });
+
+  test("error answers become typed errors", async () => {
+    const missing = await client.jobs.get("j_nope").catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(NotFoundError);
+    expect(missing).toMatchObject({
+      status: 404,
+      code: "not_found",
+      problem: { status: 404, title: "Not Found" },
+    });
+    expect((missing as NotFoundError).requestId).toBeTruthy();
+
+    const unknown = await client.jobs.submit({ handler: "nope" }).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(ValidationError);
+    expect(unknown).toMatchObject({ status: 422, code: "unknown_handler" });
+
+    const invalid = await client.jobs
+      .submit({ handler: "echo", priority: 99 })
+      .catch((e: unknown) => e);
+    expect(invalid).toBeInstanceOf(ValidationError);
+    expect((invalid as ValidationError).status).toBe(400);
+    expect((invalid as ValidationError).errors.map((e) => e.path)).toContain("priority");
+
+    const badCron = await client.schedules
+      .create({ handler: "echo", schedule: "61 * * * *" })
+      .catch((e: unknown) => e);
+    expect(badCron).toMatchObject({ status: 422 });
+
+    const done = await client.jobs.submit({ handler: "sleep", input: { ms: 0 } });
+    await done.result({ timeout: "5s" });
+    const late = await done.cancel().catch((e: unknown) => e);
+    expect(late).toBeInstanceOf(ConflictError);
+    expect(late).toMatchObject({ status: 409 });
+
+    await expect(client.dlq.retry("j_nope")).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.dlq.delete("j_nope")).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.schedules.handle("nope").pause()).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe.concurrent("client against `tickwork start` (Redis, API key, tick secret)", () => {
+  test("the banner says a key is needed, and its curl lines work with the key in the shell", async () => {
+    expect(secured.banner).toContain("tickwork server listening on");
+    expect(secured.banner).toContain("auth       API key required");
+    expect(secured.curls[0]).toContain('-H "authorization: Bearer $TICKWORK_API_KEY"');
+  });
+
+  test("without a key: UnauthorizedError; with either key: accepted", async () => {
+    const anonymous = createClient({ url: secured.url });
+    const error = await anonymous.jobs.submit({ handler: "echo" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    expect(error).toMatchObject({ status: 401 });
+    await expect(
+      createClient({ url: secured.url, apiKey: "wrong" }).jobs.list().first(),
+    ).rejects.toBeInstanceOf(UnauthorizedError);
+
+    for (const apiKey of ["k1", "k2"]) {
+      const client = createClient({ url: secured.url, apiKey });
+      const job = await client.jobs.submit({ handler: "echo", input: apiKey });
+      expect(await job.result({ timeout: "5s" })).toBe(apiKey);
+    }
+  });
+
+  test("tick() needs the tick secret", async () => {
+    const client = createClient({ url: secured.url, apiKey: "k1" });
+    await expect(client.tick()).rejects.toBeInstanceOf(UnauthorizedError);
+    const result = await client.tick({ secret: "cron-s3cret" });
+    expect(typeof result.leader).toBe("boolean");
+  });
+});

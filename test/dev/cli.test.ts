@@ -1,0 +1,108 @@
+/** The `tickwork` command: help, and the errors that tell you what to do. */
+import { execFile } from "node:child_process";
+import { createServer } from "node:net";
+import { promisify } from "node:util";
+import { describe, expect, test } from "vitest";
+import { ROOT } from "./server.ts";
+
+const run = promisify(execFile);
+
+/** Run a command in the repo with a clean tickwork environment; never throws. */
+async function tickwork(args: string[], env: Record<string, string> = {}, file = process.execPath) {
+  const base = { ...process.env };
+  for (const key of [
+    "REDIS_URL",
+    "TICKWORK_API_KEY",
+    "TICKWORK_PREFIX",
+    "PORT",
+    "HOST",
+    "CRON_SECRET",
+  ]) {
+    delete base[key];
+  }
+  const argv = file === process.execPath ? ["bin/tickwork.js", ...args] : args;
+  try {
+    const { stdout, stderr } = await run(file, argv, {
+      cwd: ROOT,
+      env: { ...base, ...env },
+      timeout: 20_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe.concurrent("tickwork CLI", () => {
+  test("--help explains the commands, options and environment", async () => {
+    const { code, stdout } = await tickwork(["--help"]);
+    expect(code).toBe(0);
+    for (const text of [
+      "Usage: tickwork <command>",
+      "dev",
+      "start",
+      "--port",
+      "REDIS_URL",
+      "TICKWORK_API_KEY",
+    ]) {
+      expect(stdout).toContain(text);
+    }
+  });
+
+  test("the bin works through npm from this repo (npx tickwork)", async () => {
+    const { code, stdout } = await tickwork(["--no-install", "tickwork", "--version"], {}, "npx");
+    expect(code).toBe(0);
+    expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  test("start without REDIS_URL says what to do", async () => {
+    const { code, stderr } = await tickwork(["start"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain("REDIS_URL is not set");
+    expect(stderr).toContain("REDIS_URL=redis://127.0.0.1:6379");
+    expect(stderr).toContain("tickwork dev");
+  });
+
+  test("start without an API key says what to do", async () => {
+    const { code, stderr } = await tickwork(["start"], { REDIS_URL: "redis://127.0.0.1:6379" });
+    expect(code).toBe(2);
+    expect(stderr).toContain("TICKWORK_API_KEY is not set");
+  });
+
+  test("an unreachable Redis fails at start, without printing its password", async () => {
+    const { code, stderr } = await tickwork(["start"], {
+      REDIS_URL: "redis://:hunter2@127.0.0.1:1",
+      TICKWORK_API_KEY: "k",
+    });
+    expect(code).toBe(1);
+    expect(stderr).toContain("cannot reach Redis at redis://127.0.0.1:1");
+    expect(stderr).not.toContain("hunter2");
+  });
+
+  test("unknown commands and options, and bad ports, are usage errors", async () => {
+    for (const args of [
+      ["frobnicate"],
+      ["dev", "--nope"],
+      ["dev", "--port", "http"],
+      ["dev", "--port", "70000"],
+    ]) {
+      const { code, stderr } = await tickwork(args);
+      expect(code).toBe(2);
+      expect(stderr).toContain("tickwork --help");
+    }
+  });
+
+  test("a port in use is named", async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    const { port } = blocker.address() as { port: number };
+    try {
+      const { code, stderr } = await tickwork(["dev", "--port", String(port)]);
+      expect(code).toBe(1);
+      expect(stderr).toContain(`port ${port} is in use`);
+    } finally {
+      blocker.close();
+    }
+  });
+});

@@ -1,0 +1,146 @@
+/**
+ * The dev server as a child process, the way a developer runs it: spawn, wait for the banner,
+ * read its URL and curl lines; stop with SIGTERM (the whole process group). Plus a Redis prefix
+ * cleaner (SCAN MATCH + DEL, never FLUSHALL).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export const REDIS_URL = "redis://127.0.0.1:6379";
+
+export interface DevServer {
+  url: string;
+  /** The banner's curl lines, exactly as printed. */
+  curls: string[];
+  banner: string;
+  /** Everything the process wrote so far (stdout and stderr). */
+  output(): string;
+  /** SIGTERM the process group and wait for it to exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Start the dev server on a free port (`PORT=0`) and wait for its banner.
+ * `command` chooses how: `npm run dev` (as documented), `tsx` directly (one process, quicker), or
+ * the `tickwork` bin with arguments (e.g. `["start"]`).
+ */
+export async function startDevServer(
+  options: {
+    env?: Record<string, string>;
+    command?: "npm" | "tsx" | { bin: string[] };
+    timeoutMs?: number;
+  } = {},
+): Promise<DevServer> {
+  const env = { ...process.env, PORT: "0", ...options.env };
+  const { command } = options;
+  const [file, args] =
+    command === "npm"
+      ? ["npm", ["run", "--silent", "dev"]]
+      : typeof command === "object"
+        ? [process.execPath, ["bin/tickwork.js", ...command.bin]]
+        : [process.execPath, ["--import", "tsx", "functions/node.ts"]];
+  const child = spawn(file, args, { cwd: ROOT, env, detached: true });
+  let out = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    child.once("exit", (code) => resolve(code)),
+  );
+
+  const banner = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      stopGroup(child);
+      reject(new Error(`no banner within ${options.timeoutMs ?? 20_000} ms; output:\n${out}`));
+    }, options.timeoutMs ?? 20_000);
+    const check = () => {
+      const start = out.search(/tickwork (dev server|server) listening on /);
+      const end = out.indexOf("answers 200 with the same job.", start);
+      if (start >= 0 && end >= 0) {
+        clearTimeout(timer);
+        child.stdout?.off("data", check);
+        resolve(out.slice(start, out.indexOf("\n", end) + 1));
+      }
+    };
+    child.stdout?.on("data", check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`dev server exited (${code}) before its banner; output:\n${out}`));
+    });
+  });
+
+  const url = /listening on (http:\/\/\S+)/.exec(banner)?.[1];
+  if (!url) throw new Error(`no URL in banner:\n${banner}`);
+  const curls = banner
+    .split("\n")
+    .filter((line) => /^\s+curl /.test(line))
+    .map((line) => line.trim());
+  return {
+    url,
+    curls,
+    banner,
+    output: () => out,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      stopGroup(child, "SIGTERM");
+      const killer = setTimeout(() => stopGroup(child, "SIGKILL"), 8_000);
+      const code = await exited;
+      clearTimeout(killer);
+      return code;
+    },
+  };
+}
+
+function stopGroup(child: ChildProcess, signal: NodeJS.Signals = "SIGKILL"): void {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** A fresh random key prefix. */
+export function randomPrefix(): string {
+  return `twdev${Math.random().toString(36).slice(2, 10)}`;
+}
+
+/** Delete every key under `{prefix}` (SCAN MATCH, never FLUSHALL). */
+export async function deletePrefix(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    let cursor = "0";
+    do {
+      const [next, found] = await redis.scan(cursor, "MATCH", `{${prefix}}:*`, "COUNT", 1000);
+      if (found.length > 0) await redis.del(...found);
+      cursor = next;
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Resolves after `ms`. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Poll `probe` until it returns a value other than `undefined`, or fail after `timeoutMs`. */
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined>,
+  what: string,
+  timeoutMs = 10_000,
+  everyMs = 100,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
