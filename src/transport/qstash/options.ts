@@ -1,0 +1,186 @@
+/**
+ * @module
+ * Options of the QStash transport, their defaults and their checks.
+ */
+
+/** A duration as QStash's SDK accepts it: seconds, or `"<n>s" | "<n>m" | "<n>h" | "<n>d"`. */
+export type QStashDuration = number | `${bigint}${"s" | "m" | "h" | "d"}`;
+
+/**
+ * QStash flow control for one handler's deliveries: at most `parallelism` in flight and at most
+ * `rate` started per `period`, counted per `key` across everything published with that key.
+ * At least one of `parallelism` and `rate` is required.
+ *
+ * @example
+ * { parallelism: 5 }                              // five at a time
+ * { key: "mail-provider", rate: 100, period: "1m" } // shared with other handlers using the key
+ */
+export interface FlowControlOption {
+  /**
+   * The flow-control key.
+   * @default the handler name
+   */
+  key?: string;
+  /** Most deliveries of the key in flight at once. */
+  parallelism?: number;
+  /** Most deliveries of the key started per `period`. */
+  rate?: number;
+  /**
+   * The window of `rate`.
+   * @default "1s" (QStash's default)
+   */
+  period?: QStashDuration;
+}
+
+/** Retries of the publish request itself on a network error (QStash answers are never retried). */
+export type PublishRetry =
+  | false
+  | {
+      /** @default 2 */
+      retries?: number;
+      /** Wait before retry `n` (0-based), in ms. @default (n) => Math.exp(n) * 50 */
+      backoff?: (retryCount: number) => number;
+    };
+
+/** Options of {@link QStashTransport}. */
+export interface QStashTransportOptions {
+  /** QStash token (`QSTASH_TOKEN`). */
+  token: string;
+  /**
+   * QStash API base URL (`QSTASH_URL`), e.g. a regional endpoint or a local double. Passed to the
+   * SDK explicitly, so the SDK's own environment look-ups never choose it.
+   * @default "https://qstash.upstash.io"
+   */
+  baseUrl?: string;
+  /**
+   * Public URL of the worker route, where QStash delivers every message. Normalised with
+   * `new URL(…).href`; it is the signature's `sub`, so it must equal what the worker checks
+   * (the app's `publicUrl + "/v1/worker"`).
+   * @example "https://app.example.com/api/tickwork/v1/worker"
+   */
+  workerUrl: string;
+  /**
+   * Public URL of the dead-letter route, which QStash calls once a message gave up. Without it a
+   * message that gives up stays only in QStash's own DLQ and the job is not marked dead.
+   * @example "https://app.example.com/api/tickwork/v1/dead"
+   */
+  failureCallbackUrl?: string;
+  /** Current signing key (`QSTASH_CURRENT_SIGNING_KEY`). */
+  currentSigningKey: string;
+  /** Next signing key (`QSTASH_NEXT_SIGNING_KEY`), accepted too during key rotation. */
+  nextSigningKey: string;
+  /**
+   * Delay between retries as a QStash expression in milliseconds over `retried`
+   * (`Upstash-Retry-Delay`). Unset: QStash's default backoff, `min(1 day, e^(2.5·n))` seconds.
+   * @example "pow(2, retried) * 1000"
+   */
+  retryDelay?: string;
+  /**
+   * Flow control per handler name. Handlers not listed are not flow-controlled.
+   * @example { "email.send": { parallelism: 5 }, "report.build": { rate: 10, period: "1m" } }
+   */
+  flowControl?: Record<string, FlowControlOption>;
+  /**
+   * Added to a job's handler timeout to form the HTTP timeout QStash gives each delivery
+   * (`Upstash-Timeout`, whole seconds, rounded up): the worker needs a moment after the handler
+   * times out to record the failure and answer.
+   * @default 5_000
+   */
+  responseGraceMs?: number;
+  /**
+   * How long one publish request may take before its messages are reported `ok: false` (they
+   * stay in the outbox and are re-published under the same dedup id). The SDK cannot abort the
+   * request, so it may still complete; the dedup id makes that harmless.
+   * @default 10_000
+   */
+  publishTimeoutMs?: number;
+  /**
+   * Messages per `/v2/batch` request (QStash documents no maximum; 100 is conservative).
+   * @default 100
+   */
+  batchSize?: number;
+  /**
+   * Retries of a publish request that failed on the network.
+   * @default { retries: 2 }
+   */
+  retry?: PublishRetry;
+  /**
+   * Seconds of clock skew tolerated on a signature's `nbf` and `exp` when verifying.
+   * @default 0 (as `Receiver`)
+   */
+  clockToleranceSec?: number;
+  /**
+   * Clock (epoch ms), to decide whether a `notBefore` is still in the future.
+   * @default Date.now
+   */
+  now?: () => number;
+}
+
+/** Options with defaults applied and checked. */
+export interface ResolvedQStashOptions {
+  token: string;
+  baseUrl: string;
+  workerUrl: string;
+  failureCallbackUrl: string | undefined;
+  currentSigningKey: string;
+  nextSigningKey: string;
+  retryDelay: string | undefined;
+  flowControl: Record<string, FlowControlOption>;
+  responseGraceMs: number;
+  publishTimeoutMs: number;
+  batchSize: number;
+  retry: PublishRetry;
+  clockToleranceSec: number;
+  now: () => number;
+}
+
+/** QStash's production endpoint. */
+export const DEFAULT_QSTASH_URL = "https://qstash.upstash.io";
+
+/**
+ * Apply defaults; throws `TypeError` for a bad URL and `RangeError` for an empty credential, a bad
+ * number or a flow control with neither `parallelism` nor `rate`.
+ */
+export function resolveQStashOptions(options: QStashTransportOptions): ResolvedQStashOptions {
+  for (const key of ["token", "currentSigningKey", "nextSigningKey"] as const) {
+    // The SDK falls back to process.env for a missing credential; we never want that.
+    if (!options[key]) throw new RangeError(`${key} must be a non-empty string`);
+  }
+  const resolved: ResolvedQStashOptions = {
+    token: options.token,
+    baseUrl: new URL(options.baseUrl ?? DEFAULT_QSTASH_URL).href.replace(/\/+$/, ""),
+    workerUrl: new URL(options.workerUrl).href,
+    failureCallbackUrl:
+      options.failureCallbackUrl === undefined
+        ? undefined
+        : new URL(options.failureCallbackUrl).href,
+    currentSigningKey: options.currentSigningKey,
+    nextSigningKey: options.nextSigningKey,
+    retryDelay: options.retryDelay?.trim() || undefined,
+    flowControl: options.flowControl ?? {},
+    responseGraceMs: options.responseGraceMs ?? 5_000,
+    publishTimeoutMs: options.publishTimeoutMs ?? 10_000,
+    batchSize: options.batchSize ?? 100,
+    retry: options.retry ?? { retries: 2 },
+    clockToleranceSec: options.clockToleranceSec ?? 0,
+    now: options.now ?? Date.now,
+  };
+  if (!(resolved.responseGraceMs >= 0)) throw new RangeError("responseGraceMs must be ≥ 0");
+  if (!(resolved.publishTimeoutMs > 0)) throw new RangeError("publishTimeoutMs must be positive");
+  if (!(resolved.clockToleranceSec >= 0)) throw new RangeError("clockToleranceSec must be ≥ 0");
+  if (!Number.isInteger(resolved.batchSize) || resolved.batchSize < 1) {
+    throw new RangeError("batchSize must be a positive integer");
+  }
+  for (const [handler, flow] of Object.entries(resolved.flowControl)) {
+    if (flow.parallelism === undefined && flow.rate === undefined) {
+      throw new RangeError(`flowControl["${handler}"] needs parallelism or rate`);
+    }
+    for (const field of ["parallelism", "rate"] as const) {
+      const value = flow[field];
+      if (value !== undefined && !(Number.isInteger(value) && value > 0)) {
+        throw new RangeError(`flowControl["${handler}"].${field} must be a positive integer`);
+      }
+    }
+  }
+  return resolved;
+}

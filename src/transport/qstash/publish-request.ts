@@ -1,0 +1,70 @@
+/**
+ * @module
+ * One outbox message as one QStash publish: destination, body, and the `Upstash-*` settings the
+ * SDK turns into headers.
+ */
+import type { FlowControl, PublishBatchRequest } from "@upstash/qstash";
+import type { OutboxMessage } from "../../core/model.ts";
+import type { FlowControlOption, ResolvedQStashOptions } from "./options.ts";
+
+/**
+ * `Upstash-Not-Before` for a message due at `notBeforeMs`, or `undefined` when it is already due.
+ *
+ * QStash takes whole unix seconds. Rounding up keeps the guarantee the outbox promises ("no
+ * earlier than `notBefore`") at the cost of up to one second of lateness; rounding down would
+ * run a schedule occurrence before its fire time.
+ *
+ * @example
+ * notBeforeSeconds(1_700_000_000_250, 1_699_999_999_000); // 1_700_000_001
+ * notBeforeSeconds(1_700_000_000_000, 1_700_000_000_000); // undefined: due now
+ */
+export function notBeforeSeconds(notBeforeMs: number, nowMs: number): number | undefined {
+  if (!Number.isFinite(notBeforeMs) || notBeforeMs <= nowMs) return undefined;
+  return Math.ceil(notBeforeMs / 1000);
+}
+
+/**
+ * The batch entry for `message`. Throws (`RangeError`, or `TypeError` for a body JSON cannot
+ * encode) when the message cannot be published; the caller reports that message alone.
+ */
+export function toPublishRequest(
+  message: OutboxMessage,
+  options: ResolvedQStashOptions,
+  nowMs: number,
+): PublishBatchRequest<string> {
+  const { job } = message;
+  if (!Number.isInteger(job.retries) || job.retries < 0) {
+    throw new RangeError(`job.retries must be a non-negative integer, got ${job.retries}`);
+  }
+  if (!Number.isFinite(job.timeoutMs) || job.timeoutMs <= 0) {
+    throw new RangeError(`job.timeoutMs must be positive, got ${job.timeoutMs}`);
+  }
+  if (!message.dedupId) throw new RangeError("dedupId must be a non-empty string");
+  const notBefore = notBeforeSeconds(message.notBefore, nowMs);
+  const flow = options.flowControl[job.handler];
+  return {
+    url: options.workerUrl,
+    // Exactly what the worker parses and what the signature's body hash covers.
+    body: JSON.stringify(job),
+    headers: { "Content-Type": "application/json" },
+    deduplicationId: message.dedupId,
+    retries: job.retries,
+    timeout: Math.ceil((job.timeoutMs + options.responseGraceMs) / 1000),
+    ...(notBefore !== undefined ? { notBefore } : {}),
+    ...(options.failureCallbackUrl !== undefined
+      ? { failureCallback: options.failureCallbackUrl }
+      : {}),
+    ...(options.retryDelay !== undefined ? { retryDelay: options.retryDelay } : {}),
+    ...(flow ? { flowControl: toFlowControl(job.handler, flow) } : {}),
+  };
+}
+
+function toFlowControl(handler: string, flow: FlowControlOption): FlowControl {
+  // Options are checked at construction: at least one of parallelism and rate is set.
+  return {
+    key: flow.key ?? handler,
+    ...(flow.parallelism !== undefined ? { parallelism: flow.parallelism } : {}),
+    ...(flow.rate !== undefined ? { rate: flow.rate } : {}),
+    ...(flow.period !== undefined ? { period: flow.period } : {}),
+  } as FlowControl;
+}

@@ -1,0 +1,185 @@
+/**
+ * @module
+ * The production transport: outbox messages go to QStash in `/v2/batch` requests through the
+ * official `@upstash/qstash` `Client`; deliveries are checked with its `Receiver`.
+ */
+import { Client, QstashError, Receiver } from "@upstash/qstash";
+import type { OutboxMessage } from "../../core/model.ts";
+import type { Delivery, PublishOutcome, Transport } from "../port.ts";
+import { QStashPublishError } from "./errors.ts";
+import {
+  type QStashTransportOptions,
+  type ResolvedQStashOptions,
+  resolveQStashOptions,
+} from "./options.ts";
+import { toPublishRequest } from "./publish-request.ts";
+
+/** What the transport needs of the SDK's `Client`. */
+type BatchClient = Pick<Client, "batch">;
+type BatchEntry = Parameters<Client["batch"]>[0][number];
+
+interface Pending {
+  index: number;
+  message: OutboxMessage;
+  request: BatchEntry;
+}
+
+/**
+ * {@link Transport} on Upstash QStash.
+ *
+ * `publish` sends the messages in `/v2/batch` requests of at most `batchSize` (one HTTP request
+ * each), every message to `workerUrl` with body `JSON.stringify(message.job)`,
+ * `Upstash-Deduplication-Id: message.dedupId`, `Upstash-Not-Before` (whole seconds, rounded up),
+ * `Upstash-Retries: job.retries`, `Upstash-Timeout` from `job.timeoutMs`, the failure callback
+ * and, per handler, flow control. It never throws: a request that fails or times out gives every
+ * message in it `ok: false`; an entry QStash refuses gives that message `ok: false`.
+ *
+ * `verify` is `Receiver.verify` under the current and next signing keys, for the delivery's URL.
+ *
+ * The SDK reads no environment here: credentials and the base URL are passed explicitly and its
+ * dev mode (`QSTASH_DEV`) is switched off. It takes no custom `fetch` (it always calls the global
+ * one), so there is no `fetch` option; count requests at the server, or wrap `globalThis.fetch`.
+ *
+ * @example
+ * const transport = new QStashTransport({
+ *   token: env.QSTASH_TOKEN,
+ *   workerUrl: "https://app.example.com/v1/worker",
+ *   failureCallbackUrl: "https://app.example.com/v1/dead",
+ *   currentSigningKey: env.QSTASH_CURRENT_SIGNING_KEY,
+ *   nextSigningKey: env.QSTASH_NEXT_SIGNING_KEY,
+ *   flowControl: { "email.send": { parallelism: 5 } },
+ * });
+ * const engine = createEngine({ store, transport, handlers });
+ */
+export class QStashTransport implements Transport {
+  readonly #options: ResolvedQStashOptions;
+  readonly #client: BatchClient;
+  readonly #receiver: Receiver;
+
+  /** @throws TypeError for an invalid URL, RangeError for an empty key or a bad option. */
+  constructor(options: QStashTransportOptions) {
+    this.#options = resolveQStashOptions(options);
+    const { token, baseUrl, retry, currentSigningKey, nextSigningKey } = this.#options;
+    this.#client = new Client({ token, baseUrl, retry, devMode: false });
+    this.#receiver = new Receiver({ currentSigningKey, nextSigningKey, devMode: false });
+  }
+
+  /** The worker URL deliveries go to (normalised), i.e. the signature's `sub`. */
+  get workerUrl(): string {
+    return this.#options.workerUrl;
+  }
+
+  /** Publish `messages`, one `/v2/batch` request per `batchSize`; one outcome per message, in order. */
+  async publish(messages: OutboxMessage[]): Promise<PublishOutcome[]> {
+    const outcomes: PublishOutcome[] = new Array(messages.length);
+    const pending: Pending[] = [];
+    const now = this.#options.now();
+    messages.forEach((message, index) => {
+      try {
+        pending.push({ index, message, request: toPublishRequest(message, this.#options, now) });
+      } catch (error) {
+        outcomes[index] = {
+          id: message.id,
+          ok: false,
+          error: new QStashPublishError("invalid", describe(error), { cause: error }),
+        };
+      }
+    });
+    const size = this.#options.batchSize;
+    for (let start = 0; start < pending.length; start += size) {
+      await this.#publishChunk(pending.slice(start, start + size), outcomes);
+    }
+    return outcomes;
+  }
+
+  /** True if the delivery's `Upstash-Signature` is valid for its body and URL. Never throws. */
+  async verify(delivery: Delivery): Promise<boolean> {
+    const signature = delivery.headers.get("upstash-signature");
+    if (!signature) return false;
+    try {
+      return await this.#receiver.verify({
+        signature,
+        body: delivery.body,
+        url: delivery.url,
+        clockTolerance: this.#options.clockToleranceSec,
+      });
+    } catch {
+      return false;
+    }
+  }
+
+  async #publishChunk(chunk: Pending[], outcomes: PublishOutcome[]): Promise<void> {
+    let responses: unknown[];
+    try {
+      responses = await this.#batch(chunk.map((p) => p.request));
+    } catch (error) {
+      const failure =
+        error instanceof QStashPublishError
+          ? error
+          : new QStashPublishError("request", `QStash batch request failed: ${describe(error)}`, {
+              cause: error,
+              ...(error instanceof QstashError && error.status !== undefined
+                ? { status: error.status }
+                : {}),
+            });
+      for (const { index, message } of chunk) {
+        outcomes[index] = { id: message.id, ok: false, error: failure };
+      }
+      return;
+    }
+    chunk.forEach(({ index, message }, i) => {
+      outcomes[index] = toOutcome(message.id, responses[i]);
+    });
+  }
+
+  /** One `/v2/batch` request, given up on (not aborted: the SDK cannot) after the timeout. */
+  async #batch(requests: BatchEntry[]): Promise<unknown[]> {
+    const { publishTimeoutMs } = this.#options;
+    const request = this.#client.batch(requests);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new QStashPublishError(
+              "timeout",
+              `QStash batch request gave no answer within ${publishTimeoutMs} ms`,
+            ),
+          ),
+        publishTimeoutMs,
+      );
+    });
+    // If the timeout wins, a later failure of the request must not go unhandled.
+    request.catch(() => {});
+    try {
+      return await Promise.race([request, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** One batch entry's answer as an outcome: `{messageId, deduplicated?}`, or `{error}`. */
+function toOutcome(id: string, entry: unknown): PublishOutcome {
+  const fields =
+    typeof entry === "object" && entry !== null ? (entry as Record<string, unknown>) : {};
+  if (typeof fields.messageId === "string" && fields.messageId !== "") {
+    return {
+      id,
+      ok: true,
+      messageId: fields.messageId,
+      deduplicated: fields.deduplicated === true,
+    };
+  }
+  const reason =
+    typeof fields.error === "string"
+      ? fields.error
+      : entry === undefined
+        ? "no answer for this message in the batch response"
+        : `unexpected batch entry ${JSON.stringify(entry)}`;
+  return { id, ok: false, error: new QStashPublishError("rejected", reason) };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

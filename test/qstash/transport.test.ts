@@ -1,0 +1,333 @@
+/**
+ * QStashTransport against the QStash double: what it publishes (batches, not-before, dedup,
+ * retries, timeout, failure callback, flow control), how it reports failures, and verify().
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import type { JobSpec, OutboxMessage } from "../../src/core/model.ts";
+import type { FailureCallbackBody, PublishOutcome } from "../../src/transport/port.ts";
+import {
+  notBeforeSeconds,
+  QStashPublishError,
+  QStashTransport,
+  type QStashTransportOptions,
+} from "../../src/transport/qstash/index.ts";
+import { type QStashDoubleOptions, startQStashDouble } from "../support/qstash-double/index.ts";
+import { type Hit, ok, type Route, startEndpoint } from "./endpoint.ts";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setup(
+  routes: Record<string, Route>,
+  options: Partial<QStashTransportOptions> = {},
+  doubleOptions: QStashDoubleOptions = {},
+) {
+  const endpoint = await startEndpoint({ "/v1/dead": ok, ...routes });
+  cleanups.push(() => endpoint.close());
+  const qstash = await startQStashDouble({ backoffScale: 0.002, ...doubleOptions });
+  cleanups.push(() => qstash.close());
+  const workerUrl = `${endpoint.base}/v1/worker`;
+  const transport = new QStashTransport({
+    token: qstash.token,
+    baseUrl: qstash.url,
+    workerUrl,
+    failureCallbackUrl: `${endpoint.base}/v1/dead`,
+    currentSigningKey: qstash.currentSigningKey,
+    nextSigningKey: qstash.nextSigningKey,
+    retry: false,
+    ...options,
+  });
+  return { endpoint, qstash, transport, workerUrl };
+}
+
+let seq = 0;
+function message(opts: Partial<JobSpec> & { notBefore?: number; dedupId?: string } = {}) {
+  const { notBefore, dedupId, ...jobFields } = opts;
+  const id = `job-${++seq}`;
+  const job: JobSpec = {
+    id,
+    tenant: "default",
+    handler: "echo",
+    input: { n: seq, note: "héllo 🚀" },
+    priority: 5,
+    timeoutMs: 30_000,
+    retries: 3,
+    tags: [],
+    runAt: 0,
+    createdAt: 0,
+    ...jobFields,
+  };
+  const msg: OutboxMessage = {
+    id,
+    dedupId: dedupId ?? id,
+    job,
+    notBefore: notBefore ?? 0,
+    recoverAt: 0,
+  };
+  return msg;
+}
+
+function okIds(outcomes: PublishOutcome[]) {
+  return outcomes.map((o) => (o.ok ? o.messageId : undefined));
+}
+
+const asDelivery = (hit: Hit, url: string) => ({ url, headers: hit.headers, body: hit.body });
+
+describe("QStashTransport.publish", () => {
+  it("publishes 250 messages in 3 batch requests; every job body arrives exactly", async () => {
+    const { endpoint, qstash, transport, workerUrl } = await setup({ "/v1/worker": ok });
+    const messages = Array.from({ length: 250 }, () => message());
+    const outcomes = await transport.publish(messages);
+    expect(outcomes).toHaveLength(250);
+    expect(outcomes.every((o, i) => o.ok && !o.deduplicated && o.id === messages[i]!.id)).toBe(
+      true,
+    );
+    expect(new Set(okIds(outcomes)).size).toBe(250);
+    expect(qstash.counters.requests).toEqual({ "POST /v2/batch": 3 });
+    expect(qstash.counters.batchSizes).toEqual([100, 100, 50]);
+    await qstash.idle();
+    expect(endpoint.at("/v1/worker")).toHaveLength(250);
+    const bodies = new Set(endpoint.at("/v1/worker").map((h) => h.body));
+    for (const m of messages) expect(bodies.has(JSON.stringify(m.job))).toBe(true);
+    const [stored] = qstash.messages();
+    expect(stored).toMatchObject({
+      url: workerUrl,
+      maxRetries: 3,
+      settings: {
+        dedupKey: `id:${messages[0]!.dedupId}`,
+        timeoutMs: 35_000, // job.timeoutMs + 5 s response grace, whole seconds
+        failureCallback: `${endpoint.base}/v1/dead`,
+      },
+    });
+  });
+
+  it("sends notBefore as whole seconds rounded up, and none for a message already due", async () => {
+    const { endpoint, qstash, transport } = await setup({ "/v1/worker": ok });
+    const now = Date.now();
+    const later = message({ notBefore: now + 1_200 });
+    const due = message({ notBefore: now - 5_000 });
+    const outcomes = await transport.publish([later, due]);
+    const byId = new Map(qstash.messages().map((m) => [m.messageId, m]));
+    const laterStored = byId.get(outcomes[0]!.ok ? outcomes[0]!.messageId : "")!;
+    const dueStored = byId.get(outcomes[1]!.ok ? outcomes[1]!.messageId : "")!;
+    expect(laterStored.notBefore).toBe(Math.ceil(later.notBefore / 1000) * 1000);
+    expect(dueStored.notBefore).toBeGreaterThanOrEqual(now);
+    await qstash.idle();
+    const [first, second] = endpoint.at("/v1/worker");
+    expect(JSON.parse(first!.body).id).toBe(due.id);
+    expect(JSON.parse(second!.body).id).toBe(later.id);
+    expect(second!.at).toBeGreaterThanOrEqual(later.notBefore);
+  });
+
+  it("rounds not-before up to the next second, never down", () => {
+    expect(notBeforeSeconds(1_700_000_000_001, 1_699_999_000_000)).toBe(1_700_000_001);
+    expect(notBeforeSeconds(1_700_000_000_000, 1_699_999_000_000)).toBe(1_700_000_000);
+    expect(notBeforeSeconds(1_700_000_000_000, 1_700_000_000_000)).toBeUndefined();
+    expect(notBeforeSeconds(0, 1)).toBeUndefined();
+  });
+
+  it("deduplicates by dedupId: the second publish is ok, deduplicated, same messageId", async () => {
+    const { endpoint, qstash, transport } = await setup({ "/v1/worker": ok });
+    const first = message({ dedupId: "sched-1@1000" });
+    const [a] = await transport.publish([first]);
+    const [b, c] = await transport.publish([
+      message({ dedupId: "sched-1@1000" }),
+      message({ dedupId: "sched-1@2000" }),
+    ]);
+    expect(a).toMatchObject({ ok: true, deduplicated: false });
+    expect(b).toMatchObject({ ok: true, deduplicated: true, messageId: a!.ok && a!.messageId });
+    expect(c).toMatchObject({ ok: true, deduplicated: false });
+    await qstash.idle();
+    expect(endpoint.at("/v1/worker").map((h) => JSON.parse(h.body).id)).toEqual([first.id, c!.id]);
+  });
+
+  it("lets QStash retry with backoff until the worker succeeds; passes retryDelay", async () => {
+    const { endpoint, qstash, transport } = await setup(
+      { "/v1/worker": (_h, i) => (i < 2 ? { status: 500 } : { status: 200 }) },
+      { retryDelay: "10 * (retried + 1)" },
+    );
+    await transport.publish([message({ retries: 3 })]);
+    await qstash.idle();
+    const hits = endpoint.at("/v1/worker");
+    expect(hits.map((h) => h.headers.get("upstash-retried"))).toEqual(["0", "1", "2"]);
+    expect(qstash.messages()[0]!.settings.retryDelay).toBe("10 * (retried + 1)");
+    expect(qstash.counters).toMatchObject({ retries: 2, delivered: 1, failed: 0 });
+    expect(endpoint.at("/v1/dead")).toHaveLength(0);
+  });
+
+  it("a 489 stops at once and the failure callback brings the documented body", async () => {
+    const { endpoint, qstash, transport, workerUrl } = await setup({
+      "/v1/worker": () => ({
+        status: 489,
+        headers: { "Upstash-NonRetryable-Error": "true", "content-type": "application/json" },
+        body: '{"error":"bad input"}',
+      }),
+    });
+    const msg = message({ retries: 3 });
+    const [outcome] = await transport.publish([msg]);
+    await qstash.idle();
+    expect(endpoint.at("/v1/worker")).toHaveLength(1);
+    const [callback] = endpoint.at("/v1/dead");
+    const body = JSON.parse(callback!.body) as FailureCallbackBody;
+    expect(body).toMatchObject({
+      status: 489,
+      header: expect.objectContaining({ "Upstash-Nonretryable-Error": ["true"] }),
+      retried: 0,
+      maxRetries: 3,
+      dlqId: expect.any(String),
+      sourceMessageId: outcome!.ok && outcome!.messageId,
+      url: workerUrl,
+      method: "POST",
+      sourceHeader: { "Content-Type": ["application/json"] },
+    });
+    expect(Buffer.from(body.body, "base64").toString()).toBe('{"error":"bad input"}');
+    expect(Buffer.from(body.sourceBody, "base64").toString()).toBe(JSON.stringify(msg.job));
+    const deadUrl = `${endpoint.base}/v1/dead`;
+    expect(await transport.verify(asDelivery(callback!, deadUrl))).toBe(true);
+    expect(await transport.verify(asDelivery(callback!, workerUrl))).toBe(false);
+  });
+
+  it("configures flow control per handler (key defaults to the handler name)", async () => {
+    const { endpoint, qstash, transport } = await setup(
+      { "/v1/worker": () => ({ status: 200, delayMs: 30 }) },
+      { flowControl: { slow: { parallelism: 1 }, shared: { key: "k", rate: 50, period: "1s" } } },
+    );
+    await transport.publish([
+      ...[1, 2, 3].map(() => message({ handler: "slow" })),
+      message({ handler: "shared" }),
+      message({ handler: "free" }),
+    ]);
+    const flows = qstash.messages().map((m) => m.settings.flow);
+    expect(flows).toEqual([
+      { key: "slow", parallelism: 1, periodMs: 1000 },
+      { key: "slow", parallelism: 1, periodMs: 1000 },
+      { key: "slow", parallelism: 1, periodMs: 1000 },
+      { key: "k", rate: 50, periodMs: 1000 },
+      undefined,
+    ]);
+    await qstash.idle();
+    const slow = endpoint.at("/v1/worker").filter((h) => JSON.parse(h.body).handler === "slow");
+    for (let i = 1; i < slow.length; i++) {
+      expect(slow[i]!.at - slow[i - 1]!.at).toBeGreaterThanOrEqual(25);
+    }
+  });
+});
+
+describe("QStashTransport failures never throw", () => {
+  it("a failed batch request gives each message of that chunk ok: false; other chunks go out", async () => {
+    const { endpoint, qstash, transport } = await setup(
+      { "/v1/worker": ok },
+      {},
+      { faults: { failPublishRequests: 1 } },
+    );
+    const messages = Array.from({ length: 150 }, () => message());
+    const outcomes = await transport.publish(messages);
+    const failed = outcomes.slice(0, 100);
+    expect(failed.every((o) => !o.ok)).toBe(true);
+    const error = !failed[0]!.ok ? failed[0]!.error : undefined;
+    expect(error).toBeInstanceOf(QStashPublishError);
+    expect(error).toMatchObject({ reason: "request", status: 500 });
+    expect(outcomes.slice(100).every((o) => o.ok)).toBe(true);
+    await qstash.idle();
+    expect(endpoint.at("/v1/worker")).toHaveLength(50);
+    // Published again (as the tick's recover step does): the failed chunk now goes out.
+    const again = await transport.publish(messages.slice(0, 100));
+    expect(again.every((o) => o.ok && !o.deduplicated)).toBe(true);
+  });
+
+  it("gives up on a slow request after publishTimeoutMs; a re-publish is deduplicated", async () => {
+    const { qstash, transport } = await setup(
+      { "/v1/worker": ok },
+      { publishTimeoutMs: 100 },
+      { faults: { publishDelayMs: 300 } },
+    );
+    const messages = [message(), message()];
+    const outcomes = await transport.publish(messages);
+    expect(outcomes.map((o) => !o.ok && (o.error as QStashPublishError).reason)).toEqual([
+      "timeout",
+      "timeout",
+    ]);
+    qstash.faults.publishDelayMs = 0;
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the slow request lands meanwhile
+    const again = await transport.publish(messages);
+    expect(again.map((o) => o.ok && o.deduplicated)).toEqual([true, true]);
+  });
+
+  it("a network error (nothing listening) gives ok: false", async () => {
+    const closed = await startEndpoint({});
+    await closed.close();
+    const { transport } = await setup({}, { baseUrl: closed.base });
+    const [outcome] = await transport.publish([message()]);
+    expect(outcome).toMatchObject({ ok: false, error: { reason: "request" } });
+  });
+
+  it("a message that cannot be published, or that QStash refuses, fails alone", async () => {
+    const { transport } = await setup({ "/v1/worker": ok });
+    const bad = message({ retries: -1 });
+    const good = message();
+    const outcomes = await transport.publish([bad, good]);
+    expect(outcomes[0]).toMatchObject({ id: bad.id, ok: false, error: { reason: "invalid" } });
+    expect(outcomes[1]).toMatchObject({ id: good.id, ok: true });
+
+    const refusing = await setup({ "/v1/worker": ok }, { retryDelay: "pow(2," });
+    const [refused] = await refusing.transport.publish([message()]);
+    expect(refused).toMatchObject({ ok: false, error: { reason: "rejected" } });
+    expect(await transport.publish([])).toEqual([]);
+  });
+
+  it("checks its options", () => {
+    const base = {
+      token: "t",
+      workerUrl: "https://app.example/v1/worker",
+      currentSigningKey: "a",
+      nextSigningKey: "b",
+    };
+    expect(() => new QStashTransport({ ...base, token: "" })).toThrow(RangeError);
+    expect(() => new QStashTransport({ ...base, nextSigningKey: "" })).toThrow(RangeError);
+    expect(() => new QStashTransport({ ...base, workerUrl: "nope" })).toThrow(TypeError);
+    expect(() => new QStashTransport({ ...base, flowControl: { x: {} } })).toThrow(RangeError);
+    expect(() => new QStashTransport({ ...base, batchSize: 0 })).toThrow(RangeError);
+    expect(
+      new QStashTransport({ ...base, workerUrl: "HTTPS://App.Example/v1/worker" }).workerUrl,
+    ).toBe("https://app.example/v1/worker");
+  });
+});
+
+describe("QStashTransport.verify", () => {
+  it("accepts the double's signature for the right URL and rejects a wrong one", async () => {
+    const { endpoint, qstash, transport, workerUrl } = await setup({ "/v1/worker": ok });
+    await transport.publish([message()]);
+    await qstash.idle();
+    const hit = endpoint.at("/v1/worker")[0]!;
+    expect(await transport.verify(asDelivery(hit, workerUrl))).toBe(true);
+    expect(await transport.verify(asDelivery(hit, `${endpoint.base}/v1/other`))).toBe(false);
+    expect(await transport.verify({ ...asDelivery(hit, workerUrl), body: `${hit.body} ` })).toBe(
+      false,
+    );
+    expect(await transport.verify({ url: workerUrl, headers: new Headers(), body: hit.body })).toBe(
+      false,
+    );
+    const garbage = new Headers({ "upstash-signature": "not.a.jwt" });
+    expect(await transport.verify({ url: workerUrl, headers: garbage, body: hit.body })).toBe(
+      false,
+    );
+  });
+
+  it("accepts signatures under the next key (rotation)", async () => {
+    const { endpoint, qstash, transport, workerUrl } = await setup({ "/v1/worker": ok });
+    qstash.signWith = "next";
+    await transport.publish([message()]);
+    await qstash.idle();
+    const hit = endpoint.at("/v1/worker")[0]!;
+    expect(await transport.verify(asDelivery(hit, workerUrl))).toBe(true);
+    const other = new QStashTransport({
+      token: "t",
+      workerUrl,
+      currentSigningKey: qstash.currentSigningKey,
+      nextSigningKey: "sig_someone_else",
+    });
+    expect(await other.verify(asDelivery(hit, workerUrl))).toBe(false);
+  });
+});
