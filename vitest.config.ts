@@ -7,5 +7,7 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Redis-backed suites share one server; each uses its own key prefix, so files may run in parallel.
     pool: "forks",
+    // Most suites wait on I/O (Redis, sockets, timers), so more workers than cores pays off.
+    maxWorkers: 3,
   },
 });
