@@ -1,32 +1,33 @@
 /**
  * @module
  * The Node entry: `npm run dev` runs this file. It is the one place (with the CLI) that reads the
- * environment:
+ * environment, through `serverOptionsFromEnv` — so `npm run dev` and `tickwork dev` select the
+ * same things:
  *
- * - `PORT` — port to listen on (default 8787; `0` picks a free one)
- * - `HOST` — interface to bind (default 127.0.0.1)
- * - `REDIS_URL` — keep state in Redis (ioredis) instead of memory
+ * - `PORT` — port to listen on (default 8787; `0` picks a free one); `HOST` — interface to bind
+ *   (default 127.0.0.1)
+ * - `UPSTASH_REDIS_REST_URL` + `UPSTASH_REDIS_REST_TOKEN` — keep state in Upstash Redis over REST;
+ *   else `REDIS_URL` — in Redis over TCP (ioredis); else in memory
  * - `TICKWORK_PREFIX` — Redis key prefix (default `tw`)
+ * - `QSTASH_TOKEN` (+ `QSTASH_URL`, `QSTASH_CURRENT_SIGNING_KEY`, `QSTASH_NEXT_SIGNING_KEY`,
+ *   `TICKWORK_PUBLIC_URL`) — deliver through QStash instead of the in-process queue
+ * - `TICKWORK_ROLES` — route sets to serve (default `all`)
  *
- * Dev mode: auth is off (the banner says so), deliveries are signed with a random key per process,
- * and an internal timer ticks every second with a one-second look-ahead.
+ * Dev mode: auth is off (the banner says so), local deliveries are signed with a random key per
+ * process, and an internal timer ticks every second with a one-second look-ahead.
  */
-import { StartError, startServer } from "tickwork/node";
+import { ConfigError, StartError, serverOptionsFromEnv, startServer } from "tickwork/node";
 import { handlers } from "./handlers.ts";
 
 try {
   await startServer({
     handlers,
-    dev: true,
-    port: process.env.PORT ? Number(process.env.PORT) : 8787,
-    ...(process.env.HOST ? { hostname: process.env.HOST } : {}),
-    ...(process.env.REDIS_URL ? { redisUrl: process.env.REDIS_URL } : {}),
-    ...(process.env.TICKWORK_PREFIX ? { prefix: process.env.TICKWORK_PREFIX } : {}),
+    ...serverOptionsFromEnv(process.env, "dev"),
     tickEveryMs: 1_000,
     engine: { tick: { horizonMs: 1_000 } },
   });
 } catch (error) {
-  if (!(error instanceof StartError)) throw error;
+  if (!(error instanceof StartError || error instanceof ConfigError)) throw error;
   console.error(`tickwork: ${error.message}`);
   process.exit(1);
 }

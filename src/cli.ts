@@ -7,38 +7,55 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import type { StartServerOptions } from "./adapter/node/index.ts";
 import type { Handlers } from "./engine/handlers.ts";
 
 const HELP = `Usage: tickwork <command> [options]
 
 Commands:
-  dev     Local server, zero config: in-memory store (or REDIS_URL), in-process
-          queue, a tick every second, auth off. Prints curl lines to try.
-  start   The same server for real use: state in Redis (REDIS_URL required),
-          API key required (TICKWORK_API_KEY), binds 0.0.0.0.
-  help    Show this help.
+  dev         Local server, zero config: in-memory store (or Redis / Upstash from
+              the environment), in-process queue (or QStash), a tick every
+              second, auth off. Prints curl lines to try.
+  start       The same server for real use: state in Redis (REDIS_URL or
+              UPSTASH_REDIS_REST_URL required), API key required
+              (TICKWORK_API_KEY), binds 0.0.0.0.
+  redis-rest  An Upstash-REST-compatible bridge in front of a Redis
+              (tickwork redis-rest --help).
+  help        Show this help.
 
 Options:
   -p, --port <n>        Port to listen on (default: $PORT or 8787; 0 = any free port)
       --host <host>     Interface to bind (default: $HOST, else 127.0.0.1 for dev,
                         0.0.0.0 for start)
       --prefix <p>      Redis key prefix (default: $TICKWORK_PREFIX or "tw")
+      --role <roles>    Route sets to serve: all (default), api, tick, worker,
+                        observer; comma-separated or repeated (default:
+                        $TICKWORK_ROLES). Only servers with tick (or all) run
+                        the tick timer; every replica may, the lease picks one.
       --handlers <file> Module exporting \`handlers\` (default: functions/handlers.ts)
   -h, --help            Show this help
   -v, --version         Show the version
 
-Environment:
-  PORT, HOST, TICKWORK_PREFIX   as the options above
-  REDIS_URL          keep state in Redis, e.g. redis://127.0.0.1:6379 (required by start)
+Environment (an option given on the command line wins):
+  PORT, HOST, TICKWORK_PREFIX, TICKWORK_ROLES   as the options above
+  UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN
+                     keep state in Upstash Redis over REST (checked first)
+  REDIS_URL          keep state in Redis over TCP, e.g. redis://127.0.0.1:6379
+  QSTASH_TOKEN       deliver jobs through QStash; then also needed:
+                     QSTASH_CURRENT_SIGNING_KEY, QSTASH_NEXT_SIGNING_KEY and
+                     TICKWORK_PUBLIC_URL (optional: QSTASH_URL)
+  TICKWORK_PUBLIC_URL  the URL the queue delivers to (required with QStash; with
+                     the local queue, the servers with the worker role)
+  TICKWORK_SIGNING_KEY key signing local-queue deliveries, the same on every
+                     server (needed when they go to TICKWORK_PUBLIC_URL)
   TICKWORK_API_KEY   API key(s) clients send as "Authorization: Bearer <key>";
-                     comma-separated for several (required by start)
-  CRON_SECRET        when set, POST/GET /v1/tick needs "Authorization: Bearer <secret>"
+                     comma-separated for several (start, with API routes)
+  CRON_SECRET        when set, GET/POST /v1/tick needs "Authorization: Bearer <secret>"
 
 Examples:
   tickwork dev
   REDIS_URL=redis://127.0.0.1:6379 tickwork dev --port 3000
   REDIS_URL=redis://cache:6379 TICKWORK_API_KEY=s3cret tickwork start --port 8080
+  tickwork start --role api,worker     # and elsewhere: tickwork start --role tick
 `;
 
 type Env = Record<string, string | undefined>;
@@ -56,6 +73,11 @@ class UsageError extends Error {
  * process.exitCode = await main(["dev", "--port", "3000"], process.env);
  */
 async function main(argv: string[], env: Env): Promise<number> {
+  // `tickwork redis-rest`: the Upstash REST bridge, with its own options and help.
+  if (argv[0] === "redis-rest") {
+    const { runRedisRestCommand } = await import("./adapter/redis-rest/cli.ts");
+    return runRedisRestCommand(argv.slice(1), env);
+  }
   try {
     const { values, positionals } = parseArgs({
       args: argv,
@@ -64,6 +86,7 @@ async function main(argv: string[], env: Env): Promise<number> {
         port: { type: "string", short: "p" },
         host: { type: "string" },
         prefix: { type: "string" },
+        role: { type: "string", multiple: true },
         handlers: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
@@ -80,46 +103,22 @@ async function main(argv: string[], env: Env): Promise<number> {
     }
     if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
     if (command !== "dev" && command !== "start") {
-      throw new UsageError(`unknown command "${command}" (commands: dev, start, help)`);
+      throw new UsageError(`unknown command "${command}" (commands: dev, start, redis-rest, help)`);
     }
 
-    const dev = command === "dev";
-    const redisUrl = env.REDIS_URL || undefined;
-    const apiKeys = (env.TICKWORK_API_KEY ?? "")
-      .split(",")
-      .map((k) => k.trim())
-      .filter(Boolean);
-    if (!dev && !redisUrl) {
-      throw new UsageError(
-        "REDIS_URL is not set. `tickwork start` keeps its state in Redis, so it survives restarts " +
-          "and can run as several replicas. Set it, e.g.\n" +
-          "  REDIS_URL=redis://127.0.0.1:6379 TICKWORK_API_KEY=<key> tickwork start\n" +
-          "or run `tickwork dev` for a local server with in-memory state.",
-      );
-    }
-    if (!dev && apiKeys.length === 0) {
-      throw new UsageError(
-        "TICKWORK_API_KEY is not set. Outside dev every API request needs a key " +
-          '("Authorization: Bearer <key>"). Set it, e.g. TICKWORK_API_KEY=$(openssl rand -hex 24), ' +
-          "or run `tickwork dev` (auth off).",
-      );
-    }
-
-    const options: StartServerOptions = {
-      handlers: await loadHandlers(values.handlers ?? "functions/handlers.ts"),
-      dev,
-      port: parsePort(values.port ?? env.PORT),
-      ...((values.host ?? env.HOST) ? { hostname: (values.host ?? env.HOST) as string } : {}),
-      ...(redisUrl ? { redisUrl } : {}),
-      ...((values.prefix ?? env.TICKWORK_PREFIX)
-        ? { prefix: (values.prefix ?? env.TICKWORK_PREFIX) as string }
-        : {}),
-      ...(apiKeys.length > 0 && !dev ? { apiKeys } : {}),
-      ...(env.CRON_SECRET && !dev ? { tickSecret: env.CRON_SECRET } : {}),
+    // Each option stands for its environment variable, so one function reads them all.
+    const overrides: Env = {
+      ...(values.port !== undefined ? { PORT: values.port } : {}),
+      ...(values.host !== undefined ? { HOST: values.host } : {}),
+      ...(values.prefix !== undefined ? { TICKWORK_PREFIX: values.prefix } : {}),
+      ...(values.role !== undefined ? { TICKWORK_ROLES: values.role.join(",") } : {}),
     };
-    // Loaded here, not at the top: `--help` and usage errors stay fast.
-    const { startServer } = await import("./adapter/node/index.ts");
-    await startServer(options);
+    // Loaded here, not at the top: `--help` and usage and configuration errors stay fast.
+    const { serverOptionsFromEnv } = await import("./adapter/node/env.ts");
+    const options = serverOptionsFromEnv({ ...env, ...overrides }, command);
+    const handlers = await loadHandlers(values.handlers ?? "functions/handlers.ts");
+    const { startServer } = await import("./adapter/node/start.ts");
+    await startServer({ handlers, ...options });
     return 0;
   } catch (error) {
     // A configuration the server cannot start with (`StartError`): no stack, exit 1.
@@ -127,21 +126,14 @@ async function main(argv: string[], env: Env): Promise<number> {
       console.error(`tickwork: ${error.message}`);
       return 1;
     }
-    if (error instanceof UsageError || isArgError(error)) {
+    // A mistake in how it was called or configured: exit 2, pointing at the help.
+    if (error instanceof UsageError || isConfigError(error) || isArgError(error)) {
       console.error(`tickwork: ${(error as Error).message}`);
       console.error("Run `tickwork --help` for usage.");
       return 2;
     }
     throw error;
   }
-}
-
-function parsePort(value: string | undefined): number {
-  if (value === undefined || value === "") return 8787;
-  if (!/^\d{1,5}$/.test(value) || Number(value) > 65_535) {
-    throw new UsageError(`port must be a whole number from 0 to 65535, got "${value}"`);
-  }
-  return Number(value);
 }
 
 /** Import the user's handlers module (TypeScript is fine: the CLI runs under tsx). */
@@ -163,6 +155,11 @@ async function loadHandlers(file: string): Promise<Handlers> {
 function readVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
   return String(pkg.version);
+}
+
+/** `ConfigError` from the environment reader (matched by name: it is loaded lazily). */
+function isConfigError(error: unknown): boolean {
+  return error instanceof Error && error.name === "ConfigError";
 }
 
 /** `parseArgs` rejects unknown options and missing values with `ERR_PARSE_ARGS_*` codes. */

@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { answerMethodNotAllowed } from "./middleware/method-not-allowed.ts";
 import { requestId } from "./middleware/request-id.ts";
 import { type AppEnv, type AppOptions, resolveAppOptions } from "./options.ts";
-import { notFound, renderError } from "./problem.ts";
+import { notFoundHandler, renderError } from "./problem.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { jobRoutes } from "./routes/jobs.ts";
 import { queueRoutes } from "./routes/queue.ts";
@@ -14,8 +14,9 @@ import { scheduleRoutes } from "./routes/schedules.ts";
 
 /**
  * Build the tickwork HTTP app: jobs, schedules, tick, worker, dead letters and health, under
- * `basePath`. Every error is answered as `application/problem+json`; every answer carries
- * `x-request-id`. Serve it with any Hono adapter, or call `app.fetch(request)`.
+ * `basePath` — or only the route sets of `roles`. Every error is answered as
+ * `application/problem+json`; every answer carries `x-request-id`. Serve it with any Hono
+ * adapter, or call `app.fetch(request)`.
  *
  * @example
  * import { serve } from "@hono/node-server";
@@ -26,11 +27,15 @@ import { scheduleRoutes } from "./routes/schedules.ts";
  * const app = createApp({ engine, basePath: "/api/tickwork", tickSecret: process.env.CRON_SECRET });
  * serve({ fetch: app.fetch, port: 3000 });
  * // POST /api/tickwork/v1/jobs {"handler":"email.send","input":{"to":"a@b.c"}} → 202
+ *
+ * @example
+ * // A service that only runs what the queue delivers: /v1/worker, /v1/dead, /health, /ready.
+ * const worker = createApp({ engine, roles: ["worker"], publicUrl: "https://worker.example.com" });
  */
 export function createApp(options: AppOptions): Hono<AppEnv> {
   const config = resolveAppOptions(options);
   const { logger } = config.engine.options;
-  if (!config.dev && config.tickSecret === undefined) {
+  if (!config.dev && config.serves.tick && config.tickSecret === undefined) {
     logger.warn("tickwork: no tickSecret; anyone who can reach /v1/tick can trigger ticks");
   }
 
@@ -40,12 +45,18 @@ export function createApp(options: AppOptions): Hono<AppEnv> {
   root.use(requestId());
   const app = root.basePath(config.basePath);
   app.route("/", healthRoutes(config));
-  app.route("/v1/jobs", jobRoutes(config));
-  app.route("/v1/schedules", scheduleRoutes(config));
+  // Not mounted at all outside the roles, so their auth middleware never turns a 404 into a 401.
+  if (config.serves.read) {
+    app.route("/v1/jobs", jobRoutes(config));
+    app.route("/v1/schedules", scheduleRoutes(config));
+  }
   app.route("/v1", queueRoutes(config));
-  answerMethodNotAllowed(root);
+  const note = config.roles.includes("all")
+    ? undefined
+    : `roles served: ${config.roles.join(", ")}`;
+  answerMethodNotAllowed(root, note);
 
-  app.notFound(notFound);
+  app.notFound(notFoundHandler(note));
   app.onError(renderError(logger));
   return app;
 }

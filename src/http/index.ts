@@ -5,6 +5,7 @@
 export { createApp } from "./app.ts";
 export type { AppEnv, AppOptions, AppVariables, Authorize } from "./options.ts";
 export { type FieldIssue, PROBLEM_JSON, type Problem } from "./problem.ts";
+export { normalizeRoles, parseRoles, ROLES, type Role, type RouteSet, routeSet } from "./roles.ts";
 export type {
   JobResource,
   JobSummary,

@@ -5,6 +5,7 @@
 import type { Context } from "hono";
 import type { Actor } from "../engine/broker.ts";
 import type { Engine } from "../engine/index.ts";
+import { normalizeRoles, type Role, type RouteSet, routeSet } from "./roles.ts";
 
 /** Values middleware puts on the context for the routes. */
 export interface AppVariables {
@@ -76,6 +77,14 @@ export interface AppOptions {
    * @default 30_000
    */
   maxWaitMs?: number;
+  /**
+   * The route sets to serve (see {@link Role}); `/health` and `/ready` are always served. A path
+   * outside them answers 404, and a method of a path they serve only in part (`POST /v1/jobs` for
+   * an `observer`) answers 405 with `Allow`, both as problem+json.
+   * @default ["all"]
+   * @example ["api", "worker"] // no /v1/tick: the tick runs elsewhere
+   */
+  roles?: readonly Role[];
 }
 
 /** Options with defaults applied; what the route factories receive. */
@@ -92,12 +101,20 @@ export interface AppConfig {
   tickSecret: string | undefined;
   authorize: Authorize;
   maxWaitMs: number;
+  /** Normalised roles (`["all"]` by default). */
+  roles: Role[];
+  /** Which groups of routes the roles serve. */
+  serves: RouteSet;
 }
 
 const DEFAULT_ACTOR: Actor = { tenant: "default" };
 
-/** Apply defaults; throws `RangeError` for a bad base path or limit, `TypeError` for a bad URL. */
+/**
+ * Apply defaults; throws `RangeError` for a bad base path, limit or role, `TypeError` for a bad
+ * URL.
+ */
 export function resolveAppOptions(options: AppOptions): AppConfig {
+  const roles = normalizeRoles(options.roles ?? ["all"]);
   const basePath = normalizeBasePath(options.basePath ?? "/");
   const bodyLimitBytes = options.bodyLimitBytes ?? 1_048_576;
   const maxWaitMs = options.maxWaitMs ?? 30_000;
@@ -119,6 +136,8 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
     tickSecret: options.tickSecret || undefined,
     authorize: options.authorize ?? (() => DEFAULT_ACTOR),
     maxWaitMs,
+    roles,
+    serves: routeSet(roles),
   };
 }
 

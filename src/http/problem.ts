@@ -151,10 +151,19 @@ export function renderError(logger: Logger): ErrorHandler<AppEnv> {
   };
 }
 
-/** The app's not-found handler: 404 problem+json for any path no route matches. */
-export const notFound: NotFoundHandler<AppEnv> = function notFound(c) {
-  return problemResponse(c, problem(404, `no route for ${c.req.method} ${c.req.path}`));
-};
+/**
+ * The app's not-found handler: 404 problem+json for any path no route matches; the detail ends
+ * with `note` (e.g. which roles the app serves).
+ *
+ * @example
+ * app.notFound(notFoundHandler("roles served: api")); // "no route for GET /v1/tick (roles served: api)"
+ */
+export function notFoundHandler(note?: string): NotFoundHandler<AppEnv> {
+  const suffix = note ? ` (${note})` : "";
+  return function notFound(c) {
+    return problemResponse(c, problem(404, `no route for ${c.req.method} ${c.req.path}${suffix}`));
+  };
+}
 
 /** An error for the log: its stack (or message), then each cause's message. */
 function describe(error: unknown, stack: boolean): string {

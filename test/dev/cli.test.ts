@@ -3,28 +3,17 @@ import { execFile } from "node:child_process";
 import { createServer } from "node:net";
 import { promisify } from "node:util";
 import { describe, expect, test } from "vitest";
-import { ROOT } from "./server.ts";
+import { cleanEnv, ROOT } from "./server.ts";
 
 const run = promisify(execFile);
 
 /** Run a command in the repo with a clean tickwork environment; never throws. */
 async function tickwork(args: string[], env: Record<string, string> = {}, file = process.execPath) {
-  const base = { ...process.env };
-  for (const key of [
-    "REDIS_URL",
-    "TICKWORK_API_KEY",
-    "TICKWORK_PREFIX",
-    "PORT",
-    "HOST",
-    "CRON_SECRET",
-  ]) {
-    delete base[key];
-  }
   const argv = file === process.execPath ? ["bin/tickwork.js", ...args] : args;
   try {
     const { stdout, stderr } = await run(file, argv, {
       cwd: ROOT,
-      env: { ...base, ...env },
+      env: cleanEnv(env),
       timeout: 20_000,
     });
     return { code: 0, stdout, stderr };
@@ -43,7 +32,11 @@ describe.concurrent("tickwork CLI", () => {
       "dev",
       "start",
       "--port",
+      "--role",
       "REDIS_URL",
+      "UPSTASH_REDIS_REST_URL",
+      "QSTASH_TOKEN",
+      "TICKWORK_PUBLIC_URL",
       "TICKWORK_API_KEY",
     ]) {
       expect(stdout).toContain(text);
@@ -59,7 +52,7 @@ describe.concurrent("tickwork CLI", () => {
   test("start without REDIS_URL says what to do", async () => {
     const { code, stderr } = await tickwork(["start"]);
     expect(code).toBe(2);
-    expect(stderr).toContain("REDIS_URL is not set");
+    expect(stderr).toContain("REDIS_URL is not set (nor UPSTASH_REDIS_REST_URL)");
     expect(stderr).toContain("REDIS_URL=redis://127.0.0.1:6379");
     expect(stderr).toContain("tickwork dev");
   });
@@ -78,6 +71,25 @@ describe.concurrent("tickwork CLI", () => {
     expect(code).toBe(1);
     expect(stderr).toContain("cannot reach Redis at redis://127.0.0.1:1");
     expect(stderr).not.toContain("hunter2");
+  });
+
+  test("an unknown role is a usage error naming the roles", async () => {
+    const { code, stderr } = await tickwork(["start", "--role", "api,cron"], {
+      REDIS_URL: "redis://127.0.0.1:6379",
+      TICKWORK_API_KEY: "k",
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain('unknown role "cron" (roles: all, api, tick, worker, observer)');
+  });
+
+  test("a tick-only server on the local queue needs somewhere to deliver", async () => {
+    // No API key needed: a tick-only server serves no API route.
+    const { code, stderr } = await tickwork(["start", "--role", "tick"], {
+      REDIS_URL: "redis://127.0.0.1:6379",
+    });
+    expect(code).toBe(1);
+    expect(stderr).toContain("which this server does not serve (its roles lack worker)");
+    expect(stderr).toContain("TICKWORK_PUBLIC_URL");
   });
 
   test("unknown commands and options, and bad ports, are usage errors", async () => {

@@ -74,7 +74,7 @@ describe.concurrent("npm run dev", () => {
     servers.push(server);
     await checkBanner(
       server,
-      /store {6}memory \(state is lost on restart; set REDIS_URL to keep it\)/,
+      /store {6}memory \(state is lost on restart; set REDIS_URL or UPSTASH_REDIS_REST_URL to keep it\)/,
     );
   });
 

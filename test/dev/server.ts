@@ -10,6 +10,34 @@ import { Redis } from "ioredis";
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const REDIS_URL = "redis://127.0.0.1:6379";
 
+/** Every variable the CLI and `functions/node.ts` read: a test's child starts without them. */
+export const CONFIG_VARIABLES = [
+  "PORT",
+  "HOST",
+  "REDIS_URL",
+  "UPSTASH_REDIS_REST_URL",
+  "UPSTASH_REDIS_REST_TOKEN",
+  "KV_REST_API_URL",
+  "KV_REST_API_TOKEN",
+  "QSTASH_TOKEN",
+  "QSTASH_URL",
+  "QSTASH_CURRENT_SIGNING_KEY",
+  "QSTASH_NEXT_SIGNING_KEY",
+  "TICKWORK_PUBLIC_URL",
+  "TICKWORK_SIGNING_KEY",
+  "TICKWORK_API_KEY",
+  "TICKWORK_PREFIX",
+  "TICKWORK_ROLES",
+  "CRON_SECRET",
+];
+
+/** This process's environment without {@link CONFIG_VARIABLES}, plus `env`. */
+export function cleanEnv(env: Record<string, string> = {}): Record<string, string | undefined> {
+  const base = { ...process.env };
+  for (const name of CONFIG_VARIABLES) delete base[name];
+  return { ...base, ...env };
+}
+
 export interface DevServer {
   url: string;
   /** The banner's curl lines, exactly as printed. */
@@ -33,7 +61,7 @@ export async function startDevServer(
     timeoutMs?: number;
   } = {},
 ): Promise<DevServer> {
-  const env = { ...process.env, PORT: "0", ...options.env };
+  const env = cleanEnv({ PORT: "0", ...options.env });
   const { command } = options;
   const [file, args] =
     command === "npm"
@@ -60,7 +88,10 @@ export async function startDevServer(
     }, options.timeoutMs ?? 20_000);
     const check = () => {
       const start = out.search(/tickwork (dev server|server) listening on /);
-      const end = out.indexOf("answers 200 with the same job.", start);
+      // The banner's last line: after the curl lines, or without them (no api role).
+      const last = /answers 200 with the same job\.|through a server with the api role\./g;
+      last.lastIndex = Math.max(start, 0);
+      const end = last.exec(out)?.index ?? -1;
       if (start >= 0 && end >= 0) {
         clearTimeout(timer);
         child.stdout?.off("data", check);

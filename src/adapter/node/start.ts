@@ -1,25 +1,41 @@
 /**
  * @module
- * `startServer`: the whole Node topology in one call (DESIGN §1): a store (memory, or Redis over
- * TCP with ioredis), the local transport delivering to this server's own worker route, the
- * engine, the HTTP app, a tick timer every second, graceful shutdown, and the start banner.
- * Configuration comes in explicitly; the entry files (`functions/node.ts`, the CLI) read the
- * environment.
+ * `startServer`: the Node topology in one call (DESIGN §1): a store (memory, Redis over TCP with
+ * ioredis, or Upstash over REST), a transport (QStash, or the local queue delivering over HTTP to
+ * a worker route), the engine, the HTTP app with the chosen roles, a tick timer when the roles
+ * include `tick`, graceful shutdown, and the start banner. Configuration comes in explicitly; the
+ * entry files (`functions/node.ts`, the CLI) read the environment (see `serverOptionsFromEnv`).
  */
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
 import type { Handlers } from "../../engine/handlers.ts";
 import { createEngine, type Engine, type EngineOptions } from "../../engine/index.ts";
 import { jsonLogger, type Logger } from "../../engine/logger.ts";
 import { createApp } from "../../http/index.ts";
-import { MemoryStore } from "../../store/memory/index.ts";
-import type { Store } from "../../store/port.ts";
-import { fromIoredis, RedisStore } from "../../store/redis/index.ts";
+import { normalizeRoles, type Role, type RouteSet, routeSet } from "../../http/roles.ts";
 import { LocalTransport } from "../../transport/local/index.ts";
+import type { Transport } from "../../transport/port.ts";
+import { DEFAULT_QSTASH_URL, QStashTransport } from "../../transport/qstash/index.ts";
 import { apiKeyAuthorize } from "./api-key.ts";
-import { formatBanner, redactRedisUrl } from "./banner.ts";
+import { type BannerInfo, formatBanner } from "./banner.ts";
+import { StartError } from "./errors.ts";
 import { type FetchApp, serve } from "./serve.ts";
+import { openStore, type StoreTarget } from "./store.ts";
 import { startTicker } from "./ticker.ts";
+
+/** QStash credentials (the Upstash console's QStash page). */
+export interface QStashCredentials {
+  /** `QSTASH_TOKEN`. */
+  token: string;
+  /**
+   * `QSTASH_URL`: a region, or a local QStash dev server.
+   * @default "https://qstash.upstash.io"
+   */
+  baseUrl?: string;
+  /** `QSTASH_CURRENT_SIGNING_KEY`. */
+  currentSigningKey: string;
+  /** `QSTASH_NEXT_SIGNING_KEY`. */
+  nextSigningKey: string;
+}
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -27,7 +43,7 @@ export interface StartServerOptions {
   handlers: Handlers;
   /**
    * Development mode: no API key needed (the banner says so), 500s name their error.
-   * Outside dev, `apiKeys` is required.
+   * Outside dev, `apiKeys` is required when the roles serve API routes.
    * @default false
    */
   dev?: boolean;
@@ -39,16 +55,43 @@ export interface StartServerOptions {
    */
   hostname?: string;
   /**
-   * Redis over TCP (ioredis) for state; without it the in-memory store.
+   * The route sets this server serves (see `Role` in `tickwork/http`). The tick timer runs only
+   * when they include `tick` (or `all`); every replica may run it, the tick lease picks one.
+   * @default ["all"]
+   * @example ["api", "worker"]
+   */
+  roles?: readonly Role[];
+  /**
+   * Redis over TCP (ioredis) for state. Exclusive with `upstash`; without either, the in-memory
+   * store.
    * @example "redis://127.0.0.1:6379"
    */
   redisUrl?: string;
+  /**
+   * Redis over Upstash's REST API (`@upstash/redis`) for state. Exclusive with `redisUrl`.
+   * @example { url: "https://eu1-x.upstash.io", token: process.env.UPSTASH_REDIS_REST_TOKEN! }
+   */
+  upstash?: { url: string; token: string };
   /**
    * Key prefix in Redis (every key lives under the hash tag `{prefix}`).
    * @default "tw"
    */
   prefix?: string;
-  /** Accepted `Authorization: Bearer` keys for the API routes. Required outside dev. */
+  /**
+   * Deliver jobs through QStash instead of the in-process queue; needs `publicUrl`, which QStash
+   * must be able to reach.
+   */
+  qstash?: QStashCredentials;
+  /**
+   * The public URL of this app, where the queue delivers (`/v1/worker`, `/v1/dead`) and what
+   * delivery signatures are checked against. Required with `qstash`. With the local queue it
+   * sends deliveries to another server (e.g. a Kubernetes Service of `worker` replicas) instead
+   * of this one; every server must then share `signingKey`.
+   * @default this server's own URL (local queue only)
+   * @example "https://jobs.example.com"
+   */
+  publicUrl?: string;
+  /** Accepted `Authorization: Bearer` keys for the API routes. Required outside dev when served. */
   apiKeys?: readonly string[];
   /** Required as `Authorization: Bearer <tickSecret>` on `/v1/tick` when set. */
   tickSecret?: string;
@@ -61,7 +104,8 @@ export interface StartServerOptions {
   /** Engine settings (tick, job defaults, logger). */
   engine?: EngineOptions;
   /**
-   * Key signing the local transport's deliveries.
+   * Key signing the local queue's deliveries. Required when they leave this server (`publicUrl`
+   * set, or roles without `worker`): the receiving server checks them with its own.
    * @default 32 random bytes per process
    */
   signingKey?: string;
@@ -84,11 +128,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** A configuration the server cannot start with (missing key, unreachable Redis, port in use). */
-export class StartError extends Error {
-  override name = "StartError";
-}
-
 /**
  * Start tickwork on Node.
  *
@@ -98,12 +137,22 @@ export class StartError extends Error {
  * await server.close();
  *
  * @example
- * await startServer({ handlers, redisUrl: process.env.REDIS_URL, apiKeys: [process.env.TICKWORK_API_KEY!] });
+ * // An API and worker replica on Redis, delivering through QStash; ticks run elsewhere.
+ * await startServer({
+ *   handlers,
+ *   roles: ["api", "worker"],
+ *   redisUrl: process.env.REDIS_URL,
+ *   apiKeys: [process.env.TICKWORK_API_KEY!],
+ *   qstash: { token, currentSigningKey, nextSigningKey },
+ *   publicUrl: "https://jobs.example.com",
+ * });
  */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const dev = options.dev ?? false;
+  const roles = checkRoles(options.roles);
+  const serves = routeSet(roles);
   const apiKeys = (options.apiKeys ?? []).filter((key) => key.length > 0);
-  if (!dev && apiKeys.length === 0) {
+  if (!dev && serves.read && apiKeys.length === 0) {
     throw new StartError(
       "no API key configured: outside dev every API request needs one. Set TICKWORK_API_KEY (or pass apiKeys).",
     );
@@ -114,19 +163,22 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       `port must be a whole number from 0 to 65535, got ${String(options.port)}`,
     );
   }
+  const publicUrl = checkPublicUrl(options.publicUrl);
+  checkDeliveries(options, serves, publicUrl);
   const tickEveryMs = options.tickEveryMs ?? 1_000;
   const engineOptions: EngineOptions = {
     ...options.engine,
     tick: { horizonMs: tickEveryMs, ...options.engine?.tick },
   };
-  const prefix = options.prefix ?? "tw";
   const logger: Logger = options.engine?.logger ?? jsonLogger();
   engineOptions.logger = logger;
 
-  const { store, redis } = await openStore(options.redisUrl, prefix, logger);
+  const target = storeTarget(options);
+  const { store, close: closeStore } = await openStore(target, logger);
+  // Undone in reverse order at shutdown (or when the start fails half-way).
+  const cleanups: Array<() => unknown> = [closeStore, () => store.close?.()];
   let app: FetchApp = { fetch: () => new Response("starting", { status: 503 }) };
   let server: Awaited<ReturnType<typeof serve>>;
-  const cleanups: Array<() => unknown> = [];
   try {
     server = await serve(
       { fetch: (request) => app.fetch(request) },
@@ -136,12 +188,12 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         signals: options.signals ?? ["SIGINT", "SIGTERM"],
         shutdownTimeoutMs: options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000),
         onShutdown: async () => {
-          for (const cleanup of cleanups) await cleanup();
+          for (const cleanup of [...cleanups].reverse()) await cleanup();
         },
       },
     );
   } catch (error) {
-    await redis?.quit().catch(() => undefined);
+    await closeStore();
     const code = (error as { code?: unknown }).code;
     if (code === "EADDRINUSE") {
       throw new StartError(`port ${port} is in use: set PORT (or --port) to another one`, {
@@ -151,34 +203,50 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     throw error;
   }
 
-  const transport = new LocalTransport({
-    workerUrl: `${server.url}/v1/worker`,
-    failureCallbackUrl: `${server.url}/v1/dead`,
-    signingKey: options.signingKey ?? randomBytes(32).toString("base64url"),
-  });
-  const engine = createEngine({ store, transport, handlers: options.handlers, ...engineOptions });
-  app = createApp({
-    engine,
-    dev,
-    publicUrl: server.url,
-    ...(options.tickSecret ? { tickSecret: options.tickSecret } : {}),
-    ...(apiKeys.length > 0 ? { authorize: apiKeyAuthorize(apiKeys) } : {}),
-  });
-  const ticker = startTicker(engine, tickEveryMs, { signal: server.signal, logger });
-  cleanups.push(
-    () => ticker.stop(),
-    () => transport.close(),
-    () => store.close?.(),
-    () => redis?.quit().catch(() => undefined),
-  );
-  if (!dev && !redis)
+  let engine: Engine;
+  let ticking: boolean;
+  let transportBanner: BannerInfo["transport"];
+  try {
+    const made = makeTransport(options, publicUrl ?? server.url);
+    const { transport } = made;
+    transportBanner = made.banner;
+    if (transport instanceof LocalTransport) cleanups.push(() => transport.close());
+    engine = createEngine({ store, transport, handlers: options.handlers, ...engineOptions });
+    app = createApp({
+      engine,
+      dev,
+      roles,
+      publicUrl: publicUrl ?? server.url,
+      ...(options.tickSecret ? { tickSecret: options.tickSecret } : {}),
+      ...(apiKeys.length > 0 ? { authorize: apiKeyAuthorize(apiKeys) } : {}),
+    });
+    ticking = serves.tick;
+    if (ticking) {
+      const ticker = startTicker(engine, tickEveryMs, { signal: server.signal, logger });
+      cleanups.push(() => ticker.stop());
+    }
+  } catch (error) {
+    await server.close();
+    throw error instanceof RangeError || error instanceof TypeError
+      ? new StartError(error.message, { cause: error })
+      : error;
+  }
+  if (!dev && target.kind === "memory") {
     logger.warn("tickwork: in-memory store outside dev: state is lost on restart");
+  }
 
   const banner = formatBanner({
     mode: dev ? "dev" : "start",
     url: server.url,
-    store: options.redisUrl ? { redisUrl: options.redisUrl, prefix } : "memory",
-    tickEveryMs,
+    roles,
+    store:
+      target.kind === "memory"
+        ? "memory"
+        : target.kind === "redis"
+          ? { redisUrl: target.url, prefix: target.prefix }
+          : { upstashUrl: target.url, prefix: target.prefix },
+    transport: transportBanner,
+    tickEveryMs: ticking ? tickEveryMs : undefined,
     horizonMs: engine.options.tick.horizonMs,
     auth: apiKeys.length > 0,
     handlers: Object.keys(options.handlers),
@@ -187,47 +255,97 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   return { url: server.url, port: server.port, engine, banner, close: server.close };
 }
 
-/** Memory, or Redis over ioredis (checked with a PING so a wrong URL fails at start, not later). */
-async function openStore(
-  redisUrl: string | undefined,
-  prefix: string,
-  logger: Logger,
-): Promise<{ store: Store; redis?: Redis }> {
-  if (!redisUrl) return { store: new MemoryStore() };
-  // Loaded only when asked for: the memory setup needs no Redis client installed.
-  const { Redis } = await import("ioredis");
-  let connected = false;
-  const redis = new Redis(redisUrl, {
-    lazyConnect: true,
-    // Fail a command after a few reconnect attempts instead of queueing it for long: the API
-    // answers 503 and the tick timer tries again a second later.
-    maxRetriesPerRequest: 2,
-    connectTimeout: 5_000,
-    // No retries before the first connection (a wrong URL fails the start at once); then back off.
-    retryStrategy: (times) => (connected ? Math.min(times * 100, 2_000) : null),
-  });
-  // ioredis emits an error on every reconnect attempt: log the first of each outage only.
-  let lastError: Error | undefined;
-  redis.on("error", (error: Error) => {
-    if (connected && lastError === undefined) {
-      logger.warn("redis connection error; retrying", { error: error.message });
-    }
-    lastError = error;
-  });
-  redis.on("ready", () => {
-    if (connected && lastError) logger.info("redis connection restored");
-    lastError = undefined;
-  });
+function checkRoles(roles: readonly Role[] | undefined): Role[] {
   try {
-    await redis.connect();
-    await redis.ping();
-    connected = true;
+    return normalizeRoles(roles ?? ["all"]);
   } catch (error) {
-    redis.disconnect();
-    const reason = (lastError ?? (error as Error)).message;
-    throw new StartError(`cannot reach Redis at ${redactRedisUrl(redisUrl)}: ${reason}`, {
+    throw new StartError((error as Error).message, { cause: error });
+  }
+}
+
+function checkPublicUrl(url: string | undefined): string | undefined {
+  if (url === undefined || url === "") return undefined;
+  try {
+    return new URL(url).href.replace(/\/+$/, "");
+  } catch (error) {
+    throw new StartError(`publicUrl (TICKWORK_PUBLIC_URL) is not a URL: "${url}"`, {
       cause: error,
     });
   }
-  return { store: new RedisStore({ client: fromIoredis(redis), prefix }), redis };
+}
+
+/** Refuse a setup whose deliveries could not arrive, or could not be verified where they do. */
+function checkDeliveries(
+  options: StartServerOptions,
+  serves: RouteSet,
+  publicUrl: string | undefined,
+): void {
+  // An observer publishes nothing and receives nothing.
+  if (!serves.write && !serves.tick && !serves.worker) return;
+  if (options.qstash) {
+    if (!publicUrl) {
+      throw new StartError(
+        "QStash needs the public URL of this app to deliver to: set TICKWORK_PUBLIC_URL (or " +
+          "pass publicUrl), e.g. https://jobs.example.com",
+      );
+    }
+    return;
+  }
+  if (!publicUrl && !serves.worker) {
+    throw new StartError(
+      "the local queue delivers to /v1/worker, which this server does not serve (its roles lack " +
+        "worker). Set TICKWORK_PUBLIC_URL to the URL of the servers with the worker role and the " +
+        "same TICKWORK_SIGNING_KEY on all of them, or use QStash (QSTASH_TOKEN).",
+    );
+  }
+  if (publicUrl && !options.signingKey) {
+    throw new StartError(
+      `the local queue delivers to ${publicUrl}/v1/worker, which may be another server, and ` +
+        "deliveries are checked with the receiver's signing key: set the same " +
+        "TICKWORK_SIGNING_KEY (or signingKey) on every server, e.g. $(openssl rand -hex 32).",
+    );
+  }
+}
+
+function storeTarget(options: StartServerOptions): StoreTarget {
+  const prefix = options.prefix ?? "tw";
+  if (options.redisUrl && options.upstash) {
+    throw new StartError("pass one store: redisUrl (Redis over TCP) or upstash (REST), not both");
+  }
+  if (options.upstash) return { kind: "upstash", ...options.upstash, prefix };
+  if (options.redisUrl) return { kind: "redis", url: options.redisUrl, prefix };
+  return { kind: "memory" };
+}
+
+/** QStash when configured, else the local queue; both deliver to `base` + `/v1/worker`. */
+function makeTransport(
+  options: StartServerOptions,
+  base: string,
+): { transport: Transport; banner: BannerInfo["transport"] } {
+  const workerUrl = `${base}/v1/worker`;
+  const failureCallbackUrl = `${base}/v1/dead`;
+  if (options.qstash) {
+    const { token, baseUrl, currentSigningKey, nextSigningKey } = options.qstash;
+    const transport = new QStashTransport({
+      token,
+      ...(baseUrl ? { baseUrl } : {}),
+      workerUrl,
+      failureCallbackUrl,
+      currentSigningKey,
+      nextSigningKey,
+    });
+    return {
+      transport,
+      banner: { kind: "qstash", baseUrl: baseUrl ?? DEFAULT_QSTASH_URL, workerUrl },
+    };
+  }
+  const transport = new LocalTransport({
+    workerUrl,
+    failureCallbackUrl,
+    signingKey: options.signingKey ?? randomBytes(32).toString("base64url"),
+  });
+  return {
+    transport,
+    banner: { kind: "local", workerUrl, sharedKey: options.signingKey !== undefined },
+  };
 }

@@ -10,12 +10,14 @@ import type { AppEnv } from "../options.ts";
 /**
  * For every route path registered so far, add a catch-all that answers 405 with `Allow`. Call it
  * on the root app after the last route: Hono tries handlers in registration order, so the real
- * routes answer first and the catch-all only sees the other methods.
+ * routes answer first and the catch-all only sees the other methods. `note` ends the detail
+ * (e.g. which roles the app serves, when that is why a method is missing).
  *
  * @example
  * answerMethodNotAllowed(app);
  */
-export function answerMethodNotAllowed(app: Hono<AppEnv, BlankSchema, "/">): void {
+export function answerMethodNotAllowed(app: Hono<AppEnv, BlankSchema, "/">, note?: string): void {
+  const suffix = note ? ` (${note})` : "";
   const methods = new Map<string, Set<string>>();
   for (const route of app.routes) {
     if (route.method === "ALL") continue;
@@ -31,7 +33,7 @@ export function answerMethodNotAllowed(app: Hono<AppEnv, BlankSchema, "/">): voi
       throw new TickworkError(
         405,
         "method_not_allowed",
-        `${c.req.method} is not allowed here; allowed: ${allow}`,
+        `${c.req.method} is not allowed here; allowed: ${allow}${suffix}`,
       );
     });
   }

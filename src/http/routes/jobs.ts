@@ -13,7 +13,8 @@ import { listJobsQuery, parseQuery, waitQuery } from "../query.ts";
 import { jobResource, jobSummary, pageResource } from "../serialize.ts";
 
 /**
- * The job routes, to mount at `/v1/jobs`.
+ * The job routes, to mount at `/v1/jobs` when the roles read: the reads, and submit and cancel
+ * when they also write (`config.serves.write`).
  *
  * @example
  * app.route("/v1/jobs", jobRoutes(config));
@@ -22,14 +23,6 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
   const { engine } = config;
   const routes = new Hono<AppEnv>();
   routes.use(authorizeRequest(config.authorize));
-
-  routes.post("/", async (c) => {
-    const body = await readJson(c, config.bodyLimitBytes);
-    const { job, replayed } = await engine.broker.submit(body as SubmitJobInput, c.get("actor"));
-    if (replayed) c.header("Idempotent-Replayed", "true");
-    c.header("Location", `${config.pathPrefix}/v1/jobs/${encodeURIComponent(job.id)}`);
-    return c.json(jobSummary(job), replayed ? 200 : 202);
-  });
 
   routes.get("/", async (c) => {
     const query = parseQuery(c, listJobsQuery);
@@ -47,10 +40,20 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
     return c.json(jobResource(job));
   });
 
-  routes.delete("/:id", async (c) => {
-    const job = await engine.broker.cancel(c.req.param("id"));
-    return c.json({ id: job.id, status: job.status });
-  });
+  if (config.serves.write) {
+    routes.post("/", async (c) => {
+      const body = await readJson(c, config.bodyLimitBytes);
+      const { job, replayed } = await engine.broker.submit(body as SubmitJobInput, c.get("actor"));
+      if (replayed) c.header("Idempotent-Replayed", "true");
+      c.header("Location", `${config.pathPrefix}/v1/jobs/${encodeURIComponent(job.id)}`);
+      return c.json(jobSummary(job), replayed ? 200 : 202);
+    });
+
+    routes.delete("/:id", async (c) => {
+      const job = await engine.broker.cancel(c.req.param("id"));
+      return c.json({ id: job.id, status: job.status });
+    });
+  }
 
   return routes;
 }

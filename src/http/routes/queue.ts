@@ -12,7 +12,8 @@ import { pageQuery, parseQuery } from "../query.ts";
 import { jobResource, jobSummary, pageResource, tickResource } from "../serialize.ts";
 
 /**
- * The queue routes, to mount at `/v1`.
+ * The queue routes, to mount at `/v1`, as far as the roles serve them: `/v1/tick` (`tick`),
+ * `/v1/worker` and `/v1/dead` (`worker`), the dead-letter list (read, and retry/delete to write).
  *
  * @example
  * app.route("/v1", queueRoutes(config));
@@ -28,44 +29,52 @@ export function queueRoutes(config: AppConfig): Hono<AppEnv> {
     return `${config.publicUrl}${route}${new URL(c.req.url).search}`;
   }
 
-  routes.on(["GET", "POST"], "/tick", requireTickSecret(config.tickSecret), async (c) =>
-    c.json(tickResource(await engine.ticker.tick())),
-  );
+  if (config.serves.tick) {
+    routes.on(["GET", "POST"], "/tick", requireTickSecret(config.tickSecret), async (c) =>
+      c.json(tickResource(await engine.ticker.tick())),
+    );
+  }
 
-  // The runner answers in the queue's terms (200 done, 489 give up, 409 busy, else retry).
-  routes.post("/worker", async (c) => {
-    const body = await readText(c, config.deliveryLimitBytes);
-    return engine.runner.deliver({
-      url: deliveredTo(c, "/v1/worker"),
-      headers: c.req.raw.headers,
-      body,
+  if (config.serves.worker) {
+    // The runner answers in the queue's terms (200 done, 489 give up, 409 busy, else retry).
+    routes.post("/worker", async (c) => {
+      const body = await readText(c, config.deliveryLimitBytes);
+      return engine.runner.deliver({
+        url: deliveredTo(c, "/v1/worker"),
+        headers: c.req.raw.headers,
+        body,
+      });
     });
-  });
 
-  routes.post("/dead", async (c) => {
-    const body = await readText(c, config.deliveryLimitBytes);
-    return engine.runner.dead({
-      url: deliveredTo(c, "/v1/dead"),
-      headers: c.req.raw.headers,
-      body,
+    routes.post("/dead", async (c) => {
+      const body = await readText(c, config.deliveryLimitBytes);
+      return engine.runner.dead({
+        url: deliveredTo(c, "/v1/dead"),
+        headers: c.req.raw.headers,
+        body,
+      });
     });
-  });
+  }
 
-  routes.get("/dlq", authorize, async (c) => {
-    const page = await engine.store.listDead(parseQuery(c, pageQuery));
-    return c.json(pageResource(page, jobResource));
-  });
+  if (config.serves.read) {
+    routes.get("/dlq", authorize, async (c) => {
+      const page = await engine.store.listDead(parseQuery(c, pageQuery));
+      return c.json(pageResource(page, jobResource));
+    });
+  }
 
-  routes.post("/dlq/:id/retry", authorize, async (c) => {
-    const job = await engine.broker.retryDead(c.req.param("id"));
-    return c.json(jobSummary(job), 202);
-  });
+  if (config.serves.write) {
+    routes.post("/dlq/:id/retry", authorize, async (c) => {
+      const job = await engine.broker.retryDead(c.req.param("id"));
+      return c.json(jobSummary(job), 202);
+    });
 
-  routes.delete("/dlq/:id", authorize, async (c) => {
-    const id = c.req.param("id");
-    if (!(await engine.store.deleteDead(id))) throw new NotFoundError("dead job", id);
-    return c.json({ id, status: "deleted" as const });
-  });
+    routes.delete("/dlq/:id", authorize, async (c) => {
+      const id = c.req.param("id");
+      if (!(await engine.store.deleteDead(id))) throw new NotFoundError("dead job", id);
+      return c.json({ id, status: "deleted" as const });
+    });
+  }
 
   return routes;
 }

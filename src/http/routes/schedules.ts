@@ -12,7 +12,8 @@ import { listSchedulesQuery, pageQuery, parseQuery } from "../query.ts";
 import { jobResource, pageResource, scheduleResource } from "../serialize.ts";
 
 /**
- * The schedule routes, to mount at `/v1/schedules`.
+ * The schedule routes, to mount at `/v1/schedules` when the roles read: the reads, and create,
+ * patch, pause, resume and delete when they also write (`config.serves.write`).
  *
  * @example
  * app.route("/v1/schedules", scheduleRoutes(config));
@@ -28,18 +29,6 @@ export function scheduleRoutes(config: AppConfig): Hono<AppEnv> {
     return schedule;
   }
 
-  routes.post("/", async (c) => {
-    const body = await readJson(c, config.bodyLimitBytes);
-    const { schedule, created } = await engine.broker.createSchedule(
-      body as CreateScheduleInput,
-      c.get("actor"),
-    );
-    if (created) {
-      c.header("Location", `${config.pathPrefix}/v1/schedules/${encodeURIComponent(schedule.id)}`);
-    }
-    return c.json(scheduleResource(schedule), created ? 201 : 200);
-  });
-
   routes.get("/", async (c) => {
     const page = await engine.store.listSchedules(parseQuery(c, listSchedulesQuery));
     return c.json(pageResource(page, scheduleResource));
@@ -47,35 +36,52 @@ export function scheduleRoutes(config: AppConfig): Hono<AppEnv> {
 
   routes.get("/:id", async (c) => c.json(scheduleResource(await existing(c.req.param("id")))));
 
-  routes.patch("/:id", async (c) => {
-    const body = await readJson(c, config.bodyLimitBytes);
-    const schedule = await engine.broker.updateSchedule(
-      c.req.param("id"),
-      body as PatchScheduleInput,
-    );
-    return c.json(scheduleResource(schedule));
-  });
-
-  routes.post("/:id/pause", async (c) =>
-    c.json(scheduleResource(await engine.broker.pauseSchedule(c.req.param("id")))),
-  );
-
-  routes.post("/:id/resume", async (c) =>
-    c.json(scheduleResource(await engine.broker.resumeSchedule(c.req.param("id")))),
-  );
-
-  routes.delete("/:id", async (c) => {
-    const id = c.req.param("id");
-    await engine.broker.deleteSchedule(id);
-    return c.json({ id, status: "deleted" as const });
-  });
-
   routes.get("/:id/runs", async (c) => {
     const id = c.req.param("id");
     const query = parseQuery(c, pageQuery);
     await existing(id);
     return c.json(pageResource(await engine.store.listRuns(id, query), jobResource));
   });
+
+  if (config.serves.write) {
+    routes.post("/", async (c) => {
+      const body = await readJson(c, config.bodyLimitBytes);
+      const { schedule, created } = await engine.broker.createSchedule(
+        body as CreateScheduleInput,
+        c.get("actor"),
+      );
+      if (created) {
+        c.header(
+          "Location",
+          `${config.pathPrefix}/v1/schedules/${encodeURIComponent(schedule.id)}`,
+        );
+      }
+      return c.json(scheduleResource(schedule), created ? 201 : 200);
+    });
+
+    routes.patch("/:id", async (c) => {
+      const body = await readJson(c, config.bodyLimitBytes);
+      const schedule = await engine.broker.updateSchedule(
+        c.req.param("id"),
+        body as PatchScheduleInput,
+      );
+      return c.json(scheduleResource(schedule));
+    });
+
+    routes.post("/:id/pause", async (c) =>
+      c.json(scheduleResource(await engine.broker.pauseSchedule(c.req.param("id")))),
+    );
+
+    routes.post("/:id/resume", async (c) =>
+      c.json(scheduleResource(await engine.broker.resumeSchedule(c.req.param("id")))),
+    );
+
+    routes.delete("/:id", async (c) => {
+      const id = c.req.param("id");
+      await engine.broker.deleteSchedule(id);
+      return c.json({ id, status: "deleted" as const });
+    });
+  }
 
   return routes;
 }

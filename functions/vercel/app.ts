@@ -1,0 +1,116 @@
+/**
+ * @module
+ * The tickwork app for Vercel, built from an environment: state in Upstash Redis (REST), jobs
+ * delivered by QStash to `/v1/worker`, and `/v1/tick` called once a minute by Vercel Cron
+ * (`infra/vercel.json`) with `Authorization: Bearer $CRON_SECRET`. `index.ts` exports it for
+ * Vercel; tests build it from an environment of their own.
+ *
+ * The environment (`process.env` on Vercel):
+ *
+ * - `UPSTASH_REDIS_REST_URL` + `UPSTASH_REDIS_REST_TOKEN` (or the Vercel Marketplace's
+ *   `KV_REST_API_URL` + `KV_REST_API_TOKEN`) — required
+ * - `QSTASH_TOKEN`, `QSTASH_CURRENT_SIGNING_KEY`, `QSTASH_NEXT_SIGNING_KEY` (+ `QSTASH_URL`) —
+ *   required
+ * - `TICKWORK_PUBLIC_URL` — where QStash delivers; default `https://$VERCEL_PROJECT_PRODUCTION_URL`
+ * - `CRON_SECRET` — required: Vercel Cron sends it, `/v1/tick` checks it
+ * - `TICKWORK_API_KEY` — required: API key(s) for the API routes, comma-separated
+ * - `TICKWORK_PREFIX` (default `tw`), `TICKWORK_ROLES` (default `all`)
+ */
+import { Redis } from "@upstash/redis";
+import { Hono } from "hono";
+import { createEngine } from "tickwork";
+import { type AppEnv, createApp, PROBLEM_JSON, parseRoles, type Role } from "tickwork/http";
+import { apiKeyAuthorize, ConfigError, type Env, selectQStash, selectStore } from "tickwork/node";
+import { QStashTransport } from "tickwork/qstash";
+import { RedisStore } from "tickwork/redis";
+import { handlers } from "../handlers.ts";
+
+/** Vercel Cron calls `/v1/tick` once a minute: dispatch a minute ahead, each at its time. */
+const TICK_HORIZON_MS = 60_000;
+
+/**
+ * The app for `env`. A configuration it cannot run with gives an app that answers every request
+ * with a 500 problem naming the variables to set (the values are never shown), and logs it once.
+ *
+ * @example
+ * export default createVercelApp(process.env);
+ */
+export function createVercelApp(env: Env): Hono<AppEnv> {
+  try {
+    return buildApp(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(`tickwork: ${error.message}`);
+    return misconfigured(error.message);
+  }
+}
+
+function buildApp(env: Env): Hono<AppEnv> {
+  const store = selectStore(env);
+  const qstash = selectQStash(env);
+  const production = env.VERCEL_PROJECT_PRODUCTION_URL;
+  const publicUrl = env.TICKWORK_PUBLIC_URL || (production ? `https://${production}` : undefined);
+  const cronSecret = env.CRON_SECRET;
+  const apiKeys = (env.TICKWORK_API_KEY ?? "").split(",").flatMap((key) => key.trim() || []);
+  if (store.kind !== "upstash" || !qstash || !publicUrl || !cronSecret || apiKeys.length === 0) {
+    const missing = [
+      ...(store.kind === "upstash" ? [] : ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN"]),
+      ...(qstash ? [] : ["QSTASH_TOKEN", "QSTASH_CURRENT_SIGNING_KEY", "QSTASH_NEXT_SIGNING_KEY"]),
+      ...(publicUrl ? [] : ["TICKWORK_PUBLIC_URL"]),
+      ...(cronSecret ? [] : ["CRON_SECRET"]),
+      ...(apiKeys.length > 0 ? [] : ["TICKWORK_API_KEY"]),
+    ];
+    throw new ConfigError(
+      `tickwork on Vercel needs ${missing.join(", ")}: set them in the project's Environment ` +
+        "Variables and redeploy." +
+        (store.kind === "redis" ? " (REDIS_URL, Redis over TCP, is for Node servers.)" : ""),
+    );
+  }
+  let base: string;
+  let roles: Role[] | undefined;
+  try {
+    base = new URL(publicUrl).href.replace(/\/+$/, "");
+    roles = env.TICKWORK_ROLES ? parseRoles(env.TICKWORK_ROLES) : undefined;
+  } catch (error) {
+    throw new ConfigError(`TICKWORK_PUBLIC_URL or TICKWORK_ROLES: ${(error as Error).message}`);
+  }
+
+  const engine = createEngine({
+    store: new RedisStore({
+      client: new Redis({ url: store.url, token: store.token }),
+      ...(env.TICKWORK_PREFIX ? { prefix: env.TICKWORK_PREFIX } : {}),
+    }),
+    transport: new QStashTransport({
+      ...qstash,
+      workerUrl: `${base}/v1/worker`,
+      failureCallbackUrl: `${base}/v1/dead`,
+    }),
+    handlers,
+    tick: { horizonMs: TICK_HORIZON_MS },
+  });
+  return createApp({
+    engine,
+    publicUrl: base,
+    tickSecret: cronSecret,
+    authorize: apiKeyAuthorize(apiKeys),
+    ...(roles ? { roles } : {}),
+  });
+}
+
+/** Every request: 500, with what to fix. */
+function misconfigured(detail: string): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.all("*", (c) =>
+    c.body(
+      JSON.stringify({
+        type: "urn:tickwork:problem:misconfigured",
+        title: "Internal Server Error",
+        status: 500,
+        detail,
+      }),
+      500,
+      { "Content-Type": PROBLEM_JSON },
+    ),
+  );
+  return app;
+}

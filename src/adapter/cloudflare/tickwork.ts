@@ -1,0 +1,124 @@
+/**
+ * @module
+ * `createTickwork`: the production composition from an explicit config object — the Redis store
+ * on a REST client, the QStash transport, the engine and the HTTP app — with a `fetch` that hands
+ * background work to `ctx.waitUntil`. Platform-neutral: it reads no environment and imports no
+ * Node module, so a Workers entry (or any fetch-based runtime) builds it once per isolate.
+ */
+import type { ExecutionContext, Hono } from "hono";
+import type { Engine, EngineOptions, Handlers } from "../../engine/index.ts";
+import { createEngine } from "../../engine/index.ts";
+import { type AppEnv, createApp } from "../../http/index.ts";
+import { RedisStore, type ScriptClient } from "../../store/redis/index.ts";
+import { QStashTransport, type QStashTransportOptions } from "../../transport/qstash/index.ts";
+import { apiKeyAuthorize } from "../node/api-key.ts";
+import { Background } from "./background.ts";
+
+/** The QStash settings: credentials and delivery options; the URLs follow from `publicUrl`. */
+export type QStashConfig = Omit<QStashTransportOptions, "workerUrl" | "failureCallbackUrl">;
+
+/** What {@link createTickwork} needs. */
+export interface TickworkConfig {
+  /** The handlers jobs and schedules may name. */
+  handlers: Handlers;
+  /**
+   * The Redis client of the store: anything with `eval`/`evalsha`.
+   * @example new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN })
+   */
+  redis: ScriptClient;
+  /**
+   * Redis key prefix (every key lives under the hash tag `{prefix}`); empty means the default.
+   * @default "tw"
+   */
+  prefix?: string | undefined;
+  /** QStash credentials and options. */
+  qstash: QStashConfig;
+  /**
+   * The app's public URL: QStash delivers to `publicUrl + "/v1/worker"` and calls
+   * `publicUrl + "/v1/dead"` when a job gives up; both are checked against the signatures.
+   * @example "https://tickwork.acme.workers.dev"
+   */
+  publicUrl: string;
+  /** API keys accepted as `Authorization: Bearer <key>` on the API routes (at least one). */
+  apiKeys: readonly string[];
+  /** When set, `/v1/tick` needs `Authorization: Bearer <tickSecret>`. */
+  tickSecret?: string | undefined;
+  /**
+   * Engine settings. Set `tick.horizonMs` to the period of the cron that calls the tick.
+   * @default { tick: { horizonMs: 60_000 } } (a once-a-minute Cron Trigger)
+   */
+  engine?: EngineOptions;
+}
+
+/** The composed deployment. */
+export interface Tickwork {
+  engine: Engine;
+  app: Hono<AppEnv>;
+  /**
+   * Serve one request: `app.fetch`, then `ctx.waitUntil` for the publishes it deferred (a submit
+   * answers once the job is stored; the publish to QStash finishes in the background).
+   */
+  fetch(request: Request, env: unknown, ctx: ExecutionContext): Promise<Response>;
+}
+
+/**
+ * Compose store, transport, engine and app. Build it once per isolate and reuse it.
+ *
+ * @throws RangeError for an empty credential or no API key; TypeError for an invalid URL.
+ * @example
+ * import { Redis } from "@upstash/redis/cloudflare";
+ * const tickwork = createTickwork({
+ *   handlers,
+ *   redis: new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
+ *   qstash: {
+ *     token: env.QSTASH_TOKEN,
+ *     currentSigningKey: env.QSTASH_CURRENT_SIGNING_KEY,
+ *     nextSigningKey: env.QSTASH_NEXT_SIGNING_KEY,
+ *   },
+ *   publicUrl: env.TICKWORK_PUBLIC_URL,
+ *   apiKeys: env.TICKWORK_API_KEY.split(","),
+ *   tickSecret: env.CRON_SECRET,
+ * });
+ * // fetch: (request, env, ctx) => tickwork.fetch(request, env, ctx)
+ * // scheduled: (controller, env, ctx) => ctx.waitUntil(tickwork.engine.ticker.tick())
+ */
+export function createTickwork(config: TickworkConfig): Tickwork {
+  const publicUrl = new URL(config.publicUrl).href.replace(/\/+$/, "");
+  const apiKeys = config.apiKeys.map((key) => key.trim());
+  const store = new RedisStore({
+    client: config.redis,
+    ...(config.prefix ? { prefix: config.prefix } : {}),
+  });
+  const transport = new QStashTransport({
+    ...config.qstash,
+    workerUrl: `${publicUrl}/v1/worker`,
+    failureCallbackUrl: `${publicUrl}/v1/dead`,
+  });
+  const background = new Background();
+  const engineOptions = config.engine ?? {};
+  const engine = createEngine({
+    ...engineOptions,
+    tick: { horizonMs: 60_000, ...engineOptions.tick },
+    store,
+    transport,
+    handlers: config.handlers,
+    defer: background.defer,
+  });
+  const app = createApp({
+    engine,
+    publicUrl,
+    authorize: apiKeyAuthorize(apiKeys),
+    ...(config.tickSecret ? { tickSecret: config.tickSecret } : {}),
+  });
+  return {
+    engine,
+    app,
+    async fetch(request, env, ctx) {
+      try {
+        return await app.fetch(request, env ?? {}, ctx);
+      } finally {
+        if (background.size > 0) ctx.waitUntil(background.settled());
+      }
+    },
+  };
+}

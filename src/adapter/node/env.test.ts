@@ -1,0 +1,136 @@
+import { describe, expect, test } from "vitest";
+import { selectQStash, selectStore, serverOptionsFromEnv } from "./env.ts";
+import { ConfigError } from "./errors.ts";
+
+const QSTASH = {
+  QSTASH_TOKEN: "q",
+  QSTASH_CURRENT_SIGNING_KEY: "c",
+  QSTASH_NEXT_SIGNING_KEY: "n",
+};
+const START = { REDIS_URL: "redis://cache:6379", TICKWORK_API_KEY: "k" };
+
+describe("selectStore", () => {
+  test("Upstash first, then REDIS_URL, then memory; Vercel's KV_REST_API_* work too", () => {
+    expect(selectStore({})).toEqual({ kind: "memory" });
+    expect(selectStore({ REDIS_URL: "redis://cache:6379" })).toEqual({
+      kind: "redis",
+      url: "redis://cache:6379",
+    });
+    const upstash = {
+      UPSTASH_REDIS_REST_URL: "https://eu1-x.upstash.io",
+      UPSTASH_REDIS_REST_TOKEN: "t",
+    };
+    expect(selectStore({ ...upstash, REDIS_URL: "redis://cache:6379" })).toEqual({
+      kind: "upstash",
+      url: "https://eu1-x.upstash.io",
+      token: "t",
+    });
+    expect(
+      selectStore({ KV_REST_API_URL: "https://eu1-x.upstash.io", KV_REST_API_TOKEN: "kv" }),
+    ).toMatchObject({ kind: "upstash", token: "kv" });
+    expect(selectStore({ REDIS_URL: "  " })).toEqual({ kind: "memory" });
+  });
+
+  test("a REST URL without its token, or not http(s), is a ConfigError", () => {
+    expect(() => selectStore({ UPSTASH_REDIS_REST_URL: "https://x.upstash.io" })).toThrow(
+      "UPSTASH_REDIS_REST_URL is set but UPSTASH_REDIS_REST_TOKEN is not",
+    );
+    expect(() =>
+      selectStore({ UPSTASH_REDIS_REST_URL: "redis://x:6379", UPSTASH_REDIS_REST_TOKEN: "t" }),
+    ).toThrow("UPSTASH_REDIS_REST_URL must start with http:// or https://");
+  });
+});
+
+describe("selectQStash", () => {
+  test("none without a token; every missing signing key named at once", () => {
+    expect(selectQStash({})).toBeUndefined();
+    expect(selectQStash({ ...QSTASH, QSTASH_URL: "http://127.0.0.1:8080" })).toEqual({
+      token: "q",
+      baseUrl: "http://127.0.0.1:8080",
+      currentSigningKey: "c",
+      nextSigningKey: "n",
+    });
+    expect(() => selectQStash({ QSTASH_TOKEN: "q" })).toThrow(
+      "but QSTASH_CURRENT_SIGNING_KEY, QSTASH_NEXT_SIGNING_KEY are not",
+    );
+  });
+});
+
+describe("serverOptionsFromEnv", () => {
+  test("dev: zero config is memory, local queue, all roles, no auth", () => {
+    expect(serverOptionsFromEnv({}, "dev")).toEqual({ dev: true, port: 8787 });
+    // Dev has no auth: keys and the cron secret are not passed on.
+    expect(
+      serverOptionsFromEnv({ TICKWORK_API_KEY: "k", CRON_SECRET: "s", PORT: "0" }, "dev"),
+    ).toEqual({ dev: true, port: 0 });
+  });
+
+  test("start: maps every variable", () => {
+    const options = serverOptionsFromEnv(
+      {
+        ...QSTASH,
+        UPSTASH_REDIS_REST_URL: "https://eu1-x.upstash.io",
+        UPSTASH_REDIS_REST_TOKEN: "t",
+        PORT: "8080",
+        HOST: "0.0.0.0",
+        TICKWORK_PREFIX: "jobs",
+        TICKWORK_PUBLIC_URL: "https://jobs.example.com",
+        TICKWORK_SIGNING_KEY: "sig",
+        TICKWORK_ROLES: "worker,api",
+        TICKWORK_API_KEY: "k1, k2",
+        CRON_SECRET: "cron",
+      },
+      "start",
+    );
+    expect(options).toEqual({
+      dev: false,
+      port: 8080,
+      hostname: "0.0.0.0",
+      upstash: { url: "https://eu1-x.upstash.io", token: "t" },
+      prefix: "jobs",
+      qstash: { token: "q", currentSigningKey: "c", nextSigningKey: "n" },
+      publicUrl: "https://jobs.example.com",
+      signingKey: "sig",
+      roles: ["api", "worker"],
+      apiKeys: ["k1", "k2"],
+      tickSecret: "cron",
+    });
+  });
+
+  test("QStash needs TICKWORK_PUBLIC_URL, and says so", () => {
+    expect(() => serverOptionsFromEnv(QSTASH, "dev")).toThrow(
+      "QSTASH_TOKEN is set, so jobs go through QStash, but TICKWORK_PUBLIC_URL is not",
+    );
+    expect(() =>
+      serverOptionsFromEnv({ ...QSTASH, TICKWORK_PUBLIC_URL: "jobs.example.com" }, "dev"),
+    ).toThrow('TICKWORK_PUBLIC_URL is not a URL: "jobs.example.com"');
+  });
+
+  test("start needs a store, and an API key when it serves API routes", () => {
+    expect(() => serverOptionsFromEnv({ TICKWORK_API_KEY: "k" }, "start")).toThrow(
+      "REDIS_URL is not set (nor UPSTASH_REDIS_REST_URL)",
+    );
+    expect(() => serverOptionsFromEnv({ REDIS_URL: "redis://c:6379" }, "start")).toThrow(
+      "TICKWORK_API_KEY is not set",
+    );
+    expect(() =>
+      serverOptionsFromEnv({ REDIS_URL: "redis://c:6379", TICKWORK_ROLES: "observer" }, "start"),
+    ).toThrow("TICKWORK_API_KEY is not set");
+    // Tick and worker servers serve no API route: no key needed.
+    expect(
+      serverOptionsFromEnv({ REDIS_URL: "redis://c:6379", TICKWORK_ROLES: "tick,worker" }, "start"),
+    ).toMatchObject({ roles: ["tick", "worker"] });
+  });
+
+  test("bad roles and ports are ConfigErrors", () => {
+    expect(() => serverOptionsFromEnv({ ...START, TICKWORK_ROLES: "api,cron" }, "start")).toThrow(
+      ConfigError,
+    );
+    expect(() => serverOptionsFromEnv({ ...START, TICKWORK_ROLES: "api,cron" }, "start")).toThrow(
+      '--role / TICKWORK_ROLES: unknown role "cron"',
+    );
+    for (const port of ["http", "70000", "-1"]) {
+      expect(() => serverOptionsFromEnv({ PORT: port }, "dev")).toThrow(ConfigError);
+    }
+  });
+});

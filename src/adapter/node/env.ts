@@ -1,0 +1,196 @@
+/**
+ * @module
+ * The environment, read in one place: which store, which queue, which roles, which keys. The
+ * entry files (the CLI, `functions/node.ts`, `functions/vercel/`) pass their environment in;
+ * nothing here touches `process.env`.
+ */
+import { parseRoles } from "../../http/roles.ts";
+import { ConfigError } from "./errors.ts";
+import type { StartServerOptions } from "./start.ts";
+
+/** An environment: `process.env`, or any record of the same shape. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** The store the environment selects (DESIGN §1, "auto"). */
+export type StoreSelection =
+  | { kind: "memory" }
+  | { kind: "redis"; url: string }
+  | { kind: "upstash"; url: string; token: string };
+
+/** QStash settings from the environment. */
+export interface QStashSelection {
+  token: string;
+  /** `QSTASH_URL`, when set (a region, or a local QStash dev server). */
+  baseUrl?: string;
+  currentSigningKey: string;
+  nextSigningKey: string;
+}
+
+const value = (env: Env, name: string): string | undefined => env[name]?.trim() || undefined;
+
+/**
+ * `UPSTASH_REDIS_REST_URL` + `UPSTASH_REDIS_REST_TOKEN` (or Vercel's `KV_REST_API_URL` +
+ * `KV_REST_API_TOKEN`) → Upstash over REST; else `REDIS_URL` → Redis over TCP; else memory.
+ * @throws ConfigError for a REST URL without its token.
+ *
+ * @example
+ * selectStore({ REDIS_URL: "redis://cache:6379" }); // { kind: "redis", url: "redis://cache:6379" }
+ */
+export function selectStore(env: Env): StoreSelection {
+  const restUrl = value(env, "UPSTASH_REDIS_REST_URL") ?? value(env, "KV_REST_API_URL");
+  if (restUrl) {
+    const token = value(env, "UPSTASH_REDIS_REST_TOKEN") ?? value(env, "KV_REST_API_TOKEN");
+    if (!token) {
+      throw new ConfigError(
+        "UPSTASH_REDIS_REST_URL is set but UPSTASH_REDIS_REST_TOKEN is not: set both (the Upstash " +
+          "console shows them together), or unset the URL to use REDIS_URL or memory.",
+      );
+    }
+    checkUrl(restUrl, "UPSTASH_REDIS_REST_URL", ["http:", "https:"]);
+    return { kind: "upstash", url: restUrl, token };
+  }
+  const redisUrl = value(env, "REDIS_URL");
+  if (redisUrl) return { kind: "redis", url: redisUrl };
+  return { kind: "memory" };
+}
+
+/**
+ * With `QSTASH_TOKEN`, the QStash settings (`QSTASH_URL`, `QSTASH_CURRENT_SIGNING_KEY`,
+ * `QSTASH_NEXT_SIGNING_KEY`); without it, `undefined` (the local queue).
+ * @throws ConfigError naming every signing key that is missing.
+ *
+ * @example
+ * const qstash = selectQStash(process.env); // undefined, or { token, currentSigningKey, … }
+ */
+export function selectQStash(env: Env): QStashSelection | undefined {
+  const token = value(env, "QSTASH_TOKEN");
+  if (!token) return undefined;
+  const missing = ["QSTASH_CURRENT_SIGNING_KEY", "QSTASH_NEXT_SIGNING_KEY"].filter(
+    (name) => !value(env, name),
+  );
+  if (missing.length > 0) throw qstashIncomplete(missing);
+  const baseUrl = value(env, "QSTASH_URL");
+  if (baseUrl) checkUrl(baseUrl, "QSTASH_URL", ["http:", "https:"]);
+  return {
+    token,
+    ...(baseUrl ? { baseUrl } : {}),
+    currentSigningKey: value(env, "QSTASH_CURRENT_SIGNING_KEY") as string,
+    nextSigningKey: value(env, "QSTASH_NEXT_SIGNING_KEY") as string,
+  };
+}
+
+/**
+ * Everything {@link startServer} takes but the handlers, from the environment:
+ *
+ * | variable | option |
+ * |---|---|
+ * | `PORT`, `HOST` | `port` (default 8787), `hostname` |
+ * | `UPSTASH_REDIS_REST_URL` + `_TOKEN`, else `REDIS_URL` | `upstash`, else `redisUrl` (else memory) |
+ * | `TICKWORK_PREFIX` | `prefix` |
+ * | `QSTASH_TOKEN`, `QSTASH_URL`, `QSTASH_CURRENT_SIGNING_KEY`, `QSTASH_NEXT_SIGNING_KEY` | `qstash` |
+ * | `TICKWORK_PUBLIC_URL` | `publicUrl` (required with QStash) |
+ * | `TICKWORK_SIGNING_KEY` | `signingKey` (the local queue's, shared by replicas) |
+ * | `TICKWORK_ROLES` | `roles` (comma-separated; default `all`) |
+ * | `TICKWORK_API_KEY` | `apiKeys` (comma-separated; `start` only: dev has no auth) |
+ * | `CRON_SECRET` | `tickSecret` (`start` only) |
+ *
+ * `start` also needs a store (Redis or Upstash) and, when API routes are served, an API key.
+ * @throws ConfigError saying what to set.
+ *
+ * @example
+ * const options = serverOptionsFromEnv(process.env, "start");
+ * await startServer({ handlers, ...options });
+ */
+export function serverOptionsFromEnv(
+  env: Env,
+  mode: "dev" | "start",
+): Omit<StartServerOptions, "handlers"> {
+  const dev = mode === "dev";
+  const store = selectStore(env);
+  const qstash = selectQStash(env);
+  const publicUrl = value(env, "TICKWORK_PUBLIC_URL");
+  if (publicUrl) checkUrl(publicUrl, "TICKWORK_PUBLIC_URL", ["http:", "https:"]);
+  if (qstash && !publicUrl) throw qstashIncomplete(["TICKWORK_PUBLIC_URL"]);
+  const rolesText = value(env, "TICKWORK_ROLES");
+  let roles: StartServerOptions["roles"];
+  try {
+    roles = rolesText ? parseRoles(rolesText) : undefined;
+  } catch (error) {
+    throw new ConfigError(`--role / TICKWORK_ROLES: ${(error as Error).message}`);
+  }
+  const servesApi = !roles || roles.some((role) => role !== "tick" && role !== "worker");
+  const apiKeys = (value(env, "TICKWORK_API_KEY") ?? "")
+    .split(",")
+    .map((key) => key.trim())
+    .filter(Boolean);
+
+  if (!dev && store.kind === "memory") {
+    throw new ConfigError(
+      "REDIS_URL is not set (nor UPSTASH_REDIS_REST_URL). `tickwork start` keeps its state in " +
+        "Redis, so it survives restarts and can run as several replicas. Set one, e.g.\n" +
+        "  REDIS_URL=redis://127.0.0.1:6379 TICKWORK_API_KEY=<key> tickwork start\n" +
+        "or run `tickwork dev` for a local server with in-memory state.",
+    );
+  }
+  if (!dev && servesApi && apiKeys.length === 0) {
+    throw new ConfigError(
+      "TICKWORK_API_KEY is not set. Outside dev every API request needs a key " +
+        '("Authorization: Bearer <key>"). Set it, e.g. TICKWORK_API_KEY=$(openssl rand -hex 24), ' +
+        "or run `tickwork dev` (auth off).",
+    );
+  }
+
+  const hostname = value(env, "HOST");
+  const prefix = value(env, "TICKWORK_PREFIX");
+  const signingKey = value(env, "TICKWORK_SIGNING_KEY");
+  const tickSecret = value(env, "CRON_SECRET");
+  return {
+    dev,
+    port: parsePort(value(env, "PORT")),
+    ...(hostname ? { hostname } : {}),
+    ...(store.kind === "redis" ? { redisUrl: store.url } : {}),
+    ...(store.kind === "upstash" ? { upstash: { url: store.url, token: store.token } } : {}),
+    ...(prefix ? { prefix } : {}),
+    ...(qstash ? { qstash } : {}),
+    ...(publicUrl ? { publicUrl } : {}),
+    ...(signingKey ? { signingKey } : {}),
+    ...(roles ? { roles } : {}),
+    ...(!dev && apiKeys.length > 0 ? { apiKeys } : {}),
+    ...(!dev && tickSecret ? { tickSecret } : {}),
+  };
+}
+
+/**
+ * A port number from its text; 8787 when unset.
+ * @throws ConfigError unless it is a whole number from 0 to 65535.
+ */
+export function parsePort(text: string | undefined): number {
+  if (text === undefined || text === "") return 8787;
+  if (!/^\d{1,5}$/.test(text) || Number(text) > 65_535) {
+    throw new ConfigError(`port must be a whole number from 0 to 65535, got "${text}"`);
+  }
+  return Number(text);
+}
+
+function qstashIncomplete(missing: string[]): ConfigError {
+  return new ConfigError(
+    `QSTASH_TOKEN is set, so jobs go through QStash, but ${missing.join(", ")} ` +
+      `${missing.length === 1 ? "is" : "are"} not. QStash needs the token, both signing keys ` +
+      "(Upstash console → QStash → Signing keys) and TICKWORK_PUBLIC_URL, the URL QStash can " +
+      "reach this app at (e.g. https://jobs.example.com). Set them, or unset QSTASH_TOKEN to use " +
+      "the local queue.",
+  );
+}
+
+function checkUrl(text: string, name: string, protocols: string[]): void {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(`${name} is not a URL: "${text}"`);
+  }
+  if (!protocols.includes(url.protocol)) {
+    const starts = protocols.map((protocol) => `${protocol}//`).join(" or ");
+    throw new ConfigError(`${name} must start with ${starts}, got "${text}"`);
+  }
+}

@@ -1,0 +1,67 @@
+import { expect, test } from "vitest";
+import { StartError } from "./errors.ts";
+import { type StartServerOptions, startServer } from "./start.ts";
+
+const base: StartServerOptions = {
+  handlers: {},
+  dev: true,
+  port: 0,
+  signals: false,
+  print: false,
+};
+
+// Each of these is refused before anything is opened or bound.
+test.each<[string, Partial<StartServerOptions>, string]>([
+  [
+    "QStash without a public URL",
+    { qstash: { token: "q", currentSigningKey: "c", nextSigningKey: "n" } },
+    "QStash needs the public URL of this app to deliver to: set TICKWORK_PUBLIC_URL",
+  ],
+  [
+    "the local queue with no worker route to deliver to",
+    { roles: ["api", "tick"] },
+    "which this server does not serve (its roles lack worker)",
+  ],
+  [
+    "the local queue delivering elsewhere with a per-process key",
+    { roles: ["tick"], publicUrl: "http://workers:8787" },
+    "set the same TICKWORK_SIGNING_KEY (or signingKey) on every server",
+  ],
+  [
+    "two stores",
+    { redisUrl: "redis://127.0.0.1:1", upstash: { url: "http://127.0.0.1:1", token: "t" } },
+    "pass one store",
+  ],
+  ["an unknown role", { roles: ["cron" as never] }, 'unknown role "cron"'],
+  ["no API key outside dev", { dev: false, roles: ["observer"] }, "no API key configured"],
+])("refuses %s", async (_name, options, message) => {
+  const failed = await startServer({ ...base, ...options }).catch((error: unknown) => error);
+  expect(failed).toBeInstanceOf(StartError);
+  expect((failed as Error).message).toContain(message);
+});
+
+test("a tick-only server outside dev needs no API key; an unreachable Upstash fails the start", async () => {
+  const failed = await startServer({
+    ...base,
+    dev: false,
+    roles: ["tick"],
+    publicUrl: "http://workers:8787",
+    signingKey: "shared",
+    upstash: { url: "http://127.0.0.1:1", token: "t" },
+  }).catch((error: unknown) => error);
+  expect(failed).toBeInstanceOf(StartError);
+  expect((failed as Error).message).toContain("cannot use Upstash Redis at http://127.0.0.1:1/");
+});
+
+test("an observer needs nowhere to deliver; it serves reads only and runs no tick timer", async () => {
+  const server = await startServer({ ...base, roles: ["observer"] });
+  try {
+    expect(server.banner).toContain("  roles      observer\n");
+    expect(server.banner).toMatch(/ {2}tick {7}no timer here/);
+    expect((await fetch(`${server.url}/v1/jobs`)).status).toBe(200);
+    expect((await fetch(`${server.url}/v1/jobs`, { method: "POST" })).status).toBe(405);
+    expect((await fetch(`${server.url}/v1/tick`)).status).toBe(404);
+  } finally {
+    await server.close();
+  }
+});

@@ -1,0 +1,130 @@
+/**
+ * @module
+ * Opening the store of a Node server: memory, Redis over TCP (ioredis), or Redis over Upstash's
+ * REST API (`@upstash/redis`) — each checked at start, so a wrong URL or token fails the start
+ * instead of every request after it.
+ */
+import type { Logger } from "../../engine/logger.ts";
+import { MemoryStore } from "../../store/memory/index.ts";
+import type { Store } from "../../store/port.ts";
+import { fromIoredis, RedisStore } from "../../store/redis/index.ts";
+import { redactRedisUrl } from "./banner.ts";
+import { StartError } from "./errors.ts";
+
+/** Where state lives. */
+export type StoreTarget =
+  | { kind: "memory" }
+  | { kind: "redis"; url: string; prefix: string }
+  | { kind: "upstash"; url: string; token: string; prefix: string };
+
+/** An open store, and how to let go of its connection. */
+export interface OpenStore {
+  store: Store;
+  /** Close the connection (idempotent, never throws). */
+  close(): Promise<void>;
+}
+
+/** How long the start-up check may take before the store counts as unreachable. */
+const CHECK_TIMEOUT_MS = 5_000;
+
+/**
+ * Open `target` and check that it answers.
+ * @throws StartError when it does not (the message names it, without its password).
+ *
+ * @example
+ * const { store, close } = await openStore({ kind: "redis", url: "redis://127.0.0.1:6379", prefix: "tw" }, logger);
+ */
+export async function openStore(target: StoreTarget, logger: Logger): Promise<OpenStore> {
+  if (target.kind === "memory") return { store: new MemoryStore(), close: async () => {} };
+  if (target.kind === "upstash") return openUpstash(target);
+  return openIoredis(target, logger);
+}
+
+/** `@upstash/redis` fits the store's script client as is; checked by reading the server's clock. */
+async function openUpstash(target: {
+  url: string;
+  token: string;
+  prefix: string;
+}): Promise<OpenStore> {
+  // Loaded only when asked for, like ioredis.
+  const { Redis } = await import("@upstash/redis");
+  const client = (retry?: false) =>
+    new Redis({ url: target.url, token: target.token, ...(retry === false ? { retry } : {}) });
+  // The check fails at once (the client's default retries take seconds); the store keeps them.
+  const check = new RedisStore({ client: client(false), prefix: target.prefix });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    // `now` runs a script: this checks the URL, the token and EVAL support in one request.
+    await Promise.race([
+      check.now(),
+      new Promise((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)),
+          CHECK_TIMEOUT_MS,
+        );
+      }),
+    ]);
+  } catch (error) {
+    throw new StartError(
+      `cannot use Upstash Redis at ${redactRedisUrl(target.url)}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+  const store = new RedisStore({ client: client(), prefix: target.prefix });
+  return { store, close: async () => {} };
+}
+
+/** ioredis, checked with a PING; reconnects with backoff after the first connection. */
+async function openIoredis(
+  target: { url: string; prefix: string },
+  logger: Logger,
+): Promise<OpenStore> {
+  // Loaded only when asked for: the memory setup needs no Redis client installed.
+  const { Redis } = await import("ioredis");
+  let connected = false;
+  const redis = new Redis(target.url, {
+    lazyConnect: true,
+    // Fail a command after a few reconnect attempts instead of queueing it for long: the API
+    // answers 503 and the tick timer tries again a second later.
+    maxRetriesPerRequest: 2,
+    connectTimeout: CHECK_TIMEOUT_MS,
+    // No retries before the first connection (a wrong URL fails the start at once); then back off.
+    retryStrategy: (times) => (connected ? Math.min(times * 100, 2_000) : null),
+  });
+  // ioredis emits an error on every reconnect attempt: log the first of each outage only.
+  let lastError: Error | undefined;
+  redis.on("error", (error: Error) => {
+    if (connected && lastError === undefined) {
+      logger.warn("redis connection error; retrying", { error: error.message });
+    }
+    lastError = error;
+  });
+  redis.on("ready", () => {
+    if (connected && lastError) logger.info("redis connection restored");
+    lastError = undefined;
+  });
+  try {
+    await redis.connect();
+    await redis.ping();
+    connected = true;
+  } catch (error) {
+    redis.disconnect();
+    const reason = (lastError ?? (error as Error)).message;
+    throw new StartError(`cannot reach Redis at ${redactRedisUrl(target.url)}: ${reason}`, {
+      cause: error,
+    });
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    store: new RedisStore({ client: fromIoredis(redis), prefix: target.prefix }),
+    close: () => {
+      closing ??= redis.quit().then(
+        () => undefined,
+        () => undefined,
+      );
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,119 @@
+/**
+ * @module
+ * `tickwork redis-rest`: the Upstash-compatible REST bridge as a command. Like `src/cli.ts`, a
+ * place that reads the environment (`REDIS_URL`, `TICKWORK_REST_TOKEN`).
+ */
+import { parseArgs } from "node:util";
+import { redactRedisUrl } from "../node/banner.ts";
+
+const HELP = `Usage: tickwork redis-rest [options]
+
+Serves the Upstash Redis REST API (what @upstash/redis speaks) in front of any Redis,
+so code written for Upstash runs against a local or self-hosted Redis.
+
+Options:
+  -p, --port <n>      Port to listen on (default: 8079; 0 = any free port)
+      --host <host>   Interface to bind (default: 127.0.0.1; 0.0.0.0 in a container)
+      --redis <url>   The Redis to serve (default: $REDIS_URL)
+      --token <t>     Bearer token clients must send (default: $TICKWORK_REST_TOKEN;
+                      prefer the variable: arguments show in the process list)
+  -h, --help          Show this help
+
+Then point @upstash/redis at it:
+  UPSTASH_REDIS_REST_URL=http://127.0.0.1:8079
+  UPSTASH_REDIS_REST_TOKEN=<the same token>
+
+Example:
+  REDIS_URL=redis://127.0.0.1:6379 TICKWORK_REST_TOKEN=dev-token tickwork redis-rest
+`;
+
+/** A mistake in how the command was called: printed without a stack trace. */
+class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/**
+ * Run `tickwork redis-rest` with `argv` (the arguments after `redis-rest`). Resolves with the exit
+ * code: 0 once the bridge is listening (its server keeps the process alive; SIGINT/SIGTERM stop
+ * it) or after `--help`, 1 when it cannot start (Redis unreachable, port in use), 2 on usage errors.
+ *
+ * @example
+ * process.exitCode = await runRedisRestCommand(["--port", "8079"], process.env);
+ */
+export async function runRedisRestCommand(
+  argv: string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      options: {
+        port: { type: "string", short: "p" },
+        host: { type: "string" },
+        redis: { type: "string" },
+        token: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+    if (values.help) {
+      console.log(HELP);
+      return 0;
+    }
+    const redisUrl = values.redis || env.REDIS_URL;
+    if (!redisUrl) {
+      throw new UsageError(
+        "no Redis to serve: pass --redis <url> or set REDIS_URL, e.g. REDIS_URL=redis://127.0.0.1:6379",
+      );
+    }
+    const token = values.token || env.TICKWORK_REST_TOKEN;
+    if (!token) {
+      throw new UsageError(
+        "no token: set TICKWORK_REST_TOKEN (or pass --token); clients send it as their " +
+          "UPSTASH_REDIS_REST_TOKEN, e.g. TICKWORK_REST_TOKEN=$(openssl rand -hex 24)",
+      );
+    }
+    const port = parsePort(values.port);
+    // Loaded here, not at the top: `--help` and usage errors stay fast.
+    const { serveRedisRest } = await import("./serve.ts");
+    const server = await serveRedisRest({
+      redisUrl,
+      token,
+      port,
+      ...(values.host ? { hostname: values.host } : {}),
+    });
+    console.log(
+      [
+        `tickwork redis-rest: Upstash REST API on ${server.url}, serving ${redactRedisUrl(redisUrl)}`,
+        "Point @upstash/redis at it:",
+        `  UPSTASH_REDIS_REST_URL=${server.url}`,
+        "  UPSTASH_REDIS_REST_TOKEN=<the token you set>",
+      ].join("\n"),
+    );
+    return 0;
+  } catch (error) {
+    if (error instanceof Error && error.name === "StartError") {
+      console.error(`tickwork redis-rest: ${error.message}`);
+      return 1;
+    }
+    if (error instanceof UsageError || isArgError(error)) {
+      console.error(`tickwork redis-rest: ${(error as Error).message}`);
+      console.error("Run `tickwork redis-rest --help` for usage.");
+      return 2;
+    }
+    throw error;
+  }
+}
+
+function parsePort(value: string | undefined): number {
+  if (value === undefined || value === "") return 8079;
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65_535) {
+    throw new UsageError(`port must be a whole number from 0 to 65535, got "${value}"`);
+  }
+  return Number(value);
+}
+
+/** `parseArgs` rejects unknown options and missing values with `ERR_PARSE_ARGS_*` codes. */
+function isArgError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("ERR_PARSE_ARGS_");
+}

@@ -1,0 +1,124 @@
+/**
+ * @module
+ * `serveRedisRest`: the REST bridge on a Node HTTP server, in front of the Redis at `redisUrl`
+ * (checked with a PING first, so a wrong URL fails at start rather than on the first request).
+ */
+import {
+  type NodeServer,
+  redactRedisUrl,
+  type ServeOptions,
+  StartError,
+  serve,
+} from "../node/index.ts";
+import { createRedisRestBridge } from "./bridge.ts";
+
+/** Options of {@link serveRedisRest}. */
+export interface ServeRedisRestOptions {
+  /** The Redis to put behind the bridge. @example "redis://127.0.0.1:6379" */
+  redisUrl: string;
+  /** The bearer token clients must send (their `UPSTASH_REDIS_REST_TOKEN`). */
+  token: string;
+  /**
+   * Port to listen on; `0` picks a free one (read it from the result).
+   * @default 8079
+   */
+  port?: number;
+  /**
+   * Interface to bind.
+   * @default "127.0.0.1"
+   * @example "0.0.0.0" // every interface, as in a container
+   */
+  hostname?: string;
+  /**
+   * Largest request body accepted, in bytes.
+   * @default 10_485_760
+   */
+  maxBodyBytes?: number;
+  /**
+   * Signals that shut the bridge down and exit the process; `false` for none (call `close()`).
+   * @default ["SIGINT", "SIGTERM"]
+   */
+  signals?: ServeOptions["signals"];
+  /** Where connection and shutdown notes go. @default console.error */
+  log?: (line: string) => void;
+}
+
+/** A running bridge. */
+export interface RedisRestServer {
+  /** What clients use as `UPSTASH_REDIS_REST_URL`, e.g. `http://127.0.0.1:8079`. */
+  url: string;
+  /** The port actually bound. */
+  port: number;
+  /** Stop accepting, let requests in flight finish, disconnect from Redis. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serve the Upstash-compatible REST bridge in front of `redisUrl`. Throws a `StartError` when
+ * Redis cannot be reached or the port is taken.
+ *
+ * @example
+ * const bridge = await serveRedisRest({ redisUrl: "redis://127.0.0.1:6379", token: "dev-token" });
+ * const redis = new Redis({ url: bridge.url, token: "dev-token" }); // from "@upstash/redis"
+ */
+export async function serveRedisRest(options: ServeRedisRestOptions): Promise<RedisRestServer> {
+  const log = options.log ?? ((line: string) => console.error(line));
+  // Loaded only when asked for, as in `startServer`.
+  const { Redis } = await import("ioredis");
+  let connected = false;
+  const redis = new Redis(options.redisUrl, {
+    lazyConnect: true,
+    // During an outage a request fails after a reconnect attempt or two (503) instead of queueing:
+    // the client sees the error; it does not retry on an HTTP status.
+    maxRetriesPerRequest: 1,
+    connectTimeout: 5_000,
+    // No retries before the first connection (a wrong URL fails the start at once); then back off.
+    retryStrategy: (times) => (connected ? Math.min(times * 100, 2_000) : null),
+  });
+  let lastError: Error | undefined;
+  redis.on("error", (error: Error) => {
+    if (connected && lastError === undefined) {
+      log(`tickwork redis-rest: Redis connection error, retrying: ${error.message}`);
+    }
+    lastError = error;
+  });
+  redis.on("ready", () => {
+    if (connected && lastError) log("tickwork redis-rest: Redis connection restored");
+    lastError = undefined;
+  });
+  try {
+    await redis.connect();
+    await redis.ping();
+    connected = true;
+  } catch (error) {
+    redis.disconnect();
+    const reason = (lastError ?? (error as Error)).message;
+    throw new StartError(`cannot reach Redis at ${redactRedisUrl(options.redisUrl)}: ${reason}`, {
+      cause: error,
+    });
+  }
+
+  const app = createRedisRestBridge({
+    redis,
+    token: options.token,
+    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+  });
+  let server: NodeServer;
+  try {
+    server = await serve(app, {
+      port: options.port ?? 8079,
+      hostname: options.hostname ?? "127.0.0.1",
+      log,
+      onShutdown: () => redis.quit().catch(() => redis.disconnect()),
+      ...(options.signals !== undefined ? { signals: options.signals } : {}),
+    });
+  } catch (error) {
+    redis.disconnect();
+    const code = (error as { code?: unknown }).code;
+    const reason = code === "EADDRINUSE" ? "is in use" : `cannot be bound: ${String(error)}`;
+    throw new StartError(`port ${options.port ?? 8079} ${reason}: choose another port`, {
+      cause: error,
+    });
+  }
+  return { url: server.url, port: server.port, close: server.close };
+}

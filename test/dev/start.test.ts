@@ -1,0 +1,131 @@
+/**
+ * `tickwork start` as deployments run it, on Redis: split by role into an api+worker server and a
+ * tick-only server (the Kubernetes and Compose layout, on the local queue with a shared signing
+ * key), and with QStash (the double) delivering to the server's public URL.
+ */
+import { createServer } from "node:net";
+import { afterAll, describe, expect, test } from "vitest";
+import { createClient } from "../../src/client/index.ts";
+import { type QStashDouble, startQStashDouble } from "../support/qstash-double/index.ts";
+import {
+  type DevServer,
+  deletePrefix,
+  REDIS_URL,
+  randomPrefix,
+  startDevServer,
+  waitFor,
+} from "./server.ts";
+
+const API_KEY = "start-test-key";
+
+/** A port nothing listens on right now (the server binds it a moment later). */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+async function status(url: string, init: RequestInit = {}): Promise<number> {
+  return (await fetch(url, init)).status;
+}
+
+describe.concurrent("tickwork start", () => {
+  const servers: DevServer[] = [];
+  const prefixes: string[] = [];
+  let qstash: QStashDouble | undefined;
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    await qstash?.close();
+    await Promise.all(prefixes.map(deletePrefix));
+  });
+
+  async function start(bin: string[], env: Record<string, string>): Promise<DevServer> {
+    const server = await startDevServer({
+      command: { bin: ["start", "--host", "127.0.0.1", ...bin] },
+      env: { REDIS_URL, ...env },
+    });
+    servers.push(server);
+    return server;
+  }
+
+  test("--role api,worker and --role tick: a split deployment runs a schedule across servers", async () => {
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    const port = await freePort();
+    const workers = `http://127.0.0.1:${port}`;
+    const shared = { TICKWORK_PREFIX: prefix, TICKWORK_PUBLIC_URL: workers };
+    const signingKey = `key-${prefix}`;
+    const [api, tick] = await Promise.all([
+      start(["--role", "api", "--role", "worker", "--port", String(port)], {
+        ...shared,
+        TICKWORK_API_KEY: API_KEY,
+        TICKWORK_SIGNING_KEY: signingKey,
+      }),
+      start(["--role", "tick"], { ...shared, TICKWORK_SIGNING_KEY: signingKey }),
+    ]);
+
+    expect(api.banner).toContain("  roles      api, worker\n");
+    expect(api.banner).toMatch(/ {2}tick {7}no timer here \(roles without tick\)/);
+    expect(api.curls).toHaveLength(2);
+    expect(tick.banner).toContain("  roles      tick\n");
+    expect(tick.banner).toContain(
+      `  transport  local queue, delivers to ${workers}/v1/worker (signed with TICKWORK_SIGNING_KEY)`,
+    );
+    expect(tick.banner).toContain("  tick       internal timer every 1 s");
+    expect(tick.curls).toHaveLength(0);
+
+    // Each serves its routes only.
+    expect(await status(`${api.url}/v1/tick`)).toBe(404);
+    expect(await status(`${tick.url}/v1/jobs`)).toBe(404);
+    expect(await status(`${tick.url}/ready`)).toBe(200);
+
+    // The tick server dispatches; the api+worker server runs what it delivers.
+    const client = createClient({ url: api.url, apiKey: API_KEY });
+    const schedule = await client.schedules.create({
+      handler: "echo",
+      schedule: "1s",
+      input: "split",
+      maxRuns: 2,
+    });
+    const runs = await waitFor(async () => {
+      const done = await client.jobs
+        .list({ scheduleId: schedule.id, status: "succeeded" })
+        .toArray();
+      return done.length === 2 ? done : undefined;
+    }, "2 runs dispatched by the tick server");
+    for (const run of runs) expect(run).toMatchObject({ result: "split", attempts: 1 });
+    // A submitted job is delivered by the api server's own queue to the worker route.
+    const job = await client.jobs.submit({ handler: "echo", input: 7 });
+    expect(await job.result({ timeout: "10s" })).toBe(7);
+  });
+
+  test("with QSTASH_TOKEN: jobs go through QStash to TICKWORK_PUBLIC_URL", async () => {
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    qstash = await startQStashDouble({ backoffScale: 0.001 });
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    const server = await start(["--port", String(port)], {
+      TICKWORK_PREFIX: prefix,
+      TICKWORK_API_KEY: API_KEY,
+      TICKWORK_PUBLIC_URL: publicUrl,
+      QSTASH_URL: qstash.url,
+      QSTASH_TOKEN: qstash.token,
+      QSTASH_CURRENT_SIGNING_KEY: qstash.currentSigningKey,
+      QSTASH_NEXT_SIGNING_KEY: qstash.nextSigningKey,
+    });
+    expect(server.banner).toContain(
+      `  transport  QStash ${qstash.url}, delivers to ${publicUrl}/v1/worker\n`,
+    );
+    expect(server.banner).toContain("  roles      all\n");
+
+    const client = createClient({ url: server.url, apiKey: API_KEY });
+    const job = await client.jobs.submit({ handler: "echo", input: { via: "qstash" } });
+    expect(await job.result({ timeout: "10s" })).toEqual({ via: "qstash" });
+    expect(qstash.deliveries.some((d) => d.url === `${publicUrl}/v1/worker`)).toBe(true);
+    // The worker route checks QStash's signature: an unsigned delivery is refused.
+    expect(await status(`${server.url}/v1/worker`, { method: "POST", body: "{}" })).toBe(401);
+  });
+});
