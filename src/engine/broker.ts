@@ -310,7 +310,13 @@ function withTiming(record: ScheduleRecord, now: number, recompute: boolean): Sc
   if (recompute || next === null) {
     next = exhausted
       ? null
-      : firstRunAt(parseSchedule(record.schedule, record.tz, record.startAt), now, record.startAt);
+      : // Never before the last dispatched occurrence: the tick may have dispatched up to
+        // now + horizon already, and those must not be sent (and counted) twice.
+        firstRunAt(
+          parseSchedule(record.schedule, record.tz, record.startAt),
+          Math.max(now, (record.lastRunAt ?? Number.NEGATIVE_INFINITY) + 1),
+          record.startAt,
+        );
   }
   if (next !== null && record.endAt !== undefined && next > record.endAt) next = null;
   if (next === null) return { ...record, nextRunAt: null, status: "completed" };

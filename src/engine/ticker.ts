@@ -112,11 +112,12 @@ export class Ticker {
         limit: t.chunk,
         ackIds: ack,
       });
-      ack = [];
       if (next.kind === "fenced") {
+        // A fenced nextDue removed nothing: the acks go through the unfenced ack below.
         fenced = true;
         break;
       }
+      ack = [];
       chunk = next;
     }
 

@@ -322,6 +322,19 @@ describe.each(storeFactories)("engine on $name", (factory) => {
       await expect(engine.broker.deleteSchedule("p")).rejects.toMatchObject({ status: 404 });
     });
 
+    it("resume does not re-dispatch (or re-count) occurrences already dispatched ahead", async () => {
+      await engine.broker.createSchedule({ id: "ahead", handler: "echo", schedule: "1s", maxRuns: 500 });
+      await engine.ticker.tick();
+      const first = queue.pending.length;
+      expect(first).toBeGreaterThan(50);
+      await engine.broker.pauseSchedule("ahead");
+      await engine.broker.resumeSchedule("ahead");
+      await engine.ticker.tick();
+      const ids = queue.pending.map((p) => p.message.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect((await engine.store.getSchedule("ahead"))!.runs).toBe(ids.length);
+    });
+
     it("completes after maxRuns and runs exactly that many times", async () => {
       await engine.broker.createSchedule({
         id: "three",
