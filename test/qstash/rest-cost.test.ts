@@ -1,0 +1,120 @@
+/**
+ * Cost on the production path, counted at the wire through a counting `fetch`: REST requests of
+ * `@upstash/redis` (through the bridge) and QStash requests (to the double) for one tick.
+ */
+import { Redis as IORedis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ScheduleRecord } from "../../src/core/model.ts";
+import { createEngine, silentLogger } from "../../src/engine/index.ts";
+import { RedisStore } from "../../src/store/redis/index.ts";
+import { scripts } from "../../src/store/redis/scripts.generated.ts";
+import { QStashTransport } from "../../src/transport/qstash/index.ts";
+import {
+  deletePrefix,
+  freshPrefix,
+  REDIS_URL,
+  sharedBridge,
+  upstashClient,
+} from "../redis-rest/harness.ts";
+import { type QStashDouble, startQStashDouble } from "../support/qstash-double/index.ts";
+
+let qstash: QStashDouble;
+let bridgeUrl: string;
+const counts = { rest: 0, qstash: 0 };
+const realFetch = globalThis.fetch;
+
+beforeAll(async () => {
+  qstash = await startQStashDouble({ backoffScale: 0.001 });
+  bridgeUrl = (await sharedBridge()).url;
+  // Steady state: every script cached, so no NOSCRIPT → EVAL second request is counted.
+  const redis = new IORedis(REDIS_URL);
+  for (const script of Object.values(scripts)) await redis.script("LOAD", script.source);
+  redis.disconnect();
+  globalThis.fetch = (input, init) => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    if (url.startsWith(bridgeUrl)) counts.rest++;
+    if (url.startsWith(qstash.url)) counts.qstash++;
+    return realFetch(input, init);
+  };
+});
+
+afterAll(async () => {
+  globalThis.fetch = realFetch;
+  await qstash?.close();
+});
+
+function schedule(id: string, nextRunAt: number): ScheduleRecord {
+  return {
+    id,
+    tenant: "default",
+    handler: "work",
+    schedule: "1h",
+    tz: "UTC",
+    input: null,
+    priority: 5,
+    timeoutMs: 1_000,
+    retries: 0,
+    misfire: "once",
+    overlap: "allow",
+    jitterMs: 0,
+    tags: [],
+    status: "active",
+    nextRunAt,
+    runs: 0,
+    rev: 0,
+    createdAt: nextRunAt,
+    updatedAt: nextRunAt,
+  };
+}
+
+describe("production-path cost, counted at the wire", () => {
+  it("a tick with M due makes <= ceil(M/100) QStash requests and a constant number of REST requests per chunk; an idle tick <= 3", async () => {
+    const prefix = freshPrefix("cost");
+    try {
+      // Auto-pipelining off: each store call is then exactly one REST request.
+      const store = new RedisStore({
+        client: await upstashClient({ enableAutoPipelining: false }),
+        prefix,
+      });
+      const engine = createEngine({
+        store,
+        transport: new QStashTransport({
+          token: qstash.token,
+          baseUrl: qstash.url,
+          workerUrl: "http://127.0.0.1:9/v1/worker",
+          currentSigningKey: qstash.currentSigningKey,
+          nextSigningKey: qstash.nextSigningKey,
+        }),
+        handlers: { work: { run: () => null } },
+        logger: silentLogger,
+      });
+      const M = 250;
+      const now = await store.now();
+      const hour = 3_600_000;
+      const dueAt = Math.floor(now / hour) * hour;
+      await Promise.all(
+        Array.from({ length: M }, (_, i) => store.putSchedule(schedule(`s${i}`, dueAt))),
+      );
+
+      counts.rest = 0;
+      counts.qstash = 0;
+      const result = await engine.ticker.tick();
+      const busy = { ...counts };
+      counts.rest = 0;
+      counts.qstash = 0;
+      const idle = await engine.ticker.tick();
+      console.log("tick with", M, "due:", busy, result, "idle tick:", { ...counts });
+
+      expect(result).toMatchObject({ leader: true, dispatched: M });
+      const chunks = Math.ceil(M / engine.options.tick.chunk);
+      expect(busy.qstash).toBeLessThanOrEqual(Math.ceil(M / 100));
+      // begin (1) + per chunk: commit (1) + next/ack or end (1)
+      expect(busy.rest).toBe(1 + 2 * chunks);
+      expect(idle).toMatchObject({ idle: true });
+      expect(counts.rest).toBeLessThanOrEqual(3);
+      expect(counts.qstash).toBe(0);
+    } finally {
+      await deletePrefix(prefix);
+    }
+  });
+});
