@@ -86,6 +86,9 @@ export class Runner {
             "Retry-After": String(Math.max(1, Math.ceil(begun.retryAfterMs / 1000))),
           },
         );
+      case "missing":
+        // Expired after it was cancelled or finished: nothing to run, and the queue must stop.
+        return json(200, { id: spec.id, status: "gone" });
       case "run":
         return this.run(begun.job, begun.attempt, retriedSoFar(delivery.headers));
     }
@@ -105,7 +108,8 @@ export class Runner {
       name: "DeliveryFailed",
       message: `delivery failed after ${(callback.data.retried ?? 0) + 1} attempts (last status ${callback.data.status ?? "unknown"})${last ? `: ${last.slice(0, 500)}` : ""}`,
     });
-    return json(200, { id: job.id, status: job.status });
+    // null: the job expired after it was cancelled or finished (it is not re-created).
+    return json(200, { id: spec.id, status: job ? job.status : "gone" });
   }
 
   private async run(

@@ -32,8 +32,17 @@ export function keys(prefix = "tw") {
     lease: (name: string) => `${p}:lease:${name}`,
     /** string: fencing-token sequence (INCR). */
     leaseSeq: `${p}:lease:seq`,
-    /** string: job id for a tenant's idempotency key. */
-    idempotency: (tenant: string, key: string) => `${p}:idem:${tenant}:${key}`,
+    /**
+     * string: job id for a tenant's idempotency key. The tenant is prefixed with its length in
+     * UTF-8 bytes (as Lua's `#` counts), so a `:` in a tenant cannot collide with another's key.
+     */
+    idempotency: (tenant: string, key: string) =>
+      `${p}:idem:${utf8Length(tenant)}:${tenant}:${key}`,
+    /**
+     * string: schedule rev sequence. A created schedule's rev is drawn from it (INCR);
+     * deleteSchedule raises it to the deleted rev, so a re-created id never repeats a rev.
+     */
+    revSeq: `${p}:rev:seq`,
     /** zset: dead job ids → time they died (ms). */
     dlq: `${p}:dlq`,
     /**
@@ -43,6 +52,10 @@ export function keys(prefix = "tw") {
      */
     expiring: `${p}:expiring`,
   };
+}
+
+function utf8Length(text: string): number {
+  return new TextEncoder().encode(text).length;
 }
 
 export type Keys = ReturnType<typeof keys>;

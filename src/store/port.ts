@@ -79,6 +79,16 @@ export type CommitResult =
   /** The lease token no longer matches: nothing was written (I3). */
   | { kind: "fenced" };
 
+/**
+ * An outbox acknowledgement: removes the message `id` only if it still carries `dedupId`
+ * (compare-and-delete), so a late ack of an earlier dispatch cannot remove a newer message of the
+ * same job (e.g. one put there by `retryDead`).
+ */
+export interface OutboxAck {
+  id: string;
+  dedupId: string;
+}
+
 /** Result of {@link Store.nextDue}. */
 export type NextDueResult =
   | { kind: "ok"; now: number; due: ScheduleRecord[]; more: boolean }
@@ -99,10 +109,18 @@ export type BeginRunResult =
   | { kind: "run"; attempt: number; job: JobRecord }
   /** The job is in a final state (succeeded, cancelled, dead or skipped): do not run, answer 200. */
   | { kind: "final"; job: JobRecord }
-  /** Another attempt holds an unexpired run lease: answer 409 so the queue retries later. */
+  /**
+   * Another attempt holds an unexpired run lease (or, overlap `skip`, another occurrence holds the
+   * schedule's run lease while this one already started): answer 409 so the queue retries later.
+   */
   | { kind: "busy"; retryAfterMs: number }
   /** Overlap `skip`: a previous occurrence of the schedule still runs; this job was marked `skipped`. */
-  | { kind: "skipped"; job: JobRecord };
+  | { kind: "skipped"; job: JobRecord }
+  /**
+   * The job is missing and has no `scheduleId`: a submitted job exists before it is published, so
+   * it expired after it was cancelled or finished. Nothing was written: do not run, answer 200.
+   */
+  | { kind: "missing" };
 
 /** How an attempt ended. */
 export type RunOutcome =
@@ -206,12 +224,13 @@ export interface Store {
    */
   beginTick(opts: BeginTickOptions): Promise<BeginTickResult>;
   /**
-   * Next chunk, fenced: remove `ackIds` from the outbox (published since), renew the lease, and
-   * return due schedules as in `beginTick`. `fenced` (and nothing removed) if the token lost the lease.
+   * Next chunk, fenced: ack `ackIds` (published since; compare-and-delete, see {@link OutboxAck}),
+   * renew the lease, and return due schedules as in `beginTick`. `fenced` (and nothing removed) if
+   * the token lost the lease.
    */
   nextDue(
     token: number,
-    opts: { leaseMs: number; horizonMs: number; limit: number; ackIds: string[] },
+    opts: { leaseMs: number; horizonMs: number; limit: number; ackIds: OutboxAck[] },
   ): Promise<NextDueResult>;
   /**
    * Fenced commit: if `token` still holds the tick lease, apply each schedule commit whose stored
@@ -221,13 +240,16 @@ export interface Store {
    * ids in commit order.
    */
   commitTick(token: number, commits: ScheduleCommit[]): Promise<CommitResult>;
-  /** Remove published messages from the outbox. Unfenced: harmless to repeat. */
-  ackOutbox(ids: string[]): Promise<void>;
   /**
-   * Last step of a tick: ack `ackIds` (even if `token` lost the lease) and release the lease if
-   * `token` holds it.
+   * Remove published messages from the outbox, each only if it still carries the acked `dedupId`
+   * (compare-and-delete, see {@link OutboxAck}). Unfenced: harmless to repeat.
    */
-  endTick(token: number, ackIds: string[]): Promise<void>;
+  ackOutbox(acks: OutboxAck[]): Promise<void>;
+  /**
+   * Last step of a tick: ack `ackIds` (compare-and-delete, even if `token` lost the lease) and
+   * release the lease if `token` holds it.
+   */
+  endTick(token: number, ackIds: OutboxAck[]): Promise<void>;
 
   // ── jobs ─────────────────────────────────────────────────────────────────
   /**
@@ -250,11 +272,14 @@ export interface Store {
   cancelJob(id: string): Promise<CancelResult>;
   listJobs(query: ListJobsQuery): Promise<Page<JobRecord>>;
   /**
-   * A delivery arrived for `spec.id`. Creates the job from `spec` if missing (occurrences are
-   * created here), removes its outbox message (the consumer acknowledges), then:
+   * A delivery arrived for `spec.id`. Creates the job from `spec` if missing and it is an
+   * occurrence (has a `scheduleId`; occurrences are created here); a missing job without
+   * `scheduleId` expired after it was cancelled or finished → `missing` (nothing written).
+   * Removes its outbox message (the consumer acknowledges), then:
    * final status → `final`; `running` with an unexpired run lease → `busy`;
    * overlap `skip` and another job of the same schedule holds the schedule's run lease → job
-   * `skipped` (`finishedAt = now`); else `running`, `attempts + 1`, `startedAt = now`,
+   * `skipped` (`finishedAt = now`) if it never started (`attempts == 0`), else `busy` (a retry of
+   * a started occurrence waits for the lease); else `running`, `attempts + 1`, `startedAt = now`,
    * `finishedAt` cleared (the last `error` is kept), run lease until now + `leaseMs` (and, for
    * overlap `skip`, the schedule's run lease for the same time).
    */
@@ -270,19 +295,25 @@ export interface Store {
   /**
    * The queue gave up on a delivery (failure callback): unless already `succeeded` or `cancelled`,
    * mark the job `dead` with `error` and list it in the dead-letter list. Creates it from `spec` if
-   * missing. Idempotent.
+   * missing and it is an occurrence (has a `scheduleId`); a missing job without `scheduleId`
+   * (expired after cancel or finish) is not re-created: `null`, nothing written. Idempotent.
    *
-   * A `skipped` job is left alone too (it was deliberately not run), and an already `dead` one is
-   * returned unchanged. Sets `finishedAt = now`; releases the run lease and the schedule's overlap
-   * lease; removes the job's outbox message.
+   * Returned unchanged, nothing written: a `skipped` job (it was deliberately not run), an already
+   * `dead` one, one whose `runAt` differs from `spec.runAt` (the callback is for an earlier
+   * dispatch: `retryDead` set a new `runAt` since), and one `running` with an unexpired run lease
+   * (the live attempt may still succeed; its own outcome or lease expiry decides).
+   * Otherwise sets `finishedAt = now`; releases the run lease and the schedule's overlap lease;
+   * removes the job's outbox message.
    */
-  markDead(spec: JobSpec, error: JobError): Promise<JobRecord>;
+  markDead(spec: JobSpec, error: JobError): Promise<JobRecord | null>;
   listDead(query: { limit: number; cursor?: string }): Promise<Page<JobRecord>>;
   /**
    * `dead` → `queued` again (attempts and last `error` kept, `runAt = now`, `finishedAt` cleared,
    * no longer expiring), removed from the dead-letter list, and
-   * a message with `dedupId = <id>~r<attempts>` (a fresh dedup id: the first may still be inside
-   * the queue's dedup window) put in the outbox. `null` if the job is not dead.
+   * a message with `dedupId = <id>~r<n>` put in the outbox, `n` the job's count of such
+   * dispatches (1, 2, …; never repeats, unlike `attempts`, which a callback-killed dispatch leaves
+   * unchanged): a fresh dedup id, as earlier ones may still be inside the queue's dedup window.
+   * `null` if the job is not dead.
    */
   retryDead(
     id: string,
@@ -297,12 +328,15 @@ export interface Store {
    * create, or replace keeping `runs`, `lastRunAt` and `createdAt` of the stored one.
    * With `expectRev`: write only if the stored rev equals it (else `conflict`), as given (the caller
    * read that revision, so its `runs`, `lastRunAt` and `createdAt` are current). The stored `rev`
-   * becomes previous + 1 (1 on create). The due index holds it iff `status` is `active` and
+   * becomes previous + 1; on create it is drawn from a store-wide sequence that `deleteSchedule`
+   * raises to the deleted rev, so it is above every rev the id ever had (a stale tick plan made
+   * before a delete can never commit onto the re-created schedule). The due index holds it iff `status` is `active` and
    * `nextRunAt` is not null.
    */
   putSchedule(schedule: ScheduleRecord, expectRev?: number): Promise<PutScheduleResult>;
   getSchedule(id: string): Promise<ScheduleRecord | null>;
   listSchedules(query: ListSchedulesQuery): Promise<Page<ScheduleRecord>>;
+  /** Delete a schedule (raising the rev sequence to its rev, see {@link Store.putSchedule}). */
   deleteSchedule(id: string): Promise<boolean>;
   /** Jobs fired by a schedule (every job with that `scheduleId`), newest fire time first. */
   listRuns(scheduleId: string, query: { limit: number; cursor?: string }): Promise<Page<JobRecord>>;

@@ -114,6 +114,27 @@ export function describeStoreContract(
       });
     }
 
+    /** The ack of a published message (compare-and-delete on id and dedupId). */
+    const ackOf = (m: OutboxMessage) => ({ id: m.id, dedupId: m.dedupId });
+
+    /**
+     * The spec of a freshly submitted job (as its message carries it). A job without `scheduleId`
+     * must exist before beginRun / markDead: they do not re-create it.
+     */
+    async function submitted(
+      overrides: Parameters<typeof jobSpec>[0] = {},
+      runAt?: number,
+    ): Promise<JobSpec> {
+      const timing = {
+        delayMs: 0,
+        recoverGraceMs: 60_000,
+        ...(runAt === undefined ? {} : { runAt }),
+      };
+      const res = await store.submitJob(jobSpec(overrides), timing);
+      if (!res.message) throw new Error("submitted(): replayed");
+      return res.message.job;
+    }
+
     async function run(spec: JobSpec, leaseMs = 5_000) {
       return asRun(await store.beginRun(spec, leaseMs));
     }
@@ -364,7 +385,7 @@ export function describeStoreContract(
           leaseMs: 1_000,
           horizonMs: 0,
           limit: 2,
-          ackIds: [a.id],
+          ackIds: [ackOf(a)],
         });
         const t1 = await store.now();
         expect(next).toEqual({ kind: "ok", now: expect.any(Number), due: [s3], more: false });
@@ -408,7 +429,7 @@ export function describeStoreContract(
         await sleep(80);
         const current = await beginLeader();
 
-        const ackNothing = { leaseMs: 1_000, horizonMs: 0, limit: 10, ackIds: [message!.id] };
+        const ackNothing = { leaseMs: 1_000, horizonMs: 0, limit: 10, ackIds: [ackOf(message!)] };
         expect(await store.nextDue(stale.token, ackNothing)).toEqual({ kind: "fenced" });
         expect(await store.nextDue(current.token + 1_000, ackNothing)).toEqual({ kind: "fenced" });
         await store.endTick(current.token, []);
@@ -579,17 +600,42 @@ export function describeStoreContract(
       it("ackOutbox removes messages; repeating it or naming unknown ids is harmless", async () => {
         const a = (await submitRecoverable()).message!;
         const b = (await submitRecoverable()).message!;
-        await store.ackOutbox([a.id, "no-such-message"]);
-        await store.ackOutbox([a.id]);
+        await store.ackOutbox([ackOf(a), { id: "no-such-message", dedupId: "no-such-message" }]);
+        await store.ackOutbox([ackOf(a)]);
         await store.ackOutbox([]);
         expect((await recoverable()).map((m) => m.id)).toEqual([b.id]);
+      });
+
+      it("acks are compare-and-delete on (id, dedupId): a late ack leaves a newer message of the job", async () => {
+        const { message } = await submitRecoverable();
+        if (!message) throw new Error("replayed");
+        const stale = ackOf(message);
+        await store.markDead(message.job, { name: "Error", message: "gave up" });
+        const retried = await store.retryDead(message.id, { recoverGraceMs: 0 });
+        if (!retried) throw new Error("retryDead answered null");
+
+        const leader = await beginLeader();
+        expect(leader.recover.map((m) => m.dedupId)).toEqual([retried.message.dedupId]);
+        const next = await store.nextDue(leader.token, {
+          leaseMs: 5_000,
+          horizonMs: 0,
+          limit: 10,
+          ackIds: [stale],
+        });
+        expect(next.kind).toBe("ok");
+        await store.endTick(leader.token, [stale]);
+        await store.ackOutbox([stale]);
+        expect((await recoverable()).map((m) => m.dedupId)).toEqual([retried.message.dedupId]);
+
+        await store.ackOutbox([ackOf(retried.message)]);
+        expect(await recoverable()).toEqual([]);
       });
 
       it("endTick acks and releases the lease", async () => {
         const a = (await submitRecoverable()).message!;
         const b = (await submitRecoverable()).message!;
         const leader = await beginLeader({ leaseMs: 5_000 });
-        await store.endTick(leader.token, [a.id]);
+        await store.endTick(leader.token, [ackOf(a)]);
         const next = await beginLeader();
         expect(next.recover.map((m) => m.id)).toEqual([b.id]);
         expect(next.token).toBeGreaterThan(leader.token);
@@ -601,7 +647,7 @@ export function describeStoreContract(
         const stale = await beginLeader({ leaseMs: 40 });
         await sleep(80);
         const current = await beginLeader({ leaseMs: 5_000 });
-        await store.endTick(stale.token, [a.id]);
+        await store.endTick(stale.token, [ackOf(a)]);
         expect((await store.beginTick(tickOpts())).kind).toBe("busy");
         expect(await store.renewLease("tick", current.token, 5_000)).toBe(true);
         await store.endTick(current.token, []);
@@ -693,6 +739,15 @@ export function describeStoreContract(
         expect(replay2.replayed).toBe(true);
         expect(replay2.job).toEqual(await store.getJob(first.job.id));
         expect(replay2.job.status).toBe("cancelled");
+      });
+
+      it("keeps tenants' idempotency keys apart, whatever characters they hold", async () => {
+        const timing = { delayMs: 0, recoverGraceMs: 60_000 };
+        const a = await store.submitJob(jobSpec({ tenant: "a:b", idempotencyKey: "c" }), timing);
+        const b = await store.submitJob(jobSpec({ tenant: "a", idempotencyKey: "b:c" }), timing);
+        expect(a.replayed).toBe(false);
+        expect(b.replayed).toBe(false);
+        expect(b.job.id).not.toBe(a.job.id);
       });
 
       it("forgets an idempotency key after retention.idempotencyMs", async () => {
@@ -867,7 +922,7 @@ export function describeStoreContract(
       });
 
       it("answers `final` for a finished job, without running it again, and still removes its message", async () => {
-        const spec = fullJobSpec();
+        const spec = await submitted();
         await run(spec);
         const done = await store.finishRun(spec.id, 1, { ok: true, result: { sent: true } });
         expect(done.kind).toBe("ok");
@@ -888,13 +943,13 @@ export function describeStoreContract(
           job: cancelled.job,
         });
 
-        const deadSpec = fullJobSpec();
+        const deadSpec = await submitted();
         const dead = await store.markDead(deadSpec, { name: "Error", message: "gave up" });
         expect(await store.beginRun(deadSpec, 5_000)).toEqual({ kind: "final", job: dead });
       });
 
       it("answers `busy` while another attempt holds an unexpired run lease", async () => {
-        const spec = fullJobSpec();
+        const spec = await submitted();
         const first = await run(spec, 1_000);
         const busy = await store.beginRun(spec, 1_000);
         expect(busy.kind).toBe("busy");
@@ -905,7 +960,7 @@ export function describeStoreContract(
       });
 
       it("runs again as attempt + 1 once the run lease expired; the old attempt becomes stale", async () => {
-        const spec = fullJobSpec();
+        const spec = await submitted();
         const first = await run(spec, 40);
         await sleep(80);
         const second = await run(spec, 5_000);
@@ -923,7 +978,7 @@ export function describeStoreContract(
       });
 
       it("after a retryable failure runs the next attempt, keeping the last error", async () => {
-        const spec = fullJobSpec();
+        const spec = await submitted();
         await run(spec);
         const error = { name: "TypeError", message: "boom" };
         const failed = await store.finishRun(spec.id, 1, { ok: false, error, final: false });
@@ -986,6 +1041,29 @@ export function describeStoreContract(
         expect((await run(occ3)).attempt).toBe(1);
       });
 
+      it("overlap skip: a retry of a started occurrence is `busy`, not skipped, while another holds the lease", async () => {
+        const s = scheduleRecord({ overlap: "skip" });
+        const occ1 = occurrenceSpec(s, 1_800_000_000_000);
+        const occ2 = occurrenceSpec(s, 1_800_000_060_000);
+        const started = await run(occ2, 40);
+        await sleep(60); // its run lease (and the schedule's) expired: the queue will retry it
+        await run(occ1);
+        const retry = await store.beginRun(occ2, 5_000);
+        expect(retry.kind).toBe("busy");
+        if (retry.kind === "busy") {
+          expect(retry.retryAfterMs).toBeGreaterThan(0);
+          expect(retry.retryAfterMs).toBeLessThanOrEqual(5_000);
+        }
+        expect(await store.getJob(occ2.id)).toEqual(started.job);
+      });
+
+      it("answers `missing` for a missing job without scheduleId (it expired), writing nothing", async () => {
+        const spec = fullJobSpec();
+        expect(await store.beginRun(spec, 5_000)).toEqual({ kind: "missing" });
+        expect(await store.getJob(spec.id)).toBeNull();
+        expect(await store.listJobs({ limit: 10 })).toEqual({ items: [] });
+      });
+
       it("overlap allow: occurrences of one schedule run side by side", async () => {
         const s = scheduleRecord({ overlap: "allow" });
         await run(occurrenceSpec(s, 1_800_000_000_000));
@@ -995,7 +1073,7 @@ export function describeStoreContract(
 
     describe("finishRun", () => {
       it("success: `succeeded` with the result; a previous error is cleared", async () => {
-        const spec = fullJobSpec();
+        const spec = await submitted();
         await run(spec);
         await store.finishRun(spec.id, 1, {
           ok: false,
@@ -1022,7 +1100,7 @@ export function describeStoreContract(
       });
 
       it("retryable failure: `failed` with the error, not dead-lettered", async () => {
-        const spec = fullJobSpec();
+        const spec = await submitted();
         const begun = await run(spec);
         const error = { name: "TimeoutError", message: "took too long" };
         const done = await store.finishRun(spec.id, 1, { ok: false, error, final: false });
@@ -1035,7 +1113,7 @@ export function describeStoreContract(
       });
 
       it("final failure: `dead` and listed in the dead-letter list", async () => {
-        const spec = fullJobSpec();
+        const spec = await submitted();
         const begun = await run(spec);
         const error = { name: "NonRetryableError", message: "bad input" };
         const done = await store.finishRun(spec.id, 1, { ok: false, error, final: true });
@@ -1049,7 +1127,7 @@ export function describeStoreContract(
       });
 
       it("refuses a stale attempt: wrong attempt, already finished, or missing job", async () => {
-        const spec = fullJobSpec();
+        const spec = await submitted();
         const begun = await run(spec);
         expect(await store.finishRun(spec.id, 2, { ok: true, result: 1 })).toEqual({
           kind: "stale",
@@ -1101,17 +1179,17 @@ export function describeStoreContract(
         const cancelled = (await store.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 }))
           .job;
         await store.cancelJob(cancelled.id);
-        const succeeded = fullJobSpec();
+        const succeeded = await submitted();
         await run(succeeded);
         await store.finishRun(succeeded.id, 1, { ok: true, result: 1 });
-        const dead = fullJobSpec();
+        const dead = await submitted();
         await run(dead);
         await store.finishRun(dead.id, 1, {
           ok: false,
           error: { name: "E", message: "x" },
           final: true,
         });
-        const failed = fullJobSpec();
+        const failed = await submitted();
         await run(failed);
         await store.finishRun(failed.id, 1, {
           ok: false,
@@ -1120,7 +1198,7 @@ export function describeStoreContract(
         });
         const queued = (await store.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 }))
           .job;
-        const running = fullJobSpec();
+        const running = await submitted();
         await run(running, 60_000);
         expect((await store.listJobs({ limit: 10 })).items).toHaveLength(6);
 
@@ -1136,13 +1214,15 @@ export function describeStoreContract(
     });
 
     describe("markDead", () => {
-      it("marks a running job dead with the error, lists it once, and is idempotent", async () => {
-        const spec = fullJobSpec();
-        const begun = await run(spec);
+      it("marks a job whose run lease expired dead with the error, lists it once, and is idempotent", async () => {
+        const spec = await submitted();
+        const begun = await run(spec, 40);
+        await sleep(60);
         const error = { name: "Error", message: "retries exhausted" };
         const t0 = await store.now();
         const dead = await store.markDead(spec, error);
         const t1 = await store.now();
+        if (!dead) throw new Error("markDead answered null");
         expectBetween(dead.finishedAt, t0, t1);
         expect(dead).toEqual({ ...begun.job, status: "dead", error, finishedAt: dead.finishedAt });
         expect(await store.getJob(spec.id)).toEqual(dead);
@@ -1154,6 +1234,45 @@ export function describeStoreContract(
           kind: "stale",
           job: dead,
         });
+      });
+
+      it("leaves a running job with an unexpired run lease alone: the live attempt may still succeed", async () => {
+        const spec = await submitted();
+        const begun = await run(spec);
+        const late = { name: "Error", message: "late failure callback" };
+        expect(await store.markDead(spec, late)).toEqual(begun.job);
+        expect(await store.getJob(spec.id)).toEqual(begun.job);
+        expect(await store.listDead({ limit: 10 })).toEqual({ items: [] });
+        const finished = await store.finishRun(spec.id, 1, { ok: true, result: 7 });
+        expect(finished.kind === "ok" && finished.job.status).toBe("succeeded");
+        expect(await store.listDead({ limit: 10 })).toEqual({ items: [] });
+      });
+
+      it("ignores the failure callback of an earlier dispatch (spec.runAt differs) after retryDead", async () => {
+        const now = await store.now();
+        const spec = await submitted({}, now - 10_000);
+        const error = { name: "Error", message: "gave up" };
+        expect((await store.markDead(spec, error))?.status).toBe("dead");
+        const retried = await store.retryDead(spec.id, { recoverGraceMs: 0 });
+        if (!retried) throw new Error("retryDead answered null");
+        expect(retried.job.runAt).not.toBe(spec.runAt);
+
+        // The late callback carries the old spec: the new dispatch is left alone.
+        expect(await store.markDead(spec, error)).toEqual(retried.job);
+        expect(await store.getJob(spec.id)).toEqual(retried.job);
+        expect(await store.listDead({ limit: 10 })).toEqual({ items: [] });
+        expect((await recoverable()).map((m) => m.dedupId)).toEqual([retried.message.dedupId]);
+
+        // The callback of the new dispatch applies.
+        expect((await store.markDead(retried.message.job, error))?.status).toBe("dead");
+      });
+
+      it("does not re-create a missing job without scheduleId (it expired): null, nothing written", async () => {
+        const spec = fullJobSpec();
+        expect(await store.markDead(spec, { name: "Error", message: "late" })).toBeNull();
+        expect(await store.getJob(spec.id)).toBeNull();
+        expect(await store.listDead({ limit: 10 })).toEqual({ items: [] });
+        expect(await store.listJobs({ limit: 10 })).toEqual({ items: [] });
       });
 
       it("creates a missing job from its spec, as dead", async () => {
@@ -1175,7 +1294,7 @@ export function describeStoreContract(
 
       it("leaves succeeded, cancelled and skipped jobs alone", async () => {
         const error = { name: "Error", message: "late failure callback" };
-        const ok = fullJobSpec();
+        const ok = await submitted();
         await run(ok);
         const succeeded = (
           (await store.finishRun(ok.id, 1, { ok: true, result: 1 })) as { job: JobRecord }
@@ -1199,7 +1318,8 @@ export function describeStoreContract(
       it("releases the schedule's overlap lease", async () => {
         const s = scheduleRecord({ overlap: "skip" });
         const occ1 = occurrenceSpec(s, 1_800_000_000_000);
-        await run(occ1);
+        await run(occ1, 40);
+        await sleep(60);
         await store.markDead(occ1, { name: "Error", message: "gave up" });
         expect((await run(occurrenceSpec(s, 1_800_000_060_000))).attempt).toBe(1);
       });
@@ -1209,7 +1329,8 @@ export function describeStoreContract(
       it("listDead lists newest first and pages", async () => {
         const dead: JobRecord[] = [];
         for (let i = 0; i < 5; i++) {
-          dead.push(await store.markDead(fullJobSpec(), { name: "Error", message: `#${i}` }));
+          const died = await store.markDead(await submitted(), { name: "Error", message: `#${i}` });
+          if (died) dead.push(died);
           if (i === 1) await sleep(2);
         }
         const newestFirst = [...dead].reverse();
@@ -1224,7 +1345,7 @@ export function describeStoreContract(
       });
 
       it("retryDead queues a dead job again with a fresh dedup id and an outbox message", async () => {
-        const spec = fullJobSpec();
+        const spec = await submitted();
         await run(spec, 40);
         await sleep(60);
         await run(spec);
@@ -1245,7 +1366,7 @@ export function describeStoreContract(
         expect(retried.job).not.toHaveProperty("finishedAt");
         expect(retried.message).toEqual({
           id: spec.id,
-          dedupId: `${spec.id}~r2`,
+          dedupId: `${spec.id}~r1`,
           job: { ...spec, runAt },
           notBefore: runAt,
           recoverAt: runAt,
@@ -1262,8 +1383,23 @@ export function describeStoreContract(
         expect(await recoverable()).toEqual([]);
       });
 
+      it("retryDead never repeats a dedup id, even when attempts did not change", async () => {
+        const spec = await submitted();
+        const error = { name: "Error", message: "never delivered" };
+        await store.markDead(spec, error);
+        const first = await store.retryDead(spec.id, { recoverGraceMs: 60_000 });
+        if (!first) throw new Error("retryDead answered null");
+        // The new dispatch is given up on before it ever ran: attempts stay 0.
+        expect((await store.markDead(first.message.job, error))?.status).toBe("dead");
+        const second = await store.retryDead(spec.id, { recoverGraceMs: 60_000 });
+        if (!second) throw new Error("retryDead answered null");
+        expect(second.job.attempts).toBe(first.job.attempts);
+        expect(first.message.dedupId).toBe(`${spec.id}~r1`);
+        expect(second.message.dedupId).toBe(`${spec.id}~r2`);
+      });
+
       it("deleteDead removes a dead job entirely, and nothing else", async () => {
-        const spec = fullJobSpec();
+        const spec = await submitted();
         await store.markDead(spec, { name: "Error", message: "x" });
         expect(await store.deleteDead(spec.id)).toBe(true);
         expect(await store.getJob(spec.id)).toBeNull();
@@ -1282,7 +1418,7 @@ export function describeStoreContract(
     // ── schedules ──────────────────────────────────────────────────────────
 
     describe("putSchedule", () => {
-      it("creates with rev 1, whatever rev it is given", async () => {
+      it("creates with rev 1 in an empty store, whatever rev it is given", async () => {
         const s = scheduleRecord({ rev: 42, runs: 3, lastRunAt: 1_700_000_000_000 });
         expect(await store.putSchedule(s)).toEqual({
           kind: "ok",
@@ -1318,10 +1454,36 @@ export function describeStoreContract(
         expect(await store.getSchedule(s.id)).toEqual({ ...replacement, ...kept, rev: 2 });
 
         const fresh = scheduleRecord();
-        await putOk(store, fresh);
+        const created = await putOk(store, fresh);
         const withLast = await putOk(store, { ...fresh, lastRunAt: 1_700_000_000_000, runs: 9 });
-        expect(withLast).toEqual({ ...fresh, rev: 2 });
+        expect(withLast).toEqual({ ...fresh, rev: created.rev + 1 });
         expect(withLast).not.toHaveProperty("lastRunAt", 1_700_000_000_000);
+      });
+
+      it("never repeats a rev after delete and re-create: a stale tick plan cannot commit (no ABA)", async () => {
+        const now = await store.now();
+        const first = await putOk(store, scheduleRecord({ nextRunAt: now - 1_000 }));
+        const leader = await beginLeader();
+        expect(leader.due.map((d) => d.id)).toEqual([first.id]);
+        // The plan is made from `first`; meanwhile the schedule is deleted and re-created.
+        expect(await store.deleteSchedule(first.id)).toBe(true);
+        const again = await putOk(store, { ...first, rev: 0 });
+        expect(again.rev).toBeGreaterThan(first.rev);
+        const stale = { id: first.id, rev: first.rev, nextRunAt: FAR, runsAdded: 1, messages: [] };
+        expect(await store.commitTick(leader.token, [stale])).toEqual({
+          kind: "ok",
+          applied: [],
+          skipped: [first.id],
+        });
+        await store.endTick(leader.token, []);
+        expect(await store.getSchedule(first.id)).toEqual(again);
+
+        // Also after the old one was updated a few times (its rev ran ahead of any create).
+        const other = await putOk(store, scheduleRecord());
+        let last = other;
+        for (let i = 0; i < 3; i++) last = await putOk(store, other);
+        await store.deleteSchedule(other.id);
+        expect((await putOk(store, other)).rev).toBeGreaterThan(last.rev);
       });
 
       it("with expectRev writes the record as given only if the stored rev matches", async () => {

@@ -323,7 +323,12 @@ describe.each(storeFactories)("engine on $name", (factory) => {
     });
 
     it("resume does not re-dispatch (or re-count) occurrences already dispatched ahead", async () => {
-      await engine.broker.createSchedule({ id: "ahead", handler: "echo", schedule: "1s", maxRuns: 500 });
+      await engine.broker.createSchedule({
+        id: "ahead",
+        handler: "echo",
+        schedule: "1s",
+        maxRuns: 500,
+      });
       await engine.ticker.tick();
       const first = queue.pending.length;
       expect(first).toBeGreaterThan(50);

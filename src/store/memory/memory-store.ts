@@ -27,6 +27,7 @@ import type {
   ListJobsQuery,
   ListSchedulesQuery,
   NextDueResult,
+  OutboxAck,
   Page,
   PutScheduleResult,
   RunOutcome,
@@ -66,6 +67,8 @@ interface StoredJob {
   leaseUntil?: number;
   /** Retention: the record is gone from this time on (final jobs only). */
   expiresAt?: number;
+  /** Dispatches from the dead-letter list so far (`retryDead`), for fresh dedup ids. */
+  dispatches?: number;
 }
 
 interface Expiring<T> {
@@ -100,6 +103,8 @@ export class MemoryStore implements Store {
   /** `tenant` NUL `key` → job id. */
   readonly #idempotency = new Map<string, Expiring<string>>();
   #leaseSeq = 0;
+  /** Schedule rev sequence: a created schedule's rev is above every rev a deleted one had. */
+  #revSeq = 0;
   /** Earliest time any retained job or idempotency key may have expired. */
   #sweepAt = Number.POSITIVE_INFINITY;
 
@@ -168,12 +173,12 @@ export class MemoryStore implements Store {
 
   async nextDue(
     token: number,
-    opts: { leaseMs: number; horizonMs: number; limit: number; ackIds: string[] },
+    opts: { leaseMs: number; horizonMs: number; limit: number; ackIds: OutboxAck[] },
   ): Promise<NextDueResult> {
     const now = this.#now();
     const held = live(this.#leases, TICK_LEASE, now);
     if (held?.value !== token) return { kind: "fenced" };
-    for (const id of opts.ackIds) this.#outbox.delete(id);
+    this.#ack(opts.ackIds);
     held.expiresAt = now + opts.leaseMs;
     const due = this.#due(now + opts.horizonMs);
     return { kind: "ok", now, due: clone(due.slice(0, opts.limit)), more: due.length > opts.limit };
@@ -201,14 +206,14 @@ export class MemoryStore implements Store {
     return { kind: "ok", applied, skipped };
   }
 
-  async ackOutbox(ids: string[]): Promise<void> {
+  async ackOutbox(acks: OutboxAck[]): Promise<void> {
     this.#now();
-    for (const id of ids) this.#outbox.delete(id);
+    this.#ack(acks);
   }
 
-  async endTick(token: number, ackIds: string[]): Promise<void> {
+  async endTick(token: number, ackIds: OutboxAck[]): Promise<void> {
     const now = this.#now();
-    for (const id of ackIds) this.#outbox.delete(id);
+    this.#ack(ackIds);
     if (live(this.#leases, TICK_LEASE, now)?.value === token) this.#leases.delete(TICK_LEASE);
   }
 
@@ -282,6 +287,7 @@ export class MemoryStore implements Store {
   async beginRun(spec: JobSpec, leaseMs: number): Promise<BeginRunResult> {
     const now = this.#now();
     const stored = this.#jobOrCreate(spec);
+    if (!stored) return { kind: "missing" };
     this.#outbox.delete(spec.id);
     const job = stored.record;
     if (FINAL_JOB_STATUSES.includes(job.status)) return { kind: "final", job: clone(job) };
@@ -291,6 +297,8 @@ export class MemoryStore implements Store {
     if (job.overlap === "skip" && job.scheduleId !== undefined) {
       const holder = live(this.#running, job.scheduleId, now);
       if (holder && holder.value !== job.id) {
+        // Only an occurrence that never started may be skipped; a retry of a started one waits.
+        if (job.attempts > 0) return { kind: "busy", retryAfterMs: holder.expiresAt - now };
         job.status = "skipped";
         job.finishedAt = now;
         delete stored.leaseUntil;
@@ -331,15 +339,22 @@ export class MemoryStore implements Store {
     return { kind: "ok", job: clone(job) };
   }
 
-  async markDead(spec: JobSpec, error: JobError): Promise<JobRecord> {
+  async markDead(spec: JobSpec, error: JobError): Promise<JobRecord | null> {
     const now = this.#now();
     const stored = this.#jobOrCreate(spec);
+    if (!stored) return null;
     const job = stored.record;
     if (job.status === "dead" || job.status === "succeeded" || job.status === "cancelled") {
       return clone(job);
     }
     // A skipped occurrence was deliberately not run: dead-lettering it would invite running it.
     if (job.status === "skipped") return clone(job);
+    // A callback for an earlier dispatch (retryDead set a new runAt since) must not kill this one.
+    if (spec.runAt !== job.runAt) return clone(job);
+    // A live attempt may still succeed: the late callback must not kill it.
+    if (job.status === "running" && stored.leaseUntil !== undefined && stored.leaseUntil > now) {
+      return clone(job);
+    }
     this.#releaseRun(stored);
     this.#outbox.delete(job.id);
     job.finishedAt = now;
@@ -370,9 +385,10 @@ export class MemoryStore implements Store {
     job.status = "queued";
     job.runAt = now;
     delete job.finishedAt;
+    stored.dispatches = (stored.dispatches ?? 0) + 1;
     const message: OutboxMessage = {
       id,
-      dedupId: `${id}~r${job.attempts}`,
+      dedupId: `${id}~r${stored.dispatches}`,
       job: specOf(job),
       notBefore: now,
       recoverAt: now + timing.recoverGraceMs,
@@ -398,7 +414,7 @@ export class MemoryStore implements Store {
       return { kind: "conflict", schedule: stored ? clone(stored) : null };
     }
     const record = clone(schedule);
-    record.rev = stored ? stored.rev + 1 : 1;
+    record.rev = stored ? stored.rev + 1 : ++this.#revSeq;
     if (stored && expectRev === undefined) {
       record.runs = stored.runs;
       record.createdAt = stored.createdAt;
@@ -428,6 +444,9 @@ export class MemoryStore implements Store {
 
   async deleteSchedule(id: string): Promise<boolean> {
     this.#now();
+    const stored = this.#schedules.get(id);
+    // A re-created schedule must start above every rev this id had (no ABA for stale tick plans).
+    if (stored) this.#revSeq = Math.max(this.#revSeq, stored.rev);
     return this.#schedules.delete(id);
   }
 
@@ -466,6 +485,13 @@ export class MemoryStore implements Store {
     return now;
   }
 
+  /** Compare-and-delete: removes a message only if it still carries the acked dedup id. */
+  #ack(acks: OutboxAck[]): void {
+    for (const { id, dedupId } of acks) {
+      if (this.#outbox.get(id)?.dedupId === dedupId) this.#outbox.delete(id);
+    }
+  }
+
   #takeLease(name: string, ttlMs: number, now: number): number {
     const token = ++this.#leaseSeq;
     this.#leases.set(name, { value: token, expiresAt: now + ttlMs });
@@ -479,9 +505,15 @@ export class MemoryStore implements Store {
       .sort((a, b) => (a.nextRunAt ?? 0) - (b.nextRunAt ?? 0) || compareIds(a.id, b.id));
   }
 
-  #jobOrCreate(spec: JobSpec): StoredJob {
+  /**
+   * The stored job, or a new one from `spec` for an occurrence (created by its first delivery).
+   * `undefined` for a missing job without `scheduleId`: it existed before it was published, so it
+   * expired (cancelled or finished) and must not come back.
+   */
+  #jobOrCreate(spec: JobSpec): StoredJob | undefined {
     let stored = this.#jobs.get(spec.id);
     if (!stored) {
+      if (spec.scheduleId === undefined) return undefined;
       stored = { record: { ...clone(spec), status: "queued", attempts: 0 } };
       this.#jobs.set(spec.id, stored);
     }

@@ -189,10 +189,15 @@ describe("RedisStore round trips", () => {
       });
       await once("commitTick", () => store.commitTick(token, []));
       await once("nextDue", () =>
-        store.nextDue(token, { leaseMs: 5_000, horizonMs: 0, limit: 10, ackIds: ["x"] }),
+        store.nextDue(token, {
+          leaseMs: 5_000,
+          horizonMs: 0,
+          limit: 10,
+          ackIds: [{ id: "x", dedupId: "x" }],
+        }),
       );
-      await once("ackOutbox", () => store.ackOutbox(["x"]));
-      await once("endTick", () => store.endTick(token, ["x"]));
+      await once("ackOutbox", () => store.ackOutbox([{ id: "x", dedupId: "x" }]));
+      await once("endTick", () => store.endTick(token, [{ id: "x", dedupId: "x" }]));
       await once("submitJob", () => store.submitJob(job, { delayMs: 0, recoverGraceMs: 0 }));
       await once("getJob", () => store.getJob(job.id));
       await once("listJobs", () => store.listJobs({ limit: 10 }));
@@ -310,6 +315,7 @@ describe("RedisStore keys", () => {
         k.outbox,
         k.outboxMsg,
         k.leaseSeq,
+        k.revSeq,
         k.dlq,
         k.expiring,
         k.lease("tick"),
@@ -382,7 +388,10 @@ describe("RedisStore chunks and housekeeping", () => {
         ...Array.from({ length: 500 }, (_, i) => `c${i}@1`),
         ...Array.from({ length: 2_000 }, (_, i) => `x${i}`),
       ];
-      await store.endTick(tick.token, ids);
+      await store.endTick(
+        tick.token,
+        ids.map((id) => ({ id, dedupId: id })),
+      );
       expect(await shared.zcard(k.outbox)).toBe(0);
       expect(await shared.hlen(k.outboxMsg)).toBe(0);
     } finally {
@@ -411,8 +420,10 @@ describe("RedisStore chunks and housekeeping", () => {
       expect(await shared.zcard(k.dlq)).toBe(3);
       expect(await shared.zcard(k.runs(s.id))).toBe(3);
       await new Promise((r) => setTimeout(r, 500));
-      const last: JobSpec = { ...newJob(), createdAt: 9, runAt: 9 };
-      await store.beginRun(last, 5_000);
+      // A job without scheduleId must exist before it runs (beginRun does not re-create it).
+      const submitted = await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 60_000 });
+      const last = submitted.job;
+      await store.beginRun(submitted.message!.job, 5_000);
       await store.finishRun(last.id, 1, { ok: true, result: null });
       expect(await shared.zrange(k.jobs, 0, -1)).toEqual([last.id]);
       expect(await shared.zcard(k.dlq)).toBe(0);
@@ -452,7 +463,8 @@ describe("RedisStore chunks and housekeeping", () => {
       const ids = ["a", "b", "c", "d", "e"];
       for (const id of ids) {
         await store.markDead(
-          { ...newJob({ id }), createdAt: 1, runAt: 1 },
+          // An occurrence (scheduleId set): markDead creates it, as dead.
+          { ...newJob({ id, scheduleId: "sched-p" }), createdAt: 1, runAt: 1 },
           { name: "E", message: id },
         );
       }

@@ -24,6 +24,7 @@ import type {
   ListJobsQuery,
   ListSchedulesQuery,
   NextDueResult,
+  OutboxAck,
   Page,
   PutScheduleResult,
   RunOutcome,
@@ -178,7 +179,7 @@ export class RedisStore implements Store {
 
   async nextDue(
     token: number,
-    opts: { leaseMs: number; horizonMs: number; limit: number; ackIds: string[] },
+    opts: { leaseMs: number; horizonMs: number; limit: number; ackIds: OutboxAck[] },
   ): Promise<NextDueResult> {
     const k = this.#keys;
     const raw = await this.#run(
@@ -189,7 +190,7 @@ export class RedisStore implements Store {
         ttlArg(opts.leaseMs),
         String(opts.horizonMs),
         String(Math.max(0, Math.floor(opts.limit))),
-        ...opts.ackIds,
+        ...ackArgs(opts.ackIds),
       ],
     );
     if (errorCodeOf(raw) === ErrorCode.LeaseLost) return { kind: "fenced" };
@@ -228,17 +229,17 @@ export class RedisStore implements Store {
     return { kind: "ok", applied, skipped };
   }
 
-  async ackOutbox(ids: string[]): Promise<void> {
-    if (ids.length === 0) return;
-    await this.#run(scripts.ackOutbox, [this.#keys.outbox, this.#keys.outboxMsg], ids);
+  async ackOutbox(acks: OutboxAck[]): Promise<void> {
+    if (acks.length === 0) return;
+    await this.#run(scripts.ackOutbox, [this.#keys.outbox, this.#keys.outboxMsg], ackArgs(acks));
   }
 
-  async endTick(token: number, ackIds: string[]): Promise<void> {
+  async endTick(token: number, ackIds: OutboxAck[]): Promise<void> {
     const k = this.#keys;
     await this.#run(
       scripts.endTick,
       [k.outbox, k.outboxMsg, k.lease(TICK_LEASE)],
-      [String(token), ...ackIds],
+      [String(token), ...ackArgs(ackIds)],
     );
   }
 
@@ -348,14 +349,14 @@ export class RedisStore implements Store {
     return "ok" in r ? { kind: "ok", job: r.ok } : { kind: "stale", job: r.stale };
   }
 
-  async markDead(spec: JobSpec, error: JobError): Promise<JobRecord> {
+  async markDead(spec: JobSpec, error: JobError): Promise<JobRecord | null> {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.markDead,
       [k.root, k.jobs, k.dlq, k.outbox, k.outboxMsg, k.expiring],
       [...specArgs(spec), JSON.stringify(error), ttlArg(this.#retention.jobMs)],
     );
-    return fromJson<JobRecord>(raw);
+    return fromJson<JobRecord | null>(raw) ?? null;
   }
 
   async listDead(query: { limit: number; cursor?: string }): Promise<Page<JobRecord>> {
@@ -394,7 +395,7 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.putSchedule,
-      [k.root, k.due, k.schedules],
+      [k.root, k.due, k.schedules, k.revSeq],
       [
         schedule.id,
         scheduleDef(schedule),
@@ -433,7 +434,11 @@ export class RedisStore implements Store {
 
   async deleteSchedule(id: string): Promise<boolean> {
     const k = this.#keys;
-    const raw = await this.#run(scripts.deleteSchedule, [k.root, k.due, k.schedules], [id]);
+    const raw = await this.#run(
+      scripts.deleteSchedule,
+      [k.root, k.due, k.schedules, k.revSeq],
+      [id],
+    );
     return toInt(raw) === 1;
   }
 
@@ -456,6 +461,11 @@ export class RedisStore implements Store {
       throw new RedisStoreError(operation, `unexpected error code ${code}`, { code });
     }
   }
+}
+
+/** Outbox acks as script arguments: id, dedupId pairs. */
+function ackArgs(acks: OutboxAck[]): string[] {
+  return acks.flatMap((a) => [a.id, a.dedupId]);
 }
 
 function limitArg(limit: number): string {

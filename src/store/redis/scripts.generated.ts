@@ -5,13 +5,14 @@ import type { LuaScript } from "./script.ts";
 export const ackOutbox: LuaScript = {
   name: "ackOutbox",
   numberOfKeys: 2,
-  sha1: "b2f6526de82564c3d6f49d561163a044c76e8c48",
+  sha1: "8434cc533f6ff2defb71de9715eaf3f73838bd85",
   source: `--[[
-  ackOutbox: remove published messages from the outbox. Unfenced: harmless to repeat.
+  ackOutbox: remove published messages from the outbox, compare-and-delete on (id, dedupId).
+  Unfenced: harmless to repeat.
   Input:
     KEYS[1] outbox
     KEYS[2] outbox messages
-    ARGV[...] message ids
+    ARGV[...] pairs: message id, dedupId
   Output: number of messages removed
 ]]
 -- include "members"
@@ -37,6 +38,22 @@ local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('HSET', messages, id, json)
 end
 
+local function ackMessages(outbox, messages, pairs)
+  local ids = {}
+  for i = 1, #pairs - 1, 2 do
+    local body = redis.call('HGET', messages, pairs[i])
+    if body and cjson.decode(body).dedupId == pairs[i + 1] then
+      ids[#ids + 1] = pairs[i]
+    end
+  end
+  if #ids == 0 then
+    return 0
+  end
+  local removed = removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+  return removed
+end
+
 local function removeMessages(outbox, messages, ids)
   if #ids == 0 then
     return
@@ -45,13 +62,7 @@ local function removeMessages(outbox, messages, ids)
   removeMembers('HDEL', messages, ids)
 end
 
-local ids = argvFrom(1)
-if #ids == 0 then
-  return 0
-end
-local removed = removeMembers('ZREM', KEYS[1], ids)
-removeMembers('HDEL', KEYS[2], ids)
-return removed
+return ackMessages(KEYS[1], KEYS[2], argvFrom(1))
 `,
 };
 
@@ -84,14 +95,16 @@ return { 1, token }
 export const beginRun: LuaScript = {
   name: "beginRun",
   numberOfKeys: 5,
-  sha1: "ffbaec214ff079078ce8aa56a3ffeaeb0fbc4465",
+  sha1: "d08da2c6c8ddcdbf330ad3b9f58918eb97485d6b",
   source: `--[[
-  beginRun: a delivery arrived. Creates the job from the spec if missing, removes its outbox
-  message (the consumer acknowledges), then decides:
+  beginRun: a delivery arrived. Creates the job from the spec if missing and it has a
+  scheduleId (else answers missing, writing nothing), removes its outbox message (the consumer
+  acknowledges), then decides:
     final status                                   -> final (do not run)
     running with an unexpired run lease            -> busy (the queue retries later)
     overlap \`skip\` and another job of the schedule holds the schedule's run lease
-                                                   -> the job is \`skipped\` (and retained)
+                                                   -> the job is \`skipped\` (and retained) if it
+                                                      never started (attempts 0), else busy
     else \`running\`, attempts + 1, startedAt = now, run lease until now + leaseMs (and the
     schedule's run lease, for overlap \`skip\`).
   Input:
@@ -106,6 +119,7 @@ export const beginRun: LuaScript = {
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
     {"kind":"busy","retryAfterMs":ms}          | {"kind":"skipped","job":JobRecord}
+    {"kind":"missing"}
 ]]
 -- include "time"
 local function nowMs()
@@ -133,8 +147,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "outbox"
 -- include "members"
@@ -157,6 +172,22 @@ end
 local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('ZADD', outbox, recoverAt, id)
   redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs)
+  local ids = {}
+  for i = 1, #pairs - 1, 2 do
+    local body = redis.call('HGET', messages, pairs[i])
+    if body and cjson.decode(body).dedupId == pairs[i + 1] then
+      ids[#ids + 1] = pairs[i]
+    end
+  end
+  if #ids == 0 then
+    return 0
+  end
+  local removed = removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+  return removed
 end
 
 local function removeMessages(outbox, messages, ids)
@@ -307,6 +338,9 @@ local function jobFromArgv(root, jobs, from)
   local key = jobKey(root, id)
   local job = readJob(key)
   if not job then
+    if ARGV[from + 5] == '' then
+      return id, key, nil
+    end
     job = { data = ARGV[from + 1], createdAt = ARGV[from + 2], runAt = ARGV[from + 3],
       handler = ARGV[from + 4] }
     if ARGV[from + 5] ~= '' then
@@ -323,6 +357,9 @@ end
 local root = KEYS[1]
 local now = nowMs()
 local id, key, job = jobFromArgv(root, KEYS[2], 1)
+if not job then
+  return '{"kind":"missing"}'
+end
 removeMessages(KEYS[3], KEYS[4], { id })
 
 if FINAL_STATUSES[job.status] then
@@ -337,6 +374,10 @@ if job.overlap == 'skip' and job.scheduleId then
   local running = scheduleRunningKey(root, job.scheduleId)
   local holder = redis.call('GET', running)
   if holder and holder ~= id then
+    if tonumber(job.attempts) > 0 then
+      local ttl = redis.call('PTTL', running)
+      return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
+    end
     job.status, job.finishedAt = 'skipped', int(now)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
     releaseRun(root, key, id, job)
@@ -358,7 +399,7 @@ return '{"kind":"run","attempt":' .. job.attempts .. ',"job":' .. jobJson(job) .
 export const beginTick: LuaScript = {
   name: "beginTick",
   numberOfKeys: 6,
-  sha1: "aecb980b9b8d81e518fdb587c5e854f674a8df3e",
+  sha1: "bc4bfd2446822fccba5dab0d4ec8d71003e65204",
   source: `--[[
   beginTick: first step of a tick. Reads the clock and peeks at the due index and the outbox;
   when nothing is due and nothing needs recovery it returns WITHOUT writing (inner calls: TIME,
@@ -408,8 +449,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -539,7 +581,7 @@ return '{"kind":"leader","now":' .. int(now) .. ',"token":' .. token .. ',"more"
 export const cancelJob: LuaScript = {
   name: "cancelJob",
   numberOfKeys: 4,
-  sha1: "9d60210d8d2387d5aade169a3aba6252ecd17722",
+  sha1: "bf08461cd339e68e0c559d3e6fd8e86482c0f0bf",
   source: `--[[
   cancelJob: \`queued\` -> \`cancelled\`, its outbox message removed, the record retained jobMs.
   Input:
@@ -579,8 +621,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "errors"
 local LEASE_LOST = -1
@@ -607,6 +650,22 @@ end
 local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('ZADD', outbox, recoverAt, id)
   redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs)
+  local ids = {}
+  for i = 1, #pairs - 1, 2 do
+    local body = redis.call('HGET', messages, pairs[i])
+    if body and cjson.decode(body).dedupId == pairs[i + 1] then
+      ids[#ids + 1] = pairs[i]
+    end
+  end
+  if #ids == 0 then
+    return 0
+  end
+  local removed = removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+  return removed
 end
 
 local function removeMessages(outbox, messages, ids)
@@ -773,7 +832,7 @@ return '{"ok":' .. jobJson(job) .. '}'
 export const commitTick: LuaScript = {
   name: "commitTick",
   numberOfKeys: 5,
-  sha1: "5a00172d251ebe28ab711477995fe832df915a3d",
+  sha1: "79cf8621b5157f545ea0f49724a3145528899ba8",
   source: `--[[
   commitTick: fenced commit of a chunk of planned schedules. For each commit whose schedule is
   still \`active\` at the planned rev: set nextRunAt and its due score (or complete it), add
@@ -811,8 +870,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "errors"
 local LEASE_LOST = -1
@@ -843,6 +903,22 @@ end
 local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('ZADD', outbox, recoverAt, id)
   redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs)
+  local ids = {}
+  for i = 1, #pairs - 1, 2 do
+    local body = redis.call('HGET', messages, pairs[i])
+    if body and cjson.decode(body).dedupId == pairs[i + 1] then
+      ids[#ids + 1] = pairs[i]
+    end
+  end
+  if #ids == 0 then
+    return 0
+  end
+  local removed = removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+  return removed
 end
 
 local function removeMessages(outbox, messages, ids)
@@ -898,7 +974,7 @@ return flags
 export const deleteDead: LuaScript = {
   name: "deleteDead",
   numberOfKeys: 4,
-  sha1: "92a708c8eeaf0daa6aec0c4e4768c0b930ceca02",
+  sha1: "ebcac153968a9458d75ec872381e69f131771a32",
   source: `--[[
   deleteDead: remove a job from the dead-letter list and delete it (and its index entries).
   Input:
@@ -926,8 +1002,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "job"
 -- include "time"
@@ -1091,19 +1168,21 @@ return 1
 `,
 };
 
-/** `lua/deleteSchedule-3.lua` */
+/** `lua/deleteSchedule-4.lua` */
 export const deleteSchedule: LuaScript = {
   name: "deleteSchedule",
-  numberOfKeys: 3,
-  sha1: "22adce57f9ab9ec91ede2bf274cb6aec29b75276",
+  numberOfKeys: 4,
+  sha1: "eb3d9243e21a82b7c5409aa4ddc79827215796ae",
   source: `--[[
   deleteSchedule: delete a schedule and drop it from the due and listing indexes. Jobs it fired
   stay (with their runs index) until they expire; a running occurrence keeps its overlap lease
-  until that lease expires.
+  until that lease expires. Raises the rev sequence to the deleted rev, so a schedule re-created
+  under this id starts above it.
   Input:
     KEYS[1] root
     KEYS[2] due index
     KEYS[3] schedules index
+    KEYS[4] schedule rev sequence
     ARGV[1] id
   Output: 1 deleted, 0 missing
 ]]
@@ -1124,12 +1203,18 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 
 local id = ARGV[1]
-local deleted = redis.call('DEL', scheduleKey(KEYS[1], id))
+local key = scheduleKey(KEYS[1], id)
+local rev = redis.call('HGET', key, 'rev')
+if rev and tonumber(rev) > tonumber(redis.call('GET', KEYS[4]) or '0') then
+  redis.call('SET', KEYS[4], rev)
+end
+local deleted = redis.call('DEL', key)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
 return deleted
@@ -1140,16 +1225,17 @@ return deleted
 export const endTick: LuaScript = {
   name: "endTick",
   numberOfKeys: 3,
-  sha1: "2f069935cbd989c99ed0f930308bb197bc20ffef",
+  sha1: "2a5b34976eacd5b929bf9260c3f08604cd6768e2",
   source: `--[[
-  endTick: last step of a tick. Acknowledges published messages and releases the tick lease
+  endTick: last step of a tick. Acknowledges published messages (compare-and-delete on
+  (id, dedupId)) and releases the tick lease
   if \`token\` still holds it.
   Input:
     KEYS[1] outbox
     KEYS[2] outbox messages
     KEYS[3] tick lease
     ARGV[1] token
-    ARGV[2...] message ids
+    ARGV[2...] pairs: message id, dedupId
   Output: 1 lease released, 0 it was no longer ours
 ]]
 -- include "lease"
@@ -1179,6 +1265,22 @@ local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('HSET', messages, id, json)
 end
 
+local function ackMessages(outbox, messages, pairs)
+  local ids = {}
+  for i = 1, #pairs - 1, 2 do
+    local body = redis.call('HGET', messages, pairs[i])
+    if body and cjson.decode(body).dedupId == pairs[i + 1] then
+      ids[#ids + 1] = pairs[i]
+    end
+  end
+  if #ids == 0 then
+    return 0
+  end
+  local removed = removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+  return removed
+end
+
 local function removeMessages(outbox, messages, ids)
   if #ids == 0 then
     return
@@ -1187,7 +1289,7 @@ local function removeMessages(outbox, messages, ids)
   removeMembers('HDEL', messages, ids)
 end
 
-removeMessages(KEYS[1], KEYS[2], argvFrom(2))
+ackMessages(KEYS[1], KEYS[2], argvFrom(2))
 if not holdsLease(KEYS[3], ARGV[1]) then
   return 0
 end
@@ -1200,7 +1302,7 @@ return 1
 export const finishRun: LuaScript = {
   name: "finishRun",
   numberOfKeys: 4,
-  sha1: "36b653ee9d8b8568aea4aa9977e40234e3081573",
+  sha1: "6cca309d49a09e7d4503e58102bba748bc18995f",
   source: `--[[
   finishRun: record how an attempt ended, only if the job is \`running\` as that attempt.
   Success -> \`succeeded\` with the result (and no error); failure -> \`failed\`, or \`dead\` and
@@ -1249,8 +1351,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "errors"
 local LEASE_LOST = -1
@@ -1436,7 +1539,7 @@ return '{"ok":' .. jobJson(job) .. '}'
 export const getJob: LuaScript = {
   name: "getJob",
   numberOfKeys: 1,
-  sha1: "c75809279cb31d0a931c5fc6bd9e14700d51466c",
+  sha1: "8012b49b0138d327dfb661e55f414a0d77297b28",
   source: `--[[
   getJob: read one job.
   Input:
@@ -1461,8 +1564,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "job"
 -- include "time"
@@ -1620,7 +1724,7 @@ return jobJson(job)
 export const getSchedule: LuaScript = {
   name: "getSchedule",
   numberOfKeys: 1,
-  sha1: "6e0f41cfba8cc96dcae1c017125c6aa04280cd23",
+  sha1: "4f91a002fe4d3f21f29818de1fe67e7f6ac73e93",
   source: `--[[
   getSchedule: read one schedule.
   Input:
@@ -1645,8 +1749,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "schedule"
 -- include "json"
@@ -1709,7 +1814,7 @@ return scheduleJson(s)
 export const listDead: LuaScript = {
   name: "listDead",
   numberOfKeys: 2,
-  sha1: "9065708c8dd1ad813ca6a91bbd31c1c36792f2a3",
+  sha1: "bb7074bc879a8b9c6736ffb40ca7079c76c5d7d6",
   source: `--[[
   listDead: a newest-first page of the dead-letter list (by time of death).
   Input:
@@ -1737,8 +1842,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "job"
 -- include "time"
@@ -1975,7 +2081,7 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 export const listJobs: LuaScript = {
   name: "listJobs",
   numberOfKeys: 2,
-  sha1: "ddf5ac162f3a729718a5835c1862df5da615dd71",
+  sha1: "4448b3bb94540616a6a7d6cc2b145ea5bd605d71",
   source: `--[[
   listJobs: a newest-first page of jobs (by createdAt), optionally filtered. Examines at most
   1000 index entries per call; entries of expired jobs are dropped from the index.
@@ -2007,8 +2113,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "job"
 -- include "time"
@@ -2258,7 +2365,7 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 export const listRuns: LuaScript = {
   name: "listRuns",
   numberOfKeys: 1,
-  sha1: "ee7f21ee96dae1591bf10ace95a25a8db05e5ad0",
+  sha1: "29cd0de18cba1ce511f789d3e22fed96a16cdb64",
   source: `--[[
   listRuns: a newest-first page of the jobs a schedule fired (by fire time).
   Input:
@@ -2286,8 +2393,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "job"
 -- include "time"
@@ -2524,7 +2632,7 @@ return page(runsKey(root, ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4], render,
 export const listSchedules: LuaScript = {
   name: "listSchedules",
   numberOfKeys: 2,
-  sha1: "2ba3ba7a1bb2e494e6cc6ffec69a659c251fe8c8",
+  sha1: "42553be5a1969ab3dd04401cfd4d9c84542980f4",
   source: `--[[
   listSchedules: a newest-first page of schedules (by createdAt), optionally filtered. Examines
   at most 1000 index entries per call.
@@ -2555,8 +2663,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "schedule"
 -- include "json"
@@ -2705,10 +2814,12 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 export const markDead: LuaScript = {
   name: "markDead",
   numberOfKeys: 6,
-  sha1: "6ddfe2dde41d3c136b029220e8eb39a611009994",
+  sha1: "be555ae15fe8b58cef540e9987fad4d2ac619f86",
   source: `--[[
-  markDead: the queue gave up on a delivery. Creates the job from the spec if missing; unless it
-  is already dead, succeeded, cancelled or skipped (then returned unchanged), marks it \`dead\`
+  markDead: the queue gave up on a delivery. Creates the job from the spec if missing and it has
+  a scheduleId (else returns null, writing nothing); unless it is already dead, succeeded,
+  cancelled or skipped, its runAt differs from the spec's (a callback for an earlier dispatch),
+  or it is running with an unexpired run lease (then returned unchanged), marks it \`dead\`
   with the error, lists it in the dead-letter list, releases its run leases, drops its outbox
   message and retains the record jobMs.
   Input:
@@ -2721,7 +2832,7 @@ export const markDead: LuaScript = {
     ARGV[1..8] the JobSpec (see include "spec")
     ARGV[9] JobError JSON
     ARGV[10] jobMs (retention)
-  Output: JobRecord JSON text
+  Output: JobRecord JSON text, or \`null\`
 ]]
 -- include "time"
 local function nowMs()
@@ -2749,8 +2860,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "outbox"
 -- include "members"
@@ -2773,6 +2885,22 @@ end
 local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('ZADD', outbox, recoverAt, id)
   redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs)
+  local ids = {}
+  for i = 1, #pairs - 1, 2 do
+    local body = redis.call('HGET', messages, pairs[i])
+    if body and cjson.decode(body).dedupId == pairs[i + 1] then
+      ids[#ids + 1] = pairs[i]
+    end
+  end
+  if #ids == 0 then
+    return 0
+  end
+  local removed = removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+  return removed
 end
 
 local function removeMessages(outbox, messages, ids)
@@ -2923,6 +3051,9 @@ local function jobFromArgv(root, jobs, from)
   local key = jobKey(root, id)
   local job = readJob(key)
   if not job then
+    if ARGV[from + 5] == '' then
+      return id, key, nil
+    end
     job = { data = ARGV[from + 1], createdAt = ARGV[from + 2], runAt = ARGV[from + 3],
       handler = ARGV[from + 4] }
     if ARGV[from + 5] ~= '' then
@@ -2938,11 +3069,17 @@ end
 
 local root = KEYS[1]
 local id, key, job = jobFromArgv(root, KEYS[2], 1)
+if not job then
+  return 'null'
+end
 if job.status == 'dead' or job.status == 'succeeded' or job.status == 'cancelled'
-  or job.status == 'skipped' then
+  or job.status == 'skipped' or tonumber(job.runAt) ~= tonumber(ARGV[4]) then
   return jobJson(job)
 end
 local now = nowMs()
+if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
+  return jobJson(job)
+end
 releaseRun(root, key, id, job)
 removeMessages(KEYS[4], KEYS[5], { id })
 job.status, job.finishedAt, job.error = 'dead', int(now), ARGV[9]
@@ -2957,9 +3094,10 @@ return jobJson(job)
 export const nextDue: LuaScript = {
   name: "nextDue",
   numberOfKeys: 5,
-  sha1: "03abce837d93fed49c9bc0bc2c5f2784879099cd",
+  sha1: "c80a44bd57feb21caeaacbbea04da57175e99608",
   source: `--[[
-  nextDue: next chunk of a tick, fenced. Acknowledges published outbox messages, renews the
+  nextDue: next chunk of a tick, fenced. Acknowledges published outbox messages (compare-and-delete on
+  (id, dedupId)), renews the
   tick lease and returns the due schedules.
   Input:
     KEYS[1] root
@@ -2971,7 +3109,7 @@ export const nextDue: LuaScript = {
     ARGV[2] leaseMs
     ARGV[3] horizonMs
     ARGV[4] limit
-    ARGV[5...] ids of published messages to remove from the outbox
+    ARGV[5...] pairs of published messages to remove from the outbox: message id, dedupId
   Output:
     LEASE_LOST (-1)   the token lost the lease; nothing was written
     JSON text         {"now":ms,"more":bool,"due":[ScheduleRecord...]}
@@ -3002,8 +3140,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -3052,6 +3191,22 @@ end
 local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('ZADD', outbox, recoverAt, id)
   redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs)
+  local ids = {}
+  for i = 1, #pairs - 1, 2 do
+    local body = redis.call('HGET', messages, pairs[i])
+    if body and cjson.decode(body).dedupId == pairs[i + 1] then
+      ids[#ids + 1] = pairs[i]
+    end
+  end
+  if #ids == 0 then
+    return 0
+  end
+  local removed = removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+  return removed
 end
 
 local function removeMessages(outbox, messages, ids)
@@ -3113,7 +3268,7 @@ end
 if not holdsLease(KEYS[5], ARGV[1]) then
   return LEASE_LOST
 end
-removeMessages(KEYS[3], KEYS[4], argvFrom(5))
+ackMessages(KEYS[3], KEYS[4], argvFrom(5))
 redis.call('PEXPIRE', KEYS[5], ARGV[2])
 local now = nowMs()
 local items, more = readDue(KEYS[1], KEYS[2], now + tonumber(ARGV[3]), tonumber(ARGV[4]))
@@ -3145,20 +3300,23 @@ return nowMs()
 `,
 };
 
-/** `lua/putSchedule-3.lua` */
+/** `lua/putSchedule-4.lua` */
 export const putSchedule: LuaScript = {
   name: "putSchedule",
-  numberOfKeys: 3,
-  sha1: "37cae1d02627c33719baa53e3bf1d036cb3b7e10",
+  numberOfKeys: 4,
+  sha1: "089651d2693e6d7c515b593539e44ebcd7ecd923",
   source: `--[[
   putSchedule: write a schedule record computed in TS. Without expectRev: create, or replace
   keeping the stored runs, lastRunAt and createdAt. With expectRev: write as given, only if the
-  stored rev equals it. The stored rev becomes previous + 1 (1 on create). The due index holds
+  stored rev equals it. The stored rev becomes previous + 1; on create it is drawn from the
+  rev sequence (INCR), which deleteSchedule raises to a deleted schedule's rev, so a re-created
+  schedule never repeats a rev its id had. The due index holds
   the schedule iff it is \`active\` with a nextRunAt.
   Input:
     KEYS[1] root
     KEYS[2] due index
     KEYS[3] schedules index (zset: schedule id -> createdAt)
+    KEYS[4] schedule rev sequence
     ARGV[1] id
     ARGV[2] ScheduleDef JSON
     ARGV[3] status
@@ -3190,8 +3348,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -3252,14 +3411,16 @@ if expectRev ~= '' and (not stored or tonumber(stored.rev) ~= tonumber(expectRev
 end
 
 local s = { def = ARGV[2], status = ARGV[3], runs = ARGV[6], createdAt = ARGV[7],
-  updatedAt = ARGV[8], handler = ARGV[9], rev = '1' }
+  updatedAt = ARGV[8], handler = ARGV[9] }
 if ARGV[4] ~= '' then
   s.nextRunAt = ARGV[4]
 end
 if ARGV[5] ~= '' then
   s.lastRunAt = ARGV[5]
 end
-if stored then
+if not stored then
+  s.rev = tostring(redis.call('INCR', KEYS[4]))
+else
   s.rev = tostring(tonumber(stored.rev) + 1)
   if expectRev == '' then
     s.runs, s.lastRunAt, s.createdAt = stored.runs, stored.lastRunAt, stored.createdAt
@@ -3345,11 +3506,11 @@ return 1
 export const retryDead: LuaScript = {
   name: "retryDead",
   numberOfKeys: 5,
-  sha1: "8d1765d168a5a79967750c2708151d42b5a438fa",
+  sha1: "83bee3953b5f6f524a67f032a6aabd5b663727b0",
   source: `--[[
   retryDead: \`dead\` -> \`queued\` again (attempts kept, runAt = now, no longer retained), removed
-  from the dead-letter list, with a message under a fresh dedup id \`<id>~r<attempts>\` in the
-  outbox.
+  from the dead-letter list, with a message under a fresh dedup id \`<id>~r<n>\` in the
+  outbox, n counting the job's dispatches from the dead-letter list (hash field \`dispatches\`).
   Input:
     KEYS[1] root
     KEYS[2] dead-letter list
@@ -3389,8 +3550,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "errors"
 local LEASE_LOST = -1
@@ -3417,6 +3579,22 @@ end
 local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('ZADD', outbox, recoverAt, id)
   redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs)
+  local ids = {}
+  for i = 1, #pairs - 1, 2 do
+    local body = redis.call('HGET', messages, pairs[i])
+    if body and cjson.decode(body).dedupId == pairs[i + 1] then
+      ids[#ids + 1] = pairs[i]
+    end
+  end
+  if #ids == 0 then
+    return 0
+  end
+  local removed = removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+  return removed
 end
 
 local function removeMessages(outbox, messages, ids)
@@ -3575,7 +3753,8 @@ redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt)
 redis.call('HDEL', key, 'finishedAt')
 
 local recoverAt = int(now + tonumber(ARGV[3]))
-local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. job.attempts .. '"'
+local dispatches = redis.call('HINCRBY', key, 'dispatches', 1)
+local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. dispatches .. '"'
 local message = '{"id":' .. idJson .. ',"dedupId":' .. dedupJson .. ',"job":' .. specJson(job)
   .. ',"notBefore":' .. job.runAt .. ',"recoverAt":' .. recoverAt .. '}'
 putMessage(KEYS[3], KEYS[4], id, recoverAt, message)
@@ -3587,7 +3766,7 @@ return '{"job":' .. jobJson(job) .. ',"message":' .. message .. '}'
 export const submitJob: LuaScript = {
   name: "submitJob",
   numberOfKeys: 4,
-  sha1: "b9b5a23f346ab2308917277cf7ee182e5d2109d2",
+  sha1: "f5a4698d12e53b792eb02b0a6a54d9f754f736cf",
   source: `--[[
   submitJob: accept a job in one round trip. If the tenant's idempotency key is known (and its
   job still exists) returns that job and writes nothing. Else stamps createdAt = now and
@@ -3641,8 +3820,9 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 -- include "outbox"
 -- include "members"
@@ -3665,6 +3845,22 @@ end
 local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('ZADD', outbox, recoverAt, id)
   redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs)
+  local ids = {}
+  for i = 1, #pairs - 1, 2 do
+    local body = redis.call('HGET', messages, pairs[i])
+    if body and cjson.decode(body).dedupId == pairs[i + 1] then
+      ids[#ids + 1] = pairs[i]
+    end
+  end
+  if #ids == 0 then
+    return 0
+  end
+  local removed = removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+  return removed
 end
 
 local function removeMessages(outbox, messages, ids)

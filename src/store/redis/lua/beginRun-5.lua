@@ -1,10 +1,12 @@
 --[[
-  beginRun: a delivery arrived. Creates the job from the spec if missing, removes its outbox
-  message (the consumer acknowledges), then decides:
+  beginRun: a delivery arrived. Creates the job from the spec if missing and it has a
+  scheduleId (else answers missing, writing nothing), removes its outbox message (the consumer
+  acknowledges), then decides:
     final status                                   -> final (do not run)
     running with an unexpired run lease            -> busy (the queue retries later)
     overlap `skip` and another job of the schedule holds the schedule's run lease
-                                                   -> the job is `skipped` (and retained)
+                                                   -> the job is `skipped` (and retained) if it
+                                                      never started (attempts 0), else busy
     else `running`, attempts + 1, startedAt = now, run lease until now + leaseMs (and the
     schedule's run lease, for overlap `skip`).
   Input:
@@ -19,6 +21,7 @@
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
     {"kind":"busy","retryAfterMs":ms}          | {"kind":"skipped","job":JobRecord}
+    {"kind":"missing"}
 ]]
 --@include "time"
 --@include "keys"
@@ -29,6 +32,9 @@
 local root = KEYS[1]
 local now = nowMs()
 local id, key, job = jobFromArgv(root, KEYS[2], 1)
+if not job then
+  return '{"kind":"missing"}'
+end
 removeMessages(KEYS[3], KEYS[4], { id })
 
 if FINAL_STATUSES[job.status] then
@@ -43,6 +49,10 @@ if job.overlap == 'skip' and job.scheduleId then
   local running = scheduleRunningKey(root, job.scheduleId)
   local holder = redis.call('GET', running)
   if holder and holder ~= id then
+    if tonumber(job.attempts) > 0 then
+      local ttl = redis.call('PTTL', running)
+      return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
+    end
     job.status, job.finishedAt = 'skipped', int(now)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
     releaseRun(root, key, id, job)

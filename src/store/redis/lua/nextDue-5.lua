@@ -1,5 +1,6 @@
 --[[
-  nextDue: next chunk of a tick, fenced. Acknowledges published outbox messages, renews the
+  nextDue: next chunk of a tick, fenced. Acknowledges published outbox messages (compare-and-delete on
+  (id, dedupId)), renews the
   tick lease and returns the due schedules.
   Input:
     KEYS[1] root
@@ -11,7 +12,7 @@
     ARGV[2] leaseMs
     ARGV[3] horizonMs
     ARGV[4] limit
-    ARGV[5...] ids of published messages to remove from the outbox
+    ARGV[5...] pairs of published messages to remove from the outbox: message id, dedupId
   Output:
     LEASE_LOST (-1)   the token lost the lease; nothing was written
     JSON text         {"now":ms,"more":bool,"due":[ScheduleRecord...]}
@@ -29,7 +30,7 @@
 if not holdsLease(KEYS[5], ARGV[1]) then
   return LEASE_LOST
 end
-removeMessages(KEYS[3], KEYS[4], argvFrom(5))
+ackMessages(KEYS[3], KEYS[4], argvFrom(5))
 redis.call('PEXPIRE', KEYS[5], ARGV[2])
 local now = nowMs()
 local items, more = readDue(KEYS[1], KEYS[2], now + tonumber(ARGV[3]), tonumber(ARGV[4]))

@@ -1,7 +1,7 @@
 --[[
   retryDead: `dead` -> `queued` again (attempts kept, runAt = now, no longer retained), removed
-  from the dead-letter list, with a message under a fresh dedup id `<id>~r<attempts>` in the
-  outbox.
+  from the dead-letter list, with a message under a fresh dedup id `<id>~r<n>` in the
+  outbox, n counting the job's dispatches from the dead-letter list (hash field `dispatches`).
   Input:
     KEYS[1] root
     KEYS[2] dead-letter list
@@ -35,7 +35,8 @@ redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt)
 redis.call('HDEL', key, 'finishedAt')
 
 local recoverAt = int(now + tonumber(ARGV[3]))
-local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. job.attempts .. '"'
+local dispatches = redis.call('HINCRBY', key, 'dispatches', 1)
+local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. dispatches .. '"'
 local message = '{"id":' .. idJson .. ',"dedupId":' .. dedupJson .. ',"job":' .. specJson(job)
   .. ',"notBefore":' .. job.runAt .. ',"recoverAt":' .. recoverAt .. '}'
 putMessage(KEYS[3], KEYS[4], id, recoverAt, message)

@@ -19,6 +19,7 @@ local function runsKey(root, scheduleId)
   return root .. ':runs:' .. scheduleId
 end
 
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
-  return root .. ':idem:' .. tenant .. ':' .. key
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end

@@ -5,7 +5,9 @@
   ARGV[from .. from+7]: id, JobSpec JSON without createdAt and runAt, createdAt, runAt, handler,
   scheduleId ('' = none), overlap ('' = none), runs index score (fireAt, else runAt).
 
-  jobFromArgv(root, jobs, from)  Returns id, key, job: the stored job, or the new one.
+  jobFromArgv(root, jobs, from)  Returns id, key, job: the stored job, or the new one. A missing
+                                 job without scheduleId is not created (a submitted job exists
+                                 before it is published, so it expired): job is then nil.
 ]]
 --@include "keys"
 --@include "job"
@@ -15,6 +17,9 @@ local function jobFromArgv(root, jobs, from)
   local key = jobKey(root, id)
   local job = readJob(key)
   if not job then
+    if ARGV[from + 5] == '' then
+      return id, key, nil
+    end
     job = { data = ARGV[from + 1], createdAt = ARGV[from + 2], runAt = ARGV[from + 3],
       handler = ARGV[from + 4] }
     if ARGV[from + 5] ~= '' then

@@ -1,12 +1,15 @@
 --[[
   putSchedule: write a schedule record computed in TS. Without expectRev: create, or replace
   keeping the stored runs, lastRunAt and createdAt. With expectRev: write as given, only if the
-  stored rev equals it. The stored rev becomes previous + 1 (1 on create). The due index holds
+  stored rev equals it. The stored rev becomes previous + 1; on create it is drawn from the
+  rev sequence (INCR), which deleteSchedule raises to a deleted schedule's rev, so a re-created
+  schedule never repeats a rev its id had. The due index holds
   the schedule iff it is `active` with a nextRunAt.
   Input:
     KEYS[1] root
     KEYS[2] due index
     KEYS[3] schedules index (zset: schedule id -> createdAt)
+    KEYS[4] schedule rev sequence
     ARGV[1] id
     ARGV[2] ScheduleDef JSON
     ARGV[3] status
@@ -35,14 +38,16 @@ if expectRev ~= '' and (not stored or tonumber(stored.rev) ~= tonumber(expectRev
 end
 
 local s = { def = ARGV[2], status = ARGV[3], runs = ARGV[6], createdAt = ARGV[7],
-  updatedAt = ARGV[8], handler = ARGV[9], rev = '1' }
+  updatedAt = ARGV[8], handler = ARGV[9] }
 if ARGV[4] ~= '' then
   s.nextRunAt = ARGV[4]
 end
 if ARGV[5] ~= '' then
   s.lastRunAt = ARGV[5]
 end
-if stored then
+if not stored then
+  s.rev = tostring(redis.call('INCR', KEYS[4]))
+else
   s.rev = tostring(tonumber(stored.rev) + 1)
   if expectRev == '' then
     s.runs, s.lastRunAt, s.createdAt = stored.runs, stored.lastRunAt, stored.createdAt
