@@ -5,7 +5,7 @@
  * imports, so every platform entry in `functions/` can register them.
  */
 import { defineHandlers } from "tickwork";
-import { z } from "zod";
+import * as z from "zod";
 
 const sleepInput = z.object({ ms: z.number().int().min(0).max(86_400_000) });
 const failInput = z

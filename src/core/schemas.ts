@@ -3,7 +3,7 @@
  * Zod schemas of what users send: a job to submit, a schedule to create or change.
  * Shared by the engine (programmatic use) and the HTTP layer (request bodies).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
 

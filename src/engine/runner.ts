@@ -8,7 +8,7 @@
  * failure not worth retrying (the queue then calls the failure callback); any other non-2xx to
  * be retried with backoff.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { NonRetryableError, RetryAfterError, TimeoutError } from "../core/errors.ts";
 import type { JobError, JobRecord, JobSpec } from "../core/model.ts";
 import type { RunOutcome, Store } from "../store/port.ts";

@@ -7,7 +7,7 @@
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { z } from "zod";
+import * as z from "zod";
 import { TickworkError } from "../core/errors.ts";
 import type { Logger } from "../engine/logger.ts";
 import type { AppEnv } from "./options.ts";

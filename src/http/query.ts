@@ -4,7 +4,7 @@
  * `errors[]`, never a 500. Unknown parameters are ignored.
  */
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { parseDuration } from "../core/duration.ts";
 import type { JobStatus } from "../core/model.ts";
 import { handlerName, parseOrThrow } from "../core/schemas.ts";
