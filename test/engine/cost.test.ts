@@ -5,10 +5,10 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ScheduleRecord } from "../../src/core/model.ts";
 import { createEngine, type Engine, silentLogger } from "../../src/engine/index.ts";
 import { fromIoredis, RedisStore, type ScriptClient } from "../../src/store/redis/index.ts";
 import { scripts } from "../../src/store/redis/scripts.generated.ts";
+import { scheduleRecord } from "../contract/fixtures.ts";
 import { ChaosQueue } from "../support/chaos-queue.ts";
 import { prng } from "../support/prng.ts";
 import {
@@ -71,28 +71,17 @@ async function measure(counter: { roundTrips: number }, fn: () => Promise<unknow
   return { roundTrips, billed };
 }
 
-function schedule(id: string, nextRunAt: number): ScheduleRecord {
-  return {
+/** A due-able "1h" schedule with a given id and next run. */
+function schedule(id: string, nextRunAt: number) {
+  return scheduleRecord({
     id,
-    tenant: "default",
     handler: "work",
     schedule: "1h",
-    tz: "UTC",
     input: null,
-    priority: 5,
-    timeoutMs: 1_000,
-    retries: 0,
-    misfire: "once",
-    overlap: "allow",
-    jitterMs: 0,
-    tags: [],
-    status: "active",
     nextRunAt,
-    runs: 0,
     rev: 0,
-    createdAt: nextRunAt,
-    updatedAt: nextRunAt,
-  };
+    runs: 0,
+  });
 }
 
 /** Store `total` schedules of which `due` are due now; the rest are far in the future. */

@@ -4,11 +4,11 @@
  */
 import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ScheduleRecord } from "../../src/core/model.ts";
 import { createEngine, silentLogger } from "../../src/engine/index.ts";
 import { RedisStore } from "../../src/store/redis/index.ts";
 import { scripts } from "../../src/store/redis/scripts.generated.ts";
 import { QStashTransport } from "../../src/transport/qstash/index.ts";
+import { scheduleRecord } from "../contract/fixtures.ts";
 import {
   deletePrefix,
   freshPrefix,
@@ -43,28 +43,17 @@ afterAll(async () => {
   await qstash?.close();
 });
 
-function schedule(id: string, nextRunAt: number): ScheduleRecord {
-  return {
+/** A due-able "1h" schedule with a given id and next run. */
+function schedule(id: string, nextRunAt: number) {
+  return scheduleRecord({
     id,
-    tenant: "default",
     handler: "work",
     schedule: "1h",
-    tz: "UTC",
     input: null,
-    priority: 5,
-    timeoutMs: 1_000,
-    retries: 0,
-    misfire: "once",
-    overlap: "allow",
-    jitterMs: 0,
-    tags: [],
-    status: "active",
     nextRunAt,
-    runs: 0,
     rev: 0,
-    createdAt: nextRunAt,
-    updatedAt: nextRunAt,
-  };
+    runs: 0,
+  });
 }
 
 describe("production-path cost, counted at the wire", () => {
