@@ -193,6 +193,15 @@ export interface StoreRetention {
   idempotencyMs: number;
 }
 
+/** Retention both stores apply unless told otherwise: finished jobs 7 days, idempotency keys 24 h. */
+export const DEFAULT_RETENTION: StoreRetention = {
+  jobMs: 7 * 24 * 60 * 60 * 1000,
+  idempotencyMs: 24 * 60 * 60 * 1000,
+};
+
+/** The lease `beginTick` takes (DESIGN §7: `{tw}:lease:tick`). */
+export const TICK_LEASE = "tick";
+
 /**
  * The persistence port. Implementations: `RedisStore` (Lua, one script per operation)
  * and `MemoryStore` (embedded). Both pass `test/contract/store.contract.ts`.

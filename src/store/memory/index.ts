@@ -6,4 +6,6 @@
  * import { MemoryStore } from "tickwork/memory";
  * const store = new MemoryStore();
  */
-export { DEFAULT_RETENTION, MemoryStore, type MemoryStoreOptions } from "./memory-store.ts";
+
+export { DEFAULT_RETENTION } from "../port.ts";
+export { MemoryStore, type MemoryStoreOptions } from "./memory-store.ts";

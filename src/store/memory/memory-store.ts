@@ -36,6 +36,7 @@ import type {
   StoreRetention,
   SubmitResult,
 } from "../port.ts";
+import { DEFAULT_RETENTION, TICK_LEASE } from "../port.ts";
 import { paginate, type Scored } from "./cursor.ts";
 
 /** Options of {@link MemoryStore}. */
@@ -51,15 +52,6 @@ export interface MemoryStoreOptions {
    */
   retention?: Partial<StoreRetention>;
 }
-
-/** Retention applied when {@link MemoryStoreOptions.retention} leaves a field out. */
-export const DEFAULT_RETENTION: StoreRetention = {
-  jobMs: 7 * 24 * 60 * 60 * 1000,
-  idempotencyMs: 24 * 60 * 60 * 1000,
-};
-
-/** The lease `beginTick` takes (DESIGN §7: `{tw}:lease:tick`). */
-const TICK_LEASE = "tick";
 
 interface StoredJob {
   record: JobRecord;

@@ -33,6 +33,7 @@ import type {
   StoreRetention,
   SubmitResult,
 } from "../port.ts";
+import { DEFAULT_RETENTION, TICK_LEASE } from "../port.ts";
 import {
   cursorArgs,
   encodeCursor,
@@ -66,15 +67,6 @@ export interface RedisStoreOptions {
    */
   retention?: Partial<StoreRetention>;
 }
-
-/** Retention applied when {@link RedisStoreOptions.retention} leaves a field out. */
-export const DEFAULT_RETENTION: StoreRetention = {
-  jobMs: 7 * 24 * 60 * 60 * 1000,
-  idempotencyMs: 24 * 60 * 60 * 1000,
-};
-
-/** The lease `beginTick` takes (DESIGN §7: `{tw}:lease:tick`). */
-const TICK_LEASE = "tick";
 
 type Tagged<K extends string, T> = { [P in K]: T };
 type RawBeginTick =
