@@ -23,9 +23,14 @@ import { newJobId } from "./ids.ts";
 import type { ResolvedOptions } from "./options.ts";
 import { publishAll } from "./publish.ts";
 
+/** What an API key may do (DESIGN §6). `admin` may do everything; an observer key has `read` only. */
+export type Scope = "jobs:write" | "schedules:write" | "read" | "admin";
+
 /** Who is acting; `"default"` when auth is off. */
 export interface Actor {
   tenant?: string;
+  /** The key's scopes; undefined when auth is off (everything allowed). */
+  scopes?: readonly Scope[];
 }
 
 /** What the broker needs. */

@@ -2,6 +2,7 @@
  * @module
  * Engine settings with their defaults, resolved once.
  */
+import type { Admission, DegradationPolicy, Thresholds } from "../store/port.ts";
 import type { Logger } from "./logger.ts";
 import { jsonLogger } from "./logger.ts";
 
@@ -43,10 +44,44 @@ export interface JobDefaults {
   priority?: number;
 }
 
+/**
+ * The degradation controller (DESIGN §6). Thresholds: enter a level at or above it, return to
+ * normal only below `normal` (hysteresis); a change must hold for `debounceMs`.
+ */
+export interface DegradationOptions {
+  /** Due jobs not started. @default { normal: 50, degraded: 100, critical: 500 } (the seed's) */
+  queueDepth?: Thresholds;
+  /** Dispatch lag moving average. @default { normal: 10_000, degraded: 30_000, critical: 300_000 } */
+  lagMs?: Thresholds;
+  /**
+   * Failure moving average (0–1). One broken handler should slow intake, not stop it, so by
+   * default it can reach `degraded` only. @default { normal: 0.25, degraded: 0.5, critical: Infinity }
+   */
+  failureRate?: Thresholds;
+  /** CPU percent, where the runtime exposes it. @default { normal: 50, degraded: 70, critical: 90 } */
+  cpu?: Thresholds;
+  /** Memory percent, where the runtime exposes it. @default { normal: 60, degraded: 75, critical: 90 } */
+  memory?: Thresholds;
+  /** @default 30_000 */
+  debounceMs?: number;
+  /** Added to a submit's run time while degraded. @default 1_000 */
+  degradedDelayMs?: number;
+  /** What a submit gets while critical. @default "reject" (503 + Retry-After) */
+  critical?: "reject" | "delay";
+  /** Added to a submit's run time while critical with `critical: "delay"`. @default 5_000 */
+  criticalDelayMs?: number;
+  /** `Retry-After` of a critical rejection. @default 30_000 */
+  retryAfterMs?: number;
+}
+
 /** Options shared by the broker, ticker and runner. */
 export interface EngineOptions {
   tick?: TickOptions;
   jobs?: JobDefaults;
+  /** The degradation controller; `false` turns it off. @default on, with the defaults above */
+  degradation?: DegradationOptions | false;
+  /** This instance's name in leader metrics and events. @default a random id */
+  instanceId?: string;
   /** Added to a job's timeout to form its run lease. @default 5_000 */
   leaseGraceMs?: number;
   logger?: Logger;
@@ -56,6 +91,9 @@ export interface EngineOptions {
 export interface ResolvedOptions {
   tick: Required<TickOptions>;
   jobs: Required<JobDefaults>;
+  /** Undefined when turned off. */
+  degradation: NonNullable<Admission["degradation"]> | undefined;
+  instanceId: string;
   leaseGraceMs: number;
   logger: Logger;
 }
@@ -77,7 +115,30 @@ export function resolveOptions(opts: EngineOptions = {}): ResolvedOptions {
       ...opts.tick,
     },
     jobs: { timeoutMs: 60_000, retries: 3, priority: 5, ...opts.jobs },
+    degradation: opts.degradation === false ? undefined : resolveDegradation(opts.degradation),
+    instanceId: opts.instanceId ?? `tw-${crypto.randomUUID().slice(0, 8)}`,
     leaseGraceMs: opts.leaseGraceMs ?? 5_000,
     logger: opts.logger ?? jsonLogger(),
+  };
+}
+
+function resolveDegradation(
+  o: DegradationOptions = {},
+): NonNullable<Admission["degradation"]> & DegradationPolicy {
+  return {
+    queueDepth: o.queueDepth ?? { normal: 50, degraded: 100, critical: 500 },
+    lagMs: o.lagMs ?? { normal: 10_000, degraded: 30_000, critical: 300_000 },
+    failureRate: o.failureRate ?? {
+      normal: 0.25,
+      degraded: 0.5,
+      critical: Number.POSITIVE_INFINITY,
+    },
+    cpu: o.cpu ?? { normal: 50, degraded: 70, critical: 90 },
+    memory: o.memory ?? { normal: 60, degraded: 75, critical: 90 },
+    debounceMs: o.debounceMs ?? 30_000,
+    degradedDelayMs: o.degradedDelayMs ?? 1_000,
+    critical: o.critical ?? "reject",
+    criticalDelayMs: o.criticalDelayMs ?? 5_000,
+    retryAfterMs: o.retryAfterMs ?? 30_000,
   };
 }

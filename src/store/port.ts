@@ -28,6 +28,13 @@ export type BeginTickResult =
       kind: "leader";
       now: number;
       token: number;
+      /**
+       * The degradation level after this tick's evaluation (`opts.degradation`), else the stored
+       * one. At `critical` the ticker holds schedules with priority < 8 (see {@link ScheduleCommit.dueAt}).
+       */
+      degradation: DegradationLevel;
+      /** Set when `opts.holder` differs from the previous leader tick's holder (a `leader.changed` event was written). */
+      leaderChanged?: { previous: string | null };
       /** Active schedules with `nextRunAt <= now + horizonMs`, earliest first, at most `limit`. */
       due: ScheduleRecord[];
       /** True when more schedules are due than were returned. */
@@ -50,6 +57,14 @@ export interface BeginTickOptions {
   recoverLimit: number;
   /** How far recovered messages' `recoverAt` is pushed. */
   recoverGraceMs: number;
+  /**
+   * Who ticks (an instance id). Leader path only: if it differs from the stored holder, count a
+   * leader change (a flap if within {@link FLAP_WINDOW_MS} of the previous change), write a
+   * `leader.changed` event and set `acquiredAt = now`. Not read or written by an idle tick.
+   */
+  holder?: string;
+  /** Evaluate the degradation controller (leader path only; an idle tick stays 5 commands). */
+  degradation?: DegradationPolicy;
 }
 
 /** One schedule's change in a tick commit, planned in TS from the record read by the tick. */
@@ -65,6 +80,12 @@ export interface ScheduleCommit {
   lastRunAt?: number;
   /** Occurrence messages to put in the outbox (one per dispatched occurrence). */
   messages: OutboxMessage[];
+  /**
+   * Hold the schedule (degradation `critical`, low priority): its due-index score becomes `dueAt`
+   * instead of `nextRunAt` (which is stored unchanged, so misfire rules apply when it is due
+   * again). Given with `runsAdded: 0` and no messages. Any later `putSchedule` resets the score.
+   */
+  dueAt?: number;
 }
 
 /** Result of {@link Store.commitTick}. */
@@ -101,6 +122,15 @@ export interface SubmitResult {
   message?: OutboxMessage;
   /** True when the idempotency key was already used: `job` is the first job, nothing was written. */
   replayed: boolean;
+  /** With `admission.quota` (not on replay: a replay is not counted). */
+  quota?: QuotaState;
+  /** With `admission.degradation`: the level after evaluation and the delay it added to `runAt`. */
+  degradation?: { level: DegradationLevel; delayedMs: number };
+}
+
+/** Result of {@link Store.submitJob} when admission control refused it. */
+export interface SubmitDenied {
+  denied: Denied;
 }
 
 /** Result of {@link Store.beginRun}. */
@@ -170,9 +200,11 @@ export interface ListSchedulesQuery {
 
 /** Result of {@link Store.putSchedule}. */
 export type PutScheduleResult =
-  | { kind: "ok"; created: boolean; schedule: ScheduleRecord }
+  | { kind: "ok"; created: boolean; schedule: ScheduleRecord; quota?: QuotaState }
   /** `expectRev` was given and the stored rev differs (or the schedule is missing). */
-  | { kind: "conflict"; schedule: ScheduleRecord | null };
+  | { kind: "conflict"; schedule: ScheduleRecord | null }
+  /** `admission.quota` refused it: nothing written, nothing counted. */
+  | { kind: "denied"; denied: Denied };
 
 /** Result of {@link Store.cancelJob}. */
 export type CancelResult =
@@ -201,6 +233,251 @@ export const DEFAULT_RETENTION: StoreRetention = {
 
 /** The lease `beginTick` takes (DESIGN §7: `{tw}:lease:tick`). */
 export const TICK_LEASE = "tick";
+
+// ── admission (quotas, degradation) ──────────────────────────────────────────
+
+/** One sliding window of a quota: at most `limit` writes in any `windowMs`. */
+export interface QuotaWindow {
+  windowMs: number;
+  limit: number;
+}
+
+/**
+ * A quota checked and counted inside the write that it guards (same script, same round trip).
+ * `key` names the counter, e.g. `"submit:acme"`; windows are checked together (all must admit).
+ *
+ * Counting: each window is split into 60 buckets of `windowMs / 60` (rounded down, at least 1 ms);
+ * a write falls in the bucket `floor(now / bucketMs)`. The count of a window is the sum of the
+ * buckets whose start is `> now - windowMs` (the bucket holding `now - windowMs` has left it:
+ * the window slides in bucket steps and never admits more than `limit` in any `windowMs` span
+ * measured on bucket boundaries). A write is admitted when every window's count is `< limit`;
+ * it then adds 1 to the current bucket of every window. Buckets older than the longest window are
+ * dropped; the counter expires after the longest window.
+ */
+export interface QuotaCheck {
+  key: string;
+  windows: QuotaWindow[];
+}
+
+/**
+ * Where a quota stands, for the `RateLimit` and `Retry-After` headers. A bucket starting at `b`
+ * counts until `b + windowMs`.
+ * Admitted: the window with the fewest writes left after this one (ties: the shortest window);
+ * `resetMs` = ms until its oldest counted bucket leaves.
+ * Denied: of the windows that deny, the one with the largest `resetMs` = the smallest `d > 0`
+ * such that at `now + d` its count is `< limit` (the `Retry-After`); `remaining` is 0.
+ */
+export interface QuotaState {
+  limit: number;
+  remaining: number;
+  windowMs: number;
+  resetMs: number;
+}
+
+export type DegradationLevel = "normal" | "degraded" | "critical";
+
+/** Enter a level at or above its threshold; leave back to normal only below `normal` (hysteresis). */
+export interface Thresholds {
+  normal: number;
+  degraded: number;
+  critical: number;
+}
+
+/**
+ * The degradation controller's settings, passed by the caller to every operation that evaluates
+ * it (`submitJob`, `beginTick` when leader, `stats`). The state lives in the store and is shared.
+ *
+ * Signals: `queueDepth` = {@link StoreStats.backlog} (due jobs not started: delayed jobs do not
+ * count until their run time);
+ * `lagMs` = the dispatch-lag moving average; `failureRate` = the failure moving average (0–1);
+ * `cpu`/`memory` = percentages the caller measured locally (optional).
+ * Target level from the current one: any signal ≥ its `critical` → critical; else, from normal,
+ * any ≥ `degraded` → degraded; from degraded or critical, every signal < its `normal` → normal,
+ * from critical, every signal < its `degraded` → degraded; otherwise stay.
+ * Debounce: a target different from the current level is recorded as pending with the time it was
+ * first seen; the level changes only when an evaluation at least `debounceMs` later still
+ * computes the same target (then a `degradation.changed` event is written). An evaluation whose
+ * target is the current level clears the pending one.
+ */
+export interface DegradationPolicy {
+  queueDepth: Thresholds;
+  lagMs: Thresholds;
+  failureRate: Thresholds;
+  cpu?: Thresholds;
+  memory?: Thresholds;
+  debounceMs: number;
+  /** Locally measured signals (percent), when the runtime exposes them. */
+  local?: { cpu?: number; memory?: number };
+}
+
+/** The shared degradation state. */
+export interface DegradationState {
+  level: DegradationLevel;
+  /** When the current level was entered (0 = never changed). */
+  since: number;
+  /** A different target seen and not yet confirmed by the debounce. */
+  pending?: { level: DegradationLevel; since: number };
+  /** The signals of the last evaluation. */
+  signals: {
+    queueDepth: number;
+    lagMs: number;
+    failureRate: number;
+    cpu?: number;
+    memory?: number;
+  };
+}
+
+/** What a submit or schedule write should do about admission control. */
+export interface Admission {
+  quota?: QuotaCheck;
+  /** Evaluate the controller (submit only), then: degraded → `runAt += degradedDelayMs`;
+   * critical → `reject` (denied, nothing written) or `runAt += criticalDelayMs`. */
+  degradation?: DegradationPolicy & {
+    degradedDelayMs: number;
+    critical: "reject" | "delay";
+    criticalDelayMs: number;
+    /** Retry-After of a critical rejection. */
+    retryAfterMs: number;
+  };
+}
+
+/** Why a write was refused by admission control (nothing was written, nothing counted). */
+export type Denied =
+  | { kind: "quota"; quota: QuotaState }
+  | { kind: "overloaded"; level: "critical"; retryAfterMs: number };
+
+// ── observability ────────────────────────────────────────────────────────────
+
+/** Upper bounds (ms) of every histogram's buckets; a last `+Inf` bucket follows. */
+export const HISTOGRAM_BOUNDS_MS: readonly number[] = [
+  5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000,
+];
+
+/** A histogram: `counts[i]` observations `<= bounds[i]` and `> bounds[i-1]` (NOT cumulative);
+ * `counts[bounds.length]` the ones above the last bound. */
+export interface Histogram {
+  bounds: readonly number[];
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
+/** Everything the stores count, for `/metrics` and `/v1/stats`. */
+export interface StoreStats {
+  now: number;
+  /**
+   * Gauges of jobs not yet finished. `queued`: submitted, re-queued from the dead-letter list, or
+   * an occurrence committed by a tick, not yet started; `running`; `failed`: waiting for a retry.
+   * An occurrence counts as queued from its commit (its record is created at delivery).
+   */
+  jobs: { queued: number; running: number; failed: number };
+  /** Monotonic counters since the store was created. */
+  totals: {
+    submitted: number;
+    /** Occurrences committed by ticks. */
+    dispatched: number;
+    /** Outbox messages handed back by `beginTick` for re-publishing. */
+    recovered: number;
+    /** Attempts begun. */
+    started: number;
+    succeeded: number;
+    /** Attempts that failed (retryable or not). */
+    failed: number;
+    dead: number;
+    cancelled: number;
+    skipped: number;
+    /** Dead jobs re-queued. */
+    retried: number;
+    /** Ticks that took the lease (idle ticks are not counted: they write nothing). */
+    ticks: number;
+  };
+  /** Outbox entries (accepted, not yet acknowledged by the queue). */
+  outbox: number;
+  /**
+   * Due backlog: jobs `queued` with `runAt <= now` (occurrences from their commit) plus jobs
+   * `failed` (waiting for the queue's retry) — kept as a sorted set `{p}:pending` (job id → runAt,
+   * or the failure time for failed jobs), written by the same scripts that change a job's status;
+   * this is `ZCOUNT pending -inf now`.
+   */
+  backlog: number;
+  /** First attempt's `startedAt - runAt`. */
+  dispatchLagMs: Histogram;
+  /** `finishedAt - startedAt` of every finished attempt. */
+  handlerDurationMs: Histogram;
+  /** As reported by `endTick`. */
+  tickDurationMs: Histogram;
+  /** `beginTick` round trip of leader ticks, as reported by `endTick`. */
+  leaseAcquisitionMs: Histogram;
+  /** Moving averages (α = 0.1) feeding the degradation controller. */
+  averages: { lagMs: number; failureRate: number };
+  leader: {
+    /** Holder of the last leader tick (`BeginTickOptions.holder`), null if never. */
+    holder: string | null;
+    /** Whether the tick lease is held now, and for how much longer. */
+    active: boolean;
+    leaseRemainingMs: number;
+    /** Times a leader tick's holder differed from the previous one. */
+    changes: number;
+    /** Changes less than `FLAP_WINDOW_MS` after the previous change. */
+    flaps: number;
+    /** When the current holder first took the lease (0 = never). */
+    acquiredAt: number;
+  };
+  degradation: DegradationState;
+}
+
+/** A leader change within this long of the previous one counts as a flap. */
+export const FLAP_WINDOW_MS = 5 * 60_000;
+
+export type EventType =
+  | "job.created"
+  | "job.dispatched"
+  | "job.started"
+  | "job.succeeded"
+  | "job.failed"
+  | "job.retried"
+  | "job.dead"
+  | "job.cancelled"
+  | "job.skipped"
+  | "leader.changed"
+  | "degradation.changed";
+
+/**
+ * A lifecycle event, written by the store inside the operation it records (capped stream).
+ * `id` is `<ms>-<seq>` (a Redis stream id): strictly increasing, usable as `after`.
+ */
+export interface TickEvent {
+  id: string;
+  type: EventType;
+  at: number;
+  jobId?: string;
+  scheduleId?: string;
+  handler?: string;
+  tenant?: string;
+  /** job.started: the attempt number; job.failed/job.dead: the attempt that ended. */
+  attempt?: number;
+  error?: { name: string; message: string };
+  /** leader.changed: new and previous holder. */
+  holder?: string;
+  previous?: string | null;
+  /** degradation.changed: the levels. */
+  from?: DegradationLevel;
+  to?: DegradationLevel;
+}
+
+export interface EventsQuery {
+  /** Only events with id greater than this. */
+  after?: string;
+  types?: readonly EventType[];
+  /** Oldest first, at most this many. */
+  limit: number;
+}
+
+/** Oldest first; `last` is the id of the last event examined (pass it as `after` to continue). */
+export interface EventsPage {
+  events: TickEvent[];
+  last?: string;
+}
 
 /**
  * The persistence port. Implementations: `RedisStore` (Lua, one script per operation)
@@ -256,9 +533,14 @@ export interface Store {
   ackOutbox(acks: OutboxAck[]): Promise<void>;
   /**
    * Last step of a tick: ack `ackIds` (compare-and-delete, even if `token` lost the lease) and
-   * release the lease if `token` holds it.
+   * release the lease if `token` holds it. `report` (measured by the ticker) goes into the
+   * `tickDurationMs` and `leaseAcquisitionMs` histograms and the `ticks` total.
    */
-  endTick(token: number, ackIds: OutboxAck[]): Promise<void>;
+  endTick(
+    token: number,
+    ackIds: OutboxAck[],
+    report?: { tickMs: number; acquireMs: number },
+  ): Promise<void>;
 
   // ── jobs ─────────────────────────────────────────────────────────────────
   /**
@@ -272,7 +554,8 @@ export interface Store {
   submitJob(
     job: NewJob,
     timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
-  ): Promise<SubmitResult>;
+    admission?: Admission,
+  ): Promise<SubmitResult | SubmitDenied>;
   getJob(id: string): Promise<JobRecord | null>;
   /**
    * `queued` → `cancelled` with `finishedAt = now` (and its outbox message removed); anything else
@@ -342,13 +625,26 @@ export interface Store {
    * before a delete can never commit onto the re-created schedule). The due index holds it iff `status` is `active` and
    * `nextRunAt` is not null.
    */
-  putSchedule(schedule: ScheduleRecord, expectRev?: number): Promise<PutScheduleResult>;
+  putSchedule(
+    schedule: ScheduleRecord,
+    expectRev?: number,
+    admission?: Pick<Admission, "quota">,
+  ): Promise<PutScheduleResult>;
   getSchedule(id: string): Promise<ScheduleRecord | null>;
   listSchedules(query: ListSchedulesQuery): Promise<Page<ScheduleRecord>>;
   /** Delete a schedule (raising the rev sequence to its rev, see {@link Store.putSchedule}). */
   deleteSchedule(id: string): Promise<boolean>;
   /** Jobs fired by a schedule (every job with that `scheduleId`), newest fire time first. */
   listRuns(scheduleId: string, query: { limit: number; cursor?: string }): Promise<Page<JobRecord>>;
+
+  // ── observability ──────────────────────────────────────────────────────
+  /**
+   * Every counter, gauge and histogram, the leader and the degradation state, in one round trip.
+   * With `degradation`, evaluates the controller first (may change the level).
+   */
+  stats(degradation?: DegradationPolicy): Promise<StoreStats>;
+  /** Events after `after`, oldest first, filtered by type. One round trip. */
+  events(query: EventsQuery): Promise<EventsPage>;
 
   /** Release connections / timers. */
   close?(): Promise<void>;
