@@ -11,6 +11,7 @@ import {
   type Tickwork,
   type TickworkEnv,
 } from "tickwork/cloudflare";
+import { parseConfig } from "tickwork/config";
 import { handlers } from "./handlers.ts";
 
 let tickwork: Tickwork | undefined;
@@ -29,7 +30,8 @@ function tickworkFor(env: TickworkEnv): Tickwork {
       nextSigningKey: env.QSTASH_NEXT_SIGNING_KEY,
     },
     publicUrl: env.TICKWORK_PUBLIC_URL,
-    apiKeys: env.TICKWORK_API_KEY.split(","),
+    apiKeys: env.TICKWORK_API_KEY?.split(",") ?? [],
+    ...(env.TICKWORK_CONFIG ? { config: parseConfig(env.TICKWORK_CONFIG, "TICKWORK_CONFIG") } : {}),
     tickSecret: env.CRON_SECRET,
     engine: { tick: { horizonMs: 60_000 } }, // the cron runs once a minute
   });

@@ -20,6 +20,8 @@ Commands:
               (TICKWORK_API_KEY), binds 0.0.0.0.
   redis-rest  An Upstash-REST-compatible bridge in front of a Redis
               (tickwork redis-rest --help).
+  hash-key    Make an API key and the hash the configuration stores
+              (tickwork hash-key --help).
   help        Show this help.
 
 Options:
@@ -48,8 +50,12 @@ Environment (an option given on the command line wins):
   TICKWORK_SIGNING_KEY key signing local-queue deliveries, the same on every
                      server (needed when they go to TICKWORK_PUBLIC_URL)
   TICKWORK_API_KEY   API key(s) clients send as "Authorization: Bearer <key>";
-                     comma-separated for several (start, with API routes)
-  CRON_SECRET        when set, GET/POST /v1/tick needs "Authorization: Bearer <secret>"
+                     comma-separated for several, each an admin key (start)
+  TICKWORK_CONFIG    a JSON file (or JSON) with tenants, hashed keys, scopes,
+                     manifests, CORS and degradation settings
+                     (schema/tickwork.config.schema.json)
+  CRON_SECRET        GET/POST /v1/tick needs "Authorization: Bearer <secret>"; with
+                     start and no secret, /v1/tick is not served over HTTP
 
 Examples:
   tickwork dev
@@ -78,6 +84,11 @@ async function main(argv: string[], env: Env): Promise<number> {
     const { runRedisRestCommand } = await import("./adapter/redis-rest/cli.ts");
     return runRedisRestCommand(argv.slice(1), env);
   }
+  // `tickwork hash-key`: a new API key and its hash, or the hash of a key on stdin.
+  if (argv[0] === "hash-key") {
+    const { runHashKeyCommand } = await import("./adapter/node/hash-key.ts");
+    return runHashKeyCommand(argv.slice(1));
+  }
   try {
     const { values, positionals } = parseArgs({
       args: argv,
@@ -103,7 +114,9 @@ async function main(argv: string[], env: Env): Promise<number> {
     }
     if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
     if (command !== "dev" && command !== "start") {
-      throw new UsageError(`unknown command "${command}" (commands: dev, start, redis-rest, help)`);
+      throw new UsageError(
+        `unknown command "${command}" (commands: dev, start, redis-rest, hash-key, help)`,
+      );
     }
 
     // Each option stands for its environment variable, so one function reads them all.

@@ -13,14 +13,18 @@
  *   required
  * - `TICKWORK_PUBLIC_URL` — where QStash delivers; default `https://$VERCEL_PROJECT_PRODUCTION_URL`
  * - `CRON_SECRET` — required: Vercel Cron sends it, `/v1/tick` checks it
- * - `TICKWORK_API_KEY` — required: API key(s) for the API routes, comma-separated
+ * - `TICKWORK_API_KEY` — API key(s) for the API routes, comma-separated, each an admin key; required
+ *   unless `TICKWORK_CONFIG` has tenant keys
+ * - `TICKWORK_CONFIG` — tenants with hashed keys, scopes and manifests, CORS, degradation: a JSON
+ *   file shipped with the function, or the JSON itself (schema `schema/tickwork.config.schema.json`)
  * - `TICKWORK_PREFIX` (default `tw`), `TICKWORK_ROLES` (default `all`)
  */
 import { Redis } from "@upstash/redis";
 import { Hono } from "hono";
 import { createEngine } from "tickwork";
+import { hasKeys } from "tickwork/config";
 import { type AppEnv, createApp, PROBLEM_JSON, parseRoles, type Role } from "tickwork/http";
-import { apiKeyAuthorize, ConfigError, type Env, selectQStash, selectStore } from "tickwork/node";
+import { ConfigError, type Env, loadConfig, selectQStash, selectStore } from "tickwork/node";
 import { QStashTransport } from "tickwork/qstash";
 import { RedisStore } from "tickwork/redis";
 import { handlers } from "../handlers.ts";
@@ -52,13 +56,15 @@ function buildApp(env: Env): Hono<AppEnv> {
   const publicUrl = env.TICKWORK_PUBLIC_URL || (production ? `https://${production}` : undefined);
   const cronSecret = env.CRON_SECRET;
   const apiKeys = (env.TICKWORK_API_KEY ?? "").split(",").flatMap((key) => key.trim() || []);
-  if (store.kind !== "upstash" || !qstash || !publicUrl || !cronSecret || apiKeys.length === 0) {
+  const config = env.TICKWORK_CONFIG ? loadConfig(env.TICKWORK_CONFIG) : undefined;
+  const keyed = apiKeys.length > 0 || hasKeys(config);
+  if (store.kind !== "upstash" || !qstash || !publicUrl || !cronSecret || !keyed) {
     const missing = [
       ...(store.kind === "upstash" ? [] : ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN"]),
       ...(qstash ? [] : ["QSTASH_TOKEN", "QSTASH_CURRENT_SIGNING_KEY", "QSTASH_NEXT_SIGNING_KEY"]),
       ...(publicUrl ? [] : ["TICKWORK_PUBLIC_URL"]),
       ...(cronSecret ? [] : ["CRON_SECRET"]),
-      ...(apiKeys.length > 0 ? [] : ["TICKWORK_API_KEY"]),
+      ...(keyed ? [] : ["TICKWORK_API_KEY (or TICKWORK_CONFIG with tenant keys)"]),
     ];
     throw new ConfigError(
       `tickwork on Vercel needs ${missing.join(", ")}: set them in the project's Environment ` +
@@ -87,12 +93,15 @@ function buildApp(env: Env): Hono<AppEnv> {
     }),
     handlers,
     tick: { horizonMs: TICK_HORIZON_MS },
+    ...(config?.degradation !== undefined ? { degradation: config.degradation } : {}),
   });
   return createApp({
     engine,
     publicUrl: base,
     tickSecret: cronSecret,
-    authorize: apiKeyAuthorize(apiKeys),
+    ...(apiKeys.length > 0 ? { apiKeys } : {}),
+    ...(config?.tenants?.length ? { tenants: config.tenants } : {}),
+    ...(config?.cors ? { cors: config.cors } : {}),
     ...(roles ? { roles } : {}),
   });
 }

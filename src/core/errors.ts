@@ -61,6 +61,73 @@ export class ConflictError extends TickworkError {
   }
 }
 
+/** Authenticated, but not permitted: a scope the key lacks, a handler outside the manifest. */
+export class ForbiddenError extends TickworkError {
+  override name = "ForbiddenError";
+  constructor(code: string, message: string) {
+    super(403, code, message);
+  }
+}
+
+/** A job's or schedule's input is larger than its tenant may send. */
+export class InputTooLargeError extends TickworkError {
+  override name = "InputTooLargeError";
+  constructor(message: string) {
+    super(413, "input_too_large", message);
+  }
+}
+
+/**
+ * A tenant's quota refused the write (HTTP 429). `quota` is where the refusing window stands
+ * (`remaining` 0, `resetMs` = when a write will be admitted again); `policy` lists every window of
+ * the quota, for the `RateLimit-Policy` header.
+ */
+export class QuotaExceededError extends TickworkError {
+  override name = "QuotaExceededError";
+  /** `Retry-After`: when a write will be admitted again. */
+  readonly retryAfterMs: number;
+  readonly quota: { limit: number; remaining: number; windowMs: number; resetMs: number };
+  readonly policy: readonly { windowMs: number; limit: number }[];
+
+  constructor(
+    what: "submit" | "schedule",
+    quota: QuotaExceededError["quota"],
+    policy: QuotaExceededError["policy"],
+  ) {
+    const seconds = Math.ceil(quota.resetMs / 1000);
+    super(
+      429,
+      "quota_exceeded",
+      `${what} quota of ${quota.limit} per ${describeWindow(quota.windowMs)} exceeded; ` +
+        `try again in ${seconds} s`,
+    );
+    this.retryAfterMs = quota.resetMs;
+    this.quota = quota;
+    this.policy = policy;
+  }
+}
+
+/** The degradation controller is `critical` and configured to reject (HTTP 503). */
+export class OverloadedError extends TickworkError {
+  override name = "OverloadedError";
+  readonly retryAfterMs: number;
+  constructor(retryAfterMs: number) {
+    super(
+      503,
+      "overloaded",
+      `the system is overloaded and not taking new jobs; try again in ${Math.ceil(retryAfterMs / 1000)} s`,
+    );
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+function describeWindow(ms: number): string {
+  if (ms === 60_000) return "minute";
+  if (ms === 3_600_000) return "hour";
+  if (ms === 86_400_000) return "day";
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
 /**
  * Throw from a handler to fail the job at once, without retries.
  *

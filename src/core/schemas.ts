@@ -39,7 +39,19 @@ export const instant = z.union([z.number(), z.string(), z.date()]).transform((v,
 
 const priority = z.number().int().min(1).max(10);
 const retries = z.number().int().min(0).max(100);
-const tags = z.array(z.string().min(1).max(64)).max(20);
+/** Text without control characters (tags, idempotency keys). */
+const printable = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
+/** Largest number of tags on a job or schedule. */
+export const MAX_TAGS = 20;
+/** Longest idempotency key. */
+export const MAX_IDEMPOTENCY_KEY = 256;
+/** At most {@link MAX_TAGS} tags of 1–64 characters. */
+const tags = z.array(printable(64)).max(MAX_TAGS);
 
 /** `POST /v1/jobs` body. */
 export const submitJobSchema = z
@@ -52,7 +64,7 @@ export const submitJobSchema = z
     timeout: duration.optional(),
     retries: retries.optional(),
     tags: tags.optional(),
-    idempotencyKey: z.string().min(1).max(256).optional(),
+    idempotencyKey: printable(MAX_IDEMPOTENCY_KEY).optional(),
   })
   .strict()
   .refine((j) => j.delay === undefined || j.runAt == null, {
@@ -110,4 +122,83 @@ export function parseOrThrow<S extends z.ZodType>(
     `invalid ${what}`,
     result.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
   );
+}
+
+// ── JSON limits (request bodies) ─────────────────────────────────────────────
+
+/** Deepest nesting of objects and arrays a request body may have (`{}` is depth 1). */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Keys refused anywhere in a request body: harmless to `JSON.parse`, but dangerous to any code
+ * that later merges the value into an object (prototype pollution).
+ */
+export const FORBIDDEN_KEYS: readonly string[] = ["__proto__", "constructor", "prototype"];
+
+/**
+ * The nesting depth of JSON text, counted without parsing it (brackets inside strings are
+ * skipped); stops counting once it passes `limit`. Malformed text gives a number too: the parser
+ * rejects it afterwards.
+ *
+ * @example
+ * jsonDepth('{"a":[1,{"b":"]]"}]}', 32); // 3
+ */
+export function jsonDepth(text: string, limit: number): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b || c === 0x5b) {
+      depth++;
+      if (depth > max) {
+        max = depth;
+        if (max > limit) return max;
+      }
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return max;
+}
+
+/**
+ * Where `value` (parsed JSON) holds a {@link FORBIDDEN_KEYS} key, as field issues (at most
+ * `max`). Walks iteratively, so any depth is safe.
+ *
+ * @example
+ * forbiddenKeys(JSON.parse('{"input":{"__proto__":{"admin":true}}}'));
+ * // [{ path: "input.__proto__", message: 'the key "__proto__" is not allowed' }]
+ */
+export function forbiddenKeys(value: unknown, max = 10): { path: string; message: string }[] {
+  const issues: { path: string; message: string }[] = [];
+  const stack: { value: unknown; path: string }[] = [{ value, path: "" }];
+  while (stack.length > 0 && issues.length < max) {
+    const { value: current, path } = stack.pop()!;
+    if (typeof current !== "object" || current === null) continue;
+    if (Array.isArray(current)) {
+      for (let i = current.length - 1; i >= 0; i--) {
+        stack.push({ value: current[i], path: path ? `${path}.${i}` : String(i) });
+      }
+      continue;
+    }
+    const keys = Object.keys(current);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const key = keys[i]!;
+      const at = path ? `${path}.${key}` : key;
+      if (FORBIDDEN_KEYS.includes(key)) {
+        issues.push({ path: at, message: `the key "${key}" is not allowed` });
+        if (issues.length >= max) break;
+      } else {
+        stack.push({ value: (current as Record<string, unknown>)[key], path: at });
+      }
+    }
+  }
+  return issues;
 }

@@ -3,10 +3,27 @@
  * The broker: accepts jobs and schedules. Submit is one store operation (one Redis round trip)
  * plus one publish; schedule changes are optimistic read-modify-writes on the schedule's `rev`.
  */
+import { type ManifestRules, manifestRules, quotaCheck } from "../config/manifest.ts";
+import type { Manifest } from "../config/schema.ts";
+import type { Scope } from "../config/scopes.ts";
 import { parseDuration } from "../core/duration.ts";
-import { ConflictError, NotFoundError, UnprocessableError } from "../core/errors.ts";
+import {
+  ConflictError,
+  ForbiddenError,
+  InputTooLargeError,
+  NotFoundError,
+  OverloadedError,
+  QuotaExceededError,
+  UnprocessableError,
+} from "../core/errors.ts";
 import type { JobRecord, NewJob, ScheduleDef, ScheduleRecord } from "../core/model.ts";
-import { firstRunAt, parseSchedule, ScheduleError } from "../core/schedule/index.ts";
+import {
+  firstRunAt,
+  nextAfter,
+  type ParsedSchedule,
+  parseSchedule,
+  ScheduleError,
+} from "../core/schedule/index.ts";
 import {
   type CreateScheduleInput,
   createScheduleSchema,
@@ -16,21 +33,73 @@ import {
   type SubmitJobInput,
   submitJobSchema,
 } from "../core/schemas.ts";
-import type { Store } from "../store/port.ts";
+import type {
+  Admission,
+  Denied,
+  QuotaCheck,
+  QuotaState,
+  QuotaWindow,
+  Store,
+} from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
 import type { Handlers } from "./handlers.ts";
 import { newJobId } from "./ids.ts";
 import type { ResolvedOptions } from "./options.ts";
-import { publishAll } from "./publish.ts";
+import { PublishCoalescer, publishAll } from "./publish.ts";
 
 /** What an API key may do (DESIGN §6). `admin` may do everything; an observer key has `read` only. */
-export type Scope = "jobs:write" | "schedules:write" | "read" | "admin";
+export type { Scope };
 
-/** Who is acting; `"default"` when auth is off. */
+/**
+ * Who is acting: the tenant that owns what it creates, what its key may do, and its manifest.
+ *
+ * - `tenant` — `"default"` when absent (auth off).
+ * - `scopes` — the key's scopes. Absent when auth is off, or a custom `authorize` does not use
+ *   scopes: everything is allowed and every tenant's records are visible. Present (a key of a
+ *   configured tenant): the actor sees and changes only records of its own `tenant` — another
+ *   tenant's job or schedule answers 404, as if it did not exist.
+ * - `manifest` — handler patterns, quotas and limits (absent: none apply).
+ * - `keyId` — the key's `id` from the configuration, for logs (never the key).
+ */
 export interface Actor {
   tenant?: string;
-  /** The key's scopes; undefined when auth is off (everything allowed). */
   scopes?: readonly Scope[];
+  manifest?: Manifest;
+  keyId?: string;
+}
+
+/**
+ * True when `actor` may see a record of `tenant` (see {@link Actor}).
+ *
+ * @example
+ * sees({ tenant: "acme", scopes: ["read"] }, "globex"); // false
+ * sees({ tenant: "default" }, "globex");                // true (auth off)
+ */
+export function sees(actor: Actor, tenant: string): boolean {
+  return actor.scopes === undefined || (actor.tenant ?? "default") === tenant;
+}
+
+/** Where a tenant's quota stands after an admitted write, with every window of the quota. */
+export interface QuotaReport extends QuotaState {
+  /** The quota's windows, for the `RateLimit-Policy` header. */
+  policy: readonly QuotaWindow[];
+}
+
+/** Result of {@link Broker.submit}. */
+export interface Submitted {
+  job: JobRecord;
+  /** True when the idempotency key was seen before: `job` is the first job. */
+  replayed: boolean;
+  /** Where the tenant's submit quota stands (absent without a quota, and on a replay). */
+  quota?: QuotaReport;
+}
+
+/** Result of {@link Broker.createSchedule}. */
+export interface ScheduleWritten {
+  schedule: ScheduleRecord;
+  created: boolean;
+  /** Where the tenant's schedule quota stands (absent without a quota). */
+  quota?: QuotaReport;
 }
 
 /** What the broker needs. */
@@ -54,16 +123,38 @@ const CAS_ATTEMPTS = 5;
  * const { job } = await broker.submit({ handler: "email.send", input: { to: "a@b.c" } });
  */
 export class Broker {
-  constructor(private readonly deps: BrokerDeps) {}
+  readonly #coalescer: PublishCoalescer;
 
-  /** Submit a one-off job: one atomic store write, then a publish (a failed publish is recovered by the tick). */
-  async submit(
-    body: SubmitJobInput,
-    actor: Actor = {},
-  ): Promise<{ job: JobRecord; replayed: boolean }> {
+  constructor(private readonly deps: BrokerDeps) {
+    this.#coalescer = new PublishCoalescer(
+      deps.transport,
+      deps.options.tick.publishBatch,
+      deps.options.logger,
+    );
+  }
+
+  /**
+   * Submit a one-off job: one atomic store write — with the actor's quota and the degradation
+   * controller checked inside it — then a publish (a failed publish is recovered by the tick).
+   *
+   * @throws ValidationError (400) for a malformed job; ForbiddenError (403) for a handler outside
+   * the actor's manifest; InputTooLargeError (413); UnprocessableError (422) for an unknown
+   * handler, input its schema refuses, or a timeout over the manifest's limit;
+   * QuotaExceededError (429); OverloadedError (503) while critical with `critical: "reject"`.
+   */
+  async submit(body: SubmitJobInput, actor: Actor = {}): Promise<Submitted> {
     const req = parseOrThrow(submitJobSchema, body, "job");
+    const tenant = actor.tenant ?? "default";
+    const rules = actor.manifest ? manifestRules(actor.manifest) : undefined;
+    if (rules && !rules.submits(req.handler)) {
+      throw new ForbiddenError(
+        "handler_not_permitted",
+        `tenant "${tenant}" may not submit jobs for handler "${req.handler}"`,
+      );
+    }
     const handler = this.handler(req.handler);
     const input = req.input === undefined ? null : req.input;
+    checkInputSize(input, rules, "job");
     if (handler.input) {
       const parsed = handler.input.safeParse(input);
       if (!parsed.success) {
@@ -82,30 +173,47 @@ export class Broker {
     const { jobs, tick, logger } = this.deps.options;
     const job: NewJob = {
       id: newJobId(),
-      tenant: actor.tenant ?? "default",
+      tenant,
       handler: req.handler,
       input,
       priority: req.priority ?? jobs.priority,
-      timeoutMs: req.timeout ?? durationOr(handler.timeout, jobs.timeoutMs),
+      timeoutMs: timeoutWithin(
+        req.timeout,
+        durationOr(handler.timeout, jobs.timeoutMs),
+        rules?.maxTimeoutMs,
+      ),
       retries: req.retries ?? handler.retries ?? jobs.retries,
       tags: req.tags ?? [],
       ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
     };
-    const result = await this.deps.store.submitJob(job, {
+    const quota = quotaCheck("submit", tenant, rules?.submitWindows ?? []);
+    const admission = this.admission(quota);
+    const timing = {
       ...(req.runAt != null ? { runAt: req.runAt } : {}),
       delayMs: req.delay ?? 0,
       recoverGraceMs: tick.recoverGraceMs,
-    });
+    };
+    const result = admission
+      ? await this.deps.store.submitJob(job, timing, admission)
+      : await this.deps.store.submitJob(job, timing);
+    if ("denied" in result) throw deniedError(result.denied, "submit", quota);
     if (result.message) {
-      const publish = publishAll(this.deps.transport, [result.message], 1, logger);
-      if (this.deps.defer) this.deps.defer(publish);
-      else await publish;
+      // With `defer` (Workers, Vercel) each request hands its own publish to the platform; in a
+      // long-lived process concurrent submits share queue requests.
+      if (this.deps.defer)
+        this.deps.defer(publishAll(this.deps.transport, [result.message], 1, logger));
+      else await this.#coalescer.publish(result.message);
     }
-    return { job: result.job, replayed: result.replayed };
+    return {
+      job: result.job,
+      replayed: result.replayed,
+      ...(result.quota && quota ? { quota: { ...result.quota, policy: quota.windows } } : {}),
+    };
   }
 
-  /** Cancel a queued job. */
-  async cancel(id: string): Promise<JobRecord> {
+  /** Cancel a queued job (404 when it is another tenant's, see {@link Actor}). */
+  async cancel(id: string, actor: Actor = {}): Promise<JobRecord> {
+    if (actor.scopes !== undefined) await this.ownJob(id, actor, "job");
     const res = await this.deps.store.cancelJob(id);
     if (res.kind === "missing") throw new NotFoundError("job", id);
     if (res.kind === "conflict") {
@@ -117,8 +225,9 @@ export class Broker {
     return res.job;
   }
 
-  /** Re-run a dead job. */
-  async retryDead(id: string): Promise<JobRecord> {
+  /** Re-run a dead job (404 when it is another tenant's). */
+  async retryDead(id: string, actor: Actor = {}): Promise<JobRecord> {
+    if (actor.scopes !== undefined) await this.ownJob(id, actor, "dead job");
     const res = await this.deps.store.retryDead(id, {
       recoverGraceMs: this.deps.options.tick.recoverGraceMs,
     });
@@ -127,15 +236,22 @@ export class Broker {
     return res.job;
   }
 
+  /** Delete a dead job (404 when it is not dead, or another tenant's). */
+  async deleteDead(id: string, actor: Actor = {}): Promise<void> {
+    if (actor.scopes !== undefined) await this.ownJob(id, actor, "dead job");
+    if (!(await this.deps.store.deleteDead(id))) throw new NotFoundError("dead job", id);
+  }
+
   /**
    * Create a schedule, or replace the one with the same `id`. A replacement keeps `runs`,
    * `lastRunAt` and a `paused` status; when the timing is unchanged it keeps `nextRunAt` too.
+   *
+   * @throws as {@link Broker.submit}, and 409 `id_taken` when the id is another tenant's;
+   * 422 `interval_too_short` when occurrences can come closer than the manifest's `minIntervalMs`.
    */
-  async createSchedule(
-    body: CreateScheduleInput,
-    actor: Actor = {},
-  ): Promise<{ schedule: ScheduleRecord; created: boolean }> {
+  async createSchedule(body: CreateScheduleInput, actor: Actor = {}): Promise<ScheduleWritten> {
     const req = parseOrThrow(createScheduleSchema, body, "schedule");
+    const rules = this.permitSchedule(req.handler, actor);
     this.handler(req.handler);
     const id = req.id ?? newJobId().replace(/^j_/, "s_");
     const { jobs } = this.deps.options;
@@ -148,7 +264,11 @@ export class Broker {
       tz: req.tz ?? "UTC",
       input: req.input === undefined ? null : req.input,
       priority: req.priority ?? jobs.priority,
-      timeoutMs: req.timeout ?? durationOr(handler?.timeout, jobs.timeoutMs),
+      timeoutMs: timeoutWithin(
+        req.timeout,
+        durationOr(handler?.timeout, jobs.timeoutMs),
+        rules?.maxTimeoutMs,
+      ),
       retries: req.retries ?? handler?.retries ?? jobs.retries,
       ...(req.maxRuns != null ? { maxRuns: req.maxRuns } : {}),
       ...(req.startAt != null ? { startAt: req.startAt } : {}),
@@ -158,13 +278,24 @@ export class Broker {
       jitterMs: req.jitter ?? 0,
       tags: req.tags ?? [],
     };
-    return this.writeSchedule(id, () => def, true);
+    checkInputSize(def.input, rules, "schedule");
+    return this.writeSchedule(id, () => def, true, actor, rules);
   }
 
-  /** Change fields of a schedule; `nextRunAt` is recomputed when its timing changed. */
-  async updateSchedule(id: string, body: PatchScheduleInput): Promise<ScheduleRecord> {
+  /**
+   * Change fields of a schedule; `nextRunAt` is recomputed when its timing changed. The result is
+   * checked against the actor's manifest like a new schedule.
+   */
+  async updateSchedule(
+    id: string,
+    body: PatchScheduleInput,
+    actor: Actor = {},
+  ): Promise<ScheduleRecord> {
     const patch = parseOrThrow(patchScheduleSchema, body, "schedule patch");
+    const rules = patch.handler ? this.permitSchedule(patch.handler, actor) : this.rules(actor);
     if (patch.handler) this.handler(patch.handler);
+    if (patch.timeout !== undefined) timeoutWithin(patch.timeout, 0, rules?.maxTimeoutMs);
+    if (patch.input !== undefined) checkInputSize(patch.input, rules, "schedule");
     const { schedule } = await this.writeSchedule(
       id,
       (existing) => {
@@ -190,29 +321,39 @@ export class Broker {
         return next;
       },
       false,
+      actor,
+      rules,
     );
     return schedule;
   }
 
   /** Stop dispatching a schedule's occurrences until it is resumed. */
-  async pauseSchedule(id: string): Promise<ScheduleRecord> {
-    return this.setStatus(id, "paused");
+  async pauseSchedule(id: string, actor: Actor = {}): Promise<ScheduleRecord> {
+    return this.setStatus(id, "paused", actor);
   }
 
   /** Dispatch again, from now on: occurrences that fell in the pause are not replayed. */
-  async resumeSchedule(id: string): Promise<ScheduleRecord> {
-    return this.setStatus(id, "active");
+  async resumeSchedule(id: string, actor: Actor = {}): Promise<ScheduleRecord> {
+    return this.setStatus(id, "active", actor);
   }
 
   /** Delete a schedule; its jobs already dispatched still run. */
-  async deleteSchedule(id: string): Promise<void> {
+  async deleteSchedule(id: string, actor: Actor = {}): Promise<void> {
+    if (actor.scopes !== undefined) {
+      const existing = await this.deps.store.getSchedule(id);
+      if (!existing || !sees(actor, existing.tenant)) throw new NotFoundError("schedule", id);
+    }
     if (!(await this.deps.store.deleteSchedule(id))) throw new NotFoundError("schedule", id);
   }
 
-  private async setStatus(id: string, status: "paused" | "active"): Promise<ScheduleRecord> {
+  private async setStatus(
+    id: string,
+    status: "paused" | "active",
+    actor: Actor,
+  ): Promise<ScheduleRecord> {
     for (let i = 0; i < CAS_ATTEMPTS; i++) {
       const existing = await this.deps.store.getSchedule(id);
-      if (!existing) throw new NotFoundError("schedule", id);
+      if (!existing || !sees(actor, existing.tenant)) throw new NotFoundError("schedule", id);
       if (existing.status === status || existing.status === "completed") return existing;
       const now = await this.deps.store.now();
       let record: ScheduleRecord = { ...existing, status, updatedAt: now };
@@ -223,17 +364,37 @@ export class Broker {
     throw new ConflictError("schedule_busy", `schedule "${id}" kept changing; try again`);
   }
 
-  /** Optimistic read-modify-write of one schedule. */
+  /**
+   * Optimistic read-modify-write of one schedule, counted against the actor's schedule quota
+   * (a write that loses the race counts nothing and is tried again).
+   */
   private async writeSchedule(
     id: string,
     build: (existing: ScheduleRecord | null) => ScheduleDef,
     upsert: boolean,
-  ): Promise<{ schedule: ScheduleRecord; created: boolean }> {
+    actor: Actor,
+    rules: ManifestRules | undefined,
+  ): Promise<ScheduleWritten> {
+    const tenant = actor.tenant ?? "default";
+    const quota = quotaCheck("schedule", tenant, rules?.scheduleWindows ?? []);
     for (let i = 0; i < CAS_ATTEMPTS; i++) {
-      const existing = await this.deps.store.getSchedule(id);
+      const found = await this.deps.store.getSchedule(id);
+      if (found && !sees(actor, found.tenant)) {
+        // Ids are global: another tenant's schedule is invisible, and its id is not free.
+        if (!upsert) throw new NotFoundError("schedule", id);
+        throw new ConflictError(
+          "id_taken",
+          `schedule id "${id}" is not available; choose another id`,
+        );
+      }
+      const existing = found;
       const def = build(existing);
-      validateTiming(def);
+      if (rules && !rules.schedules(def.handler)) this.permitSchedule(def.handler, actor);
+      const parsed = validateTiming(def);
       const now = await this.deps.store.now();
+      if (rules?.minIntervalMs !== undefined) {
+        checkMinInterval(def, parsed, rules.minIntervalMs, now);
+      }
       const timingChanged = !existing || timingKey(defOf(existing)) !== timingKey(def);
       const base: ScheduleRecord = existing
         ? {
@@ -255,15 +416,58 @@ export class Broker {
         if (def[key] === undefined) delete base[key];
       }
       const record = withTiming(base, now, timingChanged);
-      const res = existing
-        ? await this.deps.store.putSchedule(record, existing.rev)
-        : upsert
-          ? await this.deps.store.putSchedule(record)
-          : null;
-      if (!res) throw new NotFoundError("schedule", id);
-      if (res.kind === "ok") return { schedule: res.schedule, created: res.created };
+      if (!existing && !upsert) throw new NotFoundError("schedule", id);
+      const admission = quota ? { quota } : undefined;
+      const res = admission
+        ? await this.deps.store.putSchedule(record, existing?.rev, admission)
+        : existing
+          ? await this.deps.store.putSchedule(record, existing.rev)
+          : await this.deps.store.putSchedule(record);
+      if (res.kind === "denied") throw deniedError(res.denied, "schedule", quota);
+      if (res.kind === "ok") {
+        return {
+          schedule: res.schedule,
+          created: res.created,
+          ...(res.quota && quota ? { quota: { ...res.quota, policy: quota.windows } } : {}),
+        };
+      }
     }
     throw new ConflictError("schedule_busy", `schedule "${id}" kept changing; try again`);
+  }
+
+  /** What a submit passes to the store: the quota, and the degradation controller when on. */
+  private admission(quota: QuotaCheck | undefined): Admission | undefined {
+    const { degradation, localSignals } = this.deps.options;
+    if (!quota && !degradation) return undefined;
+    const local = degradation ? localSignals?.() : undefined;
+    return {
+      ...(quota ? { quota } : {}),
+      ...(degradation
+        ? { degradation: local ? { ...degradation, local: { ...local } } : degradation }
+        : {}),
+    };
+  }
+
+  private rules(actor: Actor): ManifestRules | undefined {
+    return actor.manifest ? manifestRules(actor.manifest) : undefined;
+  }
+
+  /** The actor's rules, after checking it may schedule `handler` (403 otherwise). */
+  private permitSchedule(handler: string, actor: Actor): ManifestRules | undefined {
+    const rules = this.rules(actor);
+    if (rules && !rules.schedules(handler)) {
+      throw new ForbiddenError(
+        "handler_not_permitted",
+        `tenant "${actor.tenant ?? "default"}" may not schedule handler "${handler}"`,
+      );
+    }
+    return rules;
+  }
+
+  /** 404 unless the job exists and the actor sees it. */
+  private async ownJob(id: string, actor: Actor, what: string): Promise<void> {
+    const job = await this.deps.store.getJob(id);
+    if (!job || !sees(actor, job.tenant)) throw new NotFoundError(what, id);
   }
 
   private handler(name: string) {
@@ -272,6 +476,88 @@ export class Broker {
       throw new UnprocessableError("unknown_handler", `no handler named "${name}" is registered`);
     }
     return handler;
+  }
+}
+
+/** The error a refused admission is answered with. */
+function deniedError(
+  denied: Denied,
+  what: "submit" | "schedule",
+  quota: QuotaCheck | undefined,
+): Error {
+  if (denied.kind === "overloaded") return new OverloadedError(denied.retryAfterMs);
+  return new QuotaExceededError(what, denied.quota, quota?.windows ?? []);
+}
+
+/** 413 when `input` is larger (as UTF-8 JSON) than the manifest allows. */
+function checkInputSize(
+  input: unknown,
+  rules: ManifestRules | undefined,
+  what: "job" | "schedule",
+): void {
+  if (rules?.maxInputBytes === undefined) return;
+  const bytes = new TextEncoder().encode(JSON.stringify(input ?? null)).byteLength;
+  if (bytes > rules.maxInputBytes) {
+    throw new InputTooLargeError(
+      `${what} input is ${bytes} bytes; this tenant may send at most ${rules.maxInputBytes}`,
+    );
+  }
+}
+
+/**
+ * The timeout to use: an explicit one must be within `max` (422 otherwise); a default above
+ * `max` is lowered to it.
+ */
+function timeoutWithin(explicit: number | undefined, fallback: number, max?: number): number {
+  if (max === undefined) return explicit ?? fallback;
+  if (explicit !== undefined) {
+    if (explicit > max) {
+      throw new UnprocessableError(
+        "timeout_not_permitted",
+        `timeout ${explicit} ms is over this tenant's limit of ${max} ms`,
+      );
+    }
+    return explicit;
+  }
+  return Math.min(fallback, max);
+}
+
+/** Occurrences examined (at most) when looking for the smallest gap of a cron schedule. */
+const GAP_SAMPLE = 1_000;
+/** …over at most this long: a year and a bit, so every month and both DST changes are seen. */
+const GAP_SPAN_MS = 400 * 24 * 60 * 60 * 1000;
+
+/**
+ * 422 when two occurrences of the schedule can be closer than `minMs`: an interval's period, or
+ * the smallest gap between consecutive cron occurrences over the coming year (and a bit).
+ */
+function checkMinInterval(
+  def: ScheduleDef,
+  parsed: ParsedSchedule,
+  minMs: number,
+  now: number,
+): void {
+  let gap: number | undefined;
+  if (parsed.kind === "interval") {
+    gap = parsed.everyMs;
+  } else {
+    const from = Math.max(now, def.startAt ?? 0);
+    let previous = nextAfter(parsed, from - 1);
+    const end = previous === null ? 0 : previous + GAP_SPAN_MS;
+    for (let i = 0; i < GAP_SAMPLE && previous !== null && previous <= end; i++) {
+      const next = nextAfter(parsed, previous);
+      if (next === null) break;
+      const d = next - previous;
+      if (gap === undefined || d < gap) gap = d;
+      if (gap < minMs) break;
+      previous = next;
+    }
+  }
+  if (gap !== undefined && gap < minMs) {
+    throw new UnprocessableError(
+      "interval_too_short",
+      `schedule "${def.schedule}" can run ${gap} ms apart; this tenant's minimum is ${minMs} ms`,
+    );
   }
 }
 
@@ -295,9 +581,9 @@ function timingKey(d: ScheduleDef): string {
   return JSON.stringify([d.schedule, d.tz, d.startAt ?? null, d.endAt ?? null, d.maxRuns ?? null]);
 }
 
-function validateTiming(def: ScheduleDef): void {
+function validateTiming(def: ScheduleDef): ParsedSchedule {
   try {
-    parseSchedule(def.schedule, def.tz, def.startAt);
+    return parseSchedule(def.schedule, def.tz, def.startAt);
   } catch (error) {
     if (error instanceof ScheduleError)
       throw new UnprocessableError(error.code, error.message, { cause: error });

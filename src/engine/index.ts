@@ -2,7 +2,7 @@
  * @module
  * The engine: broker, ticker and runner composed from a store, a transport and handlers.
  */
-import type { Store } from "../store/port.ts";
+import type { Store, StoreStats } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
 import { Broker } from "./broker.ts";
 import type { Handlers } from "./handlers.ts";
@@ -28,6 +28,11 @@ export interface Engine {
   transport: Transport;
   handlers: Handlers;
   options: ResolvedOptions;
+  /**
+   * Every counter, gauge and histogram of the store, the leader and the degradation state (one
+   * store round trip; the degradation controller is evaluated with {@link EngineOptions.degradation}).
+   */
+  stats(): Promise<StoreStats>;
 }
 
 /**
@@ -50,10 +55,19 @@ export function createEngine(config: EngineConfig): Engine {
   });
   const ticker = new Ticker({ store, transport, options });
   const runner = new Runner({ store, transport, handlers, options, broker });
-  return { broker, ticker, runner, store, transport, handlers, options };
+  const stats = () => store.stats(options.degradation);
+  return { broker, ticker, runner, store, transport, handlers, options, stats };
 }
 
-export { type Actor, Broker } from "./broker.ts";
+export {
+  type Actor,
+  Broker,
+  type QuotaReport,
+  type ScheduleWritten,
+  type Scope,
+  type Submitted,
+  sees,
+} from "./broker.ts";
 export type { HandlerContext, HandlerDefinition, Handlers, SubmitJob } from "./handlers.ts";
 export { defineHandler, defineHandlers } from "./handlers.ts";
 export type { Logger } from "./logger.ts";

@@ -85,6 +85,12 @@ export interface EngineOptions {
   /** Added to a job's timeout to form its run lease. @default 5_000 */
   leaseGraceMs?: number;
   logger?: Logger;
+  /**
+   * CPU and memory use of this process in percent, for the degradation controller, where the
+   * runtime exposes them (the Node adapter passes one; Workers have none). Called on every submit:
+   * keep it cheap (sample in the background, return the last sample).
+   */
+  localSignals?: () => { cpu?: number; memory?: number } | undefined;
 }
 
 /** Fully resolved options. */
@@ -96,10 +102,17 @@ export interface ResolvedOptions {
   instanceId: string;
   leaseGraceMs: number;
   logger: Logger;
+  localSignals: (() => { cpu?: number; memory?: number } | undefined) | undefined;
 }
 
-/** Fill in defaults. */
+/** Fill in defaults; throws `RangeError` naming the first option out of range. */
 export function resolveOptions(opts: EngineOptions = {}): ResolvedOptions {
+  const resolved = withDefaults(opts);
+  validate(resolved);
+  return resolved;
+}
+
+function withDefaults(opts: EngineOptions): ResolvedOptions {
   return {
     tick: {
       leaseMs: 30_000,
@@ -119,6 +132,7 @@ export function resolveOptions(opts: EngineOptions = {}): ResolvedOptions {
     instanceId: opts.instanceId ?? `tw-${crypto.randomUUID().slice(0, 8)}`,
     leaseGraceMs: opts.leaseGraceMs ?? 5_000,
     logger: opts.logger ?? jsonLogger(),
+    localSignals: opts.localSignals,
   };
 }
 
@@ -141,4 +155,54 @@ function resolveDegradation(
     criticalDelayMs: o.criticalDelayMs ?? 5_000,
     retryAfterMs: o.retryAfterMs ?? 30_000,
   };
+}
+
+/** Integer options that must be ≥ 1, and those that may be 0. */
+const AT_LEAST_ONE = [
+  "leaseMs",
+  "chunk",
+  "perScheduleLimit",
+  "recoverLimit",
+  "publishBatch",
+] as const;
+const AT_LEAST_ZERO = [
+  "horizonMs",
+  "misfireGraceMs",
+  "catchUpLimit",
+  "recoverGraceMs",
+  "budgetMs",
+] as const;
+
+function validate(o: ResolvedOptions): void {
+  const check = (name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER) => {
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw new RangeError(`${name} must be an integer from ${min} to ${max}, got ${value}`);
+    }
+  };
+  for (const key of AT_LEAST_ONE) check(`tick.${key}`, o.tick[key], 1);
+  for (const key of AT_LEAST_ZERO) check(`tick.${key}`, o.tick[key], 0);
+  check("jobs.timeoutMs", o.jobs.timeoutMs, 1);
+  check("jobs.retries", o.jobs.retries, 0);
+  check("jobs.priority", o.jobs.priority, 1, 10);
+  check("leaseGraceMs", o.leaseGraceMs, 0);
+  const d = o.degradation;
+  if (!d) return;
+  check("degradation.debounceMs", d.debounceMs, 0);
+  check("degradation.degradedDelayMs", d.degradedDelayMs, 0);
+  check("degradation.criticalDelayMs", d.criticalDelayMs, 0);
+  check("degradation.retryAfterMs", d.retryAfterMs, 0);
+  const signals = {
+    queueDepth: d.queueDepth,
+    lagMs: d.lagMs,
+    failureRate: d.failureRate,
+    cpu: d.cpu,
+    memory: d.memory,
+  };
+  for (const [name, t] of Object.entries(signals)) {
+    if (t && !(t.normal >= 0 && t.normal <= t.degraded && t.degraded <= t.critical)) {
+      throw new RangeError(
+        `degradation.${name} needs 0 <= normal <= degraded <= critical, got ${JSON.stringify(t)}`,
+      );
+    }
+  }
 }

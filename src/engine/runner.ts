@@ -15,6 +15,7 @@ import type { RunOutcome, Store } from "../store/port.ts";
 import type { Delivery, Transport } from "../transport/port.ts";
 import type { Broker } from "./broker.ts";
 import type { HandlerContext, Handlers } from "./handlers.ts";
+import type { Logger } from "./logger.ts";
 import type { ResolvedOptions } from "./options.ts";
 
 /** What the runner needs. */
@@ -64,13 +65,17 @@ const NON_RETRYABLE = { "Upstash-NonRetryable-Error": "true" };
 export class Runner {
   constructor(private readonly deps: RunnerDeps) {}
 
-  /** Handle one delivery on the worker route. */
-  async deliver(delivery: Delivery): Promise<Response> {
+  /**
+   * Handle one delivery on the worker route. Log lines (the handler's `ctx.logger` included) go
+   * to `logger`, e.g. the delivering request's.
+   */
+  async deliver(delivery: Delivery, logger: Logger = this.deps.options.logger): Promise<Response> {
     if (!(await this.deps.transport.verify(delivery))) {
-      return json(401, { error: "invalid or missing delivery signature" });
+      return problem(401, "unauthorized", "invalid or missing delivery signature");
     }
     const spec = parseSpec(delivery.body);
-    if (!spec) return json(489, { error: "delivery body is not a tickwork job" }, NON_RETRYABLE);
+    if (!spec)
+      return problem(489, "not_a_job", "delivery body is not a tickwork job", NON_RETRYABLE);
 
     const { store, options } = this.deps;
     const begun = await store.beginRun(spec, spec.timeoutMs + options.leaseGraceMs);
@@ -79,30 +84,26 @@ export class Runner {
       case "skipped":
         return json(200, { id: spec.id, status: begun.job.status });
       case "busy":
-        return json(
-          409,
-          { error: "another attempt is running" },
-          {
-            "Retry-After": String(Math.max(1, Math.ceil(begun.retryAfterMs / 1000))),
-          },
-        );
+        return problem(409, "attempt_running", "another attempt of this job is running", {
+          "Retry-After": String(Math.max(1, Math.ceil(begun.retryAfterMs / 1000))),
+        });
       case "missing":
         // Expired after it was cancelled or finished: nothing to run, and the queue must stop.
         return json(200, { id: spec.id, status: "gone" });
       case "run":
-        return this.run(begun.job, begun.attempt, retriedSoFar(delivery.headers));
+        return this.run(begun.job, begun.attempt, retriedSoFar(delivery.headers), logger);
     }
   }
 
   /** Handle the queue's failure callback: the job is dead and listed in the dead-letter list. */
   async dead(delivery: Delivery): Promise<Response> {
     if (!(await this.deps.transport.verify(delivery))) {
-      return json(401, { error: "invalid or missing delivery signature" });
+      return problem(401, "unauthorized", "invalid or missing delivery signature");
     }
     const callback = failureCallbackSchema.safeParse(safeJson(delivery.body));
     const spec = callback.success ? parseSpec(decodeBase64(callback.data.sourceBody)) : null;
     if (!callback.success || !spec)
-      return json(400, { error: "not a failure callback for a tickwork job" });
+      return problem(400, "invalid_request", "not a failure callback for a tickwork job");
     const last = callback.data.body ? decodeBase64(callback.data.body) : "";
     const job = await this.deps.store.markDead(spec, {
       name: "DeliveryFailed",
@@ -116,9 +117,10 @@ export class Runner {
     job: JobRecord,
     attempt: number,
     retried: number | undefined,
+    parent: Logger,
   ): Promise<Response> {
-    const { store, handlers, options, broker } = this.deps;
-    const logger = options.logger.child({ jobId: job.id, handler: job.handler, attempt });
+    const { store, handlers, broker } = this.deps;
+    const logger = parent.child({ jobId: job.id, handler: job.handler, attempt });
     // The queue's own count (Upstash-Retried) says whether it will retry again; without it, count
     // attempts (a job re-dispatched from the dead-letter list gets a fresh budget from the queue).
     const lastAttempt = retried !== undefined ? retried >= job.retries : attempt > job.retries;
@@ -242,6 +244,24 @@ function decodeBase64(b64: string): string {
   } catch {
     return "";
   }
+}
+
+const TITLES: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  409: "Conflict",
+  489: "Not Retryable",
+};
+
+/** An RFC 9457 problem answer (the app's other errors use the same shape, see src/http/problem.ts). */
+function problem(
+  status: number,
+  code: string,
+  detail: string,
+  headers: Record<string, string> = {},
+): Response {
+  const body = { type: `urn:tickwork:problem:${code}`, title: TITLES[status], status, detail };
+  return json(status, body, { ...headers, "content-type": "application/problem+json" });
 }
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {

@@ -7,12 +7,18 @@
  * correct because the commit is fenced by the lease token, every occurrence has a deterministic
  * id (`<scheduleId>@<fireAtMs>`) used as the queue's dedup id, and what was committed but not
  * yet acknowledged by the queue sits in the outbox until a later tick re-publishes it.
+ *
+ * Degradation (DESIGN §6): the leader tick evaluates the shared controller; at `critical` it
+ * holds schedules with priority below {@link HIGH_PRIORITY} (their due score moves past this
+ * tick's horizon, `nextRunAt` stays, so their misfire policy applies once they run again) while
+ * high-priority schedules dispatch as usual.
  */
 import type { JobSpec, OutboxMessage, ScheduleRecord } from "../core/model.ts";
 import { occurrenceId } from "../core/model.ts";
 import { parseSchedule, planOccurrences } from "../core/schedule/index.ts";
-import type { ScheduleCommit, Store } from "../store/port.ts";
+import type { DegradationLevel, ScheduleCommit, Store } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
+import type { Logger } from "./logger.ts";
 import type { ResolvedOptions } from "./options.ts";
 import { publishAll } from "./publish.ts";
 
@@ -26,6 +32,8 @@ export type TickResult =
       recovered: number;
       /** Schedules that were due. */
       due: number;
+      /** Due schedules held back because the degradation level is `critical` (low priority). */
+      held: number;
       /** True when nothing was due: the lease was not taken. */
       idle: boolean;
       /** True when the lease was lost mid-tick: the rest is left to the next leader. */
@@ -33,6 +41,9 @@ export type TickResult =
       tookMs: number;
     }
   | { leader: false; leaseRemainingMs: number; tookMs: number };
+
+/** Schedules of this priority or above keep running at degradation level `critical`. */
+export const HIGH_PRIORITY = 8;
 
 /** What the ticker needs. */
 export interface TickerDeps {
@@ -51,8 +62,11 @@ export interface TickerDeps {
 export class Ticker {
   constructor(private readonly deps: TickerDeps) {}
 
-  /** One tick. Never throws for a failed publish (the outbox keeps it); store errors propagate. */
-  async tick(): Promise<TickResult> {
+  /**
+   * One tick. Never throws for a failed publish (the outbox keeps it); store errors propagate.
+   * Its log lines go to `logger` (a request's, when a request runs it); a change of leader is one.
+   */
+  async tick(logger: Logger = this.deps.options.logger): Promise<TickResult> {
     const started = Date.now();
     const { store, transport, options } = this.deps;
     const t = options.tick;
@@ -62,13 +76,17 @@ export class Ticker {
       limit: t.chunk,
       recoverLimit: t.recoverLimit,
       recoverGraceMs: t.recoverGraceMs,
+      holder: options.instanceId,
+      ...(options.degradation ? { degradation: this.policy() } : {}),
     });
+    const acquireMs = Date.now() - started;
     if (begin.kind === "idle") {
       return {
         leader: true,
         dispatched: 0,
         recovered: 0,
         due: 0,
+        held: 0,
         idle: true,
         fenced: false,
         tookMs: Date.now() - started,
@@ -83,17 +101,34 @@ export class Ticker {
     }
 
     const { token } = begin;
-    let ack = await publishAll(transport, begin.recover, t.publishBatch, options.logger);
+    if (begin.leaderChanged) {
+      logger.info("leader changed", {
+        holder: options.instanceId,
+        previous: begin.leaderChanged.previous,
+        token,
+      });
+    }
+    const level = begin.degradation;
+    if (level !== "normal") {
+      logger.warn("degradation level is not normal", {
+        level,
+        holding: level === "critical" ? `schedules with priority < ${HIGH_PRIORITY}` : "none",
+      });
+    }
+    let ack = await publishAll(transport, begin.recover, t.publishBatch, logger);
     const recovered = ack.length;
     let dispatched = 0;
     let due = 0;
+    let held = 0;
     let fenced = false;
     let chunk = { now: begin.now, due: begin.due, more: begin.more };
 
     for (;;) {
       if (chunk.due.length > 0) {
         due += chunk.due.length;
-        const commits = chunk.due.map((s) => this.plan(s, chunk.now));
+        const now = chunk.now;
+        const commits = chunk.due.map((s) => this.planOrHold(s, now, level));
+        held += commits.filter((c) => c.dueAt !== undefined).length;
         const committed = await store.commitTick(token, commits);
         if (committed.kind === "fenced") {
           fenced = true;
@@ -101,7 +136,7 @@ export class Ticker {
         }
         const applied = new Set(committed.applied);
         const messages = commits.filter((c) => applied.has(c.id)).flatMap((c) => c.messages);
-        const published = await publishAll(transport, messages, t.publishBatch, options.logger);
+        const published = await publishAll(transport, messages, t.publishBatch, logger);
         dispatched += published.length;
         ack = ack.concat(published);
       }
@@ -122,19 +157,47 @@ export class Ticker {
     }
 
     if (fenced) {
-      options.logger.warn("tick lease lost; leaving the rest to the next leader", { token });
+      logger.warn("tick lease lost; leaving the rest to the next leader", { token });
       if (ack.length > 0) await store.ackOutbox(ack);
     } else {
-      await store.endTick(token, ack);
+      await store.endTick(token, ack, { tickMs: Date.now() - started, acquireMs });
     }
     return {
       leader: true,
       dispatched,
       recovered,
       due,
+      held,
       idle: false,
       fenced,
       tookMs: Date.now() - started,
+    };
+  }
+
+  /** The controller's policy, with the locally measured signals when there are any. */
+  private policy() {
+    const { degradation, localSignals } = this.deps.options;
+    const local = localSignals?.();
+    return local && degradation ? { ...degradation, local: { ...local } } : degradation;
+  }
+
+  /**
+   * At `critical`, a low-priority schedule is held: its due score moves past this tick's horizon
+   * and the lease (so neither this tick's next chunk nor an early next tick sees it again),
+   * nothing is dispatched and `nextRunAt` stays. Otherwise the schedule is planned as usual.
+   */
+  private planOrHold(s: ScheduleRecord, now: number, level: DegradationLevel): ScheduleCommit {
+    if (level !== "critical" || s.priority >= HIGH_PRIORITY || s.nextRunAt === null) {
+      return this.plan(s, now);
+    }
+    const t = this.deps.options.tick;
+    return {
+      id: s.id,
+      rev: s.rev,
+      nextRunAt: s.nextRunAt,
+      runsAdded: 0,
+      messages: [],
+      dueAt: now + t.horizonMs + t.leaseMs,
     };
   }
 

@@ -3,12 +3,14 @@
  * The HTTP app factory: the routes of shared/API.md over an engine, as one Hono app.
  */
 import { Hono } from "hono";
+import { corsMiddleware } from "./middleware/cors.ts";
 import { answerMethodNotAllowed } from "./middleware/method-not-allowed.ts";
 import { requestId } from "./middleware/request-id.ts";
 import { type AppEnv, type AppOptions, resolveAppOptions } from "./options.ts";
 import { notFoundHandler, renderError } from "./problem.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { jobRoutes } from "./routes/jobs.ts";
+import { observabilityRoutes } from "./routes/observability.ts";
 import { queueRoutes } from "./routes/queue.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
 
@@ -24,9 +26,15 @@ import { scheduleRoutes } from "./routes/schedules.ts";
  * import { createApp } from "tickwork/http";
  *
  * const engine = createEngine({ store, transport, handlers });
- * const app = createApp({ engine, basePath: "/api/tickwork", tickSecret: process.env.CRON_SECRET });
+ * const app = createApp({
+ *   engine,
+ *   basePath: "/api/tickwork",
+ *   tickSecret: process.env.CRON_SECRET,
+ *   tenants: config.tenants, // defineConfig(…) from tickwork/config: hashed keys, scopes, manifests
+ * });
  * serve({ fetch: app.fetch, port: 3000 });
- * // POST /api/tickwork/v1/jobs {"handler":"email.send","input":{"to":"a@b.c"}} → 202
+ * // POST /api/tickwork/v1/jobs {"handler":"email.send","input":{"to":"a@b.c"}}
+ * //   with Authorization: Bearer <key> → 202
  *
  * @example
  * // A service that only runs what the queue delivers: /v1/worker, /v1/dead, /health, /ready.
@@ -35,20 +43,19 @@ import { scheduleRoutes } from "./routes/schedules.ts";
 export function createApp(options: AppOptions): Hono<AppEnv> {
   const config = resolveAppOptions(options);
   const { logger } = config.engine.options;
-  if (!config.dev && config.serves.tick && config.tickSecret === undefined) {
-    logger.warn("tickwork: no tickSecret; anyone who can reach /v1/tick can trigger ticks");
-  }
 
   // `root` serves every path (so answers outside the base path get a request id and a problem
   // body too); `app` shares its router and adds the base path to the routes it registers.
   const root = new Hono<AppEnv>();
-  root.use(requestId());
+  root.use(requestId(logger));
+  if (config.cors) root.use(corsMiddleware(config.cors));
   const app = root.basePath(config.basePath);
   app.route("/", healthRoutes(config));
   // Not mounted at all outside the roles, so their auth middleware never turns a 404 into a 401.
   if (config.serves.read) {
     app.route("/v1/jobs", jobRoutes(config));
     app.route("/v1/schedules", scheduleRoutes(config));
+    app.route("/", observabilityRoutes(config));
   }
   app.route("/v1", queueRoutes(config));
   const note = config.roles.includes("all")

@@ -3,6 +3,9 @@
  * `tickwork/http`: the Hono app serving the HTTP API (shared/API.md) over an engine.
  */
 export { createApp } from "./app.ts";
+export { tenantAuthorize } from "./middleware/auth.ts";
+export { type RateLimitInfo, setRateLimitHeaders } from "./middleware/rate-limit.ts";
+export { requireScope } from "./middleware/scope.ts";
 export type { AppEnv, AppOptions, AppVariables, Authorize } from "./options.ts";
 export { type FieldIssue, PROBLEM_JSON, type Problem } from "./problem.ts";
 export { normalizeRoles, parseRoles, ROLES, type Role, type RouteSet, routeSet } from "./roles.ts";

@@ -3,14 +3,20 @@
  * Options of the HTTP app, their defaults, and the Hono `Env` every route shares.
  */
 import type { Context } from "hono";
+import { parseConfig } from "../config/define.ts";
+import type { CorsConfig, TenantConfig } from "../config/schema.ts";
 import type { Actor } from "../engine/broker.ts";
 import type { Engine } from "../engine/index.ts";
+import type { Logger } from "../engine/logger.ts";
+import { tenantAuthorize } from "./middleware/auth.ts";
 import { normalizeRoles, type Role, type RouteSet, routeSet } from "./roles.ts";
 
 /** Values middleware puts on the context for the routes. */
 export interface AppVariables {
   /** This request's id, echoed in the `x-request-id` response header. */
   requestId: string;
+  /** The engine's logger with this request's `requestId`: log through it while handling it. */
+  logger: Logger;
   /** Who is acting, as {@link AppOptions.authorize} decided. Set on the API routes only. */
   actor: Actor;
 }
@@ -44,7 +50,9 @@ export interface AppOptions {
    */
   basePath?: string;
   /**
-   * Development mode (`npm run dev`): a missing `tickSecret` is expected, not warned about.
+   * Development mode (`npm run dev`): the API needs no key and `/v1/tick` no secret. Outside dev,
+   * `createApp` refuses to build an app whose API routes have no `tenants`, `apiKeys` or
+   * `authorize`, or whose `/v1/tick` has no `tickSecret`.
    * @default false
    */
   dev?: boolean;
@@ -63,15 +71,36 @@ export interface AppOptions {
    */
   bodyLimitBytes?: number;
   /**
-   * When set, `/v1/tick` needs `Authorization: Bearer <tickSecret>` (Vercel sends `CRON_SECRET`
-   * this way); 401 otherwise.
+   * `/v1/tick` needs `Authorization: Bearer <tickSecret>` (Vercel sends `CRON_SECRET` this way);
+   * 401 otherwise. Required outside dev when the roles serve the tick, unless `false`: then
+   * `/v1/tick` is not served over HTTP at all (a Node server's own timer still ticks).
    */
-  tickSecret?: string;
+  tickSecret?: string | false;
   /**
-   * Who a request to the API routes (jobs, schedules, dead letters) acts as.
-   * @default () => ({ tenant: "default" })
+   * Tenants with hashed API keys, scopes and manifests (`tickwork/config`). A request to the API
+   * routes must present a key (`Authorization: Bearer <key>` or `X-Api-Key: <key>`): 401 without
+   * one, 403 when its scopes do not cover the route. A tenant sees only its own jobs and
+   * schedules. Exclusive with `authorize`.
+   */
+  tenants?: readonly TenantConfig[];
+  /**
+   * Plain API keys (e.g. `TICKWORK_API_KEY`), each an `admin` key of the tenant `"default"`
+   * (with that tenant's manifest when `tenants` has one). Hashed at start; compared like
+   * `tenants` keys. Exclusive with `authorize`.
+   */
+  apiKeys?: readonly string[];
+  /**
+   * Who a request to the API routes (jobs, schedules, dead letters) acts as — a custom scheme
+   * instead of `tenants`/`apiKeys`. An actor without `scopes` may do everything.
+   * @default () => ({ tenant: "default" }) in dev
    */
   authorize?: Authorize;
+  /**
+   * Cross-origin requests from browsers (CORS). Off unless set: browsers on other origins then
+   * cannot call the API.
+   * @example { origins: ["https://app.example.com"] }
+   */
+  cors?: CorsConfig;
   /**
    * Cap of `GET /v1/jobs/:id?wait=`: longer waits are cut to this.
    * @default 30_000
@@ -99,7 +128,12 @@ export interface AppConfig {
   bodyLimitBytes: number;
   deliveryLimitBytes: number;
   tickSecret: string | undefined;
+  /** False when `/v1/tick` is not served over HTTP (`tickSecret: false`). */
+  tickRoute: boolean;
   authorize: Authorize;
+  /** How requests are authenticated: by key (`tenants`/`apiKeys`), custom, or not at all (dev). */
+  auth: "keys" | "custom" | "none";
+  cors: CorsConfig | undefined;
   maxWaitMs: number;
   /** Normalised roles (`["all"]` by default). */
   roles: Role[];
@@ -122,22 +156,55 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
     throw new RangeError("bodyLimitBytes must be a positive integer");
   }
   if (!Number.isFinite(maxWaitMs) || maxWaitMs < 0) throw new RangeError("maxWaitMs must be ≥ 0");
+  const publicUrl =
+    options.publicUrl === undefined
+      ? undefined
+      : new URL(options.publicUrl).href.replace(/\/+$/, "");
+  const dev = options.dev ?? false;
+  const serves = routeSet(roles);
+  const tenants = options.tenants ?? [];
+  const apiKeys = (options.apiKeys ?? []).map((key) => key.trim()).filter(Boolean);
+  const keyed = tenants.length > 0 || apiKeys.length > 0;
+  if (keyed && options.authorize) {
+    throw new RangeError("pass tenants/apiKeys or authorize, not both");
+  }
+  if (tenants.length > 0 || options.cors) {
+    // Throws ConfigValidationError naming every problem (bad hash, duplicate key, bad origin).
+    parseConfig({ tenants: [...tenants], ...(options.cors ? { cors: options.cors } : {}) });
+  }
+  if (!dev && serves.read && !keyed && !options.authorize) {
+    throw new RangeError(
+      "no API key configured: outside dev every API request needs one. Pass tenants (hashed keys " +
+        "with scopes; generate one with `npx tickwork hash-key`) or apiKeys, or authorize for a " +
+        "scheme of your own; or dev: true for local use.",
+    );
+  }
+  const tickSecret = options.tickSecret === false ? undefined : options.tickSecret || undefined;
+  const tickRoute = options.tickSecret !== false;
+  if (!dev && serves.tick && tickRoute && tickSecret === undefined) {
+    throw new RangeError(
+      "no tickSecret: outside dev /v1/tick needs one (set CRON_SECRET, e.g. to the output of " +
+        "`openssl rand -hex 24`, and pass it as tickSecret), or pass tickSecret: false to serve " +
+        "no tick route over HTTP.",
+    );
+  }
   return {
     engine: options.engine,
     basePath,
     pathPrefix: basePath === "/" ? "" : basePath,
-    dev: options.dev ?? false,
-    publicUrl:
-      options.publicUrl === undefined
-        ? undefined
-        : new URL(options.publicUrl).href.replace(/\/+$/, ""),
+    dev,
+    publicUrl,
     bodyLimitBytes,
     deliveryLimitBytes: bodyLimitBytes * 4,
-    tickSecret: options.tickSecret || undefined,
-    authorize: options.authorize ?? (() => DEFAULT_ACTOR),
+    tickSecret,
+    tickRoute,
+    authorize:
+      options.authorize ?? (keyed ? tenantAuthorize(tenants, { apiKeys }) : () => DEFAULT_ACTOR),
+    auth: options.authorize ? "custom" : keyed ? "keys" : "none",
+    cors: options.cors,
     maxWaitMs,
     roles,
-    serves: routeSet(roles),
+    serves,
   };
 }
 

@@ -12,7 +12,8 @@
  *   dead-letter list `/v1/dlq` (reads included: clients poll their jobs);
  * - `tick` — `/v1/tick`, what the platform cron (or the Node timer) calls;
  * - `worker` — `/v1/worker` and `/v1/dead`, where the queue delivers;
- * - `observer` — read only: the `GET` routes of jobs, schedules and the dead-letter list.
+ * - `observer` — read only: the `GET` routes of jobs, schedules and the dead-letter list, and
+ *   `/metrics`, `/v1/stats`, `/v1/events` and `/dashboard` (which `api` serves too).
  *
  * `/health` and `/ready` are served whatever the roles.
  */
@@ -25,7 +26,7 @@ export const ROLES: readonly Role[] = ["all", "api", "tick", "worker", "observer
 export interface RouteSet {
   /** Submit, cancel, create/patch/pause/resume/delete schedules, retry/delete dead letters. */
   write: boolean;
-  /** The `GET` routes of jobs, schedules, runs and dead letters. */
+  /** The `GET` routes of jobs, schedules, runs and dead letters; metrics, stats, events, dashboard. */
   read: boolean;
   /** `/v1/tick`. */
   tick: boolean;

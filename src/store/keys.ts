@@ -51,6 +51,27 @@ export function keys(prefix = "tw") {
      * (`jobs`, `dlq`, `runs`) in bounded steps instead of scanning them.
      */
     expiring: `${p}:expiring`,
+    /**
+     * zset: the due backlog — queued jobs (and committed occurrences) → runAt, failed jobs →
+     * failure time; `ZCOUNT pending -inf now` is `StoreStats.backlog` (the queue-depth signal).
+     */
+    pending: `${p}:pending`,
+    /**
+     * hash: counters (`t:<total>`), gauges (`g:queued|running|failed`), histogram buckets
+     * (`<h>:<i>`, `<h>:sum`) and moving averages (`avg:lag`, `avg:fail`); see include "metrics".
+     */
+    metrics: `${p}:metrics`,
+    /** stream: lifecycle events, one field `e` holding the event JSON (capped at eventsMaxLen). */
+    events: `${p}:events`,
+    /**
+     * string: one quota's counters, every window's buckets (see include "quota"). The quota key
+     * is prefixed with its length in UTF-8 bytes, like the idempotency key's tenant.
+     */
+    quota: (key: string) => `${p}:quota:${utf8Length(key)}:${key}`,
+    /** hash: the degradation controller's shared state (level, since, pending, signals). */
+    degrade: `${p}:degrade`,
+    /** hash: the tick leader (holder, acquiredAt, changes, flaps). */
+    leader: `${p}:leader`,
   };
 }
 

@@ -61,9 +61,18 @@ export interface BeginTickOptions {
    * Who ticks (an instance id). Leader path only: if it differs from the stored holder, count a
    * leader change (a flap if within {@link FLAP_WINDOW_MS} of the previous change), write a
    * `leader.changed` event and set `acquiredAt = now`. Not read or written by an idle tick.
+   * The first holder ever is a change too (`previous: null`; never a flap: no previous change).
+   * Absent: the stored holder is left alone and nothing is counted.
+   *
+   * Every leader path (with or without `holder`) also counts `totals.ticks` += 1 and
+   * `totals.recovered` += the number of messages returned in `recover`. Idle and busy ticks count
+   * nothing and evaluate nothing.
    */
   holder?: string;
-  /** Evaluate the degradation controller (leader path only; an idle tick stays 5 commands). */
+  /**
+   * Evaluate the degradation controller (leader path only; an idle tick stays 5 commands), after
+   * taking the lease and before reading the due schedules.
+   */
   degradation?: DegradationPolicy;
 }
 
@@ -84,6 +93,9 @@ export interface ScheduleCommit {
    * Hold the schedule (degradation `critical`, low priority): its due-index score becomes `dueAt`
    * instead of `nextRunAt` (which is stored unchanged, so misfire rules apply when it is due
    * again). Given with `runsAdded: 0` and no messages. Any later `putSchedule` resets the score.
+   * The hold is an applied commit like any other (rev bumped, listed in `applied`); it writes no
+   * event and counts nothing. Due-ness (`beginTick`'s idle check, `due`, `nextDue`) is judged by
+   * the due-index score, so a held schedule is not due (and does not wake a tick) before `dueAt`.
    */
   dueAt?: number;
 }
@@ -236,7 +248,7 @@ export const TICK_LEASE = "tick";
 
 // ── admission (quotas, degradation) ──────────────────────────────────────────
 
-/** One sliding window of a quota: at most `limit` writes in any `windowMs`. */
+/** One sliding window of a quota: at most `limit` (≥ 1) writes in any `windowMs`. */
 export interface QuotaWindow {
   windowMs: number;
   limit: number;
@@ -253,6 +265,13 @@ export interface QuotaWindow {
  * measured on bucket boundaries). A write is admitted when every window's count is `< limit`;
  * it then adds 1 to the current bucket of every window. Buckets older than the longest window are
  * dropped; the counter expires after the longest window.
+ * A window's buckets are identified by (`key`, `windowMs`): changing a `limit` keeps the counts;
+ * two windows of one check with the same `windowMs` share one counter (counted once).
+ *
+ * @example
+ * // windowMs 60_000 → bucketMs 1_000; limit 5. Writes at 10_500 ×5 fill bucket 10_000.
+ * // At 69_999 the count is still 5 (bucket 10_000 > 69_999 - 60_000): denied, resetMs 1.
+ * // At 70_000 bucket 10_000 has left the window: count 0, admitted.
  */
 export interface QuotaCheck {
   key: string;
@@ -262,10 +281,13 @@ export interface QuotaCheck {
 /**
  * Where a quota stands, for the `RateLimit` and `Retry-After` headers. A bucket starting at `b`
  * counts until `b + windowMs`.
- * Admitted: the window with the fewest writes left after this one (ties: the shortest window);
- * `resetMs` = ms until its oldest counted bucket leaves.
+ * Admitted: the window with the fewest writes left after this one (`remaining = limit - count - 1`,
+ * this write included; ties: the shortest window); `resetMs` = `b + windowMs - now` for its oldest
+ * counted bucket `b` (this write's bucket included, so never 0).
  * Denied: of the windows that deny, the one with the largest `resetMs` = the smallest `d > 0`
- * such that at `now + d` its count is `< limit` (the `Retry-After`); `remaining` is 0.
+ * such that at `now + d` its count is `< limit` (the `Retry-After`), i.e. `b + windowMs - now`
+ * for the bucket `b` whose leaving (oldest first) brings the count below `limit`; `remaining` is 0
+ * (ties: the longest window). The HTTP layer sends `Retry-After: ceil(resetMs / 1000)`.
  */
 export interface QuotaState {
   limit: number;
@@ -276,7 +298,10 @@ export interface QuotaState {
 
 export type DegradationLevel = "normal" | "degraded" | "critical";
 
-/** Enter a level at or above its threshold; leave back to normal only below `normal` (hysteresis). */
+/**
+ * Enter a level at or above its threshold; leave back to normal only below `normal` (hysteresis).
+ * `Infinity` means never (stores must keep it through their encoding, e.g. JSON `null` → never).
+ */
 export interface Thresholds {
   normal: number;
   degraded: number;
@@ -290,14 +315,19 @@ export interface Thresholds {
  * Signals: `queueDepth` = {@link StoreStats.backlog} (due jobs not started: delayed jobs do not
  * count until their run time);
  * `lagMs` = the dispatch-lag moving average; `failureRate` = the failure moving average (0–1);
- * `cpu`/`memory` = percentages the caller measured locally (optional).
+ * `cpu`/`memory` = percentages the caller measured locally (optional: a signal takes part only
+ * when both `local.<signal>` and its thresholds are given).
  * Target level from the current one: any signal ≥ its `critical` → critical; else, from normal,
  * any ≥ `degraded` → degraded; from degraded or critical, every signal < its `normal` → normal,
  * from critical, every signal < its `degraded` → degraded; otherwise stay.
- * Debounce: a target different from the current level is recorded as pending with the time it was
- * first seen; the level changes only when an evaluation at least `debounceMs` later still
- * computes the same target (then a `degradation.changed` event is written). An evaluation whose
- * target is the current level clears the pending one.
+ * Debounce, at evaluation time `now` with target `T`:
+ * - `T` = the current level → the pending one (if any) is cleared;
+ * - else if there is no pending, or its level differs from `T` → pending = `{ level: T, since: now }`;
+ * - then, if pending.level = `T` and `now - pending.since >= debounceMs` → level = `T`,
+ *   `since = now`, pending cleared, and a `degradation.changed` event `{ from, to }` is written.
+ *   (So `debounceMs: 0` changes at once; otherwise a later evaluation must confirm it.)
+ * Every evaluation stores its signals in {@link DegradationState.signals}. Levels may jump
+ * (normal → critical) in one change.
  */
 export interface DegradationPolicy {
   queueDepth: Thresholds;
@@ -354,7 +384,8 @@ export const HISTOGRAM_BOUNDS_MS: readonly number[] = [
 ];
 
 /** A histogram: `counts[i]` observations `<= bounds[i]` and `> bounds[i-1]` (NOT cumulative);
- * `counts[bounds.length]` the ones above the last bound. */
+ * `counts[bounds.length]` the ones above the last bound. `sum` adds the observed values (ms),
+ * `count` the observations. All start at 0. */
 export interface Histogram {
   bounds: readonly number[];
   counts: number[];
@@ -369,6 +400,9 @@ export interface StoreStats {
    * Gauges of jobs not yet finished. `queued`: submitted, re-queued from the dead-letter list, or
    * an occurrence committed by a tick, not yet started; `running`; `failed`: waiting for a retry.
    * An occurrence counts as queued from its commit (its record is created at delivery).
+   * Counters kept by the operations that change a status: leaving `queued` (start, skip, cancel,
+   * dead) decrements `queued` only if the job was in `{p}:pending` (an occurrence never committed
+   * was never counted); leaving `running`/`failed` decrements those; never below 0.
    */
   jobs: { queued: number; running: number; failed: number };
   /** Monotonic counters since the store was created. */
@@ -408,7 +442,11 @@ export interface StoreStats {
   tickDurationMs: Histogram;
   /** `beginTick` round trip of leader ticks, as reported by `endTick`. */
   leaseAcquisitionMs: Histogram;
-  /** Moving averages (α = 0.1) feeding the degradation controller. */
+  /**
+   * Moving averages (α = 0.1) feeding the degradation controller: start at 0; each observation
+   * `x` sets `avg = avg + 0.1 * (x - avg)`. `lagMs` is fed with every `dispatchLagMs`
+   * observation, `failureRate` by `finishRun` (1 failed attempt, 0 success).
+   */
   averages: { lagMs: number; failureRate: number };
   leader: {
     /** Holder of the last leader tick (`BeginTickOptions.holder`), null if never. */
@@ -416,7 +454,7 @@ export interface StoreStats {
     /** Whether the tick lease is held now, and for how much longer. */
     active: boolean;
     leaseRemainingMs: number;
-    /** Times a leader tick's holder differed from the previous one. */
+    /** Times a leader tick's holder differed from the previous one (the first holder included). */
     changes: number;
     /** Changes less than `FLAP_WINDOW_MS` after the previous change. */
     flaps: number;
@@ -444,7 +482,21 @@ export type EventType =
 
 /**
  * A lifecycle event, written by the store inside the operation it records (capped stream).
- * `id` is `<ms>-<seq>` (a Redis stream id): strictly increasing, usable as `after`.
+ * `id` is `<ms>-<seq>` (a Redis stream id): strictly increasing, usable as `after`; ids compare
+ * by `ms`, then `seq`, as numbers. `at` is the store's `now` of the operation.
+ *
+ * Which operation writes which event: `job.created` submitJob (not a replay); `job.dispatched`
+ * commitTick, per message of an applied commit; `job.started` beginRun `run`; `job.skipped`
+ * beginRun `skipped`; `job.succeeded` finishRun; `job.failed` finishRun, failure not final;
+ * `job.dead` finishRun final failure or markDead; `job.cancelled` cancelJob; `job.retried`
+ * retryDead; `leader.changed` beginTick (leader, new holder); `degradation.changed` any
+ * evaluation that changes the level (submitJob, beginTick, stats).
+ * Job events carry `jobId`, `handler`, `tenant` and, for occurrences, `scheduleId`; the other
+ * fields only where noted below. Fields that do not apply are absent (never null, except
+ * `previous`).
+ *
+ * The stream keeps the newest `eventsMaxLen` events (a store option: default 10_000, exact trim;
+ * `0` writes no events at all).
  */
 export interface TickEvent {
   id: string;
@@ -466,14 +518,24 @@ export interface TickEvent {
 }
 
 export interface EventsQuery {
-  /** Only events with id greater than this. */
+  /**
+   * Only events with id greater than this: an event id, `<ms>-<seq>` (anything else is a
+   * `ValidationError`, 400).
+   */
   after?: string;
+  /** Absent or empty: every type. */
   types?: readonly EventType[];
-  /** Oldest first, at most this many. */
+  /** Oldest first, at most this many (1–1,000). */
   limit: number;
 }
 
-/** Oldest first; `last` is the id of the last event examined (pass it as `after` to continue). */
+/**
+ * Oldest first; `last` is the id of the last event examined (pass it as `after` to continue).
+ * A call examines the events after `after`, oldest first, until it holds `limit` matching ones
+ * or has examined 1,000 events; `last` is then the id of the last one examined (the last match
+ * when it stopped at `limit`), absent when there was nothing after `after`. A page may hold fewer
+ * than `limit` events while more match later: read on with `after: last` until `last` is absent.
+ */
 export interface EventsPage {
   events: TickEvent[];
   last?: string;
@@ -524,6 +586,11 @@ export interface Store {
    * complete it, add `runsAdded`, set `lastRunAt`, bump `rev`) and write its messages to the outbox.
    * `updatedAt` is left alone (it tracks changes of the definition); `applied` and `skipped` list
    * ids in commit order.
+   *
+   * Per message of an applied commit: `totals.dispatched` += 1, a `job.dispatched` event (the
+   * occurrence's `jobId`, `scheduleId`, `handler`, `tenant`), and the occurrence enters
+   * `{p}:pending` with score `message.job.runAt` (`jobs.queued` += 1 if it was not there yet).
+   * Skipped commits and holds ({@link ScheduleCommit.dueAt}) write none of these.
    */
   commitTick(token: number, commits: ScheduleCommit[]): Promise<CommitResult>;
   /**
@@ -534,7 +601,8 @@ export interface Store {
   /**
    * Last step of a tick: ack `ackIds` (compare-and-delete, even if `token` lost the lease) and
    * release the lease if `token` holds it. `report` (measured by the ticker) goes into the
-   * `tickDurationMs` and `leaseAcquisitionMs` histograms and the `ticks` total.
+   * `tickDurationMs` and `leaseAcquisitionMs` histograms, even if `token` lost the lease
+   * (`totals.ticks` is counted by `beginTick`'s leader path, not here).
    */
   endTick(
     token: number,
@@ -550,6 +618,19 @@ export interface Store {
    * remember the key (for `retention.idempotencyMs`), and put its message in the outbox
    * (`{ id, dedupId: id, job, notBefore: runAt, recoverAt: runAt + timing.recoverGraceMs }`).
    * The caller publishes {@link SubmitResult.message} afterwards.
+   *
+   * With `admission`, in this order, all in the same atomic step:
+   * 1. idempotency replay (as above): returned at once — nothing evaluated, nothing counted;
+   * 2. `admission.degradation`: evaluate the controller (see {@link DegradationPolicy}; its state
+   *    change and `degradation.changed` event are kept even if the submit is then refused), then
+   *    act on the resulting level: `degraded` → `runAt += degradedDelayMs`; `critical` →
+   *    `reject`: {@link SubmitDenied} `{ kind: "overloaded", level: "critical", retryAfterMs }`
+   *    (quota not counted), or `delay`: `runAt += criticalDelayMs`. The delay is added after
+   *    `runAt` is computed from `timing` (so `notBefore`/`recoverAt` include it);
+   * 3. `admission.quota` (see {@link QuotaCheck}): denied → {@link SubmitDenied}
+   *    `{ kind: "quota", quota }`; nothing written, nothing counted;
+   * 4. the write, plus: `totals.submitted` += 1, `jobs.queued` += 1, a `job.created` event, and the
+   *    job in `{p}:pending` with score `runAt`.
    */
   submitJob(
     job: NewJob,
@@ -559,7 +640,7 @@ export interface Store {
   getJob(id: string): Promise<JobRecord | null>;
   /**
    * `queued` → `cancelled` with `finishedAt = now` (and its outbox message removed); anything else
-   * is a conflict.
+   * is a conflict. Counts `totals.cancelled`, writes `job.cancelled`, leaves `{p}:pending`.
    */
   cancelJob(id: string): Promise<CancelResult>;
   listJobs(query: ListJobsQuery): Promise<Page<JobRecord>>;
@@ -574,6 +655,14 @@ export interface Store {
    * a started occurrence waits for the lease); else `running`, `attempts + 1`, `startedAt = now`,
    * `finishedAt` cleared (the last `error` is kept), run lease until now + `leaseMs` (and, for
    * overlap `skip`, the schedule's run lease for the same time).
+   *
+   * Counting (see {@link StoreStats.jobs} for the gauge rule): `run` → `totals.started` += 1, a
+   * `job.started` event with `attempt`, the job leaves `{p}:pending`; on the first attempt
+   * (`attempts` becomes 1) `max(0, startedAt - runAt)` is observed in `dispatchLagMs` and fed to
+   * the `lagMs` average. `skipped` → `totals.skipped` += 1, a `job.skipped` event, leaves
+   * `{p}:pending`. `busy` and `missing` count nothing (only the outbox message goes); `final`
+   * counts nothing either but drops a leftover `{p}:pending` entry (an occurrence committed again
+   * after it finished, e.g. by a re-created schedule), decrementing `queued` if there was one.
    */
   beginRun(spec: JobSpec, leaseMs: number): Promise<BeginRunResult>;
   /**
@@ -582,6 +671,12 @@ export interface Store {
    * (and listed in the dead-letter list) when `final`. Sets `finishedAt = now`.
    * Releases the run lease (and the schedule's overlap lease).
    * Finished records expire after `retention.jobMs`.
+   *
+   * Counting (not on `stale`): `finishedAt - startedAt` observed in `handlerDurationMs`; the
+   * `failureRate` average fed 0 (success) or 1 (failure, final or not). Success →
+   * `totals.succeeded`, `job.succeeded` event. Failure → `totals.failed` += 1; not final → a
+   * `job.failed` event (`attempt`, `error`) and the job enters `{p}:pending` with score `now`;
+   * final → `totals.dead` += 1 and a `job.dead` event (`attempt`, `error`; no `job.failed`).
    */
   finishRun(id: string, attempt: number, outcome: RunOutcome): Promise<FinishRunResult>;
   /**
@@ -595,7 +690,9 @@ export interface Store {
    * dispatch: `retryDead` set a new `runAt` since), and one `running` with an unexpired run lease
    * (the live attempt may still succeed; its own outcome or lease expiry decides).
    * Otherwise sets `finishedAt = now`; releases the run lease and the schedule's overlap lease;
-   * removes the job's outbox message.
+   * removes the job's outbox message. Counts `totals.dead`, writes `job.dead` (`attempt` = the
+   * job's `attempts`, 0 if it never started; `error`), leaves `{p}:pending`; no average or
+   * histogram is fed. A job returned unchanged counts nothing.
    */
   markDead(spec: JobSpec, error: JobError): Promise<JobRecord | null>;
   listDead(query: { limit: number; cursor?: string }): Promise<Page<JobRecord>>;
@@ -605,7 +702,8 @@ export interface Store {
    * a message with `dedupId = <id>~r<n>` put in the outbox, `n` the job's count of such
    * dispatches (1, 2, …; never repeats, unlike `attempts`, which a callback-killed dispatch leaves
    * unchanged): a fresh dedup id, as earlier ones may still be inside the queue's dedup window.
-   * `null` if the job is not dead.
+   * `null` if the job is not dead. Counts `totals.retried` and `jobs.queued`, writes `job.retried`,
+   * and the job enters `{p}:pending` with score `now`.
    */
   retryDead(
     id: string,
@@ -623,7 +721,11 @@ export interface Store {
    * becomes previous + 1; on create it is drawn from a store-wide sequence that `deleteSchedule`
    * raises to the deleted rev, so it is above every rev the id ever had (a stale tick plan made
    * before a delete can never commit onto the re-created schedule). The due index holds it iff `status` is `active` and
-   * `nextRunAt` is not null.
+   * `nextRunAt` is not null (score `nextRunAt`: a write ends a hold, see {@link ScheduleCommit.dueAt}).
+   *
+   * `admission.quota`: judged after `expectRev` (a conflict counts nothing); denied → `denied`,
+   * nothing written, nothing counted; else counted with the write and returned as `quota`.
+   * A schedule write writes no event.
    */
   putSchedule(
     schedule: ScheduleRecord,

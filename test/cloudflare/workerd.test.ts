@@ -185,6 +185,22 @@ describe("functions/cloudflare.ts in workerd", () => {
     expect(await store.getJob(id)).toMatchObject({ id, status: "dead" });
   });
 
+  it("serves the dashboard page and the metrics from the Worker", async () => {
+    const page = await fetch(`${origin}/dashboard`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(page.headers.get("content-security-policy")).toMatch(/script-src 'sha256-/);
+    expect(await page.text()).toContain("<title>tickwork dashboard</title>");
+
+    expect((await fetch(`${origin}/metrics`)).status).toBe(401);
+    const metrics = await fetch(`${origin}/metrics`, {
+      headers: { authorization: `Bearer ${API_KEY}` },
+    });
+    expect(metrics.status).toBe(200);
+    expect(metrics.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+    expect(await metrics.text()).toMatch(/^tickwork_jobs_submitted_total \d+$/m);
+  });
+
   it("guards /v1/tick with CRON_SECRET, the API with TICKWORK_API_KEY, /v1/worker with signatures", async () => {
     const tick = (authorization?: string) =>
       fetch(`${origin}/v1/tick`, {
@@ -206,7 +222,12 @@ describe("functions/cloudflare.ts in workerd", () => {
       body: JSON.stringify({ id: "j_forged", handler: "echo", input: null }),
     });
     expect(forged.status).toBe(401);
-    expect(await forged.json()).toMatchObject({ error: expect.stringContaining("signature") });
+    expect(forged.headers.get("content-type")).toBe("application/problem+json");
+    expect(await forged.json()).toMatchObject({
+      status: 401,
+      type: "urn:tickwork:problem:unauthorized",
+      detail: expect.stringContaining("signature"),
+    });
   });
 });
 

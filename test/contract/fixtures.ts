@@ -5,13 +5,14 @@
  */
 import type { JobSpec, NewJob, OutboxMessage, ScheduleRecord } from "../../src/core/model.ts";
 import { occurrenceId } from "../../src/core/model.ts";
-import type { StoreRetention } from "../../src/store/port.ts";
+import type { Store, StoreRetention, SubmitDenied, SubmitResult } from "../../src/store/port.ts";
 
 /**
  * Retention every store under the contract suite must be built with: short enough that the
  * expiry tests can wait it out, long enough that no other test sees a record vanish.
  */
-export const CONTRACT_RETENTION: StoreRetention = { jobMs: 600, idempotencyMs: 300 };
+/** Short enough to wait out in a test, long enough that a loaded CI machine's round trips fit inside. */
+export const CONTRACT_RETENTION: StoreRetention = { jobMs: 1_500, idempotencyMs: 1_000 };
 
 let counter = 0;
 const run = Math.random().toString(36).slice(2, 8);
@@ -103,3 +104,23 @@ export function scheduleRecord(overrides: Partial<ScheduleRecord> = {}): Schedul
     ...overrides,
   };
 }
+
+/** The result of a submit that admission control did not refuse (throws if it did). */
+export function accepted(result: SubmitResult | SubmitDenied): SubmitResult {
+  if ("denied" in result) throw new Error(`submit denied: ${JSON.stringify(result.denied)}`);
+  return result;
+}
+
+/** Store options a contract may vary (both stores take them). */
+export interface ContractStoreOptions {
+  /** Events kept in the capped event log (`0`: none). */
+  eventsMaxLen?: number;
+}
+
+/**
+ * Makes a fresh, empty store for one test (its own prefix on a shared Redis is fine), built with
+ * {@link CONTRACT_RETENTION} and `options`; `cleanup` runs after the test.
+ */
+export type MakeContractStore = (
+  options?: ContractStoreOptions,
+) => Promise<{ store: Store; cleanup: () => Promise<void> }>;

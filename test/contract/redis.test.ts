@@ -1,11 +1,14 @@
 /**
- * The Store contract on the Redis store: ioredis against the shared Redis at 127.0.0.1:6379,
- * a random key prefix per test, whose keys (and only those) are deleted afterwards.
+ * The Store, admission and observability contracts on the Redis store: ioredis against the
+ * shared Redis at 127.0.0.1:6379, a random key prefix per test, whose keys (and only those) are
+ * deleted afterwards.
  */
 import { Redis } from "ioredis";
 import { afterAll } from "vitest";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
-import { CONTRACT_RETENTION } from "./fixtures.ts";
+import { describeAdmissionContract } from "./admission.contract.ts";
+import { CONTRACT_RETENTION, type MakeContractStore } from "./fixtures.ts";
+import { describeObservabilityContract } from "./observability.contract.ts";
 import { describeStoreContract } from "./store.contract.ts";
 
 const redis = new Redis("redis://127.0.0.1:6379");
@@ -21,10 +24,19 @@ async function deletePrefix(prefix: string): Promise<void> {
   } while (cursor !== "0");
 }
 
-describeStoreContract("redis", async () => {
+const make: MakeContractStore = async (options) => {
   const prefix = `contract-${Math.random().toString(36).slice(2, 10)}`;
   return {
-    store: new RedisStore({ client: fromIoredis(redis), prefix, retention: CONTRACT_RETENTION }),
+    store: new RedisStore({
+      client: fromIoredis(redis),
+      prefix,
+      retention: CONTRACT_RETENTION,
+      ...options,
+    }),
     cleanup: () => deletePrefix(prefix),
   };
-});
+};
+
+describeStoreContract("redis", make);
+describeAdmissionContract("redis", make);
+describeObservabilityContract("redis", make);

@@ -1,11 +1,18 @@
 /**
  * Cost is counted, not guessed (I4): round trips through a counting Redis client, and billed
  * commands (EVAL/EVALSHA plus every `redis.call` inside, as Upstash bills) from a private Redis's
- * `INFO commandstats`.
+ * `INFO commandstats`. Admission control (quotas, degradation) and observability (counters,
+ * histograms, the event stream) live inside the same scripts: they add billed commands, never
+ * round trips. The billed figures asserted here are the ones README's cost table shows.
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createEngine, type Engine, silentLogger } from "../../src/engine/index.ts";
+import {
+  createEngine,
+  type Engine,
+  type EngineOptions,
+  silentLogger,
+} from "../../src/engine/index.ts";
 import { fromIoredis, RedisStore, type ScriptClient } from "../../src/store/redis/index.ts";
 import { scripts } from "../../src/store/redis/scripts.generated.ts";
 import { scheduleRecord } from "../contract/fixtures.ts";
@@ -47,19 +54,34 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function setup(prefix: string) {
+async function setup(
+  prefix: string,
+  opts: { eventsMaxLen?: number; engine?: Pick<EngineOptions, "degradation"> } = {},
+) {
   const { client, counter } = counting(fromIoredis(redis));
-  const store = new RedisStore({ client, prefix });
+  const store = new RedisStore({
+    client,
+    prefix,
+    ...(opts.eventsMaxLen !== undefined ? { eventsMaxLen: opts.eventsMaxLen } : {}),
+  });
+  const queue = new ChaosQueue(prng(1));
   const engine = createEngine({
     store,
-    transport: new ChaosQueue(prng(1)),
+    transport: queue,
     handlers: { work: { run: () => null } },
     logger: silentLogger,
+    ...opts.engine,
   });
   // Load every script, so counts below are steady-state (no NOSCRIPT → EVAL fallbacks).
   for (const script of Object.values(scripts)) await redis.script("LOAD", script.source);
-  return { engine, store, counter };
+  return { engine, store, counter, queue };
 }
+
+/** A tenant whose submits are guarded by a three-window quota (per minute, hour and day). */
+const QUOTA_ACTOR = {
+  tenant: "acme",
+  manifest: { quotas: { submit: { perMinute: 1_000, perHour: 10_000, perDay: 100_000 } } },
+};
 
 /** Round trips and billed commands of one call. */
 async function measure(counter: { roundTrips: number }, fn: () => Promise<unknown>) {
@@ -99,27 +121,63 @@ async function seed(engine: Engine, total: number, due: number): Promise<void> {
 }
 
 describe("cost (I4)", () => {
-  it("submit is one Redis round trip", async () => {
-    const { engine, counter } = await setup("cost-submit");
-    const m = await measure(counter, () =>
-      engine.broker.submit({ handler: "work", input: { a: 1 } }),
-    );
-    const replay = await measure(counter, async () => {
-      await engine.broker.submit({ handler: "work", idempotencyKey: "k" });
-      await engine.broker.submit({ handler: "work", idempotencyKey: "k" });
+  it("submit is one Redis round trip, with or without admission control and events", async () => {
+    // Bare: no degradation controller, no quota, no event stream (counters only).
+    const bare = await setup("cost-submit-bare", {
+      eventsMaxLen: 0,
+      engine: { degradation: false },
     });
-    console.log("submit:", m, "submit + replay:", replay);
-    expect(m.roundTrips).toBe(1);
+    // Events on (the default), still no admission control.
+    const events = await setup("cost-submit-events", { engine: { degradation: false } });
+    // Everything on: the default degradation policy and a three-window quota, events on.
+    const full = await setup("cost-submit-full");
+    const job = { handler: "work", input: { a: 1 } };
+    await full.engine.broker.submit(job, QUOTA_ACTOR); // first write of the quota counter
+
+    const b = await measure(bare.counter, () => bare.engine.broker.submit(job));
+    const e = await measure(events.counter, () => events.engine.broker.submit(job));
+    const f = await measure(full.counter, () => full.engine.broker.submit(job, QUOTA_ACTOR));
+    const replay = await measure(full.counter, async () => {
+      const keyed = { ...job, idempotencyKey: "k" };
+      await full.engine.broker.submit(keyed, QUOTA_ACTOR);
+      await full.engine.broker.submit(keyed, QUOTA_ACTOR);
+    });
+    console.log("submit:", { bare: b, events: e, admissionAndEvents: f, "keyed + replay": replay });
+    expect([b.roundTrips, e.roundTrips, f.roundTrips]).toEqual([1, 1, 1]);
     expect(replay.roundTrips).toBe(2);
+    // Bare: EVALSHA, TIME, HSET + ZADD job, ZADD + HSET outbox, ZADD pending, 2 x HINCRBY.
+    expect(b.billed).toBe(9);
+    // + XADD of the `job.created` event.
+    expect(e.billed).toBe(10);
+    // + HMGET metrics, ZCOUNT backlog, HMGET + HSET degradation state, GET + SET quota
+    // (the two HINCRBY become one HSET).
+    expect(f.billed).toBe(15);
+    // An idempotency key adds GET + SET; its replay is EVALSHA, TIME, GET key, HMGET first job.
+    expect(replay.billed).toBe(f.billed + 2 + 4);
   });
 
-  it("an idle tick is at most 3 round trips and at most 5 billed commands", async () => {
+  it("an idle tick is one round trip and at most 5 billed commands", async () => {
     const { engine, counter } = await setup("cost-idle");
     await seed(engine, 50, 0);
     const m = await measure(counter, () => engine.ticker.tick());
     console.log("idle tick:", m);
-    expect(m.roundTrips).toBeLessThanOrEqual(3);
+    expect(m.roundTrips).toBe(1);
     expect(m.billed).toBeLessThanOrEqual(5);
+  });
+
+  it("a worker delivery (beginRun + finishRun) is two round trips", async () => {
+    const { engine, counter, queue } = await setup("cost-delivery");
+    await engine.broker.submit({ handler: "work", input: null });
+    const worker = (d: Parameters<typeof engine.runner.deliver>[0]) => engine.runner.deliver(d);
+    const dead = (d: Parameters<typeof engine.runner.dead>[0]) => engine.runner.dead(d);
+    const m = await measure(counter, () => queue.deliverSome(worker, dead, 1));
+    console.log("worker delivery:", m);
+    expect(queue.stats.delivered).toBe(1);
+    expect(m.roundTrips).toBe(2);
+    // beginRun 10: EVALSHA, TIME, HMGET job, ZREM + HDEL outbox, ZREM pending, HSET job,
+    // HMGET + HSET metrics, XADD. finishRun 11: EVALSHA, HMGET job, TIME, HDEL run lease,
+    // HSET job, PEXPIRE + ZADD retention, HMGET + HSET metrics, XADD, ZRANGEBYSCORE sweep.
+    expect(m.billed).toBe(21);
   });
 
   it("a tick costs the same with 10 and with 10,000 stored schedules (same number due)", async () => {
@@ -130,8 +188,12 @@ describe("cost (I4)", () => {
     const a = await measure(small.counter, () => small.engine.ticker.tick());
     const b = await measure(large.counter, () => large.engine.ticker.tick());
     console.log("tick with 5 due of 10:", a, "of 10,000:", b);
-    expect(a.roundTrips).toBeGreaterThan(0);
+    expect(a.roundTrips).toBe(3);
     expect(b.roundTrips).toBe(a.roundTrips);
     expect(b.billed).toBe(a.billed);
+    // With the engine's defaults: the leader evaluates the degradation controller and records
+    // this instance as the new holder; 5 occurrences committed (one HSET per schedule, outbox and
+    // backlog writes batched) with their 5 `job.dispatched` events; the end records the report.
+    expect(a.billed).toBe(61);
   });
 });

@@ -98,15 +98,11 @@ describe("createApp options", () => {
     expect(() => createApp({ engine, publicUrl: "not a url" })).toThrow(TypeError);
   });
 
-  it("warns when the tick route has no secret outside dev", () => {
-    const warnings: string[] = [];
-    const logger = { ...silentLogger, warn: (msg: string) => void warnings.push(msg) };
-    const loud = createEngine({ ...engine, logger });
-    createApp({ engine: loud, dev: true });
-    expect(warnings).toEqual([]);
-    createApp({ engine: loud, tickSecret: "s" });
-    expect(warnings).toEqual([]);
-    createApp({ engine: loud });
-    expect(warnings).toEqual([expect.stringContaining("tickSecret")]);
+  it("outside dev, refuses an API without keys and a tick route without a secret", () => {
+    createApp({ engine, dev: true });
+    createApp({ engine, tickSecret: "s", apiKeys: ["k"] });
+    createApp({ engine, tickSecret: false, apiKeys: ["k"] });
+    expect(() => createApp({ engine, tickSecret: "s" })).toThrow(/no API key configured/);
+    expect(() => createApp({ engine, apiKeys: ["k"] })).toThrow(/no tickSecret/);
   });
 });

@@ -69,7 +69,7 @@ describe("Dockerfile", () => {
     const used = new Set<string>();
     for (const file of files) {
       const code = read(file).replace(/^import type .*$/gm, "");
-      for (const [, specifier] of code.matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)) {
+      for (const [, specifier] of code.matchAll(/(?<![\w"'])(?:from|import)\s*\(?\s*"([^"]+)"/g)) {
         if (!specifier || /^(\.|node:|tickwork($|\/))/.test(specifier)) continue;
         const name = specifier.startsWith("@")
           ? specifier.split("/").slice(0, 2).join("/")

@@ -252,6 +252,29 @@ describe("QStash double: retries, non-retryable and the failure callback", () =>
     expect(a1!.at - a0!.at).toBeGreaterThanOrEqual(145);
   });
 
+  it("defaultBackoffScale shortens the default backoff only, not Retry-Delay or Retry-After", async () => {
+    const { endpoint, qstash, client } = await setup(
+      {
+        "/default": (_h, i) => (i < 1 ? { status: 500 } : { status: 200 }),
+        "/expr": (_h, i) => (i < 1 ? { status: 500 } : { status: 200 }),
+        "/after": (_h, i) =>
+          i === 0 ? { status: 429, headers: { "Retry-After": "150ms" } } : { status: 200 },
+      },
+      { backoffScale: 1, defaultBackoffScale: 0.002 },
+    );
+    await client.publishJSON({ url: `${endpoint.base}/default`, body: {} });
+    await client.publishJSON({ url: `${endpoint.base}/expr`, body: {}, retryDelay: "120" });
+    await client.publishJSON({ url: `${endpoint.base}/after`, body: {} });
+    // Unscaled, the default backoff's first wait is e^2.5 s ≈ 12 s: idle() would time out.
+    await qstash.idle(5_000);
+    const [d0, d1] = endpoint.at("/default");
+    expect(d1!.at - d0!.at).toBeGreaterThanOrEqual(20);
+    const [e0, e1] = endpoint.at("/expr");
+    expect(e1!.at - e0!.at).toBeGreaterThanOrEqual(118);
+    const [a0, a1] = endpoint.at("/after");
+    expect(a1!.at - a0!.at).toBeGreaterThanOrEqual(145);
+  });
+
   it("stops at 489 + Upstash-NonRetryable-Error and POSTs the documented failure callback", async () => {
     const { endpoint, qstash, client } = await setup({
       "/hook": () => ({

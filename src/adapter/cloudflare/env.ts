@@ -30,8 +30,16 @@ export interface TickworkEnv {
    * delivery signatures name. @example "https://tickwork.acme.workers.dev"
    */
   TICKWORK_PUBLIC_URL: string;
-  /** API keys (comma-separated) accepted as `Authorization: Bearer <key>` on the API routes. */
-  TICKWORK_API_KEY: string;
+  /**
+   * API keys (comma-separated) accepted as `Authorization: Bearer <key>` on the API routes, each
+   * an `admin` key of the tenant `"default"`. Required unless `TICKWORK_CONFIG` has tenant keys.
+   */
+  TICKWORK_API_KEY?: string;
+  /**
+   * The configuration as JSON text (tenants with hashed keys, scopes and manifests; CORS;
+   * degradation): schema `schema/tickwork.config.schema.json`. A secret or a `[vars]` entry.
+   */
+  TICKWORK_CONFIG?: string;
   /** Protects `POST /v1/tick`: `Authorization: Bearer <CRON_SECRET>`. The Cron Trigger needs none. */
   CRON_SECRET: string;
   /** Redis key prefix, to share one database between deployments. @default "tw" */
@@ -65,16 +73,20 @@ export class MissingEnvError extends Error {
 }
 
 /**
- * Throws {@link MissingEnvError} unless every binding of {@link REQUIRED_ENV} is a non-empty string.
+ * Throws {@link MissingEnvError} unless every binding of {@link REQUIRED_ENV} is a non-empty string
+ * (`TICKWORK_API_KEY` may be left out when `TICKWORK_CONFIG` is set: its tenants hold the keys).
  *
  * @example
  * assertEnv(env); // env is a TickworkEnv from here on
  */
 export function assertEnv(env: object): asserts env is TickworkEnv {
   const values = env as Record<string, unknown>;
-  const missing = REQUIRED_ENV.filter((name) => {
+  const set = (name: string) => {
     const value = values[name];
-    return typeof value !== "string" || value.trim() === "";
-  });
+    return typeof value === "string" && value.trim() !== "";
+  };
+  const missing = REQUIRED_ENV.filter(
+    (name) => !set(name) && !(name === "TICKWORK_API_KEY" && set("TICKWORK_CONFIG")),
+  );
   if (missing.length > 0) throw new MissingEnvError(missing);
 }

@@ -6,12 +6,12 @@
  * Node module, so a Workers entry (or any fetch-based runtime) builds it once per isolate.
  */
 import type { ExecutionContext, Hono } from "hono";
+import { type Config, parseConfig } from "../../config/index.ts";
 import type { Engine, EngineOptions, Handlers } from "../../engine/index.ts";
 import { createEngine } from "../../engine/index.ts";
 import { type AppEnv, createApp } from "../../http/index.ts";
 import { RedisStore, type ScriptClient } from "../../store/redis/index.ts";
 import { QStashTransport, type QStashTransportOptions } from "../../transport/qstash/index.ts";
-import { apiKeyAuthorize } from "../node/api-key.ts";
 import { Background } from "./background.ts";
 
 /** The QStash settings: credentials and delivery options; the URLs follow from `publicUrl`. */
@@ -39,9 +39,18 @@ export interface TickworkConfig {
    * @example "https://tickwork.acme.workers.dev"
    */
   publicUrl: string;
-  /** API keys accepted as `Authorization: Bearer <key>` on the API routes (at least one). */
-  apiKeys: readonly string[];
-  /** When set, `/v1/tick` needs `Authorization: Bearer <tickSecret>`. */
+  /**
+   * Plain API keys accepted as `Authorization: Bearer <key>` on the API routes, each an `admin`
+   * key of the tenant `"default"`. At least one key is needed: here or in `config.tenants`.
+   */
+  apiKeys?: readonly string[];
+  /**
+   * Tenants with hashed keys, scopes and manifests; CORS; degradation (`defineConfig(…)`, or
+   * `parseConfig(env.TICKWORK_CONFIG)`). `config.degradation` applies unless `engine.degradation`
+   * is given.
+   */
+  config?: Config;
+  /** `/v1/tick` needs `Authorization: Bearer <tickSecret>`; without it, `/v1/tick` is not served. */
   tickSecret?: string | undefined;
   /**
    * Engine settings. Set `tick.horizonMs` to the period of the cron that calls the tick.
@@ -64,7 +73,8 @@ export interface Tickwork {
 /**
  * Compose store, transport, engine and app. Build it once per isolate and reuse it.
  *
- * @throws RangeError for an empty credential or no API key; TypeError for an invalid URL.
+ * @throws RangeError for an empty credential or no API key; TypeError for an invalid URL;
+ * ConfigValidationError for an invalid `config`.
  * @example
  * import { Redis } from "@upstash/redis/cloudflare";
  * const tickwork = createTickwork({
@@ -84,7 +94,14 @@ export interface Tickwork {
  */
 export function createTickwork(config: TickworkConfig): Tickwork {
   const publicUrl = new URL(config.publicUrl).href.replace(/\/+$/, "");
-  const apiKeys = config.apiKeys.map((key) => key.trim());
+  const apiKeys = (config.apiKeys ?? []).map((key) => key.trim()).filter(Boolean);
+  const settings = config.config ? parseConfig(config.config, "config") : undefined;
+  const tenants = settings?.tenants ?? [];
+  if (apiKeys.length === 0 && !tenants.some((tenant) => tenant.keys.length > 0)) {
+    throw new RangeError(
+      "no API key: set TICKWORK_API_KEY, or TICKWORK_CONFIG with tenant keys (npx tickwork hash-key)",
+    );
+  }
   const store = new RedisStore({
     client: config.redis,
     ...(config.prefix ? { prefix: config.prefix } : {}),
@@ -97,6 +114,7 @@ export function createTickwork(config: TickworkConfig): Tickwork {
   const background = new Background();
   const engineOptions = config.engine ?? {};
   const engine = createEngine({
+    ...(settings?.degradation !== undefined ? { degradation: settings.degradation } : {}),
     ...engineOptions,
     tick: { horizonMs: 60_000, ...engineOptions.tick },
     store,
@@ -107,8 +125,10 @@ export function createTickwork(config: TickworkConfig): Tickwork {
   const app = createApp({
     engine,
     publicUrl,
-    authorize: apiKeyAuthorize(apiKeys),
-    ...(config.tickSecret ? { tickSecret: config.tickSecret } : {}),
+    ...(apiKeys.length > 0 ? { apiKeys } : {}),
+    ...(tenants.length > 0 ? { tenants } : {}),
+    ...(settings?.cors ? { cors: settings.cors } : {}),
+    tickSecret: config.tickSecret || false,
   });
   return {
     engine,

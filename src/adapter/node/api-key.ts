@@ -1,31 +1,23 @@
 /**
  * @module
- * The simplest authorization outside dev: one or more static API keys, all acting as the
- * `default` tenant. (Tenants with hashed keys, scopes and manifests are DESIGN §6.)
+ * The simplest authorization outside dev: one or more plain API keys (`TICKWORK_API_KEY`), each
+ * an `admin` key of the tenant `"default"`. Kept for compatibility; tenants with hashed keys,
+ * scopes and manifests are configured with `tenants` (see `tickwork/config`).
  */
-import { timingSafeEqual } from "hono/utils/buffer";
-import { TickworkError } from "../../core/errors.ts";
 import type { Authorize } from "../../http/index.ts";
+import { tenantAuthorize } from "../../http/middleware/auth.ts";
 
 /**
- * Accept `Authorization: Bearer <key>` for any of `keys` (compared in constant time); 401 with
- * `WWW-Authenticate` otherwise.
+ * Accept `Authorization: Bearer <key>` (or `X-Api-Key: <key>`) for any of `keys`: hashed at
+ * start, compared in constant time; 401 with `WWW-Authenticate` otherwise.
  *
  * @example
  * const app = createApp({ engine, authorize: apiKeyAuthorize([process.env.TICKWORK_API_KEY!]) });
+ * // the same as createApp({ engine, apiKeys: [process.env.TICKWORK_API_KEY!] })
  */
 export function apiKeyAuthorize(keys: readonly string[]): Authorize {
-  const accepted = keys.filter((key) => key.length > 0);
+  const accepted = keys.map((key) => key.trim()).filter((key) => key.length > 0);
   if (accepted.length === 0)
     throw new RangeError("apiKeyAuthorize needs at least one non-empty key");
-  return async function apiKeyAuthorize(c) {
-    const presented = /^Bearer +(\S+) *$/i.exec(c.req.header("authorization") ?? "")?.[1];
-    if (presented !== undefined) {
-      for (const key of accepted) {
-        if (await timingSafeEqual(presented, key)) return { tenant: "default" };
-      }
-    }
-    c.header("WWW-Authenticate", 'Bearer realm="tickwork"');
-    throw new TickworkError(401, "unauthorized", "missing or invalid API key");
-  };
+  return tenantAuthorize([], { apiKeys: accepted });
 }

@@ -32,6 +32,13 @@ export interface BannerInfo {
   horizonMs: number;
   /** True when requests need `Authorization: Bearer <key>`. */
   auth: boolean;
+  /** Tenants configured (`TICKWORK_CONFIG`), when there are any. */
+  tenants?: number;
+  /**
+   * Whether `/v1/tick` is served over HTTP (outside dev only with `CRON_SECRET`).
+   * @default true
+   */
+  tickRoute?: boolean;
   handlers: string[];
 }
 
@@ -90,11 +97,15 @@ export function formatBanner(info: BannerInfo): string {
   const tick =
     info.tickEveryMs === undefined
       ? "no timer here (roles without tick): run a --role tick server, or call /v1/tick from a cron"
-      : `internal timer every ${seconds(info.tickEveryMs)}, look-ahead ${seconds(info.horizonMs)}`;
+      : `internal timer every ${seconds(info.tickEveryMs)}, look-ahead ${seconds(info.horizonMs)}` +
+        (info.tickRoute === false ? "; /v1/tick over HTTP off (set CRON_SECRET to serve it)" : "");
   const auth = !serves.read
     ? "no API routes here"
     : info.auth
-      ? "API key required: Authorization: Bearer $TICKWORK_API_KEY"
+      ? `API key required: Authorization: Bearer $TICKWORK_API_KEY` +
+        (info.tenants
+          ? ` (or a key of the ${info.tenants} tenant${info.tenants === 1 ? "" : "s"} in TICKWORK_CONFIG)`
+          : "")
       : "OFF (dev mode): no API key needed; do not expose this port";
   const lines = [
     `tickwork ${info.mode === "dev" ? "dev server" : "server"} listening on ${info.url}`,

@@ -4,7 +4,9 @@
  * entry files (the CLI, `functions/node.ts`, `functions/vercel/`) pass their environment in;
  * nothing here touches `process.env`.
  */
+import { type Config, hasKeys } from "../../config/index.ts";
 import { parseRoles } from "../../http/roles.ts";
+import { loadConfig } from "./config.ts";
 import { ConfigError } from "./errors.ts";
 import type { StartServerOptions } from "./start.ts";
 
@@ -92,9 +94,12 @@ export function selectQStash(env: Env): QStashSelection | undefined {
  * | `TICKWORK_SIGNING_KEY` | `signingKey` (the local queue's, shared by replicas) |
  * | `TICKWORK_ROLES` | `roles` (comma-separated; default `all`) |
  * | `TICKWORK_API_KEY` | `apiKeys` (comma-separated; `start` only: dev has no auth) |
- * | `CRON_SECRET` | `tickSecret` (`start` only) |
+ * | `TICKWORK_CONFIG` | `config`: a JSON file (or the JSON itself) with tenants, CORS, degradation |
+ * | `CRON_SECRET` | `tickSecret` (`start` only; without it `/v1/tick` is not served over HTTP) |
  *
- * `start` also needs a store (Redis or Upstash) and, when API routes are served, an API key.
+ * `start` also needs a store (Redis or Upstash) and, when API routes are served, an API key
+ * (`TICKWORK_API_KEY`, or tenants with keys in `TICKWORK_CONFIG`). Dev ignores keys and tenants
+ * (auth is off) but applies the rest of the configuration.
  * @throws ConfigError saying what to set.
  *
  * @example
@@ -123,6 +128,13 @@ export function serverOptionsFromEnv(
     .split(",")
     .map((key) => key.trim())
     .filter(Boolean);
+  const configValue = value(env, "TICKWORK_CONFIG");
+  let config: Config | undefined = configValue ? loadConfig(configValue) : undefined;
+  if (dev && config?.tenants) {
+    // Dev has no auth: tenants and their keys are not passed on (CORS and degradation are).
+    const { tenants: _tenants, ...rest } = config;
+    config = rest;
+  }
 
   if (!dev && store.kind === "memory") {
     throw new ConfigError(
@@ -132,11 +144,14 @@ export function serverOptionsFromEnv(
         "or run `tickwork dev` for a local server with in-memory state.",
     );
   }
-  if (!dev && servesApi && apiKeys.length === 0) {
+  if (!dev && servesApi && apiKeys.length === 0 && !hasKeys(config)) {
     throw new ConfigError(
-      "TICKWORK_API_KEY is not set. Outside dev every API request needs a key " +
-        '("Authorization: Bearer <key>"). Set it, e.g. TICKWORK_API_KEY=$(openssl rand -hex 24), ' +
-        "or run `tickwork dev` (auth off).",
+      "TICKWORK_API_KEY is not set, nor TICKWORK_CONFIG with tenant keys. Outside dev every API " +
+        'request needs a key ("Authorization: Bearer <key>"). Either set one admin key, e.g. ' +
+        "TICKWORK_API_KEY=$(openssl rand -hex 24), or set TICKWORK_CONFIG=<file.json> with " +
+        "tenants whose keys are stored as hashes (generate a key and its hash with " +
+        "`npx tickwork hash-key`; schema: schema/tickwork.config.schema.json). Or run " +
+        "`tickwork dev` (auth off).",
     );
   }
 
@@ -156,6 +171,7 @@ export function serverOptionsFromEnv(
     ...(signingKey ? { signingKey } : {}),
     ...(roles ? { roles } : {}),
     ...(!dev && apiKeys.length > 0 ? { apiKeys } : {}),
+    ...(config ? { config } : {}),
     ...(!dev && tickSecret ? { tickSecret } : {}),
   };
 }

@@ -13,6 +13,7 @@ export {
   NO_SUBMIT_ROUTE_LINE,
   redactRedisUrl,
 } from "./banner.ts";
+export { loadConfig } from "./config.ts";
 export {
   type Env,
   parsePort,
@@ -24,6 +25,7 @@ export {
 } from "./env.ts";
 export { ConfigError, StartError } from "./errors.ts";
 export { type FetchApp, type NodeServer, type ServeOptions, serve } from "./serve.ts";
+export { nodeSignals } from "./signals.ts";
 export {
   type QStashCredentials,
   type RunningServer,

@@ -61,7 +61,7 @@ export interface NodeServer {
  * let requests in flight finish, run `onShutdown`, exit.
  *
  * @example
- * const app = createApp({ engine });
+ * const app = createApp({ engine, apiKeys: [process.env.TICKWORK_API_KEY!], tickSecret: false });
  * const server = await serve(app, { port: 8787, onShutdown: () => store.close?.() });
  * console.log(`listening on ${server.url}`);
  */

@@ -7,6 +7,7 @@
  * entry files (`functions/node.ts`, the CLI) read the environment (see `serverOptionsFromEnv`).
  */
 import { randomBytes } from "node:crypto";
+import { type Config, ConfigValidationError, hasKeys, parseConfig } from "../../config/index.ts";
 import type { Handlers } from "../../engine/handlers.ts";
 import { createEngine, type Engine, type EngineOptions } from "../../engine/index.ts";
 import { jsonLogger, type Logger } from "../../engine/logger.ts";
@@ -15,10 +16,10 @@ import { normalizeRoles, type Role, type RouteSet, routeSet } from "../../http/r
 import { LocalTransport } from "../../transport/local/index.ts";
 import type { Transport } from "../../transport/port.ts";
 import { DEFAULT_QSTASH_URL, QStashTransport } from "../../transport/qstash/index.ts";
-import { apiKeyAuthorize } from "./api-key.ts";
 import { type BannerInfo, formatBanner } from "./banner.ts";
 import { StartError } from "./errors.ts";
 import { type FetchApp, serve } from "./serve.ts";
+import { nodeSignals } from "./signals.ts";
 import { openStore, type StoreTarget } from "./store.ts";
 import { startTicker } from "./ticker.ts";
 
@@ -91,9 +92,22 @@ export interface StartServerOptions {
    * @example "https://jobs.example.com"
    */
   publicUrl?: string;
-  /** Accepted `Authorization: Bearer` keys for the API routes. Required outside dev when served. */
+  /**
+   * Plain API keys (`TICKWORK_API_KEY`) for the API routes, each an `admin` key of the tenant
+   * `"default"`. Outside dev, the API routes need these or tenant keys in `config`.
+   */
   apiKeys?: readonly string[];
-  /** Required as `Authorization: Bearer <tickSecret>` on `/v1/tick` when set. */
+  /**
+   * Tenants with hashed keys, scopes and manifests; CORS; degradation settings (the file
+   * `TICKWORK_CONFIG` names, or `defineConfig(…)`). `config.degradation` applies unless
+   * `engine.degradation` is given.
+   */
+  config?: Config;
+  /**
+   * Required as `Authorization: Bearer <tickSecret>` on `/v1/tick`. Outside dev, without it
+   * `/v1/tick` is not served over HTTP (the server's own timer still ticks); in dev the route is
+   * open.
+   */
   tickSecret?: string;
   /**
    * Period of the internal tick timer; also the tick's look-ahead horizon unless
@@ -152,9 +166,12 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const roles = checkRoles(options.roles);
   const serves = routeSet(roles);
   const apiKeys = (options.apiKeys ?? []).filter((key) => key.length > 0);
-  if (!dev && serves.read && apiKeys.length === 0) {
+  const config = checkConfig(options.config);
+  if (!dev && serves.read && apiKeys.length === 0 && !hasKeys(config)) {
     throw new StartError(
-      "no API key configured: outside dev every API request needs one. Set TICKWORK_API_KEY (or pass apiKeys).",
+      "no API key configured: outside dev every API request needs one. Set TICKWORK_API_KEY " +
+        "(one admin key; or pass apiKeys), or TICKWORK_CONFIG with tenants whose keys are stored " +
+        "as hashes (or pass config); generate a key and its hash with `npx tickwork hash-key`.",
     );
   }
   const port = options.port ?? 8787;
@@ -167,6 +184,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   checkDeliveries(options, serves, publicUrl);
   const tickEveryMs = options.tickEveryMs ?? 1_000;
   const engineOptions: EngineOptions = {
+    ...(config?.degradation !== undefined ? { degradation: config.degradation } : {}),
+    localSignals: nodeSignals(),
     ...options.engine,
     tick: { horizonMs: tickEveryMs, ...options.engine?.tick },
   };
@@ -217,8 +236,15 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       dev,
       roles,
       publicUrl: publicUrl ?? server.url,
-      ...(options.tickSecret ? { tickSecret: options.tickSecret } : {}),
-      ...(apiKeys.length > 0 ? { authorize: apiKeyAuthorize(apiKeys) } : {}),
+      // Outside dev, no secret: no HTTP tick route (this server's timer ticks on its own).
+      ...(options.tickSecret
+        ? { tickSecret: options.tickSecret }
+        : dev
+          ? {}
+          : { tickSecret: false }),
+      ...(apiKeys.length > 0 ? { apiKeys } : {}),
+      ...(config?.tenants?.length ? { tenants: config.tenants } : {}),
+      ...(config?.cors ? { cors: config.cors } : {}),
     });
     ticking = serves.tick;
     if (ticking) {
@@ -248,11 +274,24 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     transport: transportBanner,
     tickEveryMs: ticking ? tickEveryMs : undefined,
     horizonMs: engine.options.tick.horizonMs,
-    auth: apiKeys.length > 0,
+    auth: apiKeys.length > 0 || hasKeys(config),
+    ...(config?.tenants?.length ? { tenants: config.tenants.length } : {}),
+    tickRoute: dev || Boolean(options.tickSecret),
     handlers: Object.keys(options.handlers),
   });
   if (options.print !== false) (options.print ?? console.log)(banner);
   return { url: server.url, port: server.port, engine, banner, close: server.close };
+}
+
+function checkConfig(config: Config | undefined): Config | undefined {
+  if (config === undefined) return undefined;
+  try {
+    return parseConfig(config, "config");
+  } catch (error) {
+    if (error instanceof ConfigValidationError)
+      throw new StartError(error.message, { cause: error });
+    throw error;
+  }
 }
 
 function checkRoles(roles: readonly Role[] | undefined): Role[] {

@@ -39,6 +39,7 @@ function fakeEngine(tickMs: number, fail?: () => Error | undefined) {
           dispatched: 0,
           recovered: 0,
           due: 0,
+          held: 0,
           idle: true,
           fenced: false,
           tookMs: tickMs,

@@ -5,11 +5,13 @@
  */
 import type { Context } from "hono";
 import { TickworkError, ValidationError } from "../../core/errors.ts";
+import { FORBIDDEN_KEYS, forbiddenKeys, jsonDepth, MAX_JSON_DEPTH } from "../../core/schemas.ts";
 import type { AppEnv } from "../options.ts";
 
 /**
  * The JSON body of a request: 415 unless it is `application/json` (or `+json`), 413 when over
- * `maxBytes`, 400 when it is not valid UTF-8 JSON.
+ * `maxBytes`, 400 when it is not valid UTF-8 JSON, nests deeper than {@link MAX_JSON_DEPTH}, or
+ * holds a key of {@link FORBIDDEN_KEYS} anywhere (`__proto__`, `constructor`, `prototype`).
  *
  * @example
  * const body = await readJson(c, 1_048_576);
@@ -32,12 +34,27 @@ export async function readJson(c: Context<AppEnv>, maxBytes: number): Promise<un
       { path: "", message: "not UTF-8" },
     ]);
   }
+  // Counted before parsing: a deeply nested body is refused without building it.
+  if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+    throw new ValidationError(`request body nests deeper than ${MAX_JSON_DEPTH} levels`, [
+      { path: "", message: `more than ${MAX_JSON_DEPTH} levels of objects and arrays` },
+    ]);
+  }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (error) {
     const message = error instanceof Error ? error.message : "not JSON";
     throw new ValidationError("request body is not valid JSON", [{ path: "", message }]);
   }
+  const forbidden = forbiddenKeys(value);
+  if (forbidden.length > 0) {
+    throw new ValidationError(
+      `request body uses a reserved key (${FORBIDDEN_KEYS.join(", ")})`,
+      forbidden,
+    );
+  }
+  return value;
 }
 
 /**

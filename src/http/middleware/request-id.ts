@@ -1,8 +1,10 @@
 /**
  * @module
  * Every answer carries `x-request-id`: the caller's own when it looks like an id, else a fresh one.
+ * Every log line written while handling the request carries it too, through a child logger.
  */
 import type { MiddlewareHandler } from "hono";
+import { type Logger, silentLogger } from "../../engine/logger.ts";
 import type { AppEnv } from "../options.ts";
 
 const HEADER = "x-request-id";
@@ -10,19 +12,29 @@ const HEADER = "x-request-id";
 const SANE_ID = /^[A-Za-z0-9._:=-]{1,128}$/;
 
 /**
- * Sets `c.get("requestId")` and the `x-request-id` header of the answer — also of answers a
- * route passes through as they are (the worker's).
+ * Sets `c.get("requestId")`, `c.get("logger")` (`logger` with that `requestId`) and the
+ * `x-request-id` header of the answer — also of answers a route passes through as they are (the
+ * worker's). Each request ends with one `debug` line: method, path, status and duration.
  *
  * @example
- * app.use(requestId());
+ * app.use(requestId(engine.options.logger));
  */
-export function requestId(): MiddlewareHandler<AppEnv> {
+export function requestId(logger: Logger = silentLogger): MiddlewareHandler<AppEnv> {
   return async function requestId(c, next) {
+    const started = Date.now();
     const incoming = c.req.header(HEADER);
     const id = incoming !== undefined && SANE_ID.test(incoming) ? incoming : crypto.randomUUID();
+    const log = logger.child({ requestId: id });
     c.set("requestId", id);
+    c.set("logger", log);
     c.header(HEADER, id);
     await next();
+    log.debug("request", {
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      ms: Date.now() - started,
+    });
     if (c.res.headers.get(HEADER) === id) return;
     try {
       c.res.headers.set(HEADER, id);

@@ -1,13 +1,18 @@
 /**
  * @module
- * `/v1/jobs`: submit, read (with long-poll), cancel, list.
+ * `/v1/jobs`: submit, read (with long-poll), cancel, list. Reads need the `read` scope, submit and
+ * cancel `jobs:write`; a tenant's key sees only its own jobs.
  */
 import { Hono } from "hono";
 import { NotFoundError } from "../../core/errors.ts";
+import { FINAL_JOB_STATUSES } from "../../core/model.ts";
 import type { SubmitJobInput } from "../../core/schemas.ts";
+import { sees } from "../../engine/broker.ts";
 import { waitForFinal } from "../long-poll.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readJson } from "../middleware/body.ts";
+import { setRateLimitHeaders, withRateLimitHeaders } from "../middleware/rate-limit.ts";
+import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { listJobsQuery, parseQuery, waitQuery } from "../query.ts";
 import { jobResource, jobSummary, pageResource } from "../serialize.ts";
@@ -24,33 +29,47 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
   const routes = new Hono<AppEnv>();
   routes.use(authorizeRequest(config.authorize));
 
-  routes.get("/", async (c) => {
+  routes.get("/", requireScope("read"), async (c) => {
     const query = parseQuery(c, listJobsQuery);
+    const actor = c.get("actor");
     const page = await engine.store.listJobs(query);
-    return c.json(pageResource(page, jobResource));
+    // Without a per-tenant index the page is filtered: it may hold fewer items (a cursor remains).
+    const items = page.items.filter((job) => sees(actor, job.tenant));
+    return c.json(pageResource({ ...page, items }, jobResource));
   });
 
-  routes.get("/:id", async (c) => {
+  routes.get("/:id", requireScope("read"), async (c) => {
     const id = c.req.param("id");
     const { wait } = parseQuery(c, waitQuery);
-    const job = wait
-      ? await waitForFinal(engine.store, id, Math.min(wait, config.maxWaitMs), c.req.raw.signal)
-      : await engine.store.getJob(id);
-    if (!job) throw new NotFoundError("job", id);
+    const actor = c.get("actor");
+    // Read first, so a wait on another tenant's job answers 404 at once, like any unknown id.
+    let job = await engine.store.getJob(id);
+    if (job && sees(actor, job.tenant) && wait && !FINAL_JOB_STATUSES.includes(job.status)) {
+      job = await waitForFinal(
+        engine.store,
+        id,
+        Math.min(wait, config.maxWaitMs),
+        c.req.raw.signal,
+      );
+    }
+    if (!job || !sees(actor, job.tenant)) throw new NotFoundError("job", id);
     return c.json(jobResource(job));
   });
 
   if (config.serves.write) {
-    routes.post("/", async (c) => {
+    routes.post("/", requireScope("jobs:write"), async (c) => {
       const body = await readJson(c, config.bodyLimitBytes);
-      const { job, replayed } = await engine.broker.submit(body as SubmitJobInput, c.get("actor"));
+      const { job, replayed, quota } = await withRateLimitHeaders(c, () =>
+        engine.broker.submit(body as SubmitJobInput, c.get("actor")),
+      );
+      if (quota) setRateLimitHeaders(c, quota);
       if (replayed) c.header("Idempotent-Replayed", "true");
       c.header("Location", `${config.pathPrefix}/v1/jobs/${encodeURIComponent(job.id)}`);
       return c.json(jobSummary(job), replayed ? 200 : 202);
     });
 
-    routes.delete("/:id", async (c) => {
-      const job = await engine.broker.cancel(c.req.param("id"));
+    routes.delete("/:id", requireScope("jobs:write"), async (c) => {
+      const job = await engine.broker.cancel(c.req.param("id"), c.get("actor"));
       return c.json({ id: job.id, status: job.status });
     });
   }

@@ -4,9 +4,10 @@
  * `/v1/dead` (the failure callback) and the dead-letter list `/v1/dlq`.
  */
 import { type Context, Hono } from "hono";
-import { NotFoundError } from "../../core/errors.ts";
+import { sees } from "../../engine/broker.ts";
 import { authorizeRequest, requireTickSecret } from "../middleware/auth.ts";
 import { readText } from "../middleware/body.ts";
+import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { pageQuery, parseQuery } from "../query.ts";
 import { jobResource, jobSummary, pageResource, tickResource } from "../serialize.ts";
@@ -29,9 +30,9 @@ export function queueRoutes(config: AppConfig): Hono<AppEnv> {
     return `${config.publicUrl}${route}${new URL(c.req.url).search}`;
   }
 
-  if (config.serves.tick) {
+  if (config.serves.tick && config.tickRoute) {
     routes.on(["GET", "POST"], "/tick", requireTickSecret(config.tickSecret), async (c) =>
-      c.json(tickResource(await engine.ticker.tick())),
+      c.json(tickResource(await engine.ticker.tick(c.get("logger")))),
     );
   }
 
@@ -39,11 +40,10 @@ export function queueRoutes(config: AppConfig): Hono<AppEnv> {
     // The runner answers in the queue's terms (200 done, 489 give up, 409 busy, else retry).
     routes.post("/worker", async (c) => {
       const body = await readText(c, config.deliveryLimitBytes);
-      return engine.runner.deliver({
-        url: deliveredTo(c, "/v1/worker"),
-        headers: c.req.raw.headers,
-        body,
-      });
+      return engine.runner.deliver(
+        { url: deliveredTo(c, "/v1/worker"), headers: c.req.raw.headers, body },
+        c.get("logger"),
+      );
     });
 
     routes.post("/dead", async (c) => {
@@ -57,21 +57,25 @@ export function queueRoutes(config: AppConfig): Hono<AppEnv> {
   }
 
   if (config.serves.read) {
-    routes.get("/dlq", authorize, async (c) => {
+    routes.get("/dlq", authorize, requireScope("read"), async (c) => {
+      const actor = c.get("actor");
       const page = await engine.store.listDead(parseQuery(c, pageQuery));
-      return c.json(pageResource(page, jobResource));
+      // Filtered per tenant after the read: a page may hold fewer items (a cursor remains).
+      const items = page.items.filter((job) => sees(actor, job.tenant));
+      return c.json(pageResource({ ...page, items }, jobResource));
     });
   }
 
   if (config.serves.write) {
-    routes.post("/dlq/:id/retry", authorize, async (c) => {
-      const job = await engine.broker.retryDead(c.req.param("id"));
+    // Dead letters are an operator's tool: a retry re-runs a job outside the submit quota.
+    routes.post("/dlq/:id/retry", authorize, requireScope("admin"), async (c) => {
+      const job = await engine.broker.retryDead(c.req.param("id"), c.get("actor"));
       return c.json(jobSummary(job), 202);
     });
 
-    routes.delete("/dlq/:id", authorize, async (c) => {
+    routes.delete("/dlq/:id", authorize, requireScope("admin"), async (c) => {
       const id = c.req.param("id");
-      if (!(await engine.store.deleteDead(id))) throw new NotFoundError("dead job", id);
+      await engine.broker.deleteDead(id, c.get("actor"));
       return c.json({ id, status: "deleted" as const });
     });
   }

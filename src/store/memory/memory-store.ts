@@ -6,8 +6,12 @@
  * Atomicity: every operation's body is synchronous (no `await` inside), so it runs as one step
  * of the event loop, as a Lua script runs as one step of Redis. Records are deep-copied in and
  * out, so a caller can never reach the stored state. Time-to-live values (leases, idempotency
- * keys, finished-job retention, run leases) are judged lazily against the injected clock.
+ * keys, finished-job retention, run leases, quota counters) are judged lazily against the
+ * injected clock. Counters, histograms, the degradation state and the capped event log live in
+ * the same object and change inside the operations they record, as they do in the Redis scripts.
  */
+
+import { ValidationError } from "../../core/errors.ts";
 import type {
   JobError,
   JobRecord,
@@ -18,26 +22,48 @@ import type {
 } from "../../core/model.ts";
 import { FINAL_JOB_STATUSES } from "../../core/model.ts";
 import type {
+  Admission,
   BeginRunResult,
   BeginTickOptions,
   BeginTickResult,
   CancelResult,
   CommitResult,
+  DegradationLevel,
+  DegradationPolicy,
+  DegradationState,
+  EventsPage,
+  EventsQuery,
   FinishRunResult,
+  Histogram,
   ListJobsQuery,
   ListSchedulesQuery,
   NextDueResult,
   OutboxAck,
   Page,
   PutScheduleResult,
+  QuotaCheck,
   RunOutcome,
   ScheduleCommit,
   Store,
   StoreRetention,
+  StoreStats,
+  SubmitDenied,
   SubmitResult,
+  TickEvent,
 } from "../port.ts";
-import { DEFAULT_RETENTION, TICK_LEASE } from "../port.ts";
+import { DEFAULT_RETENTION, FLAP_WINDOW_MS, TICK_LEASE } from "../port.ts";
+import {
+  checkQuota,
+  emptyHistogram,
+  evaluateDegradation,
+  initialDegradation,
+  movingAverage,
+  observe,
+  type QuotaCounters,
+  type QuotaVerdict,
+} from "./admission.ts";
 import { paginate, type Scored } from "./cursor.ts";
+import { ScoreIndex } from "./score-index.ts";
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -51,7 +77,15 @@ export interface MemoryStoreOptions {
    * @default { jobMs: 7 days, idempotencyMs: 24 h }
    */
   retention?: Partial<StoreRetention>;
+  /**
+   * How many lifecycle events the capped event log keeps (newest); `0` writes none.
+   * @default 10_000
+   */
+  eventsMaxLen?: number;
 }
+
+/** Events a call to `events()` examines at most (as the Redis store). */
+const EVENTS_SCAN = 1_000;
 
 interface StoredJob {
   record: JobRecord;
@@ -67,6 +101,16 @@ interface Expiring<T> {
   value: T;
   expiresAt: number;
 }
+
+/** A stored event with its parsed id, for ordering. */
+interface StoredEvent {
+  ms: number;
+  seq: number;
+  event: TickEvent;
+}
+
+type Totals = StoreStats["totals"];
+type GaugeStatus = keyof StoreStats["jobs"];
 
 /**
  * In-memory {@link Store}.
@@ -97,12 +141,47 @@ export class MemoryStore implements Store {
   #leaseSeq = 0;
   /** Schedule rev sequence: a created schedule's rev is above every rev a deleted one had. */
   #revSeq = 0;
-  /** Earliest time any retained job or idempotency key may have expired. */
+  /** Earliest time any retained job, idempotency key or quota counter may have expired. */
   #sweepAt = Number.POSITIVE_INFINITY;
+  /** Held schedules (degradation `critical`) → their due-index score instead of `nextRunAt`. */
+  readonly #held = new Map<string, number>();
+  /** `{p}:pending`: queued jobs → runAt, failed jobs → failure time. */
+  readonly #pending = new ScoreIndex();
+  /** Quota key → its window counters and when they expire. */
+  readonly #quotas = new Map<string, { counters: QuotaCounters; expiresAt: number }>();
+  readonly #gauges: StoreStats["jobs"] = { queued: 0, running: 0, failed: 0 };
+  readonly #totals: Totals = {
+    submitted: 0,
+    dispatched: 0,
+    recovered: 0,
+    started: 0,
+    succeeded: 0,
+    failed: 0,
+    dead: 0,
+    cancelled: 0,
+    skipped: 0,
+    retried: 0,
+    ticks: 0,
+  };
+  readonly #histograms = {
+    dispatchLagMs: emptyHistogram(),
+    handlerDurationMs: emptyHistogram(),
+    tickDurationMs: emptyHistogram(),
+    leaseAcquisitionMs: emptyHistogram(),
+  };
+  readonly #averages = { lagMs: 0, failureRate: 0 };
+  readonly #leader = { holder: null as string | null, changes: 0, flaps: 0, acquiredAt: 0 };
+  #degradation: DegradationState = initialDegradation();
+  readonly #eventsMaxLen: number;
+  /** The capped event log, oldest first, from index `#eventsStart` on. */
+  #events: StoredEvent[] = [];
+  #eventsStart = 0;
+  #lastEvent = { ms: 0, seq: -1 };
 
   constructor(options: MemoryStoreOptions = {}) {
     this.#clock = options.clock ?? Date.now;
     this.#retention = { ...DEFAULT_RETENTION, ...definedOnly(options.retention ?? {}) };
+    this.#eventsMaxLen = Math.max(0, Math.floor(options.eventsMaxLen ?? 10_000));
   }
 
   async now(): Promise<number> {
@@ -153,10 +232,26 @@ export class MemoryStore implements Store {
     const token = this.#takeLease(TICK_LEASE, opts.leaseMs, now);
     const recover = recoverable.slice(0, Math.max(0, opts.recoverLimit));
     for (const message of recover) message.recoverAt = now + opts.recoverGraceMs;
+    this.#totals.ticks += 1;
+    this.#totals.recovered += recover.length;
+    let leaderChanged: { previous: string | null } | undefined;
+    if (opts.holder !== undefined && opts.holder !== this.#leader.holder) {
+      const previous = this.#leader.holder;
+      const leader = this.#leader;
+      if (leader.changes > 0 && now - leader.acquiredAt < FLAP_WINDOW_MS) leader.flaps += 1;
+      leader.changes += 1;
+      leader.holder = opts.holder;
+      leader.acquiredAt = now;
+      leaderChanged = { previous };
+      this.#event(now, { type: "leader.changed", holder: opts.holder, previous });
+    }
+    if (opts.degradation) this.#evaluate(opts.degradation, now);
     return {
       kind: "leader",
       now,
       token,
+      degradation: this.#degradation.level,
+      ...(leaderChanged ? { leaderChanged } : {}),
       due: clone(due.slice(0, opts.limit)),
       more: due.length > opts.limit,
       recover: clone(recover),
@@ -192,7 +287,15 @@ export class MemoryStore implements Store {
       schedule.runs += commit.runsAdded;
       if (commit.lastRunAt !== undefined) schedule.lastRunAt = commit.lastRunAt;
       schedule.rev += 1;
-      for (const message of commit.messages) this.#outbox.set(message.id, clone(message));
+      if (commit.dueAt !== undefined && commit.nextRunAt !== null) {
+        this.#held.set(commit.id, commit.dueAt);
+      } else this.#held.delete(commit.id);
+      for (const message of commit.messages) {
+        this.#outbox.set(message.id, clone(message));
+        this.#totals.dispatched += 1;
+        this.#enter(message.id, "queued", message.job.runAt);
+        this.#event(now, { type: "job.dispatched", ...jobFields(message.job) });
+      }
       applied.push(commit.id);
     }
     return { kind: "ok", applied, skipped };
@@ -203,10 +306,18 @@ export class MemoryStore implements Store {
     this.#ack(acks);
   }
 
-  async endTick(token: number, ackIds: OutboxAck[]): Promise<void> {
+  async endTick(
+    token: number,
+    ackIds: OutboxAck[],
+    report?: { tickMs: number; acquireMs: number },
+  ): Promise<void> {
     const now = this.#now();
     this.#ack(ackIds);
     if (live(this.#leases, TICK_LEASE, now)?.value === token) this.#leases.delete(TICK_LEASE);
+    if (report) {
+      observe(this.#histograms.tickDurationMs, report.tickMs);
+      observe(this.#histograms.leaseAcquisitionMs, report.acquireMs);
+    }
   }
 
   // ── jobs ─────────────────────────────────────────────────────────────────
@@ -214,7 +325,8 @@ export class MemoryStore implements Store {
   async submitJob(
     job: NewJob,
     timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
-  ): Promise<SubmitResult> {
+    admission: Admission = {},
+  ): Promise<SubmitResult | SubmitDenied> {
     const now = this.#now();
     const idemKey =
       job.idempotencyKey === undefined ? undefined : `${job.tenant}\u0000${job.idempotencyKey}`;
@@ -223,10 +335,30 @@ export class MemoryStore implements Store {
       const first = firstId === undefined ? undefined : this.#jobs.get(firstId);
       if (first) return { job: clone(first.record), replayed: true };
     }
+    let degradation: { level: DegradationLevel; delayedMs: number } | undefined;
+    if (admission.degradation) {
+      const policy = admission.degradation;
+      const level = this.#evaluate(policy, now);
+      if (level === "critical" && policy.critical === "reject") {
+        return {
+          denied: { kind: "overloaded", level: "critical", retryAfterMs: policy.retryAfterMs },
+        };
+      }
+      const delayedMs =
+        level === "degraded"
+          ? policy.degradedDelayMs
+          : level === "critical"
+            ? policy.criticalDelayMs
+            : 0;
+      degradation = { level, delayedMs };
+    }
+    const quota = this.#quota(admission.quota, now);
+    if (quota && !quota.admitted) return { denied: { kind: "quota", quota: quota.state } };
+
     const spec: JobSpec = {
       ...clone(job),
       createdAt: now,
-      runAt: timing.runAt ?? now + timing.delayMs,
+      runAt: (timing.runAt ?? now + timing.delayMs) + (degradation?.delayedMs ?? 0),
     };
     const record: JobRecord = { ...spec, status: "queued", attempts: 0 };
     const message: OutboxMessage = {
@@ -243,7 +375,16 @@ export class MemoryStore implements Store {
       this.#idempotency.set(idemKey, { value: spec.id, expiresAt });
       this.#sweepAt = Math.min(this.#sweepAt, expiresAt);
     }
-    return { job: clone(record), message: clone(message), replayed: false };
+    this.#totals.submitted += 1;
+    this.#enter(spec.id, "queued", spec.runAt);
+    this.#event(now, { type: "job.created", ...jobFields(spec) });
+    return {
+      job: clone(record),
+      message: clone(message),
+      replayed: false,
+      ...(quota ? { quota: quota.state } : {}),
+      ...(degradation ? { degradation } : {}),
+    };
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -257,10 +398,13 @@ export class MemoryStore implements Store {
     const stored = this.#jobs.get(id);
     if (!stored) return { kind: "missing" };
     if (stored.record.status !== "queued") return { kind: "conflict", job: clone(stored.record) };
+    this.#leave(id, "queued");
     stored.record.status = "cancelled";
     stored.record.finishedAt = now;
     this.#retain(stored, now);
     this.#outbox.delete(id);
+    this.#totals.cancelled += 1;
+    this.#event(now, { type: "job.cancelled", ...jobFields(stored.record) });
     return { kind: "ok", job: clone(stored.record) };
   }
 
@@ -282,7 +426,11 @@ export class MemoryStore implements Store {
     if (!stored) return { kind: "missing" };
     this.#outbox.delete(spec.id);
     const job = stored.record;
-    if (FINAL_JOB_STATUSES.includes(job.status)) return { kind: "final", job: clone(job) };
+    if (FINAL_JOB_STATUSES.includes(job.status)) {
+      // A leftover entry: an occurrence committed again after it finished.
+      this.#leave(job.id, "queued");
+      return { kind: "final", job: clone(job) };
+    }
     if (job.status === "running" && stored.leaseUntil !== undefined && stored.leaseUntil > now) {
       return { kind: "busy", retryAfterMs: stored.leaseUntil - now };
     }
@@ -291,19 +439,31 @@ export class MemoryStore implements Store {
       if (holder && holder.value !== job.id) {
         // Only an occurrence that never started may be skipped; a retry of a started one waits.
         if (job.attempts > 0) return { kind: "busy", retryAfterMs: holder.expiresAt - now };
+        this.#leave(job.id, job.status);
         job.status = "skipped";
         job.finishedAt = now;
         delete stored.leaseUntil;
         this.#retain(stored, now);
+        this.#totals.skipped += 1;
+        this.#event(now, { type: "job.skipped", ...jobFields(job) });
         return { kind: "skipped", job: clone(job) };
       }
       this.#running.set(job.scheduleId, { value: job.id, expiresAt: now + leaseMs });
     }
+    this.#leave(job.id, job.status);
     job.status = "running";
     job.attempts += 1;
     job.startedAt = now;
     delete job.finishedAt;
     stored.leaseUntil = now + leaseMs;
+    this.#enter(job.id, "running", now);
+    this.#totals.started += 1;
+    if (job.attempts === 1) {
+      const lag = Math.max(0, now - job.runAt);
+      observe(this.#histograms.dispatchLagMs, lag);
+      this.#averages.lagMs = movingAverage(this.#averages.lagMs, lag);
+    }
+    this.#event(now, { type: "job.started", ...jobFields(job), attempt: job.attempts });
     return { kind: "run", attempt: job.attempts, job: clone(job) };
   }
 
@@ -316,17 +476,31 @@ export class MemoryStore implements Store {
       return { kind: "stale", job: clone(job) };
     }
     this.#releaseRun(stored);
+    this.#leave(id, "running");
     job.finishedAt = now;
+    observe(this.#histograms.handlerDurationMs, now - (job.startedAt ?? now));
+    this.#averages.failureRate = movingAverage(this.#averages.failureRate, outcome.ok ? 0 : 1);
     if (outcome.ok) {
       job.status = "succeeded";
       job.result = clone(outcome.result);
       delete job.error;
       this.#retain(stored, now);
+      this.#totals.succeeded += 1;
+      this.#event(now, { type: "job.succeeded", ...jobFields(job) });
     } else if (outcome.final) {
+      this.#totals.failed += 1;
       this.#kill(stored, outcome.error, now);
     } else {
       job.status = "failed";
       job.error = clone(outcome.error);
+      this.#totals.failed += 1;
+      this.#enter(id, "failed", now);
+      this.#event(now, {
+        type: "job.failed",
+        ...jobFields(job),
+        attempt,
+        error: errorOf(outcome.error),
+      });
     }
     return { kind: "ok", job: clone(job) };
   }
@@ -349,6 +523,7 @@ export class MemoryStore implements Store {
     }
     this.#releaseRun(stored);
     this.#outbox.delete(job.id);
+    this.#leave(job.id, job.status);
     job.finishedAt = now;
     this.#kill(stored, clone(error), now);
     return clone(job);
@@ -386,6 +561,9 @@ export class MemoryStore implements Store {
       recoverAt: now + timing.recoverGraceMs,
     };
     this.#outbox.set(id, clone(message));
+    this.#totals.retried += 1;
+    this.#enter(id, "queued", now);
+    this.#event(now, { type: "job.retried", ...jobFields(job) });
     return { job: clone(job), message: clone(message) };
   }
 
@@ -399,11 +577,19 @@ export class MemoryStore implements Store {
 
   // ── schedules ────────────────────────────────────────────────────────────
 
-  async putSchedule(schedule: ScheduleRecord, expectRev?: number): Promise<PutScheduleResult> {
-    this.#now();
+  async putSchedule(
+    schedule: ScheduleRecord,
+    expectRev?: number,
+    admission: Pick<Admission, "quota"> = {},
+  ): Promise<PutScheduleResult> {
+    const now = this.#now();
     const stored = this.#schedules.get(schedule.id);
     if (expectRev !== undefined && stored?.rev !== expectRev) {
       return { kind: "conflict", schedule: stored ? clone(stored) : null };
+    }
+    const quota = this.#quota(admission.quota, now);
+    if (quota && !quota.admitted) {
+      return { kind: "denied", denied: { kind: "quota", quota: quota.state } };
     }
     const record = clone(schedule);
     record.rev = stored ? stored.rev + 1 : ++this.#revSeq;
@@ -414,7 +600,13 @@ export class MemoryStore implements Store {
       else record.lastRunAt = stored.lastRunAt;
     }
     this.#schedules.set(record.id, record);
-    return { kind: "ok", created: !stored, schedule: clone(record) };
+    this.#held.delete(record.id);
+    return {
+      kind: "ok",
+      created: !stored,
+      schedule: clone(record),
+      ...(quota ? { quota: quota.state } : {}),
+    };
   }
 
   async getSchedule(id: string): Promise<ScheduleRecord | null> {
@@ -439,6 +631,7 @@ export class MemoryStore implements Store {
     const stored = this.#schedules.get(id);
     // A re-created schedule must start above every rev this id had (no ABA for stale tick plans).
     if (stored) this.#revSeq = Math.max(this.#revSeq, stored.rev);
+    this.#held.delete(id);
     return this.#schedules.delete(id);
   }
 
@@ -453,6 +646,61 @@ export class MemoryStore implements Store {
       entries.push({ score: record.fireAt ?? record.runAt, id: record.id, item: record });
     }
     return clone(paginate(entries, query.limit, query.cursor));
+  }
+
+  // ── observability ──────────────────────────────────────────────────────
+
+  async stats(degradation?: DegradationPolicy): Promise<StoreStats> {
+    const now = this.#now();
+    if (degradation) this.#evaluate(degradation, now);
+    const lease = live(this.#leases, TICK_LEASE, now);
+    const h = this.#histograms;
+    return clone({
+      now,
+      jobs: { ...this.#gauges },
+      totals: { ...this.#totals },
+      outbox: this.#outbox.size,
+      backlog: this.#backlog(now),
+      dispatchLagMs: copyHistogram(h.dispatchLagMs),
+      handlerDurationMs: copyHistogram(h.handlerDurationMs),
+      tickDurationMs: copyHistogram(h.tickDurationMs),
+      leaseAcquisitionMs: copyHistogram(h.leaseAcquisitionMs),
+      averages: { ...this.#averages },
+      leader: {
+        holder: this.#leader.holder,
+        active: lease !== undefined,
+        leaseRemainingMs: lease ? lease.expiresAt - now : 0,
+        changes: this.#leader.changes,
+        flaps: this.#leader.flaps,
+        acquiredAt: this.#leader.acquiredAt,
+      },
+      degradation: this.#degradation,
+    });
+  }
+
+  async events(query: EventsQuery): Promise<EventsPage> {
+    this.#now();
+    const after = query.after === undefined ? { ms: -1, seq: -1 } : parseEventId(query.after);
+    const types = query.types && query.types.length > 0 ? new Set(query.types) : undefined;
+    const limit = Math.max(1, Math.min(EVENTS_SCAN, Math.floor(query.limit)));
+    // First stored event with an id above `after` (ids increase along the array).
+    let lo = this.#eventsStart;
+    let hi = this.#events.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const e = this.#events[mid] as StoredEvent;
+      if (e.ms < after.ms || (e.ms === after.ms && e.seq <= after.seq)) lo = mid + 1;
+      else hi = mid;
+    }
+    const events: TickEvent[] = [];
+    let last: string | undefined;
+    const end = Math.min(this.#events.length, lo + EVENTS_SCAN);
+    for (let i = lo; i < end && events.length < limit; i++) {
+      const { event } = this.#events[i] as StoredEvent;
+      last = event.id;
+      if (!types || types.has(event.type)) events.push(event);
+    }
+    return clone(last === undefined ? { events } : { events, last });
   }
 
   // ── internals ────────────────────────────────────────────────────────────
@@ -473,8 +721,94 @@ export class MemoryStore implements Store {
       if (entry.expiresAt <= now) this.#idempotency.delete(key);
       else next = Math.min(next, entry.expiresAt);
     }
+    for (const [key, entry] of this.#quotas) {
+      if (entry.expiresAt <= now) this.#quotas.delete(key);
+      else next = Math.min(next, entry.expiresAt);
+    }
     this.#sweepAt = next;
     return now;
+  }
+
+  /** Checks and (when admitted) counts a quota; `undefined` without one. */
+  #quota(check: QuotaCheck | undefined, now: number): QuotaVerdict | undefined {
+    if (!check) return undefined;
+    const stored = this.#quotas.get(check.key);
+    const counters: QuotaCounters = stored?.counters ?? new Map();
+    const verdict = checkQuota(counters, check, now);
+    if (verdict.admitted) {
+      const expiresAt = now + Math.max(...check.windows.map((w) => w.windowMs));
+      this.#quotas.set(check.key, {
+        counters,
+        expiresAt: Math.max(expiresAt, stored?.expiresAt ?? 0),
+      });
+      this.#sweepAt = Math.min(this.#sweepAt, expiresAt);
+    }
+    return verdict;
+  }
+
+  /** Evaluates the degradation controller at `now`; returns the level after it. */
+  #evaluate(policy: DegradationPolicy, now: number): DegradationLevel {
+    const { state, changed } = evaluateDegradation(
+      this.#degradation,
+      policy,
+      {
+        queueDepth: this.#backlog(now),
+        lagMs: this.#averages.lagMs,
+        failureRate: this.#averages.failureRate,
+      },
+      now,
+    );
+    this.#degradation = state;
+    if (changed) this.#event(now, { type: "degradation.changed", ...changed });
+    return state.level;
+  }
+
+  /** `ZCOUNT pending -inf now`. */
+  #backlog(now: number): number {
+    return this.#pending.countUpTo(now);
+  }
+
+  /** A job enters a gauged status (`queued` and `failed` also enter `{p}:pending`). */
+  #enter(id: string, status: GaugeStatus, score: number): void {
+    if (status === "running") {
+      this.#gauges.running += 1;
+      return;
+    }
+    if (status === "queued" && this.#pending.has(id)) return;
+    this.#pending.set(id, score);
+    this.#gauges[status] += 1;
+  }
+
+  /**
+   * A job leaves `status`. Leaving `queued` counts only if the job was in `{p}:pending` (an
+   * occurrence never committed was never counted); non-gauged statuses count nothing.
+   */
+  #leave(id: string, status: JobRecord["status"]): void {
+    if (status === "queued" || status === "failed") {
+      if (this.#pending.delete(id)) this.#gauges[status] = Math.max(0, this.#gauges[status] - 1);
+    } else if (status === "running") {
+      this.#gauges.running = Math.max(0, this.#gauges.running - 1);
+    }
+  }
+
+  /** Appends an event to the capped log (id `<ms>-<seq>`, strictly increasing). */
+  #event(now: number, fields: Omit<TickEvent, "id" | "at">): void {
+    if (this.#eventsMaxLen === 0) return;
+    const last = this.#lastEvent;
+    const ms = Math.max(now, last.ms);
+    const seq = ms === last.ms ? last.seq + 1 : 0;
+    this.#lastEvent = { ms, seq };
+    const { type, ...rest } = fields;
+    const event: TickEvent = { id: `${ms}-${seq}`, type, at: now, ...rest };
+    this.#events.push({ ms, seq, event });
+    if (this.#events.length - this.#eventsStart > this.#eventsMaxLen) {
+      this.#eventsStart = this.#events.length - this.#eventsMaxLen;
+      // Compact now and then, so trimming stays amortised O(1).
+      if (this.#eventsStart >= this.#eventsMaxLen) {
+        this.#events = this.#events.slice(this.#eventsStart);
+        this.#eventsStart = 0;
+      }
+    }
   }
 
   /** Compare-and-delete: removes a message only if it still carries the acked dedup id. */
@@ -490,11 +824,18 @@ export class MemoryStore implements Store {
     return token;
   }
 
-  /** Active schedules due by `until`, earliest first (ties by id, like a sorted set). */
+  /**
+   * Active schedules due by `until`, earliest first (ties by id, like a sorted set), judged by
+   * the due-index score: `nextRunAt`, or the `dueAt` of a hold.
+   */
   #due(until: number): ScheduleRecord[] {
-    return [...this.#schedules.values()]
-      .filter((s) => s.status === "active" && s.nextRunAt !== null && s.nextRunAt <= until)
-      .sort((a, b) => (a.nextRunAt ?? 0) - (b.nextRunAt ?? 0) || compareIds(a.id, b.id));
+    const scored: [number, ScheduleRecord][] = [];
+    for (const s of this.#schedules.values()) {
+      if (s.status !== "active" || s.nextRunAt === null) continue;
+      const score = this.#held.get(s.id) ?? s.nextRunAt;
+      if (score <= until) scored.push([score, s]);
+    }
+    return scored.sort((a, b) => a[0] - b[0] || compareIds(a[1].id, b[1].id)).map(([, s]) => s);
   }
 
   /**
@@ -527,12 +868,49 @@ export class MemoryStore implements Store {
     }
   }
 
+  /** → `dead` (the caller has left the previous status): dead-letter list, total and event. */
   #kill(stored: StoredJob, error: JobError, now: number): void {
     stored.record.status = "dead";
     stored.record.error = clone(error);
     this.#dead.set(stored.record.id, now);
     this.#retain(stored, now);
+    this.#totals.dead += 1;
+    this.#event(now, {
+      type: "job.dead",
+      ...jobFields(stored.record),
+      attempt: stored.record.attempts,
+      error: errorOf(error),
+    });
   }
+}
+
+/** The fields every job event carries. */
+function jobFields(job: JobSpec): Pick<TickEvent, "jobId" | "handler" | "tenant" | "scheduleId"> {
+  return {
+    jobId: job.id,
+    handler: job.handler,
+    tenant: job.tenant,
+    ...(job.scheduleId !== undefined ? { scheduleId: job.scheduleId } : {}),
+  };
+}
+
+function errorOf(error: JobError): { name: string; message: string } {
+  return { name: error.name, message: error.message };
+}
+
+function copyHistogram(h: Histogram): Histogram {
+  return { bounds: h.bounds, counts: [...h.counts], sum: h.sum, count: h.count };
+}
+
+/** Parses an event id `<ms>-<seq>`. */
+function parseEventId(id: string): { ms: number; seq: number } {
+  const match = /^(\d{1,16})-(\d{1,16})$/.exec(id);
+  if (!match) {
+    throw new ValidationError("invalid event id", [
+      { path: "after", message: "not an event id (<ms>-<seq>)" },
+    ]);
+  }
+  return { ms: Number(match[1]), seq: Number(match[2]) };
 }
 
 /** The entry under `key` if it has not expired (an expired one is dropped, as Redis would). */

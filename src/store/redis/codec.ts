@@ -8,7 +8,18 @@
  * every such answer is an object or array, "string → parse, else use as is" is unambiguous.
  */
 import { ValidationError } from "../../core/errors.ts";
-import type { JobSpec, NewJob, ScheduleRecord } from "../../core/model.ts";
+import type { JobError, JobSpec, NewJob, ScheduleRecord } from "../../core/model.ts";
+import type {
+  DegradationLevel,
+  DegradationPolicy,
+  DegradationState,
+  EventType,
+  Histogram,
+  QuotaWindow,
+  Thresholds,
+  TickEvent,
+} from "../port.ts";
+import { HISTOGRAM_BOUNDS_MS } from "../port.ts";
 
 /** A script's JSON answer, raw or already parsed by the client. */
 export function fromJson<T>(raw: unknown): T {
@@ -61,7 +72,7 @@ export function jobData(spec: NewJob | JobSpec): string {
   return JSON.stringify(data);
 }
 
-/** A full JobSpec as the 8 arguments the `spec` include reads (beginRun, markDead). */
+/** A full JobSpec as the 9 arguments the `spec` include reads (beginRun, markDead). */
 export function specArgs(spec: JobSpec): string[] {
   return [
     spec.id,
@@ -72,7 +83,77 @@ export function specArgs(spec: JobSpec): string[] {
     spec.scheduleId ?? "",
     spec.overlap ?? "",
     String(spec.fireAt ?? spec.runAt),
+    spec.tenant,
   ];
+}
+
+/** A number as the `degrade` and `quota` includes read it: `inf` for Infinity (or a JSON `null`). */
+function numberArg(n: number | null | undefined): string {
+  if (n === null || n === Number.POSITIVE_INFINITY) return "inf";
+  if (n === Number.NEGATIVE_INFINITY) return "-inf";
+  if (n === undefined || Number.isNaN(n)) return "-";
+  return String(n);
+}
+
+function thresholdsArg(t: Thresholds | undefined): string[] {
+  return t ? [numberArg(t.normal), numberArg(t.degraded), numberArg(t.critical)] : ["-", "-", "-"];
+}
+
+/** A DegradationPolicy as the one argument the `degrade` include parses (`''` = none). */
+export function policyArg(policy: DegradationPolicy | undefined): string {
+  if (!policy) return "";
+  return [
+    ...thresholdsArg(policy.queueDepth),
+    ...thresholdsArg(policy.lagMs),
+    ...thresholdsArg(policy.failureRate),
+    ...thresholdsArg(policy.cpu),
+    ...thresholdsArg(policy.memory),
+    numberArg(policy.debounceMs),
+    numberArg(policy.local?.cpu),
+    numberArg(policy.local?.memory),
+  ].join(" ");
+}
+
+/** Quota windows as the `quota` include parses them: `windowMs limit ...`. */
+export function windowsArg(windows: readonly QuotaWindow[]): string {
+  return windows.flatMap((w) => [numberArg(w.windowMs), numberArg(w.limit)]).join(" ");
+}
+
+/** The `error` of a job event: name and message only. */
+export function eventErrorArg(error: JobError): string {
+  return JSON.stringify({ name: error.name, message: error.message });
+}
+
+/** `after` of an events query as the script argument (`''` = from the oldest): `<ms>-<seq>`. */
+export function eventIdArg(after: string | undefined): string {
+  if (after === undefined) return "";
+  if (/^\d{1,16}-\d{1,16}$/.test(after)) return after;
+  throw new ValidationError("invalid event id", [
+    { path: "after", message: "not an event id (<ms>-<seq>)" },
+  ]);
+}
+
+/** Events as the `events` script answers them: `[id, event without id]` pairs. */
+export function toEvents(raw: [string, Omit<TickEvent, "id">][]): TickEvent[] {
+  return raw.map(([id, event]) => ({ id, ...event }));
+}
+
+/** Types of an events query as one argument (`''` = every type). */
+export function typesArg(types: readonly EventType[] | undefined): string {
+  return (types ?? []).join(" ");
+}
+
+/** A histogram from the metrics hash: fields `<name>:<i>` and `<name>:sum`. */
+export function histogramOf(metrics: Record<string, string>, name: string): Histogram {
+  const counts = Array.from({ length: HISTOGRAM_BOUNDS_MS.length + 1 }, (_, i) =>
+    Number(metrics[`${name}:${i}`] ?? 0),
+  );
+  return {
+    bounds: HISTOGRAM_BOUNDS_MS,
+    counts,
+    sum: Number(metrics[`${name}:sum`] ?? 0),
+    count: counts.reduce((a, b) => a + b, 0),
+  };
 }
 
 /** The `def` field of a schedule: the record without its state. */
@@ -128,4 +209,22 @@ export function cursorArgs(cursor: string | undefined): [string, string] {
   throw new ValidationError("invalid cursor", [
     { path: "cursor", message: "not a cursor of this listing" },
   ]);
+}
+
+/** The `{p}:degrade` hash as a DegradationState (never evaluated: normal since 0, zero signals). */
+export function degradationOf(h: Record<string, string>): DegradationState {
+  const state: DegradationState = {
+    level: (h.level || "normal") as DegradationLevel,
+    since: Number(h.since ?? 0),
+    signals: h.signals
+      ? (JSON.parse(h.signals) as DegradationState["signals"])
+      : { queueDepth: 0, lagMs: 0, failureRate: 0 },
+  };
+  if (h.pendingLevel) {
+    state.pending = {
+      level: h.pendingLevel as DegradationLevel,
+      since: Number(h.pendingSince ?? 0),
+    };
+  }
+  return state;
 }

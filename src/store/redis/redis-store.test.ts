@@ -11,15 +11,60 @@ import {
   type PrivateRedis,
   startRedisServer,
 } from "../../../test/support/redis-server.ts";
+import { ValidationError } from "../../core/errors.ts";
 import type { JobSpec, NewJob, OutboxMessage, ScheduleRecord } from "../../core/model.ts";
 import { keys } from "../keys.ts";
-import type { Store } from "../port.ts";
+import type {
+  Admission,
+  BeginTickOptions,
+  DegradationPolicy,
+  Store,
+  SubmitDenied,
+  SubmitResult,
+} from "../port.ts";
 import { RedisStore } from "./redis-store.ts";
 import { fromIoredis, type ScriptClient } from "./script.ts";
 import { scripts } from "./scripts.generated.ts";
 
 const shared = new Redis("redis://127.0.0.1:6379");
 afterAll(() => shared.disconnect());
+
+/** The engine's default thresholds; `Infinity` must survive the script encoding. */
+const POLICY: DegradationPolicy = {
+  queueDepth: { normal: 50, degraded: 100, critical: 500 },
+  lagMs: { normal: 10_000, degraded: 30_000, critical: 300_000 },
+  failureRate: { normal: 0.25, degraded: 0.5, critical: Number.POSITIVE_INFINITY },
+  cpu: { normal: 50, degraded: 70, critical: 90 },
+  memory: { normal: 60, degraded: 75, critical: 90 },
+  debounceMs: 30_000,
+};
+
+const TICK: BeginTickOptions = {
+  leaseMs: 5_000,
+  horizonMs: 0,
+  limit: 10,
+  recoverLimit: 10,
+  recoverGraceMs: 0,
+};
+
+/** A submit guarded by a three-window quota and the default degradation policy. */
+const ADMISSION: Admission = {
+  quota: {
+    key: "submit:default",
+    windows: [
+      { windowMs: 60_000, limit: 1_000 },
+      { windowMs: 3_600_000, limit: 10_000 },
+      { windowMs: 86_400_000, limit: 100_000 },
+    ],
+  },
+  degradation: {
+    ...POLICY,
+    degradedDelayMs: 1_000,
+    critical: "reject",
+    criticalDelayMs: 5_000,
+    retryAfterMs: 30_000,
+  },
+};
 
 let n = 0;
 const uniq = (p: string) => `${p}-${Date.now().toString(36)}-${++n}`;
@@ -63,6 +108,12 @@ function schedule(overrides: Partial<ScheduleRecord> = {}): ScheduleRecord {
   };
 }
 
+/** A submit that admission control did not refuse (none is configured where this is used). */
+function accepted(result: SubmitResult | SubmitDenied): SubmitResult {
+  if ("denied" in result) throw new Error(`submit denied: ${JSON.stringify(result.denied)}`);
+  return result;
+}
+
 /** A store on the shared Redis under a fresh prefix, removed afterwards. */
 function withStore(client: (redis: Redis) => ScriptClient = fromIoredis) {
   const prefix = uniq("rs");
@@ -102,9 +153,11 @@ async function scenario(store: Store) {
   const now = await store.now();
   const out: unknown[] = [];
   // Ids and values that a parsing client would turn into numbers, booleans or objects.
-  const submitted = await store.submitJob(
-    newJob({ id: "123", input: "456", tags: ["true", "null"], idempotencyKey: "7" }),
-    { delayMs: 0, recoverGraceMs: 60_000 },
+  const submitted = accepted(
+    await store.submitJob(
+      newJob({ id: "123", input: "456", tags: ["true", "null"], idempotencyKey: "7" }),
+      { delayMs: 0, recoverGraceMs: 60_000 },
+    ),
   );
   out.push(
     submitted,
@@ -146,6 +199,15 @@ async function scenario(store: Store) {
   out.push(await store.listDead({ limit: 10 }));
   out.push(await store.listSchedules({ limit: 10 }));
   out.push(await store.acquireLease("x", 1_000));
+  const stats = await store.stats(POLICY);
+  out.push({
+    jobs: stats.jobs,
+    totals: stats.totals,
+    outbox: stats.outbox,
+    level: stats.degradation.level,
+  });
+  const events = await store.events({ limit: 100 });
+  out.push(events.events.map((e) => [e.type, e.jobId, e.attempt, e.error]));
   return out;
 }
 
@@ -212,6 +274,11 @@ describe("RedisStore round trips", () => {
       await once("deleteDead", () => store.deleteDead(job.id));
       await once("listRuns", () => store.listRuns(s.id, { limit: 10 }));
       await once("deleteSchedule", () => store.deleteSchedule(s.id));
+      await once("stats", () => store.stats(POLICY));
+      await once("events", () => store.events({ limit: 10, types: ["job.created"] }));
+      await once("submitJob with admission", () =>
+        store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 0 }, ADMISSION),
+      );
       const before = counter.roundTrips;
       await store.ackOutbox([]);
       expect(counter.roundTrips).toBe(before); // nothing to do: no call at all
@@ -271,7 +338,7 @@ describe("RedisStore decoding", () => {
         text: 'quote " backslash \\ slash / newline \n tab \t ünïcödé 🚀 \u2028',
       };
       const spec = newJob({ id: 'id with spaces:colons@and "quotes" 🚀', input, tags: [] });
-      const { job } = await store.submitJob(spec, { delayMs: 0, recoverGraceMs: 0 });
+      const { job } = accepted(await store.submitJob(spec, { delayMs: 0, recoverGraceMs: 0 }));
       expect(job.input).toEqual(input);
       const read = await store.getJob(spec.id);
       expect(read).toEqual(job);
@@ -283,10 +350,9 @@ describe("RedisStore decoding", () => {
       expect(run.kind).toBe("run");
       const done = await store.finishRun(spec.id, 1, { ok: true, result: input });
       expect(done.kind === "ok" && done.job.result).toEqual(input);
-      const none = await store.submitJob(newJob({ input: undefined }), {
-        delayMs: 0,
-        recoverGraceMs: 0,
-      });
+      const none = accepted(
+        await store.submitJob(newJob({ input: undefined }), { delayMs: 0, recoverGraceMs: 0 }),
+      );
       expect(none.job).not.toHaveProperty("input");
       expect(await store.getJob(none.job.id)).toEqual(none.job);
     } finally {
@@ -307,6 +373,15 @@ describe("RedisStore keys", () => {
         runAt: 5,
       };
       await store.beginRun(occ, 60_000);
+      const quota = { key: "submit:default", windows: [{ windowMs: 60_000, limit: 10 }] };
+      await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 0 }, { quota });
+      await store.putSchedule(schedule({ id: "43", nextRunAt: 1 }), undefined, {
+        quota: { ...quota, key: "schedule:default" },
+      });
+      await store.stats(POLICY);
+      expect(await store.beginTick({ ...TICK, holder: "a", degradation: POLICY })).toMatchObject({
+        kind: "leader",
+      });
       const found = (await shared.keys(`*${prefix}*`)).sort();
       const named = new Set([
         k.due,
@@ -321,6 +396,7 @@ describe("RedisStore keys", () => {
         k.lease("tick"),
         k.lease("x"),
         k.schedule("42"),
+        k.schedule("43"),
         k.scheduleRunning(overlap.id),
         k.runs("42"),
         k.runs(overlap.id),
@@ -328,13 +404,25 @@ describe("RedisStore keys", () => {
         k.job("999"),
         k.job(occ.id),
         k.idempotency("default", "7"),
+        k.pending,
+        k.metrics,
+        k.events,
+        k.degrade,
+        k.leader,
+        k.quota("submit:default"),
+        k.quota("schedule:default"),
       ]);
       for (const key of found) {
         expect(key.startsWith(`{${prefix}}:`)).toBe(true);
-        expect(named.has(key) || key.startsWith(k.job(""))).toBe(true);
+        expect([key, named.has(key) || key.startsWith(k.job(""))]).toEqual([key, true]);
       }
       expect(found).toContain(k.scheduleRunning(overlap.id));
       expect(found).toContain(k.idempotency("default", "7"));
+      for (const key of [k.pending, k.metrics, k.events, k.degrade, k.leader]) {
+        expect(found).toContain(key);
+      }
+      expect(found).toContain(k.quota("submit:default"));
+      expect(found).toContain(k.quota("schedule:default"));
     } finally {
       await cleanup();
     }
@@ -421,7 +509,9 @@ describe("RedisStore chunks and housekeeping", () => {
       expect(await shared.zcard(k.runs(s.id))).toBe(3);
       await new Promise((r) => setTimeout(r, 500));
       // A job without scheduleId must exist before it runs (beginRun does not re-create it).
-      const submitted = await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 60_000 });
+      const submitted = accepted(
+        await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 60_000 }),
+      );
       const last = submitted.job;
       await store.beginRun(submitted.message!.job, 5_000);
       await store.finishRun(last.id, 1, { ok: true, result: null });
@@ -437,10 +527,9 @@ describe("RedisStore chunks and housekeeping", () => {
   it("bounds a filtered listing's work: a short page with a cursor, then the match", async () => {
     const { store, cleanup } = withStore();
     try {
-      const rare = await store.submitJob(newJob({ handler: "rare" }), {
-        delayMs: 0,
-        recoverGraceMs: 0,
-      });
+      const rare = accepted(
+        await store.submitJob(newJob({ handler: "rare" }), { delayMs: 0, recoverGraceMs: 0 }),
+      );
       await new Promise((r) => setTimeout(r, 2));
       await Promise.all(
         Array.from({ length: 1_050 }, () =>
@@ -479,6 +568,60 @@ describe("RedisStore chunks and housekeeping", () => {
       expect(third).toEqual({ items: [expect.objectContaining({ id: "a" })] });
     } finally {
       await cleanup();
+    }
+  });
+});
+
+describe("RedisStore events", () => {
+  it("examines at most 1,000 entries per call: a filtered page may be empty yet carry `last`", async () => {
+    const { store, cleanup } = withStore();
+    try {
+      const timing = { delayMs: 0, recoverGraceMs: 0 };
+      const jobs = [];
+      for (let i = 0; i < 1_050; i += 50) {
+        jobs.push(
+          ...(await Promise.all(
+            Array.from({ length: 50 }, async () =>
+              accepted(await store.submitJob(newJob(), timing)),
+            ),
+          )),
+        );
+      }
+      await store.cancelJob(jobs[0]!.job.id);
+      const first = await store.events({ types: ["job.cancelled"], limit: 10 });
+      expect(first.events).toEqual([]);
+      const all = await store.events({ limit: 1_000 });
+      expect(all.events).toHaveLength(1_000);
+      expect(first.last).toBe(all.last);
+      const second = await store.events({
+        types: ["job.cancelled"],
+        limit: 10,
+        after: first.last!,
+      });
+      expect(second.events).toEqual([
+        expect.objectContaining({ type: "job.cancelled", jobId: jobs[0]!.job.id }),
+      ]);
+      const end = await store.events({ limit: 10, after: second.last! });
+      expect(end).toEqual({ events: [] });
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("refuses an `after` that is not an event id, and writes no stream with eventsMaxLen 0", async () => {
+    const prefix = uniq("ev");
+    const store = new RedisStore({ client: fromIoredis(shared), prefix, eventsMaxLen: 0 });
+    try {
+      await expect(store.events({ limit: 1, after: "yesterday" })).rejects.toBeInstanceOf(
+        ValidationError,
+      );
+      await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 0 });
+      expect(await shared.exists(keys(prefix).events)).toBe(0);
+      expect(await store.events({ limit: 10 })).toEqual({ events: [] });
+      expect((await store.stats()).totals.submitted).toBe(1);
+    } finally {
+      const found = await shared.keys(`{${prefix}}:*`);
+      if (found.length > 0) await shared.del(...found);
     }
   });
 });
@@ -544,19 +687,59 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
     expect(m.total).toBe(5);
   });
 
-  it("submitJob is one EVALSHA", async () => {
+  it("submitJob is one EVALSHA; events, idempotency and admission add known commands", async () => {
     const { client, counter } = counting(fromIoredis(redis));
     const store = new RedisStore({ client, prefix: "cost" });
-    await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 0 });
+    const quiet = new RedisStore({ client, prefix: "cost-quiet", eventsMaxLen: 0 });
+    const timing = { delayMs: 0, recoverGraceMs: 0 };
+    await store.submitJob(newJob(), timing); // loads the script
     counter.roundTrips = 0;
-    const plain = await billed(() => store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 0 }));
+    const plain = await billed(() => store.submitJob(newJob(), timing));
     const keyed = await billed(() =>
-      store.submitJob(newJob({ idempotencyKey: uniq("k") }), { delayMs: 0, recoverGraceMs: 0 }),
+      store.submitJob(newJob({ idempotencyKey: uniq("k") }), timing),
     );
-    expect(counter.roundTrips).toBe(2);
-    expect(plain.byCommand.get("evalsha")).toBe(1);
-    expect(plain.total).toBe(6); // EVALSHA + TIME, HSET, ZADD jobs, ZADD outbox, HSET message
-    expect(keyed.total).toBe(8); // + GET and SET of the idempotency key
+    const silent = await billed(() => quiet.submitJob(newJob(), timing));
+    const guarded = await billed(() => store.submitJob(newJob(), timing, ADMISSION));
+    const replay = await billed(async () => {
+      const job = newJob({ idempotencyKey: uniq("k") });
+      await store.submitJob(job, timing, ADMISSION);
+      await store.submitJob({ ...job, id: uniq("job") }, timing, ADMISSION);
+    });
+    expect(counter.roundTrips).toBe(6);
+    // TIME; HSET job, ZADD jobs; ZADD + HSET outbox; ZADD pending; HINCRBY submitted, queued; XADD
+    expect(Object.fromEntries(plain.byCommand)).toEqual({
+      evalsha: 1,
+      time: 1,
+      hset: 2,
+      zadd: 3,
+      hincrby: 2,
+      xadd: 1,
+    });
+    expect(plain.total).toBe(10);
+    expect(keyed.total).toBe(12); // + GET and SET of the idempotency key
+    expect(silent.total).toBe(9); // eventsMaxLen 0: no XADD
+    // Admission: HMGET metrics (averages and counters), ZCOUNT backlog, HMGET + HSET degrade
+    // (the backlog signal moved), GET + SET quota; the counters become one HSET.
+    expect(Object.fromEntries(guarded.byCommand)).toEqual({
+      evalsha: 1,
+      time: 1,
+      hmget: 2,
+      zcount: 1,
+      hset: 4,
+      get: 1,
+      set: 1,
+      zadd: 3,
+      xadd: 1,
+    });
+    expect(guarded.total).toBe(15);
+    // The replay answers before admission: GET key + HMGET of the first job.
+    expect(replay.total).toBe(guarded.total + 2 + 4);
+    console.log("submit billed:", {
+      plain: plain.total,
+      idempotencyKey: keyed.total,
+      noEvents: silent.total,
+      admission: guarded.total,
+    });
   });
 
   it("works on a server that has never seen the scripts (NOSCRIPT → EVAL, once)", async () => {

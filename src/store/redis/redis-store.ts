@@ -3,7 +3,11 @@
  * `RedisStore`: the Store port on Redis. Every method is exactly one Lua script call (one round
  * trip: EVALSHA, or EVALSHA + EVAL the first time a server sees the script), so every state
  * change is atomic and the tick's cost does not grow with the number of schedules stored.
- * Works with any client that can EVAL/EVALSHA: `@upstash/redis` over REST, ioredis over TCP.
+ * Admission control (quota counters, the degradation controller) and observability (counters,
+ * gauges, histograms and moving averages in `{p}:metrics`, the due backlog `{p}:pending`, the
+ * event stream `{p}:events`) are read and written inside those same scripts: they cost billed
+ * commands, never round trips. Works with any client that can EVAL/EVALSHA: `@upstash/redis`
+ * over REST, ioredis over TCP.
  */
 import type {
   JobError,
@@ -15,11 +19,17 @@ import type {
 } from "../../core/model.ts";
 import { keys as buildKeys, type Keys } from "../keys.ts";
 import type {
+  Admission,
   BeginRunResult,
   BeginTickOptions,
   BeginTickResult,
   CancelResult,
   CommitResult,
+  DegradationLevel,
+  DegradationPolicy,
+  Denied,
+  EventsPage,
+  EventsQuery,
   FinishRunResult,
   ListJobsQuery,
   ListSchedulesQuery,
@@ -27,26 +37,39 @@ import type {
   OutboxAck,
   Page,
   PutScheduleResult,
+  QuotaCheck,
+  QuotaState,
   RunOutcome,
   ScheduleCommit,
   Store,
   StoreRetention,
+  StoreStats,
+  SubmitDenied,
   SubmitResult,
+  TickEvent,
 } from "../port.ts";
-import { DEFAULT_RETENTION, TICK_LEASE } from "../port.ts";
+import { DEFAULT_RETENTION, FLAP_WINDOW_MS, TICK_LEASE } from "../port.ts";
 import {
   cursorArgs,
+  degradationOf,
   encodeCursor,
   errorCodeOf,
+  eventErrorArg,
+  eventIdArg,
   fromJson,
+  histogramOf,
   jobData,
   jsonArg,
   optionalArg,
+  policyArg,
   type RawPage,
   scheduleDef,
   specArgs,
+  toEvents,
   toInt,
   ttlArg,
+  typesArg,
+  windowsArg,
 } from "./codec.ts";
 import { ErrorCode, RedisStoreError } from "./errors.ts";
 import { type LuaScript, type ScriptClient, safeEval } from "./script.ts";
@@ -66,7 +89,16 @@ export interface RedisStoreOptions {
    * @default { jobMs: 7 days, idempotencyMs: 24 h }
    */
   retention?: Partial<StoreRetention>;
+  /**
+   * How many lifecycle events the stream `{prefix}:events` keeps (exact trim on every write);
+   * `0` writes no events at all (each event is one billed command).
+   * @default 10_000
+   */
+  eventsMaxLen?: number;
 }
+
+/** Events examined at most per `events()` call (the port's bound). */
+const EVENTS_BUDGET = 1_000;
 
 type Tagged<K extends string, T> = { [P in K]: T };
 type RawBeginTick =
@@ -75,6 +107,8 @@ type RawBeginTick =
       kind: "leader";
       now: number;
       token: number;
+      degradation: DegradationLevel;
+      leaderChanged?: { previous: string | null };
       more: boolean;
       due: ScheduleRecord[];
       recover: [OutboxMessage, number][];
@@ -95,10 +129,12 @@ export class RedisStore implements Store {
   readonly #client: ScriptClient;
   readonly #keys: Keys;
   readonly #retention: StoreRetention;
+  readonly #eventsMaxLen: string;
 
   constructor(options: RedisStoreOptions) {
     this.#client = options.client;
     this.#keys = buildKeys(options.prefix);
+    this.#eventsMaxLen = String(Math.max(0, Math.floor(options.eventsMaxLen ?? 10_000)));
     const retention = Object.fromEntries(
       Object.entries(options.retention ?? {}).filter(([, v]) => v !== undefined),
     );
@@ -147,13 +183,29 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.beginTick,
-      [k.root, k.due, k.outbox, k.outboxMsg, k.lease(TICK_LEASE), k.leaseSeq],
+      [
+        k.root,
+        k.due,
+        k.outbox,
+        k.outboxMsg,
+        k.lease(TICK_LEASE),
+        k.leaseSeq,
+        k.pending,
+        k.metrics,
+        k.events,
+        k.degrade,
+        k.leader,
+      ],
       [
         ttlArg(opts.leaseMs),
         String(opts.horizonMs),
         String(Math.max(0, Math.floor(opts.limit))),
         String(Math.max(0, Math.floor(opts.recoverLimit))),
         String(opts.recoverGraceMs),
+        this.#eventsMaxLen,
+        opts.holder ?? "",
+        String(FLAP_WINDOW_MS),
+        policyArg(opts.degradation),
       ],
     );
     const r = fromJson<RawBeginTick>(raw);
@@ -162,6 +214,8 @@ export class RedisStore implements Store {
       kind: "leader",
       now: r.now,
       token: r.token,
+      degradation: r.degradation,
+      ...(r.leaderChanged ? { leaderChanged: r.leaderChanged } : {}),
       due: r.due,
       more: r.more,
       // The outbox zset's score is the authoritative recoverAt; the stored JSON keeps the first.
@@ -193,21 +247,33 @@ export class RedisStore implements Store {
 
   async commitTick(token: number, commits: ScheduleCommit[]): Promise<CommitResult> {
     const k = this.#keys;
-    const args: string[] = [String(token), String(commits.length)];
+    const args: string[] = [String(token), this.#eventsMaxLen, String(commits.length)];
     for (const c of commits) {
+      const job = c.messages[0]?.job;
+      const eventMembers = job
+        ? [
+            `"scheduleId":${JSON.stringify(c.id)}`,
+            `"handler":${JSON.stringify(job.handler)}`,
+            `"tenant":${JSON.stringify(job.tenant)}`,
+          ].join(",")
+        : "";
       args.push(
         c.id,
         String(c.rev),
         optionalArg(c.nextRunAt),
         String(c.runsAdded),
         optionalArg(c.lastRunAt),
+        optionalArg(c.dueAt),
+        eventMembers,
         String(c.messages.length),
       );
-      for (const m of c.messages) args.push(m.id, String(m.recoverAt), JSON.stringify(m));
+      for (const m of c.messages) {
+        args.push(m.id, String(m.recoverAt), String(m.job.runAt), JSON.stringify(m));
+      }
     }
     const raw = await this.#run(
       scripts.commitTick,
-      [k.root, k.due, k.outbox, k.outboxMsg, k.lease(TICK_LEASE)],
+      [k.root, k.due, k.outbox, k.outboxMsg, k.lease(TICK_LEASE), k.pending, k.metrics, k.events],
       args,
     );
     if (errorCodeOf(raw) === ErrorCode.LeaseLost) return { kind: "fenced" };
@@ -226,12 +292,21 @@ export class RedisStore implements Store {
     await this.#run(scripts.ackOutbox, [this.#keys.outbox, this.#keys.outboxMsg], ackArgs(acks));
   }
 
-  async endTick(token: number, ackIds: OutboxAck[]): Promise<void> {
+  async endTick(
+    token: number,
+    ackIds: OutboxAck[],
+    report?: { tickMs: number; acquireMs: number },
+  ): Promise<void> {
     const k = this.#keys;
     await this.#run(
       scripts.endTick,
-      [k.outbox, k.outboxMsg, k.lease(TICK_LEASE)],
-      [String(token), ...ackArgs(ackIds)],
+      [k.outbox, k.outboxMsg, k.lease(TICK_LEASE), k.metrics],
+      [
+        String(token),
+        report ? String(Math.max(0, report.tickMs)) : "",
+        report ? String(Math.max(0, report.acquireMs)) : "",
+        ...ackArgs(ackIds),
+      ],
     );
   }
 
@@ -240,12 +315,14 @@ export class RedisStore implements Store {
   async submitJob(
     job: NewJob,
     timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
-  ): Promise<SubmitResult> {
+    admission?: Admission,
+  ): Promise<SubmitResult | SubmitDenied> {
     const k = this.#keys;
     const data = jobData(job);
+    const degradation = admission?.degradation;
     const raw = await this.#run(
       scripts.submitJob,
-      [k.root, k.jobs, k.outbox, k.outboxMsg],
+      [k.root, k.jobs, k.outbox, k.outboxMsg, k.pending, k.metrics, k.events, k.degrade],
       [
         job.id,
         JSON.stringify(job.id),
@@ -260,10 +337,27 @@ export class RedisStore implements Store {
         job.scheduleId ?? "",
         job.overlap ?? "",
         optionalArg(job.fireAt),
+        this.#eventsMaxLen,
+        policyArg(degradation),
+        String(degradation?.degradedDelayMs ?? 0),
+        degradation?.critical ?? "reject",
+        String(degradation?.criticalDelayMs ?? 0),
+        String(degradation?.retryAfterMs ?? 0),
+        ...quotaArgs(admission?.quota),
       ],
     );
-    const r = fromJson<Tagged<"replayed", JobRecord> | { createdAt: number; runAt: number }>(raw);
+    const r = fromJson<
+      | Tagged<"replayed", JobRecord>
+      | Tagged<"denied", Denied>
+      | {
+          createdAt: number;
+          runAt: number;
+          quota?: QuotaState;
+          degradation?: { level: DegradationLevel; delayedMs: number };
+        }
+    >(raw);
     if ("replayed" in r) return { job: r.replayed, replayed: true };
+    if ("denied" in r) return { denied: r.denied };
     // The stored spec is the JSON text plus the stamps; rebuild it the way a read would.
     const spec = (): JobSpec => ({ ...JSON.parse(data), createdAt: r.createdAt, runAt: r.runAt });
     const message: OutboxMessage = {
@@ -273,7 +367,14 @@ export class RedisStore implements Store {
       notBefore: r.runAt,
       recoverAt: r.runAt + timing.recoverGraceMs,
     };
-    return { job: { ...spec(), status: "queued", attempts: 0 }, message, replayed: false };
+    const result: SubmitResult = {
+      job: { ...spec(), status: "queued", attempts: 0 },
+      message,
+      replayed: false,
+    };
+    if (r.quota) result.quota = r.quota;
+    if (r.degradation) result.degradation = r.degradation;
+    return result;
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -285,8 +386,8 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.cancelJob,
-      [k.root, k.outbox, k.outboxMsg, k.expiring],
-      [id, ttlArg(this.#retention.jobMs)],
+      [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
+      [id, ttlArg(this.#retention.jobMs), this.#eventsMaxLen],
     );
     if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "missing" };
     this.#expectNoCode("cancelJob", raw);
@@ -314,8 +415,8 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.beginRun,
-      [k.root, k.jobs, k.outbox, k.outboxMsg, k.expiring],
-      [...specArgs(spec), ttlArg(leaseMs), ttlArg(this.#retention.jobMs)],
+      [k.root, k.jobs, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
+      [...specArgs(spec), ttlArg(leaseMs), ttlArg(this.#retention.jobMs), this.#eventsMaxLen],
     );
     return fromJson<BeginRunResult>(raw);
   }
@@ -324,7 +425,7 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.finishRun,
-      [k.root, k.jobs, k.dlq, k.expiring],
+      [k.root, k.jobs, k.dlq, k.expiring, k.pending, k.metrics, k.events],
       [
         id,
         String(attempt),
@@ -333,6 +434,8 @@ export class RedisStore implements Store {
         outcome.ok ? "" : JSON.stringify(outcome.error),
         !outcome.ok && outcome.final ? "1" : "0",
         ttlArg(this.#retention.jobMs),
+        this.#eventsMaxLen,
+        outcome.ok ? "" : eventErrorArg(outcome.error),
       ],
     );
     if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "stale", job: null };
@@ -345,8 +448,14 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.markDead,
-      [k.root, k.jobs, k.dlq, k.outbox, k.outboxMsg, k.expiring],
-      [...specArgs(spec), JSON.stringify(error), ttlArg(this.#retention.jobMs)],
+      [k.root, k.jobs, k.dlq, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
+      [
+        ...specArgs(spec),
+        JSON.stringify(error),
+        ttlArg(this.#retention.jobMs),
+        this.#eventsMaxLen,
+        eventErrorArg(error),
+      ],
     );
     return fromJson<JobRecord | null>(raw) ?? null;
   }
@@ -367,8 +476,8 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.retryDead,
-      [k.root, k.dlq, k.outbox, k.outboxMsg, k.expiring],
-      [id, JSON.stringify(id), String(timing.recoverGraceMs)],
+      [k.root, k.dlq, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
+      [id, JSON.stringify(id), String(timing.recoverGraceMs), this.#eventsMaxLen],
     );
     if (errorCodeOf(raw) === ErrorCode.JobNotDead) return null;
     this.#expectNoCode("retryDead", raw);
@@ -383,7 +492,11 @@ export class RedisStore implements Store {
 
   // ── schedules ────────────────────────────────────────────────────────────
 
-  async putSchedule(schedule: ScheduleRecord, expectRev?: number): Promise<PutScheduleResult> {
+  async putSchedule(
+    schedule: ScheduleRecord,
+    expectRev?: number,
+    admission?: Pick<Admission, "quota">,
+  ): Promise<PutScheduleResult> {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.putSchedule,
@@ -399,14 +512,22 @@ export class RedisStore implements Store {
         String(schedule.updatedAt),
         schedule.handler,
         optionalArg(expectRev),
+        ...quotaArgs(admission?.quota),
       ],
     );
     const r = fromJson<
-      { created: boolean; schedule: ScheduleRecord } | Tagged<"conflict", ScheduleRecord | null>
+      | { created: boolean; schedule: ScheduleRecord; quota?: QuotaState }
+      | Tagged<"conflict", ScheduleRecord | null>
+      | Tagged<"denied", Denied>
     >(raw);
-    return "conflict" in r
-      ? { kind: "conflict", schedule: r.conflict }
-      : { kind: "ok", created: r.created, schedule: r.schedule };
+    if ("conflict" in r) return { kind: "conflict", schedule: r.conflict };
+    if ("denied" in r) return { kind: "denied", denied: r.denied };
+    return {
+      kind: "ok",
+      created: r.created,
+      schedule: r.schedule,
+      ...(r.quota ? { quota: r.quota } : {}),
+    };
   }
 
   async getSchedule(id: string): Promise<ScheduleRecord | null> {
@@ -446,6 +567,71 @@ export class RedisStore implements Store {
     return toPage(fromJson<RawPage<JobRecord>>(raw));
   }
 
+  // ── observability ──────────────────────────────────────────────────────
+
+  async stats(degradation?: DegradationPolicy): Promise<StoreStats> {
+    const k = this.#keys;
+    const raw = await this.#run(
+      scripts.stats,
+      [k.metrics, k.outbox, k.pending, k.lease(TICK_LEASE), k.leader, k.degrade, k.events],
+      [policyArg(degradation), this.#eventsMaxLen],
+    );
+    const r = fromJson<RawStats>(raw);
+    const m = r.metrics;
+    const n = (field: string) => Number(m[field] ?? 0);
+    const l = r.leader;
+    return {
+      now: r.now,
+      jobs: { queued: n("g:queued"), running: n("g:running"), failed: n("g:failed") },
+      totals: {
+        submitted: n("t:submitted"),
+        dispatched: n("t:dispatched"),
+        recovered: n("t:recovered"),
+        started: n("t:started"),
+        succeeded: n("t:succeeded"),
+        failed: n("t:failed"),
+        dead: n("t:dead"),
+        cancelled: n("t:cancelled"),
+        skipped: n("t:skipped"),
+        retried: n("t:retried"),
+        ticks: n("t:ticks"),
+      },
+      outbox: r.outbox,
+      backlog: r.backlog,
+      dispatchLagMs: histogramOf(m, "lag"),
+      handlerDurationMs: histogramOf(m, "dur"),
+      tickDurationMs: histogramOf(m, "tick"),
+      leaseAcquisitionMs: histogramOf(m, "acq"),
+      averages: { lagMs: n("avg:lag"), failureRate: n("avg:fail") },
+      leader: {
+        holder: l.holder ?? null,
+        active: r.leaseRemainingMs !== -2,
+        leaseRemainingMs: Math.max(0, r.leaseRemainingMs),
+        changes: Number(l.changes ?? 0),
+        flaps: Number(l.flaps ?? 0),
+        acquiredAt: Number(l.acquiredAt ?? 0),
+      },
+      degradation: degradationOf(r.degradation),
+    };
+  }
+
+  async events(query: EventsQuery): Promise<EventsPage> {
+    const raw = await this.#run(
+      scripts.events,
+      [this.#keys.events],
+      [
+        eventIdArg(query.after),
+        String(Math.max(0, Math.floor(query.limit))),
+        typesArg(query.types),
+        String(EVENTS_BUDGET),
+      ],
+    );
+    const r = fromJson<{ events: [string, Omit<TickEvent, "id">][]; last?: string }>(raw);
+    const page: EventsPage = { events: toEvents(r.events) };
+    if (r.last) page.last = r.last;
+    return page;
+  }
+
   /** Throws for an error code the operation does not map to a result. */
   #expectNoCode(operation: string, raw: unknown): void {
     const code = errorCodeOf(raw);
@@ -453,6 +639,22 @@ export class RedisStore implements Store {
       throw new RedisStoreError(operation, `unexpected error code ${code}`, { code });
     }
   }
+}
+
+/** What the `stats` script answers: hashes as field → text. */
+interface RawStats {
+  now: number;
+  metrics: Record<string, string>;
+  outbox: number;
+  backlog: number;
+  leaseRemainingMs: number;
+  leader: Record<string, string>;
+  degradation: Record<string, string>;
+}
+
+/** A quota check as the two script arguments: key (`''` = none) and windows. */
+function quotaArgs(quota: QuotaCheck | undefined): [string, string] {
+  return quota ? [quota.key, windowsArg(quota.windows)] : ["", ""];
 }
 
 /** Outbox acks as script arguments: id, dedupId pairs. */

@@ -91,31 +91,39 @@ return { 1, token }
 `,
 };
 
-/** `lua/beginRun-5.lua` */
+/** `lua/beginRun-8.lua` */
 export const beginRun: LuaScript = {
   name: "beginRun",
-  numberOfKeys: 5,
-  sha1: "d08da2c6c8ddcdbf330ad3b9f58918eb97485d6b",
+  numberOfKeys: 8,
+  sha1: "bbe3563faac56c062069d0bf83a4d34ecbe38858",
   source: `--[[
   beginRun: a delivery arrived. Creates the job from the spec if missing and it has a
   scheduleId (else answers missing, writing nothing), removes its outbox message (the consumer
   acknowledges), then decides:
-    final status                                   -> final (do not run)
+    final status                                   -> final (do not run); a leftover pending
+                                                      entry is dropped (g:queued with it)
     running with an unexpired run lease            -> busy (the queue retries later)
     overlap \`skip\` and another job of the schedule holds the schedule's run lease
                                                    -> the job is \`skipped\` (and retained) if it
                                                       never started (attempts 0), else busy
     else \`running\`, attempts + 1, startedAt = now, run lease until now + leaseMs (and the
     schedule's run lease, for overlap \`skip\`).
+  \`run\` and \`skipped\` leave the pending backlog, count (t:started or t:skipped, the gauges; the
+  first attempt's dispatch lag in the \`lag\` histogram and average) and write \`job.started\` /
+  \`job.skipped\`.
   Input:
     KEYS[1] root
     KEYS[2] jobs index
     KEYS[3] outbox
     KEYS[4] outbox messages
     KEYS[5] expiring index
-    ARGV[1..8] the JobSpec (see include "spec")
-    ARGV[9] leaseMs
-    ARGV[10] jobMs (retention)
+    KEYS[6] pending backlog
+    KEYS[7] metrics
+    KEYS[8] events
+    ARGV[1..9] the JobSpec (see include "spec")
+    ARGV[10] leaseMs
+    ARGV[11] jobMs (retention)
+    ARGV[12] eventsMaxLen (0 = no events)
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
     {"kind":"busy","retryAfterMs":ms}          | {"kind":"skipped","job":JobRecord}
@@ -129,6 +137,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "keys"
 local function jobKey(root, id)
@@ -150,6 +168,29 @@ end
 -- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
+-- include "json"
+local function jsonExtend(obj, members)
+  if obj == '{}' then
+    return '{' .. members .. '}'
+  end
+  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
+end
+
+local function jsonBool(b)
+  if b then
+    return 'true'
+  end
+  return 'false'
+end
+
+local function jsonString(s)
+  return cjson.encode(s)
 end
 -- include "outbox"
 -- include "members"
@@ -198,29 +239,11 @@ local function removeMessages(outbox, messages, ids)
   removeMembers('HDEL', messages, ids)
 end
 -- include "job"
--- include "json"
-local function jsonExtend(obj, members)
-  if obj == '{}' then
-    return '{' .. members .. '}'
-  end
-  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
-end
-
-local function jsonBool(b)
-  if b then
-    return 'true'
-  end
-  return 'false'
-end
-
-local function jsonString(s)
-  return cjson.encode(s)
-end
 
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -241,6 +264,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId
@@ -342,7 +369,7 @@ local function jobFromArgv(root, jobs, from)
       return id, key, nil
     end
     job = { data = ARGV[from + 1], createdAt = ARGV[from + 2], runAt = ARGV[from + 3],
-      handler = ARGV[from + 4] }
+      handler = ARGV[from + 4], tenant = ARGV[from + 8] }
     if ARGV[from + 5] ~= '' then
       job.scheduleId = ARGV[from + 5]
     end
@@ -353,8 +380,139 @@ local function jobFromArgv(root, jobs, from)
   end
   return id, key, job
 end
+-- include "metrics"
 
-local root = KEYS[1]
+local HISTOGRAM_BOUNDS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+  300000 }
+
+local function newMetrics()
+  return { order = {}, ops = {} }
+end
+
+local function mOp(b, field, op)
+  local ops = b.ops[field]
+  if not ops then
+    ops = {}
+    b.ops[field] = ops
+    b.order[#b.order + 1] = field
+  end
+  ops[#ops + 1] = op
+end
+
+local function mAdd(b, field, n)
+  if n ~= 0 then
+    mOp(b, field, { 'add', n })
+  end
+end
+
+local function mAverage(b, field, x)
+  mOp(b, field, { 'avg', x })
+end
+
+local function mObserve(b, h, x)
+  local i = #HISTOGRAM_BOUNDS
+  for j, bound in ipairs(HISTOGRAM_BOUNDS) do
+    if x <= bound then
+      i = j - 1
+      break
+    end
+  end
+  mAdd(b, h .. ':' .. i, 1)
+  mAdd(b, h .. ':sum', x)
+end
+
+local function metricsLoad(key, fields)
+  local values = redis.call('HMGET', key, unpack(fields))
+  local known = {}
+  for i, field in ipairs(fields) do
+    known[field] = tonumber(values[i]) or 0
+  end
+  return known
+end
+
+local function metricsFlush(key, b, known)
+  if #b.order == 0 then
+    return
+  end
+  if not known and #b.order <= 2 then
+    local increments = true
+    for _, field in ipairs(b.order) do
+      for _, op in ipairs(b.ops[field]) do
+        if op[1] ~= 'add' or op[2] < 0 or op[2] ~= math.floor(op[2]) then
+          increments = false
+        end
+      end
+    end
+    if increments then
+      for _, field in ipairs(b.order) do
+        local n = 0
+        for _, op in ipairs(b.ops[field]) do
+          n = n + op[2]
+        end
+        redis.call('HINCRBY', key, field, int(n))
+      end
+      return
+    end
+  end
+  known = known or {}
+  local missing = {}
+  for _, field in ipairs(b.order) do
+    if known[field] == nil then
+      missing[#missing + 1] = field
+    end
+  end
+  if #missing > 0 then
+    local values = redis.call('HMGET', key, unpack(missing))
+    for i, field in ipairs(missing) do
+      known[field] = tonumber(values[i]) or 0
+    end
+  end
+  local args = {}
+  for _, field in ipairs(b.order) do
+    local v = known[field]
+    for _, op in ipairs(b.ops[field]) do
+      if op[1] == 'add' then
+        v = v + op[2]
+      else
+        v = v + 0.1 * (op[2] - v)
+      end
+    end
+    if v < 0 then
+      v = 0
+    end
+    args[#args + 1] = field
+    args[#args + 1] = num(v)
+  end
+  redis.call('HSET', key, unpack(args))
+end
+-- include "events"
+
+local function emitEvent(events, maxLen, json)
+  if maxLen > 0 then
+    redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
+  end
+end
+
+local function jobEvent(type, now, id, job, extra)
+  local m = { '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id) }
+  if job.handler then
+    m[#m + 1] = ',"handler":' .. jsonString(job.handler)
+  end
+  if job.tenant then
+    m[#m + 1] = ',"tenant":' .. jsonString(job.tenant)
+  end
+  if job.scheduleId then
+    m[#m + 1] = ',"scheduleId":' .. jsonString(job.scheduleId)
+  end
+  if extra then
+    m[#m + 1] = ',' .. extra
+  end
+  m[#m + 1] = '}'
+  return table.concat(m)
+end
+
+local root, pending, metrics, events = KEYS[1], KEYS[6], KEYS[7], KEYS[8]
+local maxLen = tonumber(ARGV[12])
 local now = nowMs()
 local id, key, job = jobFromArgv(root, KEYS[2], 1)
 if not job then
@@ -362,14 +520,30 @@ if not job then
 end
 removeMessages(KEYS[3], KEYS[4], { id })
 
+local m = newMetrics()
+-- Leaves the backlog; the gauge of the status it leaves goes down (queued only if it was there).
+local function leave(status)
+  local removed = redis.call('ZREM', pending, id)
+  if status == 'failed' then
+    mAdd(m, 'g:failed', -1)
+  elseif removed == 1 then
+    mAdd(m, 'g:queued', -1)
+  end
+  if status == 'running' then
+    mAdd(m, 'g:running', -1)
+  end
+end
+
 if FINAL_STATUSES[job.status] then
+  leave(job.status)
+  metricsFlush(metrics, m)
   return '{"kind":"final","job":' .. jobJson(job) .. '}'
 end
 if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
   return '{"kind":"busy","retryAfterMs":' .. int(tonumber(job.leaseUntil) - now) .. '}'
 end
 
-local leaseMs = tonumber(ARGV[9])
+local leaseMs = tonumber(ARGV[10])
 if job.overlap == 'skip' and job.scheduleId then
   local running = scheduleRunningKey(root, job.scheduleId)
   local holder = redis.call('GET', running)
@@ -378,34 +552,55 @@ if job.overlap == 'skip' and job.scheduleId then
       local ttl = redis.call('PTTL', running)
       return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
     end
+    leave(job.status)
     job.status, job.finishedAt = 'skipped', int(now)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
     releaseRun(root, key, id, job)
-    retainJob(root, KEYS[5], id, job, now, ARGV[10])
+    retainJob(root, KEYS[5], id, job, now, ARGV[11])
+    mAdd(m, 't:skipped', 1)
+    metricsFlush(metrics, m)
+    emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
     return '{"kind":"skipped","job":' .. jobJson(job) .. '}'
   end
   redis.call('SET', running, id, 'PX', leaseMs)
 end
 
+leave(job.status)
+local finished = job.finishedAt
 job.status, job.startedAt, job.finishedAt = 'running', int(now), nil
-job.attempts = int(redis.call('HINCRBY', key, 'attempts', 1))
-redis.call('HSET', key, 'status', job.status, 'startedAt', job.startedAt, 'leaseUntil', int(now + leaseMs))
-redis.call('HDEL', key, 'finishedAt')
+job.attempts = int(tonumber(job.attempts) + 1)
+redis.call('HSET', key, 'status', job.status, 'attempts', job.attempts, 'startedAt', job.startedAt,
+  'leaseUntil', int(now + leaseMs))
+if finished then
+  redis.call('HDEL', key, 'finishedAt')
+end
+mAdd(m, 't:started', 1)
+mAdd(m, 'g:running', 1)
+if job.attempts == '1' then
+  local lag = math.max(0, now - tonumber(job.runAt))
+  mObserve(m, 'lag', lag)
+  mAverage(m, 'avg:lag', lag)
+end
+metricsFlush(metrics, m)
+emitEvent(events, maxLen, jobEvent('job.started', now, id, job, '"attempt":' .. job.attempts))
 return '{"kind":"run","attempt":' .. job.attempts .. ',"job":' .. jobJson(job) .. '}'
 `,
 };
 
-/** `lua/beginTick-6.lua` */
+/** `lua/beginTick-11.lua` */
 export const beginTick: LuaScript = {
   name: "beginTick",
-  numberOfKeys: 6,
-  sha1: "bc4bfd2446822fccba5dab0d4ec8d71003e65204",
+  numberOfKeys: 11,
+  sha1: "39668d14e8a13416cb829a6c4145fc0d2e24e5c8",
   source: `--[[
   beginTick: first step of a tick. Reads the clock and peeks at the due index and the outbox;
   when nothing is due and nothing needs recovery it returns WITHOUT writing (inner calls: TIME,
-  ZRANGE, ZRANGE, PTTL = 4). Otherwise takes the tick lease (or reports it busy) and returns
-  the first chunk of due schedules plus the outbox messages to re-publish, whose recoverAt is
-  pushed to now + recoverGraceMs.
+  ZRANGE, ZRANGE, PTTL = 4; nothing else is read there). Otherwise takes the tick lease (or
+  reports it busy, also without writing) and, as leader: records a holder change (\`{p}:leader\`,
+  a \`leader.changed\` event), evaluates the degradation controller when a policy is given (else
+  reads the stored level), counts t:ticks and t:recovered, and returns the first chunk of due
+  schedules plus the outbox messages to re-publish, whose recoverAt is pushed to
+  now + recoverGraceMs.
   Input:
     KEYS[1] root (hash tag, \`{prefix}\`)
     KEYS[2] due index (zset: schedule id -> nextRunAt)
@@ -413,14 +608,24 @@ export const beginTick: LuaScript = {
     KEYS[4] outbox messages (hash: message id -> OutboxMessage JSON)
     KEYS[5] tick lease
     KEYS[6] lease sequence
+    KEYS[7] pending backlog
+    KEYS[8] metrics
+    KEYS[9] events
+    KEYS[10] degradation state
+    KEYS[11] leader (hash: holder, acquiredAt, changes, flaps)
     ARGV[1] leaseMs
     ARGV[2] horizonMs
     ARGV[3] limit
     ARGV[4] recoverLimit
     ARGV[5] recoverGraceMs
+    ARGV[6] eventsMaxLen (0 = no events)
+    ARGV[7] holder ('' = none: the leader hash is not touched)
+    ARGV[8] flap window ms
+    ARGV[9] degradation policy ('' = none; see include "degrade")
   Output: JSON text
     {"kind":"idle"|"busy","now":ms,"leaseRemainingMs":ms}
-    {"kind":"leader","now":ms,"token":n,"more":bool,"due":[ScheduleRecord...],
+    {"kind":"leader","now":ms,"token":n,"degradation":level,"leaderChanged"?:{"previous":..},
+     "more":bool,"due":[ScheduleRecord...],
      "recover":[[OutboxMessage, recoverAt]...]}   (recoverAt overrides the one in the message)
 ]]
 -- include "time"
@@ -431,6 +636,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "keys"
 local function jobKey(root, id)
@@ -452,6 +667,11 @@ end
 -- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -519,6 +739,230 @@ local function readDue(root, due, untilMs, limit)
   end
   return items, #ids > limit
 end
+-- include "metrics"
+
+local HISTOGRAM_BOUNDS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+  300000 }
+
+local function newMetrics()
+  return { order = {}, ops = {} }
+end
+
+local function mOp(b, field, op)
+  local ops = b.ops[field]
+  if not ops then
+    ops = {}
+    b.ops[field] = ops
+    b.order[#b.order + 1] = field
+  end
+  ops[#ops + 1] = op
+end
+
+local function mAdd(b, field, n)
+  if n ~= 0 then
+    mOp(b, field, { 'add', n })
+  end
+end
+
+local function mAverage(b, field, x)
+  mOp(b, field, { 'avg', x })
+end
+
+local function mObserve(b, h, x)
+  local i = #HISTOGRAM_BOUNDS
+  for j, bound in ipairs(HISTOGRAM_BOUNDS) do
+    if x <= bound then
+      i = j - 1
+      break
+    end
+  end
+  mAdd(b, h .. ':' .. i, 1)
+  mAdd(b, h .. ':sum', x)
+end
+
+local function metricsLoad(key, fields)
+  local values = redis.call('HMGET', key, unpack(fields))
+  local known = {}
+  for i, field in ipairs(fields) do
+    known[field] = tonumber(values[i]) or 0
+  end
+  return known
+end
+
+local function metricsFlush(key, b, known)
+  if #b.order == 0 then
+    return
+  end
+  if not known and #b.order <= 2 then
+    local increments = true
+    for _, field in ipairs(b.order) do
+      for _, op in ipairs(b.ops[field]) do
+        if op[1] ~= 'add' or op[2] < 0 or op[2] ~= math.floor(op[2]) then
+          increments = false
+        end
+      end
+    end
+    if increments then
+      for _, field in ipairs(b.order) do
+        local n = 0
+        for _, op in ipairs(b.ops[field]) do
+          n = n + op[2]
+        end
+        redis.call('HINCRBY', key, field, int(n))
+      end
+      return
+    end
+  end
+  known = known or {}
+  local missing = {}
+  for _, field in ipairs(b.order) do
+    if known[field] == nil then
+      missing[#missing + 1] = field
+    end
+  end
+  if #missing > 0 then
+    local values = redis.call('HMGET', key, unpack(missing))
+    for i, field in ipairs(missing) do
+      known[field] = tonumber(values[i]) or 0
+    end
+  end
+  local args = {}
+  for _, field in ipairs(b.order) do
+    local v = known[field]
+    for _, op in ipairs(b.ops[field]) do
+      if op[1] == 'add' then
+        v = v + op[2]
+      else
+        v = v + 0.1 * (op[2] - v)
+      end
+    end
+    if v < 0 then
+      v = 0
+    end
+    args[#args + 1] = field
+    args[#args + 1] = num(v)
+  end
+  redis.call('HSET', key, unpack(args))
+end
+-- include "events"
+
+local function emitEvent(events, maxLen, json)
+  if maxLen > 0 then
+    redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
+  end
+end
+
+local function jobEvent(type, now, id, job, extra)
+  local m = { '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id) }
+  if job.handler then
+    m[#m + 1] = ',"handler":' .. jsonString(job.handler)
+  end
+  if job.tenant then
+    m[#m + 1] = ',"tenant":' .. jsonString(job.tenant)
+  end
+  if job.scheduleId then
+    m[#m + 1] = ',"scheduleId":' .. jsonString(job.scheduleId)
+  end
+  if extra then
+    m[#m + 1] = ',' .. extra
+  end
+  m[#m + 1] = '}'
+  return table.concat(m)
+end
+-- include "degrade"
+
+local function parsePolicy(text)
+  local t = {}
+  for token in string.gmatch(text, '%S+') do
+    if token == '-' then
+      t[#t + 1] = false
+    elseif token == 'inf' then
+      t[#t + 1] = math.huge
+    elseif token == '-inf' then
+      t[#t + 1] = -math.huge
+    else
+      t[#t + 1] = tonumber(token)
+    end
+  end
+  local function thresholds(i)
+    if t[i] == false then
+      return false
+    end
+    return { normal = t[i], degraded = t[i + 1], critical = t[i + 2] }
+  end
+  return { queueDepth = thresholds(1), lagMs = thresholds(4), failureRate = thresholds(7),
+    cpu = thresholds(10), memory = thresholds(13), debounceMs = t[16], localCpu = t[17],
+    localMemory = t[18] }
+end
+
+local function targetLevel(current, signals)
+  local anyCritical, anyDegraded, allBelowNormal, allBelowDegraded = false, false, true, true
+  for _, p in ipairs(signals) do
+    local v, th = p[1], p[2]
+    if v >= th.critical then
+      anyCritical = true
+    end
+    if v >= th.degraded then
+      anyDegraded, allBelowDegraded = true, false
+    end
+    if v >= th.normal then
+      allBelowNormal = false
+    end
+  end
+  if anyCritical then
+    return 'critical'
+  end
+  if current == 'normal' then
+    return anyDegraded and 'degraded' or 'normal'
+  end
+  if allBelowNormal then
+    return 'normal'
+  end
+  if current == 'critical' and allBelowDegraded then
+    return 'degraded'
+  end
+  return current
+end
+
+local function evaluateDegradation(key, events, maxLen, policy, depth, lag, fail, now)
+  local st = redis.call('HMGET', key, 'level', 'since', 'pendingLevel', 'pendingSince', 'signals')
+  local level, since = st[1] or 'normal', st[2] or '0'
+  local pendingLevel, pendingSince = st[3] or '', st[4] or ''
+
+  local checks = { { depth, policy.queueDepth }, { lag, policy.lagMs },
+    { fail, policy.failureRate } }
+  local signals = '{"queueDepth":' .. num(depth) .. ',"lagMs":' .. num(lag) .. ',"failureRate":'
+    .. num(fail)
+  if policy.localCpu and policy.cpu then
+    checks[#checks + 1] = { policy.localCpu, policy.cpu }
+    signals = signals .. ',"cpu":' .. num(policy.localCpu)
+  end
+  if policy.localMemory and policy.memory then
+    checks[#checks + 1] = { policy.localMemory, policy.memory }
+    signals = signals .. ',"memory":' .. num(policy.localMemory)
+  end
+  signals = signals .. '}'
+
+  local target = targetLevel(level, checks)
+  local newLevel, newSince, newPending, newPendingSince = level, since, '', ''
+  if target ~= level then
+    newPending, newPendingSince = target, pendingSince
+    if pendingLevel ~= target then
+      newPendingSince = int(now)
+    end
+    if now - tonumber(newPendingSince) >= policy.debounceMs then
+      emitEvent(events, maxLen, '{"type":"degradation.changed","at":' .. int(now) .. ',"from":"'
+        .. level .. '","to":"' .. target .. '"}')
+      newLevel, newSince, newPending, newPendingSince = target, int(now), '', ''
+    end
+  end
+  if newLevel ~= st[1] or newSince ~= since or newPending ~= pendingLevel
+    or newPendingSince ~= pendingSince or signals ~= st[5] then
+    redis.call('HSET', key, 'level', newLevel, 'since', newSince, 'pendingLevel', newPending,
+      'pendingSince', newPendingSince, 'signals', signals)
+  end
+  return newLevel
+end
 
 local root, due, outbox, messages, lease, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now = nowMs()
@@ -539,6 +983,37 @@ end
 
 local token = redis.call('INCR', seq)
 redis.call('SET', lease, token, 'PX', ARGV[1])
+
+local pending, metrics, events, degrade, leader = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local maxLen = tonumber(ARGV[6])
+local out = {}
+
+local holder = ARGV[7]
+if holder ~= '' then
+  local l = redis.call('HMGET', leader, 'holder', 'acquiredAt', 'changes', 'flaps')
+  if l[1] ~= holder then
+    local flaps = tonumber(l[4]) or 0
+    if l[2] and now - tonumber(l[2]) < tonumber(ARGV[8]) then
+      flaps = flaps + 1
+    end
+    redis.call('HSET', leader, 'holder', holder, 'acquiredAt', int(now), 'changes',
+      int((tonumber(l[3]) or 0) + 1), 'flaps', int(flaps))
+    local previous = l[1] and jsonString(l[1]) or 'null'
+    emitEvent(events, maxLen, '{"type":"leader.changed","at":' .. int(now) .. ',"holder":'
+      .. jsonString(holder) .. ',"previous":' .. previous .. '}')
+    out[#out + 1] = '"leaderChanged":{"previous":' .. previous .. '}'
+  end
+end
+
+local known, level
+if ARGV[9] ~= '' then
+  known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 't:ticks', 't:recovered' })
+  local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
+  level = evaluateDegradation(degrade, events, maxLen, parsePolicy(ARGV[9]), depth,
+    known['avg:lag'], known['avg:fail'], now)
+else
+  level = redis.call('HGET', degrade, 'level') or 'normal'
+end
 
 local dueItems, more = {}, false
 if hasDue then
@@ -572,25 +1047,38 @@ if hasRecover and recoverLimit > 0 then
   end
 end
 
-return '{"kind":"leader","now":' .. int(now) .. ',"token":' .. token .. ',"more":' .. jsonBool(more)
-  .. ',"due":[' .. table.concat(dueItems, ',') .. '],"recover":[' .. table.concat(recover, ',') .. ']}'
+local m = newMetrics()
+mAdd(m, 't:ticks', 1)
+mAdd(m, 't:recovered', #recover)
+metricsFlush(metrics, m, known)
+
+out[#out + 1] = '"more":' .. jsonBool(more)
+return '{"kind":"leader","now":' .. int(now) .. ',"token":' .. token .. ',"degradation":"' .. level
+  .. '",' .. table.concat(out, ',') .. ',"due":[' .. table.concat(dueItems, ',') .. '],"recover":['
+  .. table.concat(recover, ',') .. ']}'
 `,
 };
 
-/** `lua/cancelJob-4.lua` */
+/** `lua/cancelJob-7.lua` */
 export const cancelJob: LuaScript = {
   name: "cancelJob",
-  numberOfKeys: 4,
-  sha1: "bf08461cd339e68e0c559d3e6fd8e86482c0f0bf",
+  numberOfKeys: 7,
+  sha1: "bd8a60e6ddde0b525d5a1cdee1d6920468b292cc",
   source: `--[[
-  cancelJob: \`queued\` -> \`cancelled\`, its outbox message removed, the record retained jobMs.
+  cancelJob: \`queued\` -> \`cancelled\`, its outbox message and pending entry removed, the record
+  retained jobMs; counts t:cancelled (g:queued down if it was pending) and writes
+  \`job.cancelled\`.
   Input:
     KEYS[1] root
     KEYS[2] outbox
     KEYS[3] outbox messages
     KEYS[4] expiring index (zset: retained job -> expiry ms)
+    KEYS[5] pending backlog
+    KEYS[6] metrics
+    KEYS[7] events
     ARGV[1] id
     ARGV[2] jobMs (retention)
+    ARGV[3] eventsMaxLen (0 = no events)
   Output:
     JOB_NOT_FOUND (-2)
     JSON text   {"ok":JobRecord} cancelled, or {"conflict":JobRecord} not queued any more
@@ -603,6 +1091,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "keys"
 local function jobKey(root, id)
@@ -624,6 +1122,29 @@ end
 -- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
+-- include "json"
+local function jsonExtend(obj, members)
+  if obj == '{}' then
+    return '{' .. members .. '}'
+  end
+  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
+end
+
+local function jsonBool(b)
+  if b then
+    return 'true'
+  end
+  return 'false'
+end
+
+local function jsonString(s)
+  return cjson.encode(s)
 end
 -- include "errors"
 local LEASE_LOST = -1
@@ -676,29 +1197,11 @@ local function removeMessages(outbox, messages, ids)
   removeMembers('HDEL', messages, ids)
 end
 -- include "job"
--- include "json"
-local function jsonExtend(obj, members)
-  if obj == '{}' then
-    return '{' .. members .. '}'
-  end
-  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
-end
-
-local function jsonBool(b)
-  if b then
-    return 'true'
-  end
-  return 'false'
-end
-
-local function jsonString(s)
-  return cjson.encode(s)
-end
 
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -719,6 +1222,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId
@@ -809,6 +1316,136 @@ local function sweepExpired(root, expiring, jobs, dlq, now, max)
   end
   redis.call('ZREM', expiring, unpack(members))
 end
+-- include "metrics"
+
+local HISTOGRAM_BOUNDS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+  300000 }
+
+local function newMetrics()
+  return { order = {}, ops = {} }
+end
+
+local function mOp(b, field, op)
+  local ops = b.ops[field]
+  if not ops then
+    ops = {}
+    b.ops[field] = ops
+    b.order[#b.order + 1] = field
+  end
+  ops[#ops + 1] = op
+end
+
+local function mAdd(b, field, n)
+  if n ~= 0 then
+    mOp(b, field, { 'add', n })
+  end
+end
+
+local function mAverage(b, field, x)
+  mOp(b, field, { 'avg', x })
+end
+
+local function mObserve(b, h, x)
+  local i = #HISTOGRAM_BOUNDS
+  for j, bound in ipairs(HISTOGRAM_BOUNDS) do
+    if x <= bound then
+      i = j - 1
+      break
+    end
+  end
+  mAdd(b, h .. ':' .. i, 1)
+  mAdd(b, h .. ':sum', x)
+end
+
+local function metricsLoad(key, fields)
+  local values = redis.call('HMGET', key, unpack(fields))
+  local known = {}
+  for i, field in ipairs(fields) do
+    known[field] = tonumber(values[i]) or 0
+  end
+  return known
+end
+
+local function metricsFlush(key, b, known)
+  if #b.order == 0 then
+    return
+  end
+  if not known and #b.order <= 2 then
+    local increments = true
+    for _, field in ipairs(b.order) do
+      for _, op in ipairs(b.ops[field]) do
+        if op[1] ~= 'add' or op[2] < 0 or op[2] ~= math.floor(op[2]) then
+          increments = false
+        end
+      end
+    end
+    if increments then
+      for _, field in ipairs(b.order) do
+        local n = 0
+        for _, op in ipairs(b.ops[field]) do
+          n = n + op[2]
+        end
+        redis.call('HINCRBY', key, field, int(n))
+      end
+      return
+    end
+  end
+  known = known or {}
+  local missing = {}
+  for _, field in ipairs(b.order) do
+    if known[field] == nil then
+      missing[#missing + 1] = field
+    end
+  end
+  if #missing > 0 then
+    local values = redis.call('HMGET', key, unpack(missing))
+    for i, field in ipairs(missing) do
+      known[field] = tonumber(values[i]) or 0
+    end
+  end
+  local args = {}
+  for _, field in ipairs(b.order) do
+    local v = known[field]
+    for _, op in ipairs(b.ops[field]) do
+      if op[1] == 'add' then
+        v = v + op[2]
+      else
+        v = v + 0.1 * (op[2] - v)
+      end
+    end
+    if v < 0 then
+      v = 0
+    end
+    args[#args + 1] = field
+    args[#args + 1] = num(v)
+  end
+  redis.call('HSET', key, unpack(args))
+end
+-- include "events"
+
+local function emitEvent(events, maxLen, json)
+  if maxLen > 0 then
+    redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
+  end
+end
+
+local function jobEvent(type, now, id, job, extra)
+  local m = { '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id) }
+  if job.handler then
+    m[#m + 1] = ',"handler":' .. jsonString(job.handler)
+  end
+  if job.tenant then
+    m[#m + 1] = ',"tenant":' .. jsonString(job.tenant)
+  end
+  if job.scheduleId then
+    m[#m + 1] = ',"scheduleId":' .. jsonString(job.scheduleId)
+  end
+  if extra then
+    m[#m + 1] = ',' .. extra
+  end
+  m[#m + 1] = '}'
+  return table.concat(m)
+end
 
 local root, id = KEYS[1], ARGV[1]
 local key = jobKey(root, id)
@@ -824,35 +1461,67 @@ job.status, job.finishedAt = 'cancelled', int(now)
 redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
 removeMessages(KEYS[2], KEYS[3], { id })
 retainJob(root, KEYS[4], id, job, now, ARGV[2])
+local m = newMetrics()
+mAdd(m, 'g:queued', -redis.call('ZREM', KEYS[5], id))
+mAdd(m, 't:cancelled', 1)
+metricsFlush(KEYS[6], m)
+emitEvent(KEYS[7], tonumber(ARGV[3]), jobEvent('job.cancelled', now, id, job))
 return '{"ok":' .. jobJson(job) .. '}'
 `,
 };
 
-/** `lua/commitTick-5.lua` */
+/** `lua/commitTick-8.lua` */
 export const commitTick: LuaScript = {
   name: "commitTick",
-  numberOfKeys: 5,
-  sha1: "79cf8621b5157f545ea0f49724a3145528899ba8",
+  numberOfKeys: 8,
+  sha1: "6e7b1f24fc0441aa6d18f8c48015d64168c92487",
   source: `--[[
   commitTick: fenced commit of a chunk of planned schedules. For each commit whose schedule is
-  still \`active\` at the planned rev: set nextRunAt and its due score (or complete it), add
-  runsAdded, set lastRunAt, bump rev, and put its occurrence messages in the outbox.
+  still \`active\` at the planned rev: set nextRunAt and its due score (or complete it; a hold
+  sets the due score to dueAt and keeps nextRunAt), add runsAdded, set lastRunAt, bump rev, and
+  put its occurrence messages in the outbox. Each message of an applied commit also enters the
+  pending backlog (score: the occurrence's runAt; g:queued counts the ones new there), counts in
+  t:dispatched and writes a \`job.dispatched\` event. Outbox and backlog writes are batched.
   Input:
     KEYS[1] root
     KEYS[2] due index
     KEYS[3] outbox
     KEYS[4] outbox messages
     KEYS[5] tick lease
+    KEYS[6] pending backlog
+    KEYS[7] metrics
+    KEYS[8] events
     ARGV[1] token
-    ARGV[2] number of commits
-    ARGV[3...] each commit: id, rev, nextRunAt ('' = completed), runsAdded,
-               lastRunAt ('' = unchanged), message count, then per message:
-               id, recoverAt, OutboxMessage JSON
+    ARGV[2] eventsMaxLen (0 = no events)
+    ARGV[3] number of commits
+    ARGV[4...] each commit: id, rev, nextRunAt ('' = completed), runsAdded,
+               lastRunAt ('' = unchanged), dueAt ('' = no hold), event members (JSON text
+               \`"scheduleId":..,"handler":..,"tenant":..\`), message count, then per message:
+               id, recoverAt, the job's runAt, OutboxMessage JSON
   Output:
     LEASE_LOST (-1)   the token lost the lease; nothing was written
     {flag...}         one per commit, in order: 1 applied, 0 skipped (deleted, not active,
                       or its rev changed)
 ]]
+-- include "time"
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function int(n)
+  return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
+end
 -- include "keys"
 local function jobKey(root, id)
   return root .. ':j:' .. id
@@ -873,6 +1542,29 @@ end
 -- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
+-- include "json"
+local function jsonExtend(obj, members)
+  if obj == '{}' then
+    return '{' .. members .. '}'
+  end
+  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
+end
+
+local function jsonBool(b)
+  if b then
+    return 'true'
+  end
+  return 'false'
+end
+
+local function jsonString(s)
+  return cjson.encode(s)
 end
 -- include "errors"
 local LEASE_LOST = -1
@@ -898,72 +1590,208 @@ local function argvFrom(i)
   end
   return list
 end
--- include "outbox"
+-- include "metrics"
 
-local function putMessage(outbox, messages, id, recoverAt, json)
-  redis.call('ZADD', outbox, recoverAt, id)
-  redis.call('HSET', messages, id, json)
+local HISTOGRAM_BOUNDS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+  300000 }
+
+local function newMetrics()
+  return { order = {}, ops = {} }
 end
 
-local function ackMessages(outbox, messages, pairs)
-  local ids = {}
-  for i = 1, #pairs - 1, 2 do
-    local body = redis.call('HGET', messages, pairs[i])
-    if body and cjson.decode(body).dedupId == pairs[i + 1] then
-      ids[#ids + 1] = pairs[i]
+local function mOp(b, field, op)
+  local ops = b.ops[field]
+  if not ops then
+    ops = {}
+    b.ops[field] = ops
+    b.order[#b.order + 1] = field
+  end
+  ops[#ops + 1] = op
+end
+
+local function mAdd(b, field, n)
+  if n ~= 0 then
+    mOp(b, field, { 'add', n })
+  end
+end
+
+local function mAverage(b, field, x)
+  mOp(b, field, { 'avg', x })
+end
+
+local function mObserve(b, h, x)
+  local i = #HISTOGRAM_BOUNDS
+  for j, bound in ipairs(HISTOGRAM_BOUNDS) do
+    if x <= bound then
+      i = j - 1
+      break
     end
   end
-  if #ids == 0 then
-    return 0
-  end
-  local removed = removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
-  return removed
+  mAdd(b, h .. ':' .. i, 1)
+  mAdd(b, h .. ':sum', x)
 end
 
-local function removeMessages(outbox, messages, ids)
-  if #ids == 0 then
+local function metricsLoad(key, fields)
+  local values = redis.call('HMGET', key, unpack(fields))
+  local known = {}
+  for i, field in ipairs(fields) do
+    known[field] = tonumber(values[i]) or 0
+  end
+  return known
+end
+
+local function metricsFlush(key, b, known)
+  if #b.order == 0 then
     return
   end
-  removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
+  if not known and #b.order <= 2 then
+    local increments = true
+    for _, field in ipairs(b.order) do
+      for _, op in ipairs(b.ops[field]) do
+        if op[1] ~= 'add' or op[2] < 0 or op[2] ~= math.floor(op[2]) then
+          increments = false
+        end
+      end
+    end
+    if increments then
+      for _, field in ipairs(b.order) do
+        local n = 0
+        for _, op in ipairs(b.ops[field]) do
+          n = n + op[2]
+        end
+        redis.call('HINCRBY', key, field, int(n))
+      end
+      return
+    end
+  end
+  known = known or {}
+  local missing = {}
+  for _, field in ipairs(b.order) do
+    if known[field] == nil then
+      missing[#missing + 1] = field
+    end
+  end
+  if #missing > 0 then
+    local values = redis.call('HMGET', key, unpack(missing))
+    for i, field in ipairs(missing) do
+      known[field] = tonumber(values[i]) or 0
+    end
+  end
+  local args = {}
+  for _, field in ipairs(b.order) do
+    local v = known[field]
+    for _, op in ipairs(b.ops[field]) do
+      if op[1] == 'add' then
+        v = v + op[2]
+      else
+        v = v + 0.1 * (op[2] - v)
+      end
+    end
+    if v < 0 then
+      v = 0
+    end
+    args[#args + 1] = field
+    args[#args + 1] = num(v)
+  end
+  redis.call('HSET', key, unpack(args))
+end
+-- include "events"
+
+local function emitEvent(events, maxLen, json)
+  if maxLen > 0 then
+    redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
+  end
+end
+
+local function jobEvent(type, now, id, job, extra)
+  local m = { '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id) }
+  if job.handler then
+    m[#m + 1] = ',"handler":' .. jsonString(job.handler)
+  end
+  if job.tenant then
+    m[#m + 1] = ',"tenant":' .. jsonString(job.tenant)
+  end
+  if job.scheduleId then
+    m[#m + 1] = ',"scheduleId":' .. jsonString(job.scheduleId)
+  end
+  if extra then
+    m[#m + 1] = ',' .. extra
+  end
+  m[#m + 1] = '}'
+  return table.concat(m)
 end
 
 local root, due, outbox, messages = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local pending, metrics, events = KEYS[6], KEYS[7], KEYS[8]
 if not holdsLease(KEYS[5], ARGV[1]) then
   return LEASE_LOST
 end
+local maxLen = tonumber(ARGV[2])
 
 local flags = {}
-local i = 3
-for c = 1, tonumber(ARGV[2]) do
+local outboxArgs, messageArgs, pendingArgs, dispatched = {}, {}, {}, {}
+local i = 4
+for c = 1, tonumber(ARGV[3]) do
   local id, rev, nextRunAt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local runsAdded, lastRunAt, count = ARGV[i + 3], ARGV[i + 4], tonumber(ARGV[i + 5])
-  local first = i + 6
-  i = first + 3 * count
+  local runsAdded, lastRunAt, dueAt = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+  local eventMembers, count = ARGV[i + 6], tonumber(ARGV[i + 7])
+  local first = i + 8
+  i = first + 4 * count
 
   local key = scheduleKey(root, id)
-  local stored = redis.call('HMGET', key, 'status', 'rev')
+  local stored = redis.call('HMGET', key, 'status', 'rev', 'runs')
   if stored[1] ~= 'active' or tonumber(stored[2]) ~= tonumber(rev) then
     flags[c] = 0
   else
+    -- One HSET for every field (read above: runs and rev are plain sums here).
+    local fields = { 'rev', int(tonumber(stored[2]) + 1),
+      'runs', int((tonumber(stored[3]) or 0) + tonumber(runsAdded)) }
+    if lastRunAt ~= '' then
+      fields[#fields + 1] = 'lastRunAt'
+      fields[#fields + 1] = lastRunAt
+    end
     if nextRunAt == '' then
-      redis.call('HSET', key, 'status', 'completed')
+      fields[#fields + 1] = 'status'
+      fields[#fields + 1] = 'completed'
+      redis.call('HSET', key, unpack(fields))
       redis.call('HDEL', key, 'nextRunAt')
       redis.call('ZREM', due, id)
     else
-      redis.call('HSET', key, 'nextRunAt', nextRunAt)
-      redis.call('ZADD', due, nextRunAt, id)
+      fields[#fields + 1] = 'nextRunAt'
+      fields[#fields + 1] = nextRunAt
+      redis.call('HSET', key, unpack(fields))
+      redis.call('ZADD', due, dueAt ~= '' and dueAt or nextRunAt, id)
     end
-    if lastRunAt ~= '' then
-      redis.call('HSET', key, 'lastRunAt', lastRunAt)
-    end
-    redis.call('HINCRBY', key, 'runs', runsAdded)
-    redis.call('HINCRBY', key, 'rev', 1)
-    for m = first, i - 1, 3 do
-      putMessage(outbox, messages, ARGV[m], ARGV[m + 1], ARGV[m + 2])
+    for m = first, i - 1, 4 do
+      outboxArgs[#outboxArgs + 1] = ARGV[m + 1]
+      outboxArgs[#outboxArgs + 1] = ARGV[m]
+      messageArgs[#messageArgs + 1] = ARGV[m]
+      messageArgs[#messageArgs + 1] = ARGV[m + 3]
+      pendingArgs[#pendingArgs + 1] = ARGV[m + 2]
+      pendingArgs[#pendingArgs + 1] = ARGV[m]
+      dispatched[#dispatched + 1] = '"jobId":' .. jsonString(ARGV[m]) .. ',' .. eventMembers
     end
     flags[c] = 1
+  end
+end
+
+if #dispatched > 0 then
+  local queued = 0
+  for from = 1, #outboxArgs, 1000 do
+    local to = math.min(from + 999, #outboxArgs)
+    redis.call('ZADD', outbox, unpack(outboxArgs, from, to))
+    redis.call('HSET', messages, unpack(messageArgs, from, to))
+    queued = queued + redis.call('ZADD', pending, unpack(pendingArgs, from, to))
+  end
+  local m = newMetrics()
+  mAdd(m, 't:dispatched', #dispatched)
+  mAdd(m, 'g:queued', queued)
+  metricsFlush(metrics, m)
+  if maxLen > 0 then
+    local at = int(nowMs())
+    for _, members in ipairs(dispatched) do
+      emitEvent(events, maxLen, '{"type":"job.dispatched","at":' .. at .. ',' .. members .. '}')
+    end
   end
 end
 return flags
@@ -974,7 +1802,7 @@ return flags
 export const deleteDead: LuaScript = {
   name: "deleteDead",
   numberOfKeys: 4,
-  sha1: "ebcac153968a9458d75ec872381e69f131771a32",
+  sha1: "cfb8c0a48e67789b11804df71cda92697b72fac4",
   source: `--[[
   deleteDead: remove a job from the dead-letter list and delete it (and its index entries).
   Input:
@@ -1006,6 +1834,11 @@ end
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
 -- include "job"
 -- include "time"
 local function nowMs()
@@ -1015,6 +1848,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -1038,7 +1881,7 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -1059,6 +1902,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId
@@ -1172,7 +2019,7 @@ return 1
 export const deleteSchedule: LuaScript = {
   name: "deleteSchedule",
   numberOfKeys: 4,
-  sha1: "eb3d9243e21a82b7c5409aa4ddc79827215796ae",
+  sha1: "ed166cfb1ae7ed8e91f0bea431eb33e077279770",
   source: `--[[
   deleteSchedule: delete a schedule and drop it from the due and listing indexes. Jobs it fired
   stay (with their runs index) until they expire; a running occurrence keeps its overlap lease
@@ -1208,6 +2055,11 @@ local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
 
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
+
 local id = ARGV[1]
 local key = scheduleKey(KEYS[1], id)
 local rev = redis.call('HGET', key, 'rev')
@@ -1221,23 +2073,45 @@ return deleted
 `,
 };
 
-/** `lua/endTick-3.lua` */
+/** `lua/endTick-4.lua` */
 export const endTick: LuaScript = {
   name: "endTick",
-  numberOfKeys: 3,
-  sha1: "2a5b34976eacd5b929bf9260c3f08604cd6768e2",
+  numberOfKeys: 4,
+  sha1: "79f965e3396e0518ed602f0db5759dd4894c13dd",
   source: `--[[
   endTick: last step of a tick. Acknowledges published messages (compare-and-delete on
-  (id, dedupId)) and releases the tick lease
-  if \`token\` still holds it.
+  (id, dedupId)), records the tick's report (tick duration and lease acquisition histograms,
+  even if the lease was lost) and releases the tick lease if \`token\` still holds it.
   Input:
     KEYS[1] outbox
     KEYS[2] outbox messages
     KEYS[3] tick lease
+    KEYS[4] metrics
     ARGV[1] token
-    ARGV[2...] pairs: message id, dedupId
+    ARGV[2] tick duration ms ('' = no report)
+    ARGV[3] lease acquisition ms
+    ARGV[4...] pairs: message id, dedupId
   Output: 1 lease released, 0 it was no longer ours
 ]]
+-- include "time"
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function int(n)
+  return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
+end
 -- include "lease"
 local function holdsLease(key, token)
   return redis.call('GET', key) == token
@@ -1288,8 +2162,119 @@ local function removeMessages(outbox, messages, ids)
   removeMembers('ZREM', outbox, ids)
   removeMembers('HDEL', messages, ids)
 end
+-- include "metrics"
 
-ackMessages(KEYS[1], KEYS[2], argvFrom(2))
+local HISTOGRAM_BOUNDS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+  300000 }
+
+local function newMetrics()
+  return { order = {}, ops = {} }
+end
+
+local function mOp(b, field, op)
+  local ops = b.ops[field]
+  if not ops then
+    ops = {}
+    b.ops[field] = ops
+    b.order[#b.order + 1] = field
+  end
+  ops[#ops + 1] = op
+end
+
+local function mAdd(b, field, n)
+  if n ~= 0 then
+    mOp(b, field, { 'add', n })
+  end
+end
+
+local function mAverage(b, field, x)
+  mOp(b, field, { 'avg', x })
+end
+
+local function mObserve(b, h, x)
+  local i = #HISTOGRAM_BOUNDS
+  for j, bound in ipairs(HISTOGRAM_BOUNDS) do
+    if x <= bound then
+      i = j - 1
+      break
+    end
+  end
+  mAdd(b, h .. ':' .. i, 1)
+  mAdd(b, h .. ':sum', x)
+end
+
+local function metricsLoad(key, fields)
+  local values = redis.call('HMGET', key, unpack(fields))
+  local known = {}
+  for i, field in ipairs(fields) do
+    known[field] = tonumber(values[i]) or 0
+  end
+  return known
+end
+
+local function metricsFlush(key, b, known)
+  if #b.order == 0 then
+    return
+  end
+  if not known and #b.order <= 2 then
+    local increments = true
+    for _, field in ipairs(b.order) do
+      for _, op in ipairs(b.ops[field]) do
+        if op[1] ~= 'add' or op[2] < 0 or op[2] ~= math.floor(op[2]) then
+          increments = false
+        end
+      end
+    end
+    if increments then
+      for _, field in ipairs(b.order) do
+        local n = 0
+        for _, op in ipairs(b.ops[field]) do
+          n = n + op[2]
+        end
+        redis.call('HINCRBY', key, field, int(n))
+      end
+      return
+    end
+  end
+  known = known or {}
+  local missing = {}
+  for _, field in ipairs(b.order) do
+    if known[field] == nil then
+      missing[#missing + 1] = field
+    end
+  end
+  if #missing > 0 then
+    local values = redis.call('HMGET', key, unpack(missing))
+    for i, field in ipairs(missing) do
+      known[field] = tonumber(values[i]) or 0
+    end
+  end
+  local args = {}
+  for _, field in ipairs(b.order) do
+    local v = known[field]
+    for _, op in ipairs(b.ops[field]) do
+      if op[1] == 'add' then
+        v = v + op[2]
+      else
+        v = v + 0.1 * (op[2] - v)
+      end
+    end
+    if v < 0 then
+      v = 0
+    end
+    args[#args + 1] = field
+    args[#args + 1] = num(v)
+  end
+  redis.call('HSET', key, unpack(args))
+end
+
+ackMessages(KEYS[1], KEYS[2], argvFrom(4))
+if ARGV[2] ~= '' then
+  local m = newMetrics()
+  mObserve(m, 'tick', tonumber(ARGV[2]))
+  mObserve(m, 'acq', tonumber(ARGV[3]))
+  metricsFlush(KEYS[4], m)
+end
 if not holdsLease(KEYS[3], ARGV[1]) then
   return 0
 end
@@ -1298,22 +2283,93 @@ return 1
 `,
 };
 
-/** `lua/finishRun-4.lua` */
+/** `lua/events-1.lua` */
+export const events: LuaScript = {
+  name: "events",
+  numberOfKeys: 1,
+  sha1: "8a4b069c348b45a324769987bf889e5340a1b4cb",
+  source: `--[[
+  events: lifecycle events after an id, oldest first, filtered by type. Examines at most
+  \`budget\` entries per call (XRANGE with an exclusive start, in chunks) and stops at \`limit\`
+  matches; \`last\` is the id of the last entry examined (the last match when it stopped at the
+  limit), absent when nothing followed \`after\`.
+  Input:
+    KEYS[1] events (stream: field \`e\` = event JSON, \`"type"\` first)
+    ARGV[1] after ('' = from the oldest)
+    ARGV[2] limit
+    ARGV[3] types, space-separated ('' = every type)
+    ARGV[4] budget (entries examined at most)
+  Output: JSON text {"events":[["id",{event}]...],"last"?:"id"}
+]]
+local after, limit, budget = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
+local types
+if ARGV[3] ~= '' then
+  types = {}
+  for t in string.gmatch(ARGV[3], '%S+') do
+    types[t] = true
+  end
+end
+
+local start = after == '' and '-' or '(' .. after
+local found, examined, last = {}, 0, nil
+while #found < limit and examined < budget do
+  local want = budget - examined
+  if not types then
+    want = math.min(want, limit - #found)
+  end
+  want = math.min(want, 500)
+  local entries = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', want)
+  for _, entry in ipairs(entries) do
+    local id, fields = entry[1], entry[2]
+    examined = examined + 1
+    last = id
+    local json
+    for i = 1, #fields - 1, 2 do
+      if fields[i] == 'e' then
+        json = fields[i + 1]
+      end
+    end
+    if json and (not types or types[string.match(json, '^{"type":"([^"]+)"')]) then
+      found[#found + 1] = '["' .. id .. '",' .. json .. ']'
+      if #found >= limit then
+        break
+      end
+    end
+  end
+  if #entries < want then
+    break
+  end
+  start = '(' .. last
+end
+local out = '{"events":[' .. table.concat(found, ',') .. ']'
+if last then
+  out = out .. ',"last":"' .. last .. '"'
+end
+return out .. '}'
+`,
+};
+
+/** `lua/finishRun-7.lua` */
 export const finishRun: LuaScript = {
   name: "finishRun",
-  numberOfKeys: 4,
-  sha1: "6cca309d49a09e7d4503e58102bba748bc18995f",
+  numberOfKeys: 7,
+  sha1: "c3a7222678842ac923f8500c45ee51e8725bacc4",
   source: `--[[
   finishRun: record how an attempt ended, only if the job is \`running\` as that attempt.
-  Success -> \`succeeded\` with the result (and no error); failure -> \`failed\`, or \`dead\` and
-  listed in the dead-letter list when final. Releases the run lease and the schedule's overlap
-  lease. Final records are retained jobMs. Then sweeps up to 20 expired jobs from the listing
-  indexes (bounded housekeeping; the records themselves expire by TTL).
+  Success -> \`succeeded\` with the result (and no error); failure -> \`failed\` (back in the
+  pending backlog, score now), or \`dead\` and listed in the dead-letter list when final.
+  Releases the run lease and the schedule's overlap lease. Final records are retained jobMs.
+  Counts (handler duration, failure average, totals, gauges) and writes \`job.succeeded\`,
+  \`job.failed\` or \`job.dead\`. Then sweeps up to 20 expired jobs from the listing indexes
+  (bounded housekeeping; the records themselves expire by TTL).
   Input:
     KEYS[1] root
     KEYS[2] jobs index
     KEYS[3] dead-letter list (zset: job id -> died at)
     KEYS[4] expiring index
+    KEYS[5] pending backlog
+    KEYS[6] metrics
+    KEYS[7] events
     ARGV[1] id
     ARGV[2] attempt
     ARGV[3] 1 success, 0 failure
@@ -1321,6 +2377,8 @@ export const finishRun: LuaScript = {
     ARGV[5] JobError JSON, on failure
     ARGV[6] 1 final failure (-> dead), 0 will retry
     ARGV[7] jobMs (retention)
+    ARGV[8] eventsMaxLen (0 = no events)
+    ARGV[9] the event's error JSON ({name, message}), on failure
   Output:
     JOB_NOT_FOUND (-2)
     JSON text   {"ok":JobRecord} recorded, or {"stale":JobRecord} not running as that attempt
@@ -1333,6 +2391,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "keys"
 local function jobKey(root, id)
@@ -1355,11 +2423,11 @@ end
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
--- include "errors"
-local LEASE_LOST = -1
-local JOB_NOT_FOUND = -2
-local JOB_NOT_DEAD = -3
--- include "job"
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
 -- include "json"
 local function jsonExtend(obj, members)
   if obj == '{}' then
@@ -1378,11 +2446,16 @@ end
 local function jsonString(s)
   return cjson.encode(s)
 end
+-- include "errors"
+local LEASE_LOST = -1
+local JOB_NOT_FOUND = -2
+local JOB_NOT_DEAD = -3
+-- include "job"
 
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -1403,6 +2476,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId
@@ -1493,8 +2570,139 @@ local function sweepExpired(root, expiring, jobs, dlq, now, max)
   end
   redis.call('ZREM', expiring, unpack(members))
 end
+-- include "metrics"
+
+local HISTOGRAM_BOUNDS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+  300000 }
+
+local function newMetrics()
+  return { order = {}, ops = {} }
+end
+
+local function mOp(b, field, op)
+  local ops = b.ops[field]
+  if not ops then
+    ops = {}
+    b.ops[field] = ops
+    b.order[#b.order + 1] = field
+  end
+  ops[#ops + 1] = op
+end
+
+local function mAdd(b, field, n)
+  if n ~= 0 then
+    mOp(b, field, { 'add', n })
+  end
+end
+
+local function mAverage(b, field, x)
+  mOp(b, field, { 'avg', x })
+end
+
+local function mObserve(b, h, x)
+  local i = #HISTOGRAM_BOUNDS
+  for j, bound in ipairs(HISTOGRAM_BOUNDS) do
+    if x <= bound then
+      i = j - 1
+      break
+    end
+  end
+  mAdd(b, h .. ':' .. i, 1)
+  mAdd(b, h .. ':sum', x)
+end
+
+local function metricsLoad(key, fields)
+  local values = redis.call('HMGET', key, unpack(fields))
+  local known = {}
+  for i, field in ipairs(fields) do
+    known[field] = tonumber(values[i]) or 0
+  end
+  return known
+end
+
+local function metricsFlush(key, b, known)
+  if #b.order == 0 then
+    return
+  end
+  if not known and #b.order <= 2 then
+    local increments = true
+    for _, field in ipairs(b.order) do
+      for _, op in ipairs(b.ops[field]) do
+        if op[1] ~= 'add' or op[2] < 0 or op[2] ~= math.floor(op[2]) then
+          increments = false
+        end
+      end
+    end
+    if increments then
+      for _, field in ipairs(b.order) do
+        local n = 0
+        for _, op in ipairs(b.ops[field]) do
+          n = n + op[2]
+        end
+        redis.call('HINCRBY', key, field, int(n))
+      end
+      return
+    end
+  end
+  known = known or {}
+  local missing = {}
+  for _, field in ipairs(b.order) do
+    if known[field] == nil then
+      missing[#missing + 1] = field
+    end
+  end
+  if #missing > 0 then
+    local values = redis.call('HMGET', key, unpack(missing))
+    for i, field in ipairs(missing) do
+      known[field] = tonumber(values[i]) or 0
+    end
+  end
+  local args = {}
+  for _, field in ipairs(b.order) do
+    local v = known[field]
+    for _, op in ipairs(b.ops[field]) do
+      if op[1] == 'add' then
+        v = v + op[2]
+      else
+        v = v + 0.1 * (op[2] - v)
+      end
+    end
+    if v < 0 then
+      v = 0
+    end
+    args[#args + 1] = field
+    args[#args + 1] = num(v)
+  end
+  redis.call('HSET', key, unpack(args))
+end
+-- include "events"
+
+local function emitEvent(events, maxLen, json)
+  if maxLen > 0 then
+    redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
+  end
+end
+
+local function jobEvent(type, now, id, job, extra)
+  local m = { '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id) }
+  if job.handler then
+    m[#m + 1] = ',"handler":' .. jsonString(job.handler)
+  end
+  if job.tenant then
+    m[#m + 1] = ',"tenant":' .. jsonString(job.tenant)
+  end
+  if job.scheduleId then
+    m[#m + 1] = ',"scheduleId":' .. jsonString(job.scheduleId)
+  end
+  if extra then
+    m[#m + 1] = ',' .. extra
+  end
+  m[#m + 1] = '}'
+  return table.concat(m)
+end
 
 local root, jobs, dlq, expiring = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local pending, metrics, events = KEYS[5], KEYS[6], KEYS[7]
 local id = ARGV[1]
 local key = jobKey(root, id)
 local job = readJob(key)
@@ -1508,27 +2716,49 @@ end
 local now = nowMs()
 releaseRun(root, key, id, job)
 job.finishedAt = int(now)
+local m = newMetrics()
+mAdd(m, 'g:running', -1)
+mObserve(m, 'dur', math.max(0, now - tonumber(job.startedAt or now)))
+local event
 if ARGV[3] == '1' then
+  mAverage(m, 'avg:fail', 0)
+  mAdd(m, 't:succeeded', 1)
+  local hadError = job.error
   job.status, job.error = 'succeeded', nil
-  redis.call('HDEL', key, 'error')
+  if hadError then
+    redis.call('HDEL', key, 'error')
+  end
   if ARGV[4] ~= '' then
     job.result = ARGV[4]
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'result', job.result)
   else
+    if job.result then
+      redis.call('HDEL', key, 'result')
+    end
     job.result = nil
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
-    redis.call('HDEL', key, 'result')
   end
   retainJob(root, expiring, id, job, now, ARGV[7])
+  event = jobEvent('job.succeeded', now, id, job)
 else
+  mAverage(m, 'avg:fail', 1)
+  mAdd(m, 't:failed', 1)
   job.error = ARGV[5]
   job.status = ARGV[6] == '1' and 'dead' or 'failed'
   redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
   if job.status == 'dead' then
+    mAdd(m, 't:dead', 1)
     redis.call('ZADD', dlq, int(now), id)
     retainJob(root, expiring, id, job, now, ARGV[7])
+  else
+    mAdd(m, 'g:failed', 1)
+    redis.call('ZADD', pending, int(now), id)
   end
+  event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
+    .. ',"error":' .. ARGV[9])
 end
+metricsFlush(metrics, m)
+emitEvent(events, tonumber(ARGV[8]), event)
 
 sweepExpired(root, expiring, jobs, dlq, now, 20)
 return '{"ok":' .. jobJson(job) .. '}'
@@ -1539,7 +2769,7 @@ return '{"ok":' .. jobJson(job) .. '}'
 export const getJob: LuaScript = {
   name: "getJob",
   numberOfKeys: 1,
-  sha1: "8012b49b0138d327dfb661e55f414a0d77297b28",
+  sha1: "3d7876f139c4e24f4efa5312db57ca695afca8ac",
   source: `--[[
   getJob: read one job.
   Input:
@@ -1568,6 +2798,11 @@ end
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
 -- include "job"
 -- include "time"
 local function nowMs()
@@ -1577,6 +2812,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -1600,7 +2845,7 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -1621,6 +2866,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId
@@ -1724,7 +2973,7 @@ return jobJson(job)
 export const getSchedule: LuaScript = {
   name: "getSchedule",
   numberOfKeys: 1,
-  sha1: "4f91a002fe4d3f21f29818de1fe67e7f6ac73e93",
+  sha1: "cf8266a530e3606c13c7de3d164e53e698f5b610",
   source: `--[[
   getSchedule: read one schedule.
   Input:
@@ -1752,6 +3001,11 @@ end
 -- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
 end
 -- include "schedule"
 -- include "json"
@@ -1814,7 +3068,7 @@ return scheduleJson(s)
 export const listDead: LuaScript = {
   name: "listDead",
   numberOfKeys: 2,
-  sha1: "bb7074bc879a8b9c6736ffb40ca7079c76c5d7d6",
+  sha1: "256fc55f80f73b20e71c3c66ab6f97f5370cc2b9",
   source: `--[[
   listDead: a newest-first page of the dead-letter list (by time of death).
   Input:
@@ -1846,6 +3100,11 @@ end
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
 -- include "job"
 -- include "time"
 local function nowMs()
@@ -1855,6 +3114,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -1878,7 +3147,7 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -1899,6 +3168,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId
@@ -2081,7 +3354,7 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 export const listJobs: LuaScript = {
   name: "listJobs",
   numberOfKeys: 2,
-  sha1: "4448b3bb94540616a6a7d6cc2b145ea5bd605d71",
+  sha1: "692f349ff46871b9acebfbbbf467d5e761249182",
   source: `--[[
   listJobs: a newest-first page of jobs (by createdAt), optionally filtered. Examines at most
   1000 index entries per call; entries of expired jobs are dropped from the index.
@@ -2117,6 +3390,11 @@ end
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
 -- include "job"
 -- include "time"
 local function nowMs()
@@ -2126,6 +3404,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -2149,7 +3437,7 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -2170,6 +3458,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId
@@ -2365,7 +3657,7 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 export const listRuns: LuaScript = {
   name: "listRuns",
   numberOfKeys: 1,
-  sha1: "29cd0de18cba1ce511f789d3e22fed96a16cdb64",
+  sha1: "21a489539ff4c0ca7ac6c88b0b3db1558463869e",
   source: `--[[
   listRuns: a newest-first page of the jobs a schedule fired (by fire time).
   Input:
@@ -2397,6 +3689,11 @@ end
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
 -- include "job"
 -- include "time"
 local function nowMs()
@@ -2406,6 +3703,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -2429,7 +3736,7 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -2450,6 +3757,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId
@@ -2632,7 +3943,7 @@ return page(runsKey(root, ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4], render,
 export const listSchedules: LuaScript = {
   name: "listSchedules",
   numberOfKeys: 2,
-  sha1: "42553be5a1969ab3dd04401cfd4d9c84542980f4",
+  sha1: "620a23d43f593ff8e7ad18799f165725df2a97a2",
   source: `--[[
   listSchedules: a newest-first page of schedules (by createdAt), optionally filtered. Examines
   at most 1000 index entries per call.
@@ -2666,6 +3977,11 @@ end
 -- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
 end
 -- include "schedule"
 -- include "json"
@@ -2810,18 +4126,19 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 `,
 };
 
-/** `lua/markDead-6.lua` */
+/** `lua/markDead-9.lua` */
 export const markDead: LuaScript = {
   name: "markDead",
-  numberOfKeys: 6,
-  sha1: "be555ae15fe8b58cef540e9987fad4d2ac619f86",
+  numberOfKeys: 9,
+  sha1: "97021dd196c7054662ee47794228f06af686dbcb",
   source: `--[[
   markDead: the queue gave up on a delivery. Creates the job from the spec if missing and it has
   a scheduleId (else returns null, writing nothing); unless it is already dead, succeeded,
   cancelled or skipped, its runAt differs from the spec's (a callback for an earlier dispatch),
-  or it is running with an unexpired run lease (then returned unchanged), marks it \`dead\`
-  with the error, lists it in the dead-letter list, releases its run leases, drops its outbox
-  message and retains the record jobMs.
+  or it is running with an unexpired run lease (then returned unchanged, nothing counted), marks
+  it \`dead\` with the error, lists it in the dead-letter list, releases its run leases, drops its
+  outbox message and its pending entry, retains the record jobMs, counts t:dead (and the gauge
+  it leaves) and writes \`job.dead\`.
   Input:
     KEYS[1] root
     KEYS[2] jobs index
@@ -2829,9 +4146,14 @@ export const markDead: LuaScript = {
     KEYS[4] outbox
     KEYS[5] outbox messages
     KEYS[6] expiring index
-    ARGV[1..8] the JobSpec (see include "spec")
-    ARGV[9] JobError JSON
-    ARGV[10] jobMs (retention)
+    KEYS[7] pending backlog
+    KEYS[8] metrics
+    KEYS[9] events
+    ARGV[1..9] the JobSpec (see include "spec")
+    ARGV[10] JobError JSON
+    ARGV[11] jobMs (retention)
+    ARGV[12] eventsMaxLen (0 = no events)
+    ARGV[13] the event's error JSON ({name, message})
   Output: JobRecord JSON text, or \`null\`
 ]]
 -- include "time"
@@ -2842,6 +4164,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "keys"
 local function jobKey(root, id)
@@ -2863,6 +4195,29 @@ end
 -- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
+-- include "json"
+local function jsonExtend(obj, members)
+  if obj == '{}' then
+    return '{' .. members .. '}'
+  end
+  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
+end
+
+local function jsonBool(b)
+  if b then
+    return 'true'
+  end
+  return 'false'
+end
+
+local function jsonString(s)
+  return cjson.encode(s)
 end
 -- include "outbox"
 -- include "members"
@@ -2911,29 +4266,11 @@ local function removeMessages(outbox, messages, ids)
   removeMembers('HDEL', messages, ids)
 end
 -- include "job"
--- include "json"
-local function jsonExtend(obj, members)
-  if obj == '{}' then
-    return '{' .. members .. '}'
-  end
-  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
-end
-
-local function jsonBool(b)
-  if b then
-    return 'true'
-  end
-  return 'false'
-end
-
-local function jsonString(s)
-  return cjson.encode(s)
-end
 
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -2954,6 +4291,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId
@@ -3055,7 +4396,7 @@ local function jobFromArgv(root, jobs, from)
       return id, key, nil
     end
     job = { data = ARGV[from + 1], createdAt = ARGV[from + 2], runAt = ARGV[from + 3],
-      handler = ARGV[from + 4] }
+      handler = ARGV[from + 4], tenant = ARGV[from + 8] }
     if ARGV[from + 5] ~= '' then
       job.scheduleId = ARGV[from + 5]
     end
@@ -3065,6 +4406,136 @@ local function jobFromArgv(root, jobs, from)
     createJob(root, jobs, id, job, ARGV[from + 7])
   end
   return id, key, job
+end
+-- include "metrics"
+
+local HISTOGRAM_BOUNDS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+  300000 }
+
+local function newMetrics()
+  return { order = {}, ops = {} }
+end
+
+local function mOp(b, field, op)
+  local ops = b.ops[field]
+  if not ops then
+    ops = {}
+    b.ops[field] = ops
+    b.order[#b.order + 1] = field
+  end
+  ops[#ops + 1] = op
+end
+
+local function mAdd(b, field, n)
+  if n ~= 0 then
+    mOp(b, field, { 'add', n })
+  end
+end
+
+local function mAverage(b, field, x)
+  mOp(b, field, { 'avg', x })
+end
+
+local function mObserve(b, h, x)
+  local i = #HISTOGRAM_BOUNDS
+  for j, bound in ipairs(HISTOGRAM_BOUNDS) do
+    if x <= bound then
+      i = j - 1
+      break
+    end
+  end
+  mAdd(b, h .. ':' .. i, 1)
+  mAdd(b, h .. ':sum', x)
+end
+
+local function metricsLoad(key, fields)
+  local values = redis.call('HMGET', key, unpack(fields))
+  local known = {}
+  for i, field in ipairs(fields) do
+    known[field] = tonumber(values[i]) or 0
+  end
+  return known
+end
+
+local function metricsFlush(key, b, known)
+  if #b.order == 0 then
+    return
+  end
+  if not known and #b.order <= 2 then
+    local increments = true
+    for _, field in ipairs(b.order) do
+      for _, op in ipairs(b.ops[field]) do
+        if op[1] ~= 'add' or op[2] < 0 or op[2] ~= math.floor(op[2]) then
+          increments = false
+        end
+      end
+    end
+    if increments then
+      for _, field in ipairs(b.order) do
+        local n = 0
+        for _, op in ipairs(b.ops[field]) do
+          n = n + op[2]
+        end
+        redis.call('HINCRBY', key, field, int(n))
+      end
+      return
+    end
+  end
+  known = known or {}
+  local missing = {}
+  for _, field in ipairs(b.order) do
+    if known[field] == nil then
+      missing[#missing + 1] = field
+    end
+  end
+  if #missing > 0 then
+    local values = redis.call('HMGET', key, unpack(missing))
+    for i, field in ipairs(missing) do
+      known[field] = tonumber(values[i]) or 0
+    end
+  end
+  local args = {}
+  for _, field in ipairs(b.order) do
+    local v = known[field]
+    for _, op in ipairs(b.ops[field]) do
+      if op[1] == 'add' then
+        v = v + op[2]
+      else
+        v = v + 0.1 * (op[2] - v)
+      end
+    end
+    if v < 0 then
+      v = 0
+    end
+    args[#args + 1] = field
+    args[#args + 1] = num(v)
+  end
+  redis.call('HSET', key, unpack(args))
+end
+-- include "events"
+
+local function emitEvent(events, maxLen, json)
+  if maxLen > 0 then
+    redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
+  end
+end
+
+local function jobEvent(type, now, id, job, extra)
+  local m = { '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id) }
+  if job.handler then
+    m[#m + 1] = ',"handler":' .. jsonString(job.handler)
+  end
+  if job.tenant then
+    m[#m + 1] = ',"tenant":' .. jsonString(job.tenant)
+  end
+  if job.scheduleId then
+    m[#m + 1] = ',"scheduleId":' .. jsonString(job.scheduleId)
+  end
+  if extra then
+    m[#m + 1] = ',' .. extra
+  end
+  m[#m + 1] = '}'
+  return table.concat(m)
 end
 
 local root = KEYS[1]
@@ -3080,12 +4551,26 @@ local now = nowMs()
 if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
   return jobJson(job)
 end
+local m = newMetrics()
+local removed = redis.call('ZREM', KEYS[7], id)
+if job.status == 'failed' then
+  mAdd(m, 'g:failed', -1)
+elseif job.status == 'running' then
+  mAdd(m, 'g:running', -1)
+end
+if removed == 1 and job.status ~= 'failed' then
+  mAdd(m, 'g:queued', -1)
+end
+mAdd(m, 't:dead', 1)
 releaseRun(root, key, id, job)
 removeMessages(KEYS[4], KEYS[5], { id })
-job.status, job.finishedAt, job.error = 'dead', int(now), ARGV[9]
+job.status, job.finishedAt, job.error = 'dead', int(now), ARGV[10]
 redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
 redis.call('ZADD', KEYS[3], job.finishedAt, id)
-retainJob(root, KEYS[6], id, job, now, ARGV[10])
+retainJob(root, KEYS[6], id, job, now, ARGV[11])
+metricsFlush(KEYS[8], m)
+emitEvent(KEYS[9], tonumber(ARGV[12]), jobEvent('job.dead', now, id, job,
+  '"attempt":' .. job.attempts .. ',"error":' .. ARGV[13]))
 return jobJson(job)
 `,
 };
@@ -3094,7 +4579,7 @@ return jobJson(job)
 export const nextDue: LuaScript = {
   name: "nextDue",
   numberOfKeys: 5,
-  sha1: "c80a44bd57feb21caeaacbbea04da57175e99608",
+  sha1: "e69854f554bf80501e2a6af889fd2fa29f9b3b3b",
   source: `--[[
   nextDue: next chunk of a tick, fenced. Acknowledges published outbox messages (compare-and-delete on
   (id, dedupId)), renews the
@@ -3123,6 +4608,16 @@ end
 local function int(n)
   return string.format('%.0f', n)
 end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
+end
 -- include "keys"
 local function jobKey(root, id)
   return root .. ':j:' .. id
@@ -3143,6 +4638,11 @@ end
 -- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -3280,7 +4780,7 @@ return '{"now":' .. int(now) .. ',"more":' .. jsonBool(more) .. ',"due":[' .. ta
 export const now: LuaScript = {
   name: "now",
   numberOfKeys: 0,
-  sha1: "479a361ebe968624c31a1217e19b20f86a1aaac3",
+  sha1: "c9ffaded4067e93037be649a07d417cd99844c9c",
   source: `--[[
   now: the store's clock.
   Input: none
@@ -3296,6 +4796,16 @@ local function int(n)
   return string.format('%.0f', n)
 end
 
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
+end
+
 return nowMs()
 `,
 };
@@ -3304,14 +4814,16 @@ return nowMs()
 export const putSchedule: LuaScript = {
   name: "putSchedule",
   numberOfKeys: 4,
-  sha1: "089651d2693e6d7c515b593539e44ebcd7ecd923",
+  sha1: "7d627805f9ece33c844690f03a5a68df741ef484",
   source: `--[[
   putSchedule: write a schedule record computed in TS. Without expectRev: create, or replace
   keeping the stored runs, lastRunAt and createdAt. With expectRev: write as given, only if the
   stored rev equals it. The stored rev becomes previous + 1; on create it is drawn from the
   rev sequence (INCR), which deleteSchedule raises to a deleted schedule's rev, so a re-created
   schedule never repeats a rev its id had. The due index holds
-  the schedule iff it is \`active\` with a nextRunAt.
+  the schedule iff it is \`active\` with a nextRunAt (score nextRunAt: a write ends a hold).
+  With a quota (judged after expectRev): denied → nothing written, nothing counted; else
+  counted with the write.
   Input:
     KEYS[1] root
     KEYS[2] due index
@@ -3327,10 +4839,32 @@ export const putSchedule: LuaScript = {
     ARGV[8] updatedAt
     ARGV[9] handler
     ARGV[10] expectRev ('' = none)
+    ARGV[11] quota key ('' = none)
+    ARGV[12] quota windows (\`windowMs limit ...\`)
   Output: JSON text
-    {"created":bool,"schedule":ScheduleRecord}   written
+    {"created":bool,"schedule":ScheduleRecord,"quota"?:QuotaState}   written
     {"conflict":ScheduleRecord|null}             expectRev did not match
+    {"denied":Denied}                            the quota refused it
 ]]
+-- include "time"
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function int(n)
+  return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
+end
 -- include "keys"
 local function jobKey(root, id)
   return root .. ':j:' .. id
@@ -3351,6 +4885,11 @@ end
 -- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -3400,6 +4939,125 @@ local function scheduleJson(s)
   m[#m + 1] = '"updatedAt":' .. s.updatedAt
   return jsonExtend(s.def, table.concat(m, ','))
 end
+-- include "quota"
+
+local function parseWindows(text)
+  local windows, t = {}, {}
+  for token in string.gmatch(text, '%S+') do
+    t[#t + 1] = tonumber(token)
+  end
+  for i = 1, #t - 1, 2 do
+    windows[#windows + 1] = { w = t[i], limit = t[i + 1] }
+  end
+  return windows
+end
+
+local function quotaStateJson(s)
+  return '{"limit":' .. num(s.limit) .. ',"remaining":' .. num(s.remaining) .. ',"windowMs":'
+    .. num(s.w) .. ',"resetMs":' .. num(s.resetMs) .. '}'
+end
+
+local function checkQuota(key, windows, now)
+  local stored, order = {}, {}
+  local text = redis.call('GET', key)
+  if text then
+    for part in string.gmatch(text, '[^;]+') do
+      local w = string.match(part, '^([^,]+)')
+      local buckets = {}
+      for start, n in string.gmatch(part, ',(%d+):(%d+)') do
+        buckets[#buckets + 1] = { tonumber(start), tonumber(n) }
+      end
+      stored[w] = buckets
+      order[#order + 1] = w
+    end
+  end
+
+  local views = {}
+  for _, win in ipairs(windows) do
+    local wkey = num(win.w)
+    local live, count = {}, 0
+    for _, b in ipairs(stored[wkey] or {}) do
+      if b[1] > now - win.w and b[2] > 0 then
+        live[#live + 1] = b
+        count = count + b[2]
+      end
+    end
+    table.sort(live, function(a, b)
+      return a[1] < b[1]
+    end)
+    views[#views + 1] = { w = win.w, limit = win.limit, wkey = wkey, live = live, count = count }
+  end
+
+  local denied
+  for _, v in ipairs(views) do
+    if v.count >= v.limit then
+      local left, resetMs = v.count, v.w
+      for _, b in ipairs(v.live) do
+        left = left - b[2]
+        if left < v.limit then
+          resetMs = b[1] + v.w - now
+          break
+        end
+      end
+      if not denied or resetMs > denied.resetMs
+        or (resetMs == denied.resetMs and v.w > denied.w) then
+        denied = { limit = v.limit, remaining = 0, w = v.w, resetMs = resetMs }
+      end
+    end
+  end
+  if denied then
+    return false, quotaStateJson(denied)
+  end
+
+  local best, counted = nil, {}
+  for _, v in ipairs(views) do
+    local bucketMs = math.max(1, math.floor(v.w / 60))
+    local current = math.floor(now / bucketMs) * bucketMs
+    local oldest = current
+    if v.live[1] and v.live[1][1] < oldest then
+      oldest = v.live[1][1]
+    end
+    if not counted[v.wkey] then
+      local parts, added = { v.wkey }, false
+      for _, b in ipairs(v.live) do
+        local n = b[2]
+        if b[1] == current then
+          n, added = n + 1, true
+        end
+        parts[#parts + 1] = int(b[1]) .. ':' .. int(n)
+      end
+      if not added then
+        parts[#parts + 1] = int(current) .. ':1'
+      end
+      counted[v.wkey] = table.concat(parts, ',')
+      if not stored[v.wkey] then
+        order[#order + 1] = v.wkey
+      end
+    end
+    local s = { limit = v.limit, remaining = v.limit - v.count - 1, w = v.w,
+      resetMs = oldest + v.w - now }
+    if not best or s.remaining < best.remaining
+      or (s.remaining == best.remaining and s.w < best.w) then
+      best = s
+    end
+  end
+
+  local parts, longest = {}, 1
+  for _, wkey in ipairs(order) do
+    local part = counted[wkey]
+    if not part then
+      local kept = {}
+      for _, b in ipairs(stored[wkey]) do
+        kept[#kept + 1] = int(b[1]) .. ':' .. int(b[2])
+      end
+      part = wkey .. (#kept > 0 and ',' or '') .. table.concat(kept, ',')
+    end
+    parts[#parts + 1] = part
+    longest = math.max(longest, math.ceil(tonumber(wkey)))
+  end
+  redis.call('SET', key, table.concat(parts, ';'), 'PX', int(longest))
+  return true, quotaStateJson(best)
+end
 
 local root, due, schedules, id = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local key = scheduleKey(root, id)
@@ -3408,6 +5066,15 @@ local expectRev = ARGV[10]
 
 if expectRev ~= '' and (not stored or tonumber(stored.rev) ~= tonumber(expectRev)) then
   return '{"conflict":' .. (stored and scheduleJson(stored) or 'null') .. '}'
+end
+
+local quota = ''
+if ARGV[11] ~= '' then
+  local admitted, state = checkQuota(quotaKey(root, ARGV[11]), parseWindows(ARGV[12]), nowMs())
+  if not admitted then
+    return '{"denied":{"kind":"quota","quota":' .. state .. '}}'
+  end
+  quota = ',"quota":' .. state
 end
 
 local s = { def = ARGV[2], status = ARGV[3], runs = ARGV[6], createdAt = ARGV[7],
@@ -3447,7 +5114,7 @@ if s.status == 'active' and s.nextRunAt then
 else
   redis.call('ZREM', due, id)
 end
-return '{"created":' .. jsonBool(not stored) .. ',"schedule":' .. scheduleJson(s) .. '}'
+return '{"created":' .. jsonBool(not stored) .. ',"schedule":' .. scheduleJson(s) .. quota .. '}'
 `,
 };
 
@@ -3502,24 +5169,30 @@ return 1
 `,
 };
 
-/** `lua/retryDead-5.lua` */
+/** `lua/retryDead-8.lua` */
 export const retryDead: LuaScript = {
   name: "retryDead",
-  numberOfKeys: 5,
-  sha1: "83bee3953b5f6f524a67f032a6aabd5b663727b0",
+  numberOfKeys: 8,
+  sha1: "b330ad9ecc98712dde17ccae031d4d5fb9ce2bf5",
   source: `--[[
   retryDead: \`dead\` -> \`queued\` again (attempts kept, runAt = now, no longer retained), removed
   from the dead-letter list, with a message under a fresh dedup id \`<id>~r<n>\` in the
   outbox, n counting the job's dispatches from the dead-letter list (hash field \`dispatches\`).
+  The job enters the pending backlog (score now); counts t:retried and g:queued and writes
+  \`job.retried\`.
   Input:
     KEYS[1] root
     KEYS[2] dead-letter list
     KEYS[3] outbox
     KEYS[4] outbox messages
     KEYS[5] expiring index
+    KEYS[6] pending backlog
+    KEYS[7] metrics
+    KEYS[8] events
     ARGV[1] id
     ARGV[2] id as a JSON string
     ARGV[3] recoverGraceMs
+    ARGV[4] eventsMaxLen (0 = no events)
   Output:
     JOB_NOT_DEAD (-3)   missing or not dead
     JSON text           {"job":JobRecord,"message":OutboxMessage}
@@ -3532,6 +5205,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "keys"
 local function jobKey(root, id)
@@ -3553,6 +5236,29 @@ end
 -- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
+-- include "json"
+local function jsonExtend(obj, members)
+  if obj == '{}' then
+    return '{' .. members .. '}'
+  end
+  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
+end
+
+local function jsonBool(b)
+  if b then
+    return 'true'
+  end
+  return 'false'
+end
+
+local function jsonString(s)
+  return cjson.encode(s)
 end
 -- include "errors"
 local LEASE_LOST = -1
@@ -3605,29 +5311,11 @@ local function removeMessages(outbox, messages, ids)
   removeMembers('HDEL', messages, ids)
 end
 -- include "job"
--- include "json"
-local function jsonExtend(obj, members)
-  if obj == '{}' then
-    return '{' .. members .. '}'
-  end
-  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
-end
-
-local function jsonBool(b)
-  if b then
-    return 'true'
-  end
-  return 'false'
-end
-
-local function jsonString(s)
-  return cjson.encode(s)
-end
 
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -3648,6 +5336,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId
@@ -3738,6 +5430,136 @@ local function sweepExpired(root, expiring, jobs, dlq, now, max)
   end
   redis.call('ZREM', expiring, unpack(members))
 end
+-- include "metrics"
+
+local HISTOGRAM_BOUNDS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+  300000 }
+
+local function newMetrics()
+  return { order = {}, ops = {} }
+end
+
+local function mOp(b, field, op)
+  local ops = b.ops[field]
+  if not ops then
+    ops = {}
+    b.ops[field] = ops
+    b.order[#b.order + 1] = field
+  end
+  ops[#ops + 1] = op
+end
+
+local function mAdd(b, field, n)
+  if n ~= 0 then
+    mOp(b, field, { 'add', n })
+  end
+end
+
+local function mAverage(b, field, x)
+  mOp(b, field, { 'avg', x })
+end
+
+local function mObserve(b, h, x)
+  local i = #HISTOGRAM_BOUNDS
+  for j, bound in ipairs(HISTOGRAM_BOUNDS) do
+    if x <= bound then
+      i = j - 1
+      break
+    end
+  end
+  mAdd(b, h .. ':' .. i, 1)
+  mAdd(b, h .. ':sum', x)
+end
+
+local function metricsLoad(key, fields)
+  local values = redis.call('HMGET', key, unpack(fields))
+  local known = {}
+  for i, field in ipairs(fields) do
+    known[field] = tonumber(values[i]) or 0
+  end
+  return known
+end
+
+local function metricsFlush(key, b, known)
+  if #b.order == 0 then
+    return
+  end
+  if not known and #b.order <= 2 then
+    local increments = true
+    for _, field in ipairs(b.order) do
+      for _, op in ipairs(b.ops[field]) do
+        if op[1] ~= 'add' or op[2] < 0 or op[2] ~= math.floor(op[2]) then
+          increments = false
+        end
+      end
+    end
+    if increments then
+      for _, field in ipairs(b.order) do
+        local n = 0
+        for _, op in ipairs(b.ops[field]) do
+          n = n + op[2]
+        end
+        redis.call('HINCRBY', key, field, int(n))
+      end
+      return
+    end
+  end
+  known = known or {}
+  local missing = {}
+  for _, field in ipairs(b.order) do
+    if known[field] == nil then
+      missing[#missing + 1] = field
+    end
+  end
+  if #missing > 0 then
+    local values = redis.call('HMGET', key, unpack(missing))
+    for i, field in ipairs(missing) do
+      known[field] = tonumber(values[i]) or 0
+    end
+  end
+  local args = {}
+  for _, field in ipairs(b.order) do
+    local v = known[field]
+    for _, op in ipairs(b.ops[field]) do
+      if op[1] == 'add' then
+        v = v + op[2]
+      else
+        v = v + 0.1 * (op[2] - v)
+      end
+    end
+    if v < 0 then
+      v = 0
+    end
+    args[#args + 1] = field
+    args[#args + 1] = num(v)
+  end
+  redis.call('HSET', key, unpack(args))
+end
+-- include "events"
+
+local function emitEvent(events, maxLen, json)
+  if maxLen > 0 then
+    redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
+  end
+end
+
+local function jobEvent(type, now, id, job, extra)
+  local m = { '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id) }
+  if job.handler then
+    m[#m + 1] = ',"handler":' .. jsonString(job.handler)
+  end
+  if job.tenant then
+    m[#m + 1] = ',"tenant":' .. jsonString(job.tenant)
+  end
+  if job.scheduleId then
+    m[#m + 1] = ',"scheduleId":' .. jsonString(job.scheduleId)
+  end
+  if extra then
+    m[#m + 1] = ',' .. extra
+  end
+  m[#m + 1] = '}'
+  return table.concat(m)
+end
 
 local root, id, idJson = KEYS[1], ARGV[1], ARGV[2]
 local key = jobKey(root, id)
@@ -3749,34 +5571,256 @@ local now = nowMs()
 redis.call('ZREM', KEYS[2], id)
 keepJob(root, KEYS[5], id, job)
 job.status, job.runAt, job.finishedAt = 'queued', int(now), nil
-redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt)
+local dispatches = int((tonumber(redis.call('HGET', key, 'dispatches')) or 0) + 1)
+redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt, 'dispatches', dispatches)
 redis.call('HDEL', key, 'finishedAt')
 
 local recoverAt = int(now + tonumber(ARGV[3]))
-local dispatches = redis.call('HINCRBY', key, 'dispatches', 1)
 local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. dispatches .. '"'
 local message = '{"id":' .. idJson .. ',"dedupId":' .. dedupJson .. ',"job":' .. specJson(job)
   .. ',"notBefore":' .. job.runAt .. ',"recoverAt":' .. recoverAt .. '}'
 putMessage(KEYS[3], KEYS[4], id, recoverAt, message)
+local m = newMetrics()
+mAdd(m, 'g:queued', redis.call('ZADD', KEYS[6], job.runAt, id))
+mAdd(m, 't:retried', 1)
+metricsFlush(KEYS[7], m)
+emitEvent(KEYS[8], tonumber(ARGV[4]), jobEvent('job.retried', now, id, job))
 return '{"job":' .. jobJson(job) .. ',"message":' .. message .. '}'
 `,
 };
 
-/** `lua/submitJob-4.lua` */
+/** `lua/stats-7.lua` */
+export const stats: LuaScript = {
+  name: "stats",
+  numberOfKeys: 7,
+  sha1: "95a99a63de9b2b36ef0a5c7496c0888e6645375b",
+  source: `--[[
+  stats: every counter, gauge and histogram, the leader and the degradation state, in one round
+  trip. With a policy, evaluates the degradation controller first (may change the level).
+  Input:
+    KEYS[1] metrics (hash)
+    KEYS[2] outbox (zset)
+    KEYS[3] pending backlog (zset)
+    KEYS[4] tick lease
+    KEYS[5] leader (hash)
+    KEYS[6] degradation state (hash)
+    KEYS[7] events (stream)
+    ARGV[1] degradation policy ('' = none; see include "degrade")
+    ARGV[2] eventsMaxLen (0 = no events)
+  Output: JSON text {"now":ms,"metrics":{field:"value"...},"outbox":n,"backlog":n,
+    "leaseRemainingMs":pttl,"leader":{field:"value"...},"degradation":{field:"value"...}}
+]]
+-- include "time"
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function int(n)
+  return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
+end
+-- include "json"
+local function jsonExtend(obj, members)
+  if obj == '{}' then
+    return '{' .. members .. '}'
+  end
+  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
+end
+
+local function jsonBool(b)
+  if b then
+    return 'true'
+  end
+  return 'false'
+end
+
+local function jsonString(s)
+  return cjson.encode(s)
+end
+-- include "events"
+
+local function emitEvent(events, maxLen, json)
+  if maxLen > 0 then
+    redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
+  end
+end
+
+local function jobEvent(type, now, id, job, extra)
+  local m = { '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id) }
+  if job.handler then
+    m[#m + 1] = ',"handler":' .. jsonString(job.handler)
+  end
+  if job.tenant then
+    m[#m + 1] = ',"tenant":' .. jsonString(job.tenant)
+  end
+  if job.scheduleId then
+    m[#m + 1] = ',"scheduleId":' .. jsonString(job.scheduleId)
+  end
+  if extra then
+    m[#m + 1] = ',' .. extra
+  end
+  m[#m + 1] = '}'
+  return table.concat(m)
+end
+-- include "degrade"
+
+local function parsePolicy(text)
+  local t = {}
+  for token in string.gmatch(text, '%S+') do
+    if token == '-' then
+      t[#t + 1] = false
+    elseif token == 'inf' then
+      t[#t + 1] = math.huge
+    elseif token == '-inf' then
+      t[#t + 1] = -math.huge
+    else
+      t[#t + 1] = tonumber(token)
+    end
+  end
+  local function thresholds(i)
+    if t[i] == false then
+      return false
+    end
+    return { normal = t[i], degraded = t[i + 1], critical = t[i + 2] }
+  end
+  return { queueDepth = thresholds(1), lagMs = thresholds(4), failureRate = thresholds(7),
+    cpu = thresholds(10), memory = thresholds(13), debounceMs = t[16], localCpu = t[17],
+    localMemory = t[18] }
+end
+
+local function targetLevel(current, signals)
+  local anyCritical, anyDegraded, allBelowNormal, allBelowDegraded = false, false, true, true
+  for _, p in ipairs(signals) do
+    local v, th = p[1], p[2]
+    if v >= th.critical then
+      anyCritical = true
+    end
+    if v >= th.degraded then
+      anyDegraded, allBelowDegraded = true, false
+    end
+    if v >= th.normal then
+      allBelowNormal = false
+    end
+  end
+  if anyCritical then
+    return 'critical'
+  end
+  if current == 'normal' then
+    return anyDegraded and 'degraded' or 'normal'
+  end
+  if allBelowNormal then
+    return 'normal'
+  end
+  if current == 'critical' and allBelowDegraded then
+    return 'degraded'
+  end
+  return current
+end
+
+local function evaluateDegradation(key, events, maxLen, policy, depth, lag, fail, now)
+  local st = redis.call('HMGET', key, 'level', 'since', 'pendingLevel', 'pendingSince', 'signals')
+  local level, since = st[1] or 'normal', st[2] or '0'
+  local pendingLevel, pendingSince = st[3] or '', st[4] or ''
+
+  local checks = { { depth, policy.queueDepth }, { lag, policy.lagMs },
+    { fail, policy.failureRate } }
+  local signals = '{"queueDepth":' .. num(depth) .. ',"lagMs":' .. num(lag) .. ',"failureRate":'
+    .. num(fail)
+  if policy.localCpu and policy.cpu then
+    checks[#checks + 1] = { policy.localCpu, policy.cpu }
+    signals = signals .. ',"cpu":' .. num(policy.localCpu)
+  end
+  if policy.localMemory and policy.memory then
+    checks[#checks + 1] = { policy.localMemory, policy.memory }
+    signals = signals .. ',"memory":' .. num(policy.localMemory)
+  end
+  signals = signals .. '}'
+
+  local target = targetLevel(level, checks)
+  local newLevel, newSince, newPending, newPendingSince = level, since, '', ''
+  if target ~= level then
+    newPending, newPendingSince = target, pendingSince
+    if pendingLevel ~= target then
+      newPendingSince = int(now)
+    end
+    if now - tonumber(newPendingSince) >= policy.debounceMs then
+      emitEvent(events, maxLen, '{"type":"degradation.changed","at":' .. int(now) .. ',"from":"'
+        .. level .. '","to":"' .. target .. '"}')
+      newLevel, newSince, newPending, newPendingSince = target, int(now), '', ''
+    end
+  end
+  if newLevel ~= st[1] or newSince ~= since or newPending ~= pendingLevel
+    or newPendingSince ~= pendingSince or signals ~= st[5] then
+    redis.call('HSET', key, 'level', newLevel, 'since', newSince, 'pendingLevel', newPending,
+      'pendingSince', newPendingSince, 'signals', signals)
+  end
+  return newLevel
+end
+
+local function hashJson(flat)
+  local m = {}
+  for i = 1, #flat - 1, 2 do
+    m[#m + 1] = jsonString(flat[i]) .. ':' .. jsonString(flat[i + 1])
+  end
+  return '{' .. table.concat(m, ',') .. '}'
+end
+
+local now = nowMs()
+local metrics = redis.call('HGETALL', KEYS[1])
+local outbox = redis.call('ZCARD', KEYS[2])
+local backlog = redis.call('ZCOUNT', KEYS[3], '-inf', int(now))
+local pttl = redis.call('PTTL', KEYS[4])
+local leader = redis.call('HGETALL', KEYS[5])
+if ARGV[1] ~= '' then
+  local avg = {}
+  for i = 1, #metrics - 1, 2 do
+    avg[metrics[i]] = metrics[i + 1]
+  end
+  evaluateDegradation(KEYS[6], KEYS[7], tonumber(ARGV[2]), parsePolicy(ARGV[1]), backlog,
+    tonumber(avg['avg:lag']) or 0, tonumber(avg['avg:fail']) or 0, now)
+end
+local degrade = redis.call('HGETALL', KEYS[6])
+return '{"now":' .. int(now) .. ',"metrics":' .. hashJson(metrics) .. ',"outbox":' .. outbox
+  .. ',"backlog":' .. backlog .. ',"leaseRemainingMs":' .. pttl .. ',"leader":' .. hashJson(leader)
+  .. ',"degradation":' .. hashJson(degrade) .. '}'
+`,
+};
+
+/** `lua/submitJob-8.lua` */
 export const submitJob: LuaScript = {
   name: "submitJob",
-  numberOfKeys: 4,
-  sha1: "f5a4698d12e53b792eb02b0a6a54d9f754f736cf",
+  numberOfKeys: 8,
+  sha1: "bd9fa3a24505e24a0af5a56b488b0c6e8fef00b8",
   source: `--[[
-  submitJob: accept a job in one round trip. If the tenant's idempotency key is known (and its
-  job still exists) returns that job and writes nothing. Else stamps createdAt = now and
-  runAt = runAt or now + delayMs, writes the \`queued\` job, indexes it, remembers the key and
-  puts the job's message in the outbox.
+  submitJob: accept a job in one round trip. In this order:
+  1. If the tenant's idempotency key is known (and its job still exists) returns that job and
+     writes nothing (nothing evaluated, nothing counted).
+  2. With a degradation policy: evaluates the controller (its state is kept even if the submit
+     is refused), then degraded → runAt += degradedDelayMs; critical → denied (reject) or
+     runAt += criticalDelayMs (delay).
+  3. With a quota: denied → nothing written, nothing counted; else counted.
+  4. Stamps createdAt = now and runAt = runAt or now + delayMs (+ the degradation delay), writes
+     the \`queued\` job, indexes it, remembers the key, puts the job's message in the outbox and
+     the job in the pending backlog, counts it (t:submitted, g:queued) and writes \`job.created\`.
   Input:
     KEYS[1] root
     KEYS[2] jobs index (zset: job id -> createdAt)
     KEYS[3] outbox
     KEYS[4] outbox messages
+    KEYS[5] pending backlog (zset: job id -> runAt)
+    KEYS[6] metrics (hash)
+    KEYS[7] events (stream)
+    KEYS[8] degradation state (hash)
     ARGV[1] id
     ARGV[2] id as a JSON string
     ARGV[3] JobSpec JSON without createdAt and runAt
@@ -3790,9 +5834,19 @@ export const submitJob: LuaScript = {
     ARGV[11] scheduleId ('' = none)
     ARGV[12] overlap ('' = none)
     ARGV[13] fireAt ('' = none; the runs index score, else runAt)
+    ARGV[14] eventsMaxLen (0 = no events)
+    ARGV[15] degradation policy ('' = none; see include "degrade")
+    ARGV[16] degradedDelayMs
+    ARGV[17] critical action: reject | delay
+    ARGV[18] criticalDelayMs
+    ARGV[19] retryAfterMs of a critical rejection
+    ARGV[20] quota key ('' = none)
+    ARGV[21] quota windows (\`windowMs limit ...\`)
   Output: JSON text
-    {"createdAt":ms,"runAt":ms}   written; the caller knows the rest of the job and message
+    {"createdAt":ms,"runAt":ms,"quota"?:QuotaState,"degradation"?:{"level":..,"delayedMs":ms}}
+                                  written; the caller knows the rest of the job and message
     {"replayed":JobRecord}        the key was used: the first job
+    {"denied":Denied}             refused by admission control; nothing written
 ]]
 -- include "time"
 local function nowMs()
@@ -3802,6 +5856,16 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end
 -- include "keys"
 local function jobKey(root, id)
@@ -3823,6 +5887,29 @@ end
 -- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
+-- include "json"
+local function jsonExtend(obj, members)
+  if obj == '{}' then
+    return '{' .. members .. '}'
+  end
+  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
+end
+
+local function jsonBool(b)
+  if b then
+    return 'true'
+  end
+  return 'false'
+end
+
+local function jsonString(s)
+  return cjson.encode(s)
 end
 -- include "outbox"
 -- include "members"
@@ -3871,29 +5958,11 @@ local function removeMessages(outbox, messages, ids)
   removeMembers('HDEL', messages, ids)
 end
 -- include "job"
--- include "json"
-local function jsonExtend(obj, members)
-  if obj == '{}' then
-    return '{' .. members .. '}'
-  end
-  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
-end
-
-local function jsonBool(b)
-  if b then
-    return 'true'
-  end
-  return 'false'
-end
-
-local function jsonString(s)
-  return cjson.encode(s)
-end
 
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -3914,6 +5983,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId
@@ -4004,9 +6077,354 @@ local function sweepExpired(root, expiring, jobs, dlq, now, max)
   end
   redis.call('ZREM', expiring, unpack(members))
 end
+-- include "metrics"
+
+local HISTOGRAM_BOUNDS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+  300000 }
+
+local function newMetrics()
+  return { order = {}, ops = {} }
+end
+
+local function mOp(b, field, op)
+  local ops = b.ops[field]
+  if not ops then
+    ops = {}
+    b.ops[field] = ops
+    b.order[#b.order + 1] = field
+  end
+  ops[#ops + 1] = op
+end
+
+local function mAdd(b, field, n)
+  if n ~= 0 then
+    mOp(b, field, { 'add', n })
+  end
+end
+
+local function mAverage(b, field, x)
+  mOp(b, field, { 'avg', x })
+end
+
+local function mObserve(b, h, x)
+  local i = #HISTOGRAM_BOUNDS
+  for j, bound in ipairs(HISTOGRAM_BOUNDS) do
+    if x <= bound then
+      i = j - 1
+      break
+    end
+  end
+  mAdd(b, h .. ':' .. i, 1)
+  mAdd(b, h .. ':sum', x)
+end
+
+local function metricsLoad(key, fields)
+  local values = redis.call('HMGET', key, unpack(fields))
+  local known = {}
+  for i, field in ipairs(fields) do
+    known[field] = tonumber(values[i]) or 0
+  end
+  return known
+end
+
+local function metricsFlush(key, b, known)
+  if #b.order == 0 then
+    return
+  end
+  if not known and #b.order <= 2 then
+    local increments = true
+    for _, field in ipairs(b.order) do
+      for _, op in ipairs(b.ops[field]) do
+        if op[1] ~= 'add' or op[2] < 0 or op[2] ~= math.floor(op[2]) then
+          increments = false
+        end
+      end
+    end
+    if increments then
+      for _, field in ipairs(b.order) do
+        local n = 0
+        for _, op in ipairs(b.ops[field]) do
+          n = n + op[2]
+        end
+        redis.call('HINCRBY', key, field, int(n))
+      end
+      return
+    end
+  end
+  known = known or {}
+  local missing = {}
+  for _, field in ipairs(b.order) do
+    if known[field] == nil then
+      missing[#missing + 1] = field
+    end
+  end
+  if #missing > 0 then
+    local values = redis.call('HMGET', key, unpack(missing))
+    for i, field in ipairs(missing) do
+      known[field] = tonumber(values[i]) or 0
+    end
+  end
+  local args = {}
+  for _, field in ipairs(b.order) do
+    local v = known[field]
+    for _, op in ipairs(b.ops[field]) do
+      if op[1] == 'add' then
+        v = v + op[2]
+      else
+        v = v + 0.1 * (op[2] - v)
+      end
+    end
+    if v < 0 then
+      v = 0
+    end
+    args[#args + 1] = field
+    args[#args + 1] = num(v)
+  end
+  redis.call('HSET', key, unpack(args))
+end
+-- include "events"
+
+local function emitEvent(events, maxLen, json)
+  if maxLen > 0 then
+    redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
+  end
+end
+
+local function jobEvent(type, now, id, job, extra)
+  local m = { '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id) }
+  if job.handler then
+    m[#m + 1] = ',"handler":' .. jsonString(job.handler)
+  end
+  if job.tenant then
+    m[#m + 1] = ',"tenant":' .. jsonString(job.tenant)
+  end
+  if job.scheduleId then
+    m[#m + 1] = ',"scheduleId":' .. jsonString(job.scheduleId)
+  end
+  if extra then
+    m[#m + 1] = ',' .. extra
+  end
+  m[#m + 1] = '}'
+  return table.concat(m)
+end
+-- include "degrade"
+
+local function parsePolicy(text)
+  local t = {}
+  for token in string.gmatch(text, '%S+') do
+    if token == '-' then
+      t[#t + 1] = false
+    elseif token == 'inf' then
+      t[#t + 1] = math.huge
+    elseif token == '-inf' then
+      t[#t + 1] = -math.huge
+    else
+      t[#t + 1] = tonumber(token)
+    end
+  end
+  local function thresholds(i)
+    if t[i] == false then
+      return false
+    end
+    return { normal = t[i], degraded = t[i + 1], critical = t[i + 2] }
+  end
+  return { queueDepth = thresholds(1), lagMs = thresholds(4), failureRate = thresholds(7),
+    cpu = thresholds(10), memory = thresholds(13), debounceMs = t[16], localCpu = t[17],
+    localMemory = t[18] }
+end
+
+local function targetLevel(current, signals)
+  local anyCritical, anyDegraded, allBelowNormal, allBelowDegraded = false, false, true, true
+  for _, p in ipairs(signals) do
+    local v, th = p[1], p[2]
+    if v >= th.critical then
+      anyCritical = true
+    end
+    if v >= th.degraded then
+      anyDegraded, allBelowDegraded = true, false
+    end
+    if v >= th.normal then
+      allBelowNormal = false
+    end
+  end
+  if anyCritical then
+    return 'critical'
+  end
+  if current == 'normal' then
+    return anyDegraded and 'degraded' or 'normal'
+  end
+  if allBelowNormal then
+    return 'normal'
+  end
+  if current == 'critical' and allBelowDegraded then
+    return 'degraded'
+  end
+  return current
+end
+
+local function evaluateDegradation(key, events, maxLen, policy, depth, lag, fail, now)
+  local st = redis.call('HMGET', key, 'level', 'since', 'pendingLevel', 'pendingSince', 'signals')
+  local level, since = st[1] or 'normal', st[2] or '0'
+  local pendingLevel, pendingSince = st[3] or '', st[4] or ''
+
+  local checks = { { depth, policy.queueDepth }, { lag, policy.lagMs },
+    { fail, policy.failureRate } }
+  local signals = '{"queueDepth":' .. num(depth) .. ',"lagMs":' .. num(lag) .. ',"failureRate":'
+    .. num(fail)
+  if policy.localCpu and policy.cpu then
+    checks[#checks + 1] = { policy.localCpu, policy.cpu }
+    signals = signals .. ',"cpu":' .. num(policy.localCpu)
+  end
+  if policy.localMemory and policy.memory then
+    checks[#checks + 1] = { policy.localMemory, policy.memory }
+    signals = signals .. ',"memory":' .. num(policy.localMemory)
+  end
+  signals = signals .. '}'
+
+  local target = targetLevel(level, checks)
+  local newLevel, newSince, newPending, newPendingSince = level, since, '', ''
+  if target ~= level then
+    newPending, newPendingSince = target, pendingSince
+    if pendingLevel ~= target then
+      newPendingSince = int(now)
+    end
+    if now - tonumber(newPendingSince) >= policy.debounceMs then
+      emitEvent(events, maxLen, '{"type":"degradation.changed","at":' .. int(now) .. ',"from":"'
+        .. level .. '","to":"' .. target .. '"}')
+      newLevel, newSince, newPending, newPendingSince = target, int(now), '', ''
+    end
+  end
+  if newLevel ~= st[1] or newSince ~= since or newPending ~= pendingLevel
+    or newPendingSince ~= pendingSince or signals ~= st[5] then
+    redis.call('HSET', key, 'level', newLevel, 'since', newSince, 'pendingLevel', newPending,
+      'pendingSince', newPendingSince, 'signals', signals)
+  end
+  return newLevel
+end
+-- include "quota"
+
+local function parseWindows(text)
+  local windows, t = {}, {}
+  for token in string.gmatch(text, '%S+') do
+    t[#t + 1] = tonumber(token)
+  end
+  for i = 1, #t - 1, 2 do
+    windows[#windows + 1] = { w = t[i], limit = t[i + 1] }
+  end
+  return windows
+end
+
+local function quotaStateJson(s)
+  return '{"limit":' .. num(s.limit) .. ',"remaining":' .. num(s.remaining) .. ',"windowMs":'
+    .. num(s.w) .. ',"resetMs":' .. num(s.resetMs) .. '}'
+end
+
+local function checkQuota(key, windows, now)
+  local stored, order = {}, {}
+  local text = redis.call('GET', key)
+  if text then
+    for part in string.gmatch(text, '[^;]+') do
+      local w = string.match(part, '^([^,]+)')
+      local buckets = {}
+      for start, n in string.gmatch(part, ',(%d+):(%d+)') do
+        buckets[#buckets + 1] = { tonumber(start), tonumber(n) }
+      end
+      stored[w] = buckets
+      order[#order + 1] = w
+    end
+  end
+
+  local views = {}
+  for _, win in ipairs(windows) do
+    local wkey = num(win.w)
+    local live, count = {}, 0
+    for _, b in ipairs(stored[wkey] or {}) do
+      if b[1] > now - win.w and b[2] > 0 then
+        live[#live + 1] = b
+        count = count + b[2]
+      end
+    end
+    table.sort(live, function(a, b)
+      return a[1] < b[1]
+    end)
+    views[#views + 1] = { w = win.w, limit = win.limit, wkey = wkey, live = live, count = count }
+  end
+
+  local denied
+  for _, v in ipairs(views) do
+    if v.count >= v.limit then
+      local left, resetMs = v.count, v.w
+      for _, b in ipairs(v.live) do
+        left = left - b[2]
+        if left < v.limit then
+          resetMs = b[1] + v.w - now
+          break
+        end
+      end
+      if not denied or resetMs > denied.resetMs
+        or (resetMs == denied.resetMs and v.w > denied.w) then
+        denied = { limit = v.limit, remaining = 0, w = v.w, resetMs = resetMs }
+      end
+    end
+  end
+  if denied then
+    return false, quotaStateJson(denied)
+  end
+
+  local best, counted = nil, {}
+  for _, v in ipairs(views) do
+    local bucketMs = math.max(1, math.floor(v.w / 60))
+    local current = math.floor(now / bucketMs) * bucketMs
+    local oldest = current
+    if v.live[1] and v.live[1][1] < oldest then
+      oldest = v.live[1][1]
+    end
+    if not counted[v.wkey] then
+      local parts, added = { v.wkey }, false
+      for _, b in ipairs(v.live) do
+        local n = b[2]
+        if b[1] == current then
+          n, added = n + 1, true
+        end
+        parts[#parts + 1] = int(b[1]) .. ':' .. int(n)
+      end
+      if not added then
+        parts[#parts + 1] = int(current) .. ':1'
+      end
+      counted[v.wkey] = table.concat(parts, ',')
+      if not stored[v.wkey] then
+        order[#order + 1] = v.wkey
+      end
+    end
+    local s = { limit = v.limit, remaining = v.limit - v.count - 1, w = v.w,
+      resetMs = oldest + v.w - now }
+    if not best or s.remaining < best.remaining
+      or (s.remaining == best.remaining and s.w < best.w) then
+      best = s
+    end
+  end
+
+  local parts, longest = {}, 1
+  for _, wkey in ipairs(order) do
+    local part = counted[wkey]
+    if not part then
+      local kept = {}
+      for _, b in ipairs(stored[wkey]) do
+        kept[#kept + 1] = int(b[1]) .. ':' .. int(b[2])
+      end
+      part = wkey .. (#kept > 0 and ',' or '') .. table.concat(kept, ',')
+    end
+    parts[#parts + 1] = part
+    longest = math.max(longest, math.ceil(tonumber(wkey)))
+  end
+  redis.call('SET', key, table.concat(parts, ';'), 'PX', int(longest))
+  return true, quotaStateJson(best)
+end
 
 local root, jobs, outbox, messages = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local pending, metrics, events = KEYS[5], KEYS[6], KEYS[7]
 local id, idJson = ARGV[1], ARGV[2]
+local maxLen = tonumber(ARGV[14])
 local now = nowMs()
 
 local idemKey
@@ -4025,7 +6443,38 @@ local runAt = now + tonumber(ARGV[5])
 if ARGV[4] ~= '' then
   runAt = tonumber(ARGV[4])
 end
-local job = { data = ARGV[3], createdAt = int(now), runAt = int(runAt), handler = ARGV[10] }
+
+local extra = {}
+local known
+if ARGV[15] ~= '' then
+  known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 't:submitted', 'g:queued' })
+  local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
+  local level = evaluateDegradation(KEYS[8], events, maxLen, parsePolicy(ARGV[15]), depth,
+    known['avg:lag'], known['avg:fail'], now)
+  local delayed = 0
+  if level == 'degraded' then
+    delayed = tonumber(ARGV[16])
+  elseif level == 'critical' then
+    if ARGV[17] == 'reject' then
+      return '{"denied":{"kind":"overloaded","level":"critical","retryAfterMs":'
+        .. num(tonumber(ARGV[19])) .. '}}'
+    end
+    delayed = tonumber(ARGV[18])
+  end
+  runAt = runAt + delayed
+  extra[#extra + 1] = '"degradation":{"level":"' .. level .. '","delayedMs":' .. num(delayed) .. '}'
+end
+
+if ARGV[20] ~= '' then
+  local admitted, state = checkQuota(quotaKey(root, ARGV[20]), parseWindows(ARGV[21]), now)
+  if not admitted then
+    return '{"denied":{"kind":"quota","quota":' .. state .. '}}'
+  end
+  extra[#extra + 1] = '"quota":' .. state
+end
+
+local job = { data = ARGV[3], createdAt = int(now), runAt = int(runAt), handler = ARGV[10],
+  tenant = ARGV[7] }
 if ARGV[11] ~= '' then
   job.scheduleId = ARGV[11]
 end
@@ -4045,7 +6494,18 @@ putMessage(outbox, messages, id, recoverAt, '{"id":' .. idJson .. ',"dedupId":' 
 if idemKey then
   redis.call('SET', idemKey, id, 'PX', ARGV[9])
 end
-return '{"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt .. '}'
+
+local m = newMetrics()
+mAdd(m, 't:submitted', 1)
+mAdd(m, 'g:queued', redis.call('ZADD', pending, job.runAt, id))
+metricsFlush(metrics, m, known)
+emitEvent(events, maxLen, jobEvent('job.created', now, id, job))
+
+local out = '{"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt
+if #extra > 0 then
+  out = out .. ',' .. table.concat(extra, ',')
+end
+return out .. '}'
 `,
 };
 
@@ -4060,6 +6520,7 @@ export const scripts = {
   deleteDead,
   deleteSchedule,
   endTick,
+  events,
   finishRun,
   getJob,
   getSchedule,
@@ -4074,5 +6535,6 @@ export const scripts = {
   releaseLease,
   renewLease,
   retryDead,
+  stats,
   submitJob,
 } as const;

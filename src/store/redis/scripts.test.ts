@@ -4,6 +4,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { buildScripts, generate, outputFile } from "../../../scripts/gen-lua.ts";
 import { keys } from "../keys.ts";
+import { HISTOGRAM_BOUNDS_MS } from "../port.ts";
 import { ErrorCode } from "./errors.ts";
 import { fromIoredis, type LuaScript, type ScriptClient, safeEval } from "./script.ts";
 import { scripts } from "./scripts.generated.ts";
@@ -42,16 +43,23 @@ describe("generated scripts", () => {
     const k = keys("p:x");
     const probe = `${includeSource("keys")}
 return { jobKey(KEYS[1], ARGV[1]), scheduleKey(KEYS[1], ARGV[1]), scheduleRunningKey(KEYS[1], ARGV[1]),
-  runsKey(KEYS[1], ARGV[1]), idempotencyKey(KEYS[1], ARGV[2], ARGV[3]) }`;
+  runsKey(KEYS[1], ARGV[1]), idempotencyKey(KEYS[1], ARGV[2], ARGV[3]), quotaKey(KEYS[1], ARGV[4]) }`;
     const id = "a:b@1700000000000";
-    const built = await redis.eval(probe, 1, k.root, id, "tenant-1", "order:7");
+    const quota = "submit:tenant-é:1"; // multi-byte: the length prefix counts UTF-8 bytes
+    const built = await redis.eval(probe, 1, k.root, id, "tenant-ü", "order:7", quota);
     expect(built).toEqual([
       k.job(id),
       k.schedule(id),
       k.scheduleRunning(id),
       k.runs(id),
-      k.idempotency("tenant-1", "order:7"),
+      k.idempotency("tenant-ü", "order:7"),
+      k.quota(quota),
     ]);
+  });
+
+  it("bucket histograms by the port's HISTOGRAM_BOUNDS_MS", async () => {
+    const bounds = await redis.eval(`${includeSource("metrics")}\nreturn HISTOGRAM_BOUNDS`, 0);
+    expect(bounds).toEqual([...HISTOGRAM_BOUNDS_MS]);
   });
 
   it("report the error codes of the ErrorCode enum", async () => {

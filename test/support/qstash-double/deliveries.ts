@@ -134,6 +134,8 @@ interface AttemptResult {
 export interface DeliveriesConfig {
   signingKey: () => string;
   backoffScale: number;
+  /** Multiplies QStash's default backoff only (on top of `backoffScale`). */
+  defaultBackoffScale: number;
   /** Timeout of an attempt without `Upstash-Timeout` (the plan's maximum). */
   maxTimeoutMs: number;
   faults: QStashDoubleFaults;
@@ -473,7 +475,9 @@ export class Deliveries {
       if (ms !== undefined) return ms * this.#config.backoffScale;
     }
     const retried = m.view.retried;
-    const ms = m.spec.retryDelay ? m.spec.retryDelay(retried) : defaultBackoffMs(retried + 1);
+    const ms = m.spec.retryDelay
+      ? m.spec.retryDelay(retried)
+      : defaultBackoffMs(retried + 1) * this.#config.defaultBackoffScale;
     return ms * this.#config.backoffScale;
   }
 

@@ -36,6 +36,14 @@ export interface QStashDoubleOptions {
    * @default 1
    */
   backoffScale?: number;
+  /**
+   * Multiplies QStash's default backoff only — the wait of a message with no `Upstash-Retry-Delay`
+   * whose destination sent no `Retry-After`, such as a failure callback — on top of `backoffScale`:
+   * shortens those 12 s, 2.5 min, 30 min … while `Retry-After` and retry-delay expressions stay as
+   * given.
+   * @default 1
+   */
+  defaultBackoffScale?: number;
   /** @default 600_000 (10 minutes) */
   dedupWindowMs?: number;
   /** `Upstash-Retries` when a publish does not say. @default 3 */
@@ -124,6 +132,7 @@ export async function startQStashDouble(options: QStashDoubleOptions = {}): Prom
     signingKey: () =>
       double.signWith === "next" ? double.nextSigningKey : double.currentSigningKey,
     backoffScale: options.backoffScale ?? 1,
+    defaultBackoffScale: options.defaultBackoffScale ?? 1,
     maxTimeoutMs: options.maxTimeoutMs ?? 900_000,
     faults,
     counters,

@@ -4,7 +4,9 @@
   stored rev equals it. The stored rev becomes previous + 1; on create it is drawn from the
   rev sequence (INCR), which deleteSchedule raises to a deleted schedule's rev, so a re-created
   schedule never repeats a rev its id had. The due index holds
-  the schedule iff it is `active` with a nextRunAt.
+  the schedule iff it is `active` with a nextRunAt (score nextRunAt: a write ends a hold).
+  With a quota (judged after expectRev): denied → nothing written, nothing counted; else
+  counted with the write.
   Input:
     KEYS[1] root
     KEYS[2] due index
@@ -20,13 +22,18 @@
     ARGV[8] updatedAt
     ARGV[9] handler
     ARGV[10] expectRev ('' = none)
+    ARGV[11] quota key ('' = none)
+    ARGV[12] quota windows (`windowMs limit ...`)
   Output: JSON text
-    {"created":bool,"schedule":ScheduleRecord}   written
+    {"created":bool,"schedule":ScheduleRecord,"quota"?:QuotaState}   written
     {"conflict":ScheduleRecord|null}             expectRev did not match
+    {"denied":Denied}                            the quota refused it
 ]]
+--@include "time"
 --@include "keys"
 --@include "json"
 --@include "schedule"
+--@include "quota"
 
 local root, due, schedules, id = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local key = scheduleKey(root, id)
@@ -35,6 +42,15 @@ local expectRev = ARGV[10]
 
 if expectRev ~= '' and (not stored or tonumber(stored.rev) ~= tonumber(expectRev)) then
   return '{"conflict":' .. (stored and scheduleJson(stored) or 'null') .. '}'
+end
+
+local quota = ''
+if ARGV[11] ~= '' then
+  local admitted, state = checkQuota(quotaKey(root, ARGV[11]), parseWindows(ARGV[12]), nowMs())
+  if not admitted then
+    return '{"denied":{"kind":"quota","quota":' .. state .. '}}'
+  end
+  quota = ',"quota":' .. state
 end
 
 local s = { def = ARGV[2], status = ARGV[3], runs = ARGV[6], createdAt = ARGV[7],
@@ -74,4 +90,4 @@ if s.status == 'active' and s.nextRunAt then
 else
   redis.call('ZREM', due, id)
 end
-return '{"created":' .. jsonBool(not stored) .. ',"schedule":' .. scheduleJson(s) .. '}'
+return '{"created":' .. jsonBool(not stored) .. ',"schedule":' .. scheduleJson(s) .. quota .. '}'

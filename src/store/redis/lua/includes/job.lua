@@ -8,12 +8,13 @@
     startedAt   ms, optional  finishedAt   ms, optional
     leaseUntil  ms, while running (the run lease)
     result      JSON, optional             error  JobError JSON, optional
-    handler, scheduleId, overlap           copies of spec fields, for filters and overlap checks
+    handler, scheduleId, overlap, tenant   copies of spec fields, for filters, overlap checks
+                                           and events (tenant may be absent on older jobs)
 
   readJob(key)                 Lua table of the present fields, or nil when the job is missing.
   createJob(root, jobs, id, job, runsScore)
                                Writes a new `queued` job from job.data/createdAt/runAt/handler/
-                               scheduleId/overlap and indexes it (jobs by createdAt, the
+                               tenant/scheduleId/overlap and indexes it (jobs by createdAt, the
                                schedule's runs by runsScore).
   specJson(job)                The JobSpec JSON (data plus createdAt and runAt).
   jobJson(job)                 The JobRecord JSON.
@@ -34,7 +35,7 @@
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -55,6 +56,10 @@ local function createJob(root, jobs, id, job, runsScore)
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
     'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
   if job.scheduleId then
     fields[#fields + 1] = 'scheduleId'
     fields[#fields + 1] = job.scheduleId

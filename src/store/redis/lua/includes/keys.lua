@@ -23,3 +23,8 @@ end
 local function idempotencyKey(root, tenant, key)
   return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
 end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end

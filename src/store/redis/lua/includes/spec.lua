@@ -2,8 +2,8 @@
   Include "spec" (needs "job"): a JobSpec passed in ARGV by beginRun and markDead, which create
   the job when it is missing (occurrences are created by their first delivery).
 
-  ARGV[from .. from+7]: id, JobSpec JSON without createdAt and runAt, createdAt, runAt, handler,
-  scheduleId ('' = none), overlap ('' = none), runs index score (fireAt, else runAt).
+  ARGV[from .. from+8]: id, JobSpec JSON without createdAt and runAt, createdAt, runAt, handler,
+  scheduleId ('' = none), overlap ('' = none), runs index score (fireAt, else runAt), tenant.
 
   jobFromArgv(root, jobs, from)  Returns id, key, job: the stored job, or the new one. A missing
                                  job without scheduleId is not created (a submitted job exists
@@ -21,7 +21,7 @@ local function jobFromArgv(root, jobs, from)
       return id, key, nil
     end
     job = { data = ARGV[from + 1], createdAt = ARGV[from + 2], runAt = ARGV[from + 3],
-      handler = ARGV[from + 4] }
+      handler = ARGV[from + 4], tenant = ARGV[from + 8] }
     if ARGV[from + 5] ~= '' then
       job.scheduleId = ARGV[from + 5]
     end

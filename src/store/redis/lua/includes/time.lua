@@ -4,6 +4,8 @@
   nowMs()  Redis server time in epoch milliseconds (one TIME call). Scripts read it once.
   int(n)   An integer as decimal text with no exponent (tostring would print 1e+15), for
            JSON fragments, hash fields and command arguments alike.
+  num(x)   Any finite number as text that reads back as the same double (JS `Number(text)` and
+           Lua `tonumber` alike): integers as int(), others with 17 significant digits.
 ]]
 local function nowMs()
   local t = redis.call('TIME')
@@ -12,4 +14,14 @@ end
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
 end

@@ -2,9 +2,10 @@
   markDead: the queue gave up on a delivery. Creates the job from the spec if missing and it has
   a scheduleId (else returns null, writing nothing); unless it is already dead, succeeded,
   cancelled or skipped, its runAt differs from the spec's (a callback for an earlier dispatch),
-  or it is running with an unexpired run lease (then returned unchanged), marks it `dead`
-  with the error, lists it in the dead-letter list, releases its run leases, drops its outbox
-  message and retains the record jobMs.
+  or it is running with an unexpired run lease (then returned unchanged, nothing counted), marks
+  it `dead` with the error, lists it in the dead-letter list, releases its run leases, drops its
+  outbox message and its pending entry, retains the record jobMs, counts t:dead (and the gauge
+  it leaves) and writes `job.dead`.
   Input:
     KEYS[1] root
     KEYS[2] jobs index
@@ -12,16 +13,24 @@
     KEYS[4] outbox
     KEYS[5] outbox messages
     KEYS[6] expiring index
-    ARGV[1..8] the JobSpec (see include "spec")
-    ARGV[9] JobError JSON
-    ARGV[10] jobMs (retention)
+    KEYS[7] pending backlog
+    KEYS[8] metrics
+    KEYS[9] events
+    ARGV[1..9] the JobSpec (see include "spec")
+    ARGV[10] JobError JSON
+    ARGV[11] jobMs (retention)
+    ARGV[12] eventsMaxLen (0 = no events)
+    ARGV[13] the event's error JSON ({name, message})
   Output: JobRecord JSON text, or `null`
 ]]
 --@include "time"
 --@include "keys"
+--@include "json"
 --@include "outbox"
 --@include "job"
 --@include "spec"
+--@include "metrics"
+--@include "events"
 
 local root = KEYS[1]
 local id, key, job = jobFromArgv(root, KEYS[2], 1)
@@ -36,10 +45,24 @@ local now = nowMs()
 if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
   return jobJson(job)
 end
+local m = newMetrics()
+local removed = redis.call('ZREM', KEYS[7], id)
+if job.status == 'failed' then
+  mAdd(m, 'g:failed', -1)
+elseif job.status == 'running' then
+  mAdd(m, 'g:running', -1)
+end
+if removed == 1 and job.status ~= 'failed' then
+  mAdd(m, 'g:queued', -1)
+end
+mAdd(m, 't:dead', 1)
 releaseRun(root, key, id, job)
 removeMessages(KEYS[4], KEYS[5], { id })
-job.status, job.finishedAt, job.error = 'dead', int(now), ARGV[9]
+job.status, job.finishedAt, job.error = 'dead', int(now), ARGV[10]
 redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
 redis.call('ZADD', KEYS[3], job.finishedAt, id)
-retainJob(root, KEYS[6], id, job, now, ARGV[10])
+retainJob(root, KEYS[6], id, job, now, ARGV[11])
+metricsFlush(KEYS[8], m)
+emitEvent(KEYS[9], tonumber(ARGV[12]), jobEvent('job.dead', now, id, job,
+  '"attempt":' .. job.attempts .. ',"error":' .. ARGV[13]))
 return jobJson(job)

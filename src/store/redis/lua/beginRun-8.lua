@@ -2,22 +2,30 @@
   beginRun: a delivery arrived. Creates the job from the spec if missing and it has a
   scheduleId (else answers missing, writing nothing), removes its outbox message (the consumer
   acknowledges), then decides:
-    final status                                   -> final (do not run)
+    final status                                   -> final (do not run); a leftover pending
+                                                      entry is dropped (g:queued with it)
     running with an unexpired run lease            -> busy (the queue retries later)
     overlap `skip` and another job of the schedule holds the schedule's run lease
                                                    -> the job is `skipped` (and retained) if it
                                                       never started (attempts 0), else busy
     else `running`, attempts + 1, startedAt = now, run lease until now + leaseMs (and the
     schedule's run lease, for overlap `skip`).
+  `run` and `skipped` leave the pending backlog, count (t:started or t:skipped, the gauges; the
+  first attempt's dispatch lag in the `lag` histogram and average) and write `job.started` /
+  `job.skipped`.
   Input:
     KEYS[1] root
     KEYS[2] jobs index
     KEYS[3] outbox
     KEYS[4] outbox messages
     KEYS[5] expiring index
-    ARGV[1..8] the JobSpec (see include "spec")
-    ARGV[9] leaseMs
-    ARGV[10] jobMs (retention)
+    KEYS[6] pending backlog
+    KEYS[7] metrics
+    KEYS[8] events
+    ARGV[1..9] the JobSpec (see include "spec")
+    ARGV[10] leaseMs
+    ARGV[11] jobMs (retention)
+    ARGV[12] eventsMaxLen (0 = no events)
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
     {"kind":"busy","retryAfterMs":ms}          | {"kind":"skipped","job":JobRecord}
@@ -25,11 +33,15 @@
 ]]
 --@include "time"
 --@include "keys"
+--@include "json"
 --@include "outbox"
 --@include "job"
 --@include "spec"
+--@include "metrics"
+--@include "events"
 
-local root = KEYS[1]
+local root, pending, metrics, events = KEYS[1], KEYS[6], KEYS[7], KEYS[8]
+local maxLen = tonumber(ARGV[12])
 local now = nowMs()
 local id, key, job = jobFromArgv(root, KEYS[2], 1)
 if not job then
@@ -37,14 +49,30 @@ if not job then
 end
 removeMessages(KEYS[3], KEYS[4], { id })
 
+local m = newMetrics()
+-- Leaves the backlog; the gauge of the status it leaves goes down (queued only if it was there).
+local function leave(status)
+  local removed = redis.call('ZREM', pending, id)
+  if status == 'failed' then
+    mAdd(m, 'g:failed', -1)
+  elseif removed == 1 then
+    mAdd(m, 'g:queued', -1)
+  end
+  if status == 'running' then
+    mAdd(m, 'g:running', -1)
+  end
+end
+
 if FINAL_STATUSES[job.status] then
+  leave(job.status)
+  metricsFlush(metrics, m)
   return '{"kind":"final","job":' .. jobJson(job) .. '}'
 end
 if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
   return '{"kind":"busy","retryAfterMs":' .. int(tonumber(job.leaseUntil) - now) .. '}'
 end
 
-local leaseMs = tonumber(ARGV[9])
+local leaseMs = tonumber(ARGV[10])
 if job.overlap == 'skip' and job.scheduleId then
   local running = scheduleRunningKey(root, job.scheduleId)
   local holder = redis.call('GET', running)
@@ -53,17 +81,35 @@ if job.overlap == 'skip' and job.scheduleId then
       local ttl = redis.call('PTTL', running)
       return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
     end
+    leave(job.status)
     job.status, job.finishedAt = 'skipped', int(now)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
     releaseRun(root, key, id, job)
-    retainJob(root, KEYS[5], id, job, now, ARGV[10])
+    retainJob(root, KEYS[5], id, job, now, ARGV[11])
+    mAdd(m, 't:skipped', 1)
+    metricsFlush(metrics, m)
+    emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
     return '{"kind":"skipped","job":' .. jobJson(job) .. '}'
   end
   redis.call('SET', running, id, 'PX', leaseMs)
 end
 
+leave(job.status)
+local finished = job.finishedAt
 job.status, job.startedAt, job.finishedAt = 'running', int(now), nil
-job.attempts = int(redis.call('HINCRBY', key, 'attempts', 1))
-redis.call('HSET', key, 'status', job.status, 'startedAt', job.startedAt, 'leaseUntil', int(now + leaseMs))
-redis.call('HDEL', key, 'finishedAt')
+job.attempts = int(tonumber(job.attempts) + 1)
+redis.call('HSET', key, 'status', job.status, 'attempts', job.attempts, 'startedAt', job.startedAt,
+  'leaseUntil', int(now + leaseMs))
+if finished then
+  redis.call('HDEL', key, 'finishedAt')
+end
+mAdd(m, 't:started', 1)
+mAdd(m, 'g:running', 1)
+if job.attempts == '1' then
+  local lag = math.max(0, now - tonumber(job.runAt))
+  mObserve(m, 'lag', lag)
+  mAverage(m, 'avg:lag', lag)
+end
+metricsFlush(metrics, m)
+emitEvent(events, maxLen, jobEvent('job.started', now, id, job, '"attempt":' .. job.attempts))
 return '{"kind":"run","attempt":' .. job.attempts .. ',"job":' .. jobJson(job) .. '}'

@@ -2,24 +2,33 @@
   retryDead: `dead` -> `queued` again (attempts kept, runAt = now, no longer retained), removed
   from the dead-letter list, with a message under a fresh dedup id `<id>~r<n>` in the
   outbox, n counting the job's dispatches from the dead-letter list (hash field `dispatches`).
+  The job enters the pending backlog (score now); counts t:retried and g:queued and writes
+  `job.retried`.
   Input:
     KEYS[1] root
     KEYS[2] dead-letter list
     KEYS[3] outbox
     KEYS[4] outbox messages
     KEYS[5] expiring index
+    KEYS[6] pending backlog
+    KEYS[7] metrics
+    KEYS[8] events
     ARGV[1] id
     ARGV[2] id as a JSON string
     ARGV[3] recoverGraceMs
+    ARGV[4] eventsMaxLen (0 = no events)
   Output:
     JOB_NOT_DEAD (-3)   missing or not dead
     JSON text           {"job":JobRecord,"message":OutboxMessage}
 ]]
 --@include "time"
 --@include "keys"
+--@include "json"
 --@include "errors"
 --@include "outbox"
 --@include "job"
+--@include "metrics"
+--@include "events"
 
 local root, id, idJson = KEYS[1], ARGV[1], ARGV[2]
 local key = jobKey(root, id)
@@ -31,13 +40,18 @@ local now = nowMs()
 redis.call('ZREM', KEYS[2], id)
 keepJob(root, KEYS[5], id, job)
 job.status, job.runAt, job.finishedAt = 'queued', int(now), nil
-redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt)
+local dispatches = int((tonumber(redis.call('HGET', key, 'dispatches')) or 0) + 1)
+redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt, 'dispatches', dispatches)
 redis.call('HDEL', key, 'finishedAt')
 
 local recoverAt = int(now + tonumber(ARGV[3]))
-local dispatches = redis.call('HINCRBY', key, 'dispatches', 1)
 local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. dispatches .. '"'
 local message = '{"id":' .. idJson .. ',"dedupId":' .. dedupJson .. ',"job":' .. specJson(job)
   .. ',"notBefore":' .. job.runAt .. ',"recoverAt":' .. recoverAt .. '}'
 putMessage(KEYS[3], KEYS[4], id, recoverAt, message)
+local m = newMetrics()
+mAdd(m, 'g:queued', redis.call('ZADD', KEYS[6], job.runAt, id))
+mAdd(m, 't:retried', 1)
+metricsFlush(KEYS[7], m)
+emitEvent(KEYS[8], tonumber(ARGV[4]), jobEvent('job.retried', now, id, job))
 return '{"job":' .. jobJson(job) .. ',"message":' .. message .. '}'

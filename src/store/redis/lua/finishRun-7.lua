@@ -1,14 +1,19 @@
 --[[
   finishRun: record how an attempt ended, only if the job is `running` as that attempt.
-  Success -> `succeeded` with the result (and no error); failure -> `failed`, or `dead` and
-  listed in the dead-letter list when final. Releases the run lease and the schedule's overlap
-  lease. Final records are retained jobMs. Then sweeps up to 20 expired jobs from the listing
-  indexes (bounded housekeeping; the records themselves expire by TTL).
+  Success -> `succeeded` with the result (and no error); failure -> `failed` (back in the
+  pending backlog, score now), or `dead` and listed in the dead-letter list when final.
+  Releases the run lease and the schedule's overlap lease. Final records are retained jobMs.
+  Counts (handler duration, failure average, totals, gauges) and writes `job.succeeded`,
+  `job.failed` or `job.dead`. Then sweeps up to 20 expired jobs from the listing indexes
+  (bounded housekeeping; the records themselves expire by TTL).
   Input:
     KEYS[1] root
     KEYS[2] jobs index
     KEYS[3] dead-letter list (zset: job id -> died at)
     KEYS[4] expiring index
+    KEYS[5] pending backlog
+    KEYS[6] metrics
+    KEYS[7] events
     ARGV[1] id
     ARGV[2] attempt
     ARGV[3] 1 success, 0 failure
@@ -16,16 +21,22 @@
     ARGV[5] JobError JSON, on failure
     ARGV[6] 1 final failure (-> dead), 0 will retry
     ARGV[7] jobMs (retention)
+    ARGV[8] eventsMaxLen (0 = no events)
+    ARGV[9] the event's error JSON ({name, message}), on failure
   Output:
     JOB_NOT_FOUND (-2)
     JSON text   {"ok":JobRecord} recorded, or {"stale":JobRecord} not running as that attempt
 ]]
 --@include "time"
 --@include "keys"
+--@include "json"
 --@include "errors"
 --@include "job"
+--@include "metrics"
+--@include "events"
 
 local root, jobs, dlq, expiring = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local pending, metrics, events = KEYS[5], KEYS[6], KEYS[7]
 local id = ARGV[1]
 local key = jobKey(root, id)
 local job = readJob(key)
@@ -39,27 +50,49 @@ end
 local now = nowMs()
 releaseRun(root, key, id, job)
 job.finishedAt = int(now)
+local m = newMetrics()
+mAdd(m, 'g:running', -1)
+mObserve(m, 'dur', math.max(0, now - tonumber(job.startedAt or now)))
+local event
 if ARGV[3] == '1' then
+  mAverage(m, 'avg:fail', 0)
+  mAdd(m, 't:succeeded', 1)
+  local hadError = job.error
   job.status, job.error = 'succeeded', nil
-  redis.call('HDEL', key, 'error')
+  if hadError then
+    redis.call('HDEL', key, 'error')
+  end
   if ARGV[4] ~= '' then
     job.result = ARGV[4]
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'result', job.result)
   else
+    if job.result then
+      redis.call('HDEL', key, 'result')
+    end
     job.result = nil
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
-    redis.call('HDEL', key, 'result')
   end
   retainJob(root, expiring, id, job, now, ARGV[7])
+  event = jobEvent('job.succeeded', now, id, job)
 else
+  mAverage(m, 'avg:fail', 1)
+  mAdd(m, 't:failed', 1)
   job.error = ARGV[5]
   job.status = ARGV[6] == '1' and 'dead' or 'failed'
   redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
   if job.status == 'dead' then
+    mAdd(m, 't:dead', 1)
     redis.call('ZADD', dlq, int(now), id)
     retainJob(root, expiring, id, job, now, ARGV[7])
+  else
+    mAdd(m, 'g:failed', 1)
+    redis.call('ZADD', pending, int(now), id)
   end
+  event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
+    .. ',"error":' .. ARGV[9])
 end
+metricsFlush(metrics, m)
+emitEvent(events, tonumber(ARGV[8]), event)
 
 sweepExpired(root, expiring, jobs, dlq, now, 20)
 return '{"ok":' .. jobJson(job) .. '}'

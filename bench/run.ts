@@ -1,0 +1,227 @@
+/**
+ * @module
+ * `npm run bench [-- --quick] [-- --only submit,tick,scale,idle,memory]`: tickwork beside the
+ * alternatives, measured side by side in one run (issue 7). Prints each section's rows, a summary
+ * table with the targets (met or not, as measured), and writes `bench/results.json` (a full set
+ * of sections only). `--quick` shortens every section (whole run under 2 minutes on 2 cores).
+ * What is measured and how: `docs/adr/0008-benchmarks.md`.
+ */
+import { writeFileSync } from "node:fs";
+import { killAll } from "./lib/children.ts";
+import { loadNow, machine } from "./lib/machine.ts";
+import { benchIdle, type IdleFigures } from "./sections/idle.ts";
+import { benchMemory, type MemoryFigures } from "./sections/memory.ts";
+import { benchScale, type ScaleFigures, sizeLabel } from "./sections/scale.ts";
+import { benchSubmit, type SubmitFigures } from "./sections/submit.ts";
+import { benchTick, type TickFigures } from "./sections/tick.ts";
+
+const SECTIONS = ["submit", "tick", "scale", "idle", "memory"] as const;
+type Section = (typeof SECTIONS)[number];
+
+interface Results {
+  generated: string;
+  mode: "full" | "quick";
+  machine: ReturnType<typeof machine>;
+  submit?: SubmitFigures;
+  tick?: TickFigures;
+  scale?: ScaleFigures;
+  idle?: IdleFigures;
+  memory?: MemoryFigures;
+  targets: Target[];
+  took_s: number;
+  /** Seconds each section took. */
+  section_s: Partial<Record<Section, number>>;
+}
+
+interface Target {
+  target: string;
+  measured: string;
+  met: boolean;
+}
+
+function parseArgs(argv: string[]): { quick: boolean; only: Section[] } {
+  let quick = false;
+  let only: Section[] = [...SECTIONS];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--quick") quick = true;
+    else if (arg === "--only" || arg.startsWith("--only=")) {
+      const list = arg.includes("=") ? arg.slice(7) : (argv[++i] ?? "");
+      only = list.split(",").map((s) => s.trim()) as Section[];
+      for (const s of only) {
+        if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}: ${SECTIONS.join(", ")}`);
+      }
+    } else throw new Error(`unknown argument ${arg}: --quick, --only ${SECTIONS.join(",")}`);
+  }
+  return { quick, only };
+}
+
+function targets(r: Results): Target[] {
+  const out: Target[] = [];
+  if (r.submit) {
+    out.push({
+      target: "submit ≥ 0.75 × one-SET ceiling",
+      measured: `${r.submit.tickwork_vs_ceiling} ×`,
+      met: r.submit.tickwork_vs_ceiling >= 0.75,
+    });
+    out.push({
+      target: "submit ≥ 1.2 × BullMQ",
+      measured: `${r.submit.tickwork_vs_bullmq} ×`,
+      met: r.submit.tickwork_vs_bullmq >= 1.2,
+    });
+  }
+  if (r.tick) {
+    out.push({
+      target: "10,000 occurrences dispatched in ≤ 2 s",
+      measured: `${r.tick.ms} ms`,
+      met: r.tick.occurrences >= 10_000 && r.tick.ms <= 2_000,
+    });
+  }
+  if (r.scale) {
+    const sizes = r.scale.sizes;
+    const big = sizeLabel(sizes.at(-1)!);
+    const small = sizeLabel(sizes[0]!);
+    const proxy = big === "1m" ? "" : ` (--quick: ${big}, not 1m)`;
+    out.push({
+      target: `ms_1m / ms_1k ≤ 1.5${proxy}`,
+      measured: `ms_${big} / ms_${small} = ${r.scale.ratio_largest_smallest}`,
+      met: r.scale.ratio_largest_smallest <= 1.5,
+    });
+  }
+  if (r.idle) {
+    out.push({
+      target: "≤ 5 billed commands per idle tick",
+      measured: `${r.idle.billed_per_tick}`,
+      met: r.idle.billed_per_tick <= 5,
+    });
+  }
+  return out;
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  const line = (r: string[]) => `| ${r.map((cell, c) => cell.padEnd(widths[c]!)).join(" | ")} |`;
+  const rule = `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`;
+  return [line(rows[0]!), rule, ...rows.slice(1).map(line)].join("\n");
+}
+
+function summary(r: Results): string {
+  const rows: string[][] = [["section", "figure", "value"]];
+  const add = (section: string, figure: string, value: unknown) =>
+    rows.push([section, figure, String(value)]);
+  if (r.submit) {
+    const s = r.submit;
+    add(
+      "submit",
+      "tickwork req/s · p50 · p99",
+      `${s.tickwork_rps} · ${s.tickwork_p50_ms} ms · ${s.tickwork_p99_ms} ms`,
+    );
+    add(
+      "submit",
+      "ceiling (one SET) req/s · p50 · p99",
+      `${s.ceiling_rps} · ${s.ceiling_p50_ms} ms · ${s.ceiling_p99_ms} ms`,
+    );
+    add(
+      "submit",
+      "BullMQ queue.add req/s · p50 · p99",
+      `${s.bullmq_rps} · ${s.bullmq_p50_ms} ms · ${s.bullmq_p99_ms} ms`,
+    );
+    add(
+      "submit",
+      "tickwork / ceiling · tickwork / BullMQ",
+      `${s.tickwork_vs_ceiling} · ${s.tickwork_vs_bullmq}`,
+    );
+  }
+  if (r.tick) {
+    const t = r.tick;
+    add("tick", "occurrences · ms", `${t.occurrences} · ${t.ms}`);
+    add(
+      "tick",
+      "round trips · billed commands · queue requests",
+      `${t.redis_round_trips} · ${t.billed_commands} · ${t.queue_requests}`,
+    );
+  }
+  if (r.scale) {
+    for (const size of r.scale.sizes) {
+      const label = sizeLabel(size);
+      add("scale", `ms_${label} (100 due, median of 3)`, r.scale[`ms_${label}`]);
+    }
+  }
+  if (r.idle) {
+    add(
+      "idle",
+      "billed per idle tick · per day",
+      `${r.idle.billed_per_tick} · ${r.idle.billed_per_day}`,
+    );
+    add("idle", "BullMQ per day (one repeatable job, idle worker)", r.idle.bullmq_per_day);
+  }
+  if (r.memory) {
+    add(
+      "memory",
+      "bytes per schedule · per finished job",
+      `${r.memory.bytes_per_schedule} · ${r.memory.bytes_per_job}`,
+    );
+  }
+  const targetRows = [["target", "measured", "status"]];
+  for (const t of r.targets) targetRows.push([t.target, t.measured, t.met ? "met" : "NOT MET"]);
+  return `${table(rows)}\n\n${table(targetRows)}\n(chaos targets: npm run chaos)`;
+}
+
+async function main(): Promise<void> {
+  const { quick, only } = parseArgs(process.argv.slice(2));
+  const started = performance.now();
+  const results: Results = {
+    generated: new Date().toISOString(),
+    mode: quick ? "quick" : "full",
+    machine: machine(),
+    targets: [],
+    took_s: 0,
+    section_s: {},
+  };
+  const m = results.machine;
+  const log = (line: string) => console.log(line);
+  log(
+    `tickwork bench (${results.mode}) on ${m.cpu} (${m.hypervisor === "none" ? "bare metal" : m.hypervisor}), ${m.cores} cores, ${m.memory_gib} GiB, Node ${m.node}, Redis ${m.redis}, load ${m.load_at_start}, commit ${m.commit}`,
+  );
+  log("");
+  const timed = async <T>(section: Section, run: () => Promise<T>): Promise<T | undefined> => {
+    if (!only.includes(section)) return undefined;
+    const t0 = performance.now();
+    const figures = await run();
+    results.section_s[section] = Math.round((performance.now() - t0) / 100) / 10;
+    log(`  (${section}: ${results.section_s[section]} s)`);
+    return figures;
+  };
+  results.submit = await timed("submit", () => benchSubmit(quick, log));
+  results.tick = await timed("tick", () => benchTick(log));
+  results.scale = await timed("scale", () => benchScale(quick, log));
+  results.idle = await timed("idle", () => benchIdle(quick, log));
+  results.memory = await timed("memory", () => benchMemory(quick, log));
+  results.targets = targets(results);
+  results.took_s = Math.round((performance.now() - started) / 100) / 10;
+  log("");
+  log(summary(results));
+  if (only.length === SECTIONS.length) {
+    const path = new URL("./results.json", import.meta.url);
+    const { targets: met, took_s, section_s, ...figures } = results;
+    const ordered = { ...figures, targets: met, took_s, section_s, load_at_end: loadNow() };
+    writeFileSync(path, `${JSON.stringify(ordered, null, 2)}\n`);
+    log(`\nwrote bench/results.json (${results.mode}, ${results.took_s} s)`);
+  } else {
+    log(`\n--only: bench/results.json left as it was (${results.took_s} s)`);
+  }
+}
+
+main().then(
+  () => {
+    killAll();
+    process.exit(0);
+  },
+  (error: unknown) => {
+    console.error(
+      `\nbench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+    );
+    killAll();
+    process.exit(1);
+  },
+);

@@ -1,0 +1,220 @@
+/**
+ * @module
+ * `submit`: HTTP submits over real sockets, autocannon (50 connections) in this process against a
+ * server process per contender, each on its own private Redis: tickwork `POST /v1/jobs` (QStash
+ * transport → the QStash double in a third process), the one-`SET` ceiling, and BullMQ `queue.add`.
+ */
+import autocannon from "autocannon";
+import type { Redis } from "ioredis";
+import { startTsChild, type TsChild } from "../lib/children.ts";
+import { redisCpu, startRedis } from "../lib/redis.ts";
+import { BENCH_API_KEY, SUBMIT_BODY } from "../lib/settings.ts";
+
+export type Contender = "tickwork" | "ceiling" | "bullmq";
+
+/** CPU time per answered request during the measured run, in µs, by process. */
+export interface CpuPerRequest {
+  server: number;
+  redis: number;
+  /** The QStash double (tickwork only): work a real deployment has QStash do elsewhere. */
+  queue?: number;
+}
+
+export interface LoadFigures {
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+}
+
+export interface SubmitFigures {
+  tickwork_rps: number;
+  ceiling_rps: number;
+  bullmq_rps: number;
+  tickwork_p50_ms: number;
+  tickwork_p99_ms: number;
+  ceiling_p50_ms: number;
+  ceiling_p99_ms: number;
+  bullmq_p50_ms: number;
+  bullmq_p99_ms: number;
+  /** tickwork_rps / ceiling_rps */
+  tickwork_vs_ceiling: number;
+  /** tickwork_rps / bullmq_rps */
+  tickwork_vs_bullmq: number;
+  non2xx: { tickwork: number; ceiling: number; bullmq: number };
+  connections: number;
+  duration_s: number;
+  warmup_s: number;
+  /** tickwork's degradation controller after the run (`store.stats()`), or why it is unknown. */
+  degradation: unknown;
+  /** Messages the QStash double accepted during tickwork's run (warm-up included). */
+  queue_messages: number;
+  /**
+   * CPU µs per request by process, during the measured run. Unlike req/s, this does not move
+   * with other load on the machine; it shows what each request costs where.
+   */
+  cpu_us_per_request: Record<Contender, CpuPerRequest>;
+}
+
+const CONNECTIONS = 50;
+
+async function load(url: string, seconds: number): Promise<LoadFigures> {
+  const r = await autocannon({
+    url: `${url}/v1/jobs`,
+    connections: CONNECTIONS,
+    duration: seconds,
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${BENCH_API_KEY}` },
+    body: SUBMIT_BODY,
+  });
+  return {
+    rps: r.requests.total / r.duration,
+    p50_ms: r.latency.p50,
+    p99_ms: r.latency.p99,
+    requests: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+  };
+}
+
+interface DoubleReady {
+  url: string;
+  token: string;
+  currentSigningKey: string;
+  nextSigningKey: string;
+}
+
+interface Run {
+  figures: LoadFigures;
+  cpu: CpuPerRequest;
+  info: unknown;
+  queueMessages: number;
+}
+
+async function runContender(
+  name: Contender,
+  warmupS: number,
+  durationS: number,
+  log: (line: string) => void,
+): Promise<Run> {
+  const redis = await startRedis();
+  let double: TsChild<DoubleReady> | undefined;
+  let server: TsChild<{ url: string }> | undefined;
+  try {
+    const env: Record<string, string> = { REDIS_URL: redis.url };
+    if (name === "tickwork") {
+      double = await startTsChild<DoubleReady>("servers/qstash-double.ts");
+      Object.assign(env, {
+        QSTASH_URL: double.ready.url,
+        QSTASH_TOKEN: double.ready.token,
+        QSTASH_CURRENT_SIGNING_KEY: double.ready.currentSigningKey,
+        QSTASH_NEXT_SIGNING_KEY: double.ready.nextSigningKey,
+      });
+    }
+    server = await startTsChild<{ url: string }>("servers/submit-server.ts", [name], env);
+    const warm = await load(server.ready.url, warmupS);
+    const cpu0 = await cpuNow(server, redis.admin, double);
+    const figures = await load(server.ready.url, durationS);
+    const cpu1 = await cpuNow(server, redis.admin, double);
+    const per = (a: number, b: number) => Math.round((b - a) / figures.requests);
+    const cpu: CpuPerRequest = {
+      server: per(cpu0.server, cpu1.server),
+      redis: per(cpu0.redis, cpu1.redis),
+      ...(double ? { queue: per(cpu0.queue, cpu1.queue) } : {}),
+    };
+    for (const [phase, f] of [
+      ["warm-up", warm],
+      ["run", figures],
+    ] as const) {
+      if (f.non2xx > 0 || f.errors > 0) {
+        throw new Error(
+          `submit/${name} ${phase}: ${f.non2xx} non-2xx responses and ${f.errors} errors of ${f.requests}`,
+        );
+      }
+    }
+    let info: unknown;
+    try {
+      info = await server.request("info");
+    } catch (error) {
+      info = { unavailable: (error as Error).message };
+    }
+    let queueMessages = 0;
+    if (double) {
+      const c = await double.request<{ messages: number; rejected: number }>("counters");
+      queueMessages = c.messages;
+      const answered = warm.requests + figures.requests;
+      // Every 202 means the store wrote the job; the publish may still have failed (the outbox
+      // keeps it). The double must have accepted every one for the run to count.
+      if (c.rejected > 0 || c.messages < answered) {
+        throw new Error(
+          `submit/tickwork: the QStash double accepted ${c.messages} messages (rejected ${c.rejected}) for ${answered} submits`,
+        );
+      }
+    }
+    log(
+      `  ${name.padEnd(8)} ${figures.rps.toFixed(0).padStart(6)} req/s  p50 ${figures.p50_ms} ms  p99 ${figures.p99_ms} ms  non-2xx ${figures.non2xx}  (${figures.requests} requests; CPU µs/request: ${JSON.stringify(cpu)})`,
+    );
+    return { figures, cpu, info, queueMessages };
+  } finally {
+    await server?.stop();
+    await double?.stop();
+    await redis.stop();
+  }
+}
+
+async function cpuNow(
+  server: TsChild<unknown>,
+  redis: Redis,
+  double: TsChild<unknown> | undefined,
+): Promise<{ server: number; redis: number; queue: number }> {
+  const [s, r, q] = await Promise.all([
+    server.request<number>("cpu"),
+    redisCpu(redis),
+    double ? double.request<number>("cpu") : 0,
+  ]);
+  return { server: s, redis: r, queue: q };
+}
+
+/** Run the three contenders one after another, same load and duration each. */
+export async function benchSubmit(
+  quick: boolean,
+  log: (line: string) => void,
+): Promise<SubmitFigures> {
+  const warmupS = 2;
+  const durationS = quick ? 4 : 10;
+  log(
+    `submit: autocannon, ${CONNECTIONS} connections, ${warmupS} s warm-up + ${durationS} s per contender`,
+  );
+  const tickwork = await runContender("tickwork", warmupS, durationS, log);
+  const ceiling = await runContender("ceiling", warmupS, durationS, log);
+  const bullmq = await runContender("bullmq", warmupS, durationS, log);
+  log(`  tickwork degradation controller after the run: ${JSON.stringify(tickwork.info)}`);
+  const t = tickwork.figures;
+  return {
+    tickwork_rps: round(t.rps),
+    ceiling_rps: round(ceiling.figures.rps),
+    bullmq_rps: round(bullmq.figures.rps),
+    tickwork_p50_ms: t.p50_ms,
+    tickwork_p99_ms: t.p99_ms,
+    ceiling_p50_ms: ceiling.figures.p50_ms,
+    ceiling_p99_ms: ceiling.figures.p99_ms,
+    bullmq_p50_ms: bullmq.figures.p50_ms,
+    bullmq_p99_ms: bullmq.figures.p99_ms,
+    tickwork_vs_ceiling: round(t.rps / ceiling.figures.rps, 2),
+    tickwork_vs_bullmq: round(t.rps / bullmq.figures.rps, 2),
+    non2xx: { tickwork: t.non2xx, ceiling: ceiling.figures.non2xx, bullmq: bullmq.figures.non2xx },
+    connections: CONNECTIONS,
+    duration_s: durationS,
+    warmup_s: warmupS,
+    degradation: tickwork.info,
+    queue_messages: tickwork.queueMessages,
+    cpu_us_per_request: { tickwork: tickwork.cpu, ceiling: ceiling.cpu, bullmq: bullmq.cpu },
+  };
+}
+
+function round(n: number, digits = 0): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}

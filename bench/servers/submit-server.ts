@@ -1,0 +1,112 @@
+/**
+ * @module
+ * One contender of the submit benchmark, in its own process (the load generator must not share
+ * its event loop): `POST /v1/jobs` on `@hono/node-server`, backed by a private Redis.
+ *
+ * - `tickwork`: `createApp` (with an API key, as `tickwork start` requires) + `createEngine`,
+ *   `RedisStore` on ioredis, `QStashTransport` (the real `@upstash/qstash` client) publishing to
+ *   the QStash double at `QSTASH_URL`. Production defaults, except the degradation thresholds:
+ *   the controller still evaluates on every submit, but a backlog of undelivered jobs cannot push
+ *   it out of `normal`.
+ * - `ceiling`: a bare Hono route doing one Redis `SET`.
+ * - `bullmq`: a Hono route doing BullMQ `queue.add` (default job options).
+ *
+ * Requests: `info` (tickwork: the controller's level and backlog from `store.stats()`), and the
+ * built-in `cpu` and `exit` (see `serveParent`).
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { Queue } from "bullmq";
+import { Hono } from "hono";
+import { Redis } from "ioredis";
+import { createEngine } from "../../src/engine/index.ts";
+import { createApp } from "../../src/http/index.ts";
+import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
+import { QStashTransport } from "../../src/transport/qstash/index.ts";
+import { serveParent } from "../lib/children.ts";
+import { BENCH_API_KEY, BENCH_DEGRADATION } from "../lib/settings.ts";
+
+type Fetch = (request: Request) => Response | Promise<Response>;
+
+const kind = process.argv[2];
+const redisUrl = process.env.REDIS_URL;
+if (!redisUrl) throw new Error("REDIS_URL is required");
+
+let fetchHandler: Fetch = () => new Response(null, { status: 503 });
+const server = serve({
+  fetch: (request) => fetchHandler(request),
+  port: 0,
+  hostname: "127.0.0.1",
+}) as Server;
+if (!server.listening) await new Promise((resolve) => server.once("listening", resolve));
+const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+let info: () => Promise<unknown> = async () => ({});
+
+if (kind === "tickwork") {
+  const qstashUrl = process.env.QSTASH_URL;
+  const token = process.env.QSTASH_TOKEN;
+  const currentSigningKey = process.env.QSTASH_CURRENT_SIGNING_KEY;
+  const nextSigningKey = process.env.QSTASH_NEXT_SIGNING_KEY;
+  if (!qstashUrl || !token || !currentSigningKey || !nextSigningKey) {
+    throw new Error("QSTASH_URL, QSTASH_TOKEN and both signing keys are required");
+  }
+  const store = new RedisStore({ client: fromIoredis(new Redis(redisUrl)) });
+  const transport = new QStashTransport({
+    token,
+    baseUrl: qstashUrl,
+    workerUrl: `${origin}/v1/worker`,
+    failureCallbackUrl: `${origin}/v1/dead`,
+    currentSigningKey,
+    nextSigningKey,
+  });
+  const engine = createEngine({
+    store,
+    transport,
+    handlers: { "bench.work": { run: () => null } },
+    degradation: BENCH_DEGRADATION,
+  });
+  const app = createApp({
+    engine,
+    publicUrl: origin,
+    apiKeys: [BENCH_API_KEY],
+    tickSecret: randomBytes(16).toString("hex"),
+  });
+  fetchHandler = (request) => app.fetch(request);
+  info = async () => {
+    const stats = await store.stats(engine.options.degradation);
+    return {
+      level: stats.degradation.level,
+      backlog: stats.backlog,
+      submitted: stats.totals.submitted,
+      outbox: stats.outbox,
+    };
+  };
+} else if (kind === "ceiling") {
+  const redis = new Redis(redisUrl);
+  const app = new Hono();
+  app.post("/v1/jobs", async (c) => {
+    const body = await c.req.json();
+    const id = randomUUID();
+    await redis.set(`ceiling:${id}`, JSON.stringify(body));
+    return c.json({ id, status: "queued" }, 202);
+  });
+  fetchHandler = (request) => app.fetch(request);
+  info = async () => ({ keys: await redis.dbsize() });
+} else if (kind === "bullmq") {
+  const queue = new Queue("bench", { connection: new Redis(redisUrl) });
+  const app = new Hono();
+  app.post("/v1/jobs", async (c) => {
+    const body = (await c.req.json()) as { handler: string; input?: unknown };
+    const job = await queue.add(body.handler, body.input ?? null);
+    return c.json({ id: job.id, status: "queued" }, 202);
+  });
+  fetchHandler = (request) => app.fetch(request);
+  info = async () => ({ waiting: await queue.getWaitingCount() });
+} else {
+  throw new Error(`unknown contender ${kind}: tickwork | ceiling | bullmq`);
+}
+
+serveParent({ url: origin }, { info: () => info() });

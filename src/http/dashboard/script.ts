@@ -1,0 +1,321 @@
+/**
+ * @module
+ * The dashboard's browser script, inlined into the page. It polls `v1/stats` and the listings
+ * every 3 s (`?refresh=<seconds>`, 1–60; paths relative to the page, so any base path works),
+ * draws the charts from the samples it keeps (the last 60),
+ * and calls the API for the buttons. Every value reaches the DOM through `textContent` or an
+ * attribute, never as markup. A 401 asks for an API key (kept in `sessionStorage`); any other
+ * refusal (a read-only key pausing a schedule: 403) is shown as the API's own `detail`.
+ */
+
+/** The JavaScript of the dashboard page (plain ES2020, no modules). */
+export const DASHBOARD_JS = `
+(() => {
+  "use strict";
+  const KEY = "tickwork.apiKey";
+  // ?refresh=<seconds> (1–60) sets how often it polls; 3 s by default.
+  const asked = Number(new URLSearchParams(location.search).get("refresh"));
+  const POLL_MS = asked >= 1 && asked <= 60 ? asked * 1000 : 3000;
+  const SAMPLES = 60;
+  const SVG = "http://www.w3.org/2000/svg";
+  /** { t, backlog, succeeded } per poll, newest last. */
+  const samples = [];
+  let timer = 0;
+  let skew = 0;
+  let noticeIsFromPoll = false;
+
+  const $ = (id) => document.getElementById(id);
+
+  class Refused extends Error {}
+
+  /** The key, also kept here for when storage is off (then it lives until a reload). */
+  let memoryKey = "";
+  function storedKey() {
+    try { return sessionStorage.getItem(KEY) || memoryKey; } catch { return memoryKey; }
+  }
+  function storeKey(key) {
+    memoryKey = key;
+    try {
+      if (key) sessionStorage.setItem(KEY, key); else sessionStorage.removeItem(KEY);
+    } catch { /* storage off */ }
+  }
+
+  async function api(method, path) {
+    const headers = { accept: "application/json" };
+    const key = storedKey();
+    if (key) headers.authorization = "Bearer " + key;
+    const res = await fetch(path, { method, headers, cache: "no-store" });
+    const text = await res.text();
+    let body = null;
+    try { body = text ? JSON.parse(text) : null; } catch { body = null; }
+    if (res.status === 401) {
+      askForKey(key ? "The API refused that key." : "The API needs a key to show this.");
+      throw new Refused("unauthorized");
+    }
+    if (!res.ok) {
+      const detail = body && typeof body.detail === "string" ? body.detail : res.statusText;
+      throw new Error(res.status + ": " + detail);
+    }
+    return body;
+  }
+
+  // ── formatting ──────────────────────────────────────────────────────────
+  function duration(ms) {
+    if (!Number.isFinite(ms)) return "–";
+    const abs = Math.abs(ms);
+    if (abs < 1000) return Math.round(ms) + " ms";
+    if (abs < 60000) return (ms / 1000).toFixed(abs < 10000 ? 2 : 1) + " s";
+    const s = Math.round(abs / 1000);
+    const sign = ms < 0 ? "-" : "";
+    if (s < 3600) return sign + Math.floor(s / 60) + "m " + (s % 60) + "s";
+    if (s < 86400) return sign + Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
+    return sign + Math.floor(s / 86400) + "d " + Math.floor((s % 86400) / 3600) + "h";
+  }
+  function relative(iso) {
+    if (!iso) return "–";
+    const ms = Date.parse(iso) - (Date.now() + skew);
+    if (Math.abs(ms) < 1000) return "now";
+    return ms > 0 ? "in " + duration(ms) : duration(-ms) + " ago";
+  }
+  function num(n) {
+    if (typeof n !== "number" || !Number.isFinite(n)) return "–";
+    return Number.isInteger(n) ? n.toLocaleString("en-US") : n.toLocaleString("en-US", { maximumFractionDigits: 2 });
+  }
+
+  // ── DOM helpers (text only) ─────────────────────────────────────────────
+  function node(tag, text, className) {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (className) e.className = className;
+    return e;
+  }
+  function badge(status) {
+    const b = node("span", status, "badge s-" + String(status).replace(/[^a-z]/g, ""));
+    return b;
+  }
+  function timeCell(iso) {
+    const td = node("td", relative(iso));
+    if (iso) td.title = iso;
+    return td;
+  }
+  function button(label, name, onClick, danger) {
+    const b = node("button", label, danger ? "danger" : "");
+    b.type = "button";
+    b.setAttribute("aria-label", name);
+    b.addEventListener("click", async () => {
+      b.disabled = true;
+      try { await onClick(); } finally { b.disabled = false; }
+    });
+    return b;
+  }
+  function fillList(dl, pairs) {
+    dl.replaceChildren();
+    for (const [label, value] of pairs) {
+      dl.append(node("dt", label));
+      const dd = node("dd");
+      if (value instanceof Node) dd.append(value); else dd.textContent = String(value);
+      dl.append(dd);
+    }
+  }
+  function fillTable(tbody, rows, columns, empty) {
+    tbody.replaceChildren();
+    if (rows.length === 0) {
+      const tr = node("tr");
+      const td = node("td", empty, "empty");
+      td.colSpan = columns;
+      tr.append(td);
+      tbody.append(tr);
+      return;
+    }
+    for (const cells of rows) {
+      const tr = node("tr");
+      tr.append(...cells);
+      tbody.append(tr);
+    }
+  }
+
+  // ── notices and the key form ────────────────────────────────────────────
+  function notice(text, isError, fromPoll) {
+    const n = $("notice");
+    n.textContent = text;
+    n.className = isError ? "error" : "";
+    n.hidden = false;
+    noticeIsFromPoll = Boolean(fromPoll);
+  }
+  function clearPollNotice() {
+    if (noticeIsFromPoll) $("notice").hidden = true;
+  }
+  function askForKey(reason) {
+    clearTimeout(timer);
+    $("auth-reason").textContent = reason;
+    $("auth").hidden = false;
+    $("key").focus();
+  }
+
+  // ── charts ──────────────────────────────────────────────────────────────
+  function sparkline(svg, values, label) {
+    svg.replaceChildren();
+    const title = document.createElementNS(SVG, "title");
+    title.textContent = label;
+    svg.append(title);
+    if (values.length === 0) return;
+    const max = Math.max(1, ...values);
+    const step = 100 / (SAMPLES - 1);
+    const x0 = 100 - (values.length - 1) * step;
+    const points = values.map((v, i) => (x0 + i * step).toFixed(2) + "," + (38 - (v / max) * 36).toFixed(2));
+    if (points.length === 1) points.unshift("0," + points[0].split(",")[1]);
+    const line = document.createElementNS(SVG, "polyline");
+    line.setAttribute("points", points.join(" "));
+    const area = document.createElementNS(SVG, "polygon");
+    area.setAttribute("points", points[0].split(",")[0] + ",40 " + points.join(" ") + " 100,40");
+    svg.append(area, line);
+  }
+
+  // ── rendering ───────────────────────────────────────────────────────────
+  function renderStats(s) {
+    skew = Date.parse(s.now) - Date.now();
+    samples.push({ t: Date.parse(s.now), backlog: s.backlog, succeeded: s.totals.succeeded });
+    if (samples.length > SAMPLES) samples.shift();
+    const rates = [];
+    for (let i = 1; i < samples.length; i++) {
+      const dt = (samples[i].t - samples[i - 1].t) / 1000;
+      const dn = samples[i].succeeded - samples[i - 1].succeeded;
+      rates.push(dt > 0 && dn > 0 ? dn / dt : 0);
+    }
+    const span = samples.length > 1 ? duration(samples[samples.length - 1].t - samples[0].t) : "one sample";
+    $("depth").textContent = num(s.backlog);
+    sparkline($("depth-chart"), samples.map((p) => p.backlog),
+      "Queue depth over " + span + ": now " + s.backlog + ", peak " + Math.max(...samples.map((p) => p.backlog)));
+    const rate = rates.length ? rates[rates.length - 1] : 0;
+    $("rate").textContent = rates.length ? num(Math.round(rate * 100) / 100) : "–";
+    sparkline($("rate-chart"), rates,
+      "Succeeded jobs per second over " + span + ": now " + num(rate) + ", peak " + num(Math.max(0, ...rates)));
+
+    fillList($("jobs-stats"), [
+      ["Queued", num(s.jobs.queued)],
+      ["Running", num(s.jobs.running)],
+      ["Waiting to retry", num(s.jobs.failed)],
+      ["Outbox", num(s.outbox)],
+      ["Succeeded (total)", num(s.totals.succeeded)],
+      ["Dead (total)", num(s.totals.dead)],
+    ]);
+    const l = s.leader;
+    fillList($("leader-stats"), [
+      ["Holder", l.holder === null ? "none yet" : l.holder],
+      ["Lease", l.active ? duration(l.leaseRemainingMs) + " left" : "free"],
+      ["Holder since", l.acquiredAt ? relative(l.acquiredAt) : "–"],
+      ["Changes", num(l.changes)],
+      ["Flaps", num(l.flaps)],
+      ["Ticks (total)", num(s.totals.ticks)],
+    ]);
+    const d = s.degradation;
+    fillList($("degradation-stats"), [
+      ["Level", badge(d.level)],
+      ["Since", d.since ? relative(d.since) : "always"],
+      ["Pending", d.pending ? d.pending.level + " (" + relative(d.pending.since) + ")" : "–"],
+      ["Lag (avg)", duration(s.averages.lagMs)],
+      ["Failure rate", num(Math.round(s.averages.failureRate * 1000) / 10) + " %"],
+    ]);
+    $("instance").textContent = "answered by " + s.instance;
+    $("updated").textContent = "updated " + new Date().toLocaleTimeString();
+    $("updated").title = s.now;
+  }
+
+  function renderSchedules(items) {
+    fillTable($("schedules"), items.map((s) => {
+      const actions = node("td", null, "actions");
+      if (s.status === "active") {
+        actions.append(button("Pause", "Pause schedule " + s.id, () =>
+          act("POST", "v1/schedules/" + encodeURIComponent(s.id) + "/pause", "Paused " + s.id)));
+      } else if (s.status === "paused") {
+        actions.append(button("Resume", "Resume schedule " + s.id, () =>
+          act("POST", "v1/schedules/" + encodeURIComponent(s.id) + "/resume", "Resumed " + s.id)));
+      }
+      actions.append(button("Delete", "Delete schedule " + s.id, () => {
+        if (!confirm("Delete schedule " + s.id + "? Its history stays; it will not run again.")) return;
+        return act("DELETE", "v1/schedules/" + encodeURIComponent(s.id), "Deleted " + s.id);
+      }, true));
+      const status = node("td");
+      status.append(badge(s.status));
+      const tr = [node("td", s.id, "id"), node("td", s.handler),
+        node("td", s.tz && s.tz !== "UTC" ? s.schedule + " (" + s.tz + ")" : s.schedule),
+        status, timeCell(s.nextRunAt), timeCell(s.lastRunAt), node("td", num(s.runs), "num"), actions];
+      return tr;
+    }), 8, "No schedules.");
+  }
+
+  function renderJobs(items) {
+    fillTable($("jobs"), items.map((j) => {
+      const status = node("td");
+      status.append(badge(j.status));
+      const took = j.startedAt && j.finishedAt ? duration(Date.parse(j.finishedAt) - Date.parse(j.startedAt)) : "–";
+      return [node("td", j.id, "id"), node("td", j.handler), status, node("td", num(j.attempts), "num"),
+        node("td", took, "num"), node("td", j.error ? j.error.name + ": " + j.error.message : "", "error"),
+        timeCell(j.finishedAt || j.startedAt || j.createdAt)];
+    }), 7, "No jobs yet.");
+  }
+
+  function renderDead(items) {
+    fillTable($("dead"), items.map((j) => {
+      const actions = node("td", null, "actions");
+      actions.append(button("Retry", "Retry dead job " + j.id, () =>
+        act("POST", "v1/dlq/" + encodeURIComponent(j.id) + "/retry", "Re-queued " + j.id)));
+      return [node("td", j.id, "id"), node("td", j.handler), node("td", num(j.attempts), "num"),
+        node("td", j.error ? j.error.name + ": " + j.error.message : "", "error"),
+        timeCell(j.finishedAt), actions];
+    }), 6, "No dead letters.");
+  }
+
+  // ── polling and actions ─────────────────────────────────────────────────
+  async function refresh() {
+    clearTimeout(timer);
+    try {
+      const [stats, schedules, jobs, dead] = await Promise.all([
+        api("GET", "v1/stats"),
+        api("GET", "v1/schedules?limit=100"),
+        api("GET", "v1/jobs?limit=20"),
+        api("GET", "v1/dlq?limit=20"),
+      ]);
+      renderStats(stats);
+      renderSchedules(schedules.items);
+      renderJobs(jobs.items);
+      renderDead(dead.items);
+      clearPollNotice();
+    } catch (error) {
+      if (error instanceof Refused) return;
+      notice("Could not refresh: " + error.message, true, true);
+    }
+    // An action's refresh may overlap a poll: keep one timer.
+    clearTimeout(timer);
+    timer = setTimeout(refresh, POLL_MS);
+  }
+
+  async function act(method, path, done) {
+    try {
+      await api(method, path);
+      notice(done + ".", false);
+    } catch (error) {
+      if (error instanceof Refused) return;
+      notice(error.message, true);
+    }
+    await refresh();
+  }
+
+  $("auth").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const key = $("key").value.trim();
+    $("key").value = "";
+    storeKey(key);
+    $("auth").hidden = true;
+    $("forget").hidden = !key;
+    refresh();
+  });
+  $("forget").addEventListener("click", () => {
+    storeKey("");
+    $("forget").hidden = true;
+    refresh();
+  });
+  $("forget").hidden = !storedKey();
+  refresh();
+})();
+`;

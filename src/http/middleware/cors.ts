@@ -1,0 +1,40 @@
+/**
+ * @module
+ * CORS, off unless configured: browsers on the listed origins may call the API (with
+ * `Authorization` or `X-Api-Key`) and read the headers clients need (`Location`, `Retry-After`,
+ * `RateLimit-*`, `Idempotent-Replayed`, `x-request-id`). Preflight requests are answered here.
+ */
+import type { MiddlewareHandler } from "hono";
+import { cors } from "hono/cors";
+import type { CorsConfig } from "../../config/schema.ts";
+import type { AppEnv } from "../options.ts";
+
+/** Response headers a browser script may read. */
+const EXPOSED = [
+  "Location",
+  "Retry-After",
+  "RateLimit-Limit",
+  "RateLimit-Remaining",
+  "RateLimit-Reset",
+  "RateLimit-Policy",
+  "Idempotent-Replayed",
+  "x-request-id",
+];
+
+/**
+ * The CORS middleware for `config`.
+ *
+ * @example
+ * root.use(corsMiddleware({ origins: ["https://app.example.com"] }));
+ */
+export function corsMiddleware(config: CorsConfig): MiddlewareHandler<AppEnv> {
+  const any = config.origins.includes("*");
+  return cors({
+    origin: any ? "*" : [...config.origins],
+    allowMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+    allowHeaders: ["Authorization", "X-Api-Key", "Content-Type", "x-request-id"],
+    exposeHeaders: EXPOSED,
+    maxAge: config.maxAgeSec ?? 600,
+    credentials: config.credentials ?? false,
+  });
+}

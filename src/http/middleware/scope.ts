@@ -1,0 +1,43 @@
+/**
+ * @module
+ * Route → scope: each API route names the scope it needs, checked against the actor that
+ * `authorize` set. An actor without scopes (auth off, or a custom `authorize` without them) may
+ * do everything.
+ *
+ * | routes | scope |
+ * |---|---|
+ * | every `GET` of `/v1/jobs`, `/v1/schedules`, `/v1/dlq` | `read` |
+ * | `POST /v1/jobs`, `DELETE /v1/jobs/:id` | `jobs:write` |
+ * | `POST`, `PATCH`, `DELETE` of `/v1/schedules…`, pause, resume | `schedules:write` |
+ * | `POST /v1/dlq/:id/retry`, `DELETE /v1/dlq/:id` | `admin` |
+ *
+ * `admin` implies every scope.
+ */
+import type { MiddlewareHandler } from "hono";
+import { hasScope, type Scope } from "../../config/scopes.ts";
+import { ForbiddenError } from "../../core/errors.ts";
+import type { AppEnv } from "../options.ts";
+
+/**
+ * 403 (with an RFC 6750 `insufficient_scope` challenge) unless the actor's key has `scope`.
+ * Mount it after `authorizeRequest`.
+ *
+ * @example
+ * routes.post("/", requireScope("jobs:write"), async (c) => …);
+ */
+export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
+  return async function requireScope(c, next) {
+    const actor = c.get("actor");
+    if (!hasScope(actor?.scopes, scope)) {
+      c.header(
+        "WWW-Authenticate",
+        `Bearer realm="tickwork", error="insufficient_scope", scope="${scope}"`,
+      );
+      throw new ForbiddenError(
+        "insufficient_scope",
+        `this API key lacks the "${scope}" scope (it has: ${actor?.scopes?.join(", ") || "none"})`,
+      );
+    }
+    await next();
+  };
+}

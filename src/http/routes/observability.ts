@@ -1,0 +1,222 @@
+/**
+ * @module
+ * `/metrics` (Prometheus text), `/v1/stats` (the same as JSON), `/v1/events` (the lifecycle
+ * event log) and `/dashboard` (one static page that reads those and the listings). Each data
+ * route is one store round trip; all of them need the `read` scope when keys carry scopes.
+ * Metrics and stats are the deployment's (every tenant's); a tenant's key sees the events of its
+ * own jobs, plus those of the deployment (leader and degradation changes).
+ */
+import { Hono } from "hono";
+import * as z from "zod";
+import { parseOrThrow } from "../../core/schemas.ts";
+import { sees } from "../../engine/broker.ts";
+import type {
+  DegradationState,
+  EventType,
+  Histogram,
+  StoreStats,
+  TickEvent,
+} from "../../store/port.ts";
+import { dashboardPage } from "../dashboard/page.ts";
+import { authorizeRequest } from "../middleware/auth.ts";
+import { requireScope } from "../middleware/scope.ts";
+import type { AppConfig, AppEnv } from "../options.ts";
+import { PROMETHEUS_TEXT, renderPrometheus } from "../prometheus.ts";
+
+/** Every event type, as `?type=` accepts them. */
+export const EVENT_TYPES = [
+  "job.created",
+  "job.dispatched",
+  "job.started",
+  "job.succeeded",
+  "job.failed",
+  "job.retried",
+  "job.dead",
+  "job.cancelled",
+  "job.skipped",
+  "leader.changed",
+  "degradation.changed",
+] as const satisfies readonly EventType[];
+// Fails to compile when EventType gains a member this list lacks.
+const _allEventTypes: Exclude<EventType, (typeof EVENT_TYPES)[number]> extends never
+  ? true
+  : never = true;
+void _allEventTypes;
+
+/** Events per page when `limit` is not given, and the most one page holds. */
+export const EVENTS_DEFAULT_LIMIT = 100;
+export const EVENTS_MAX_LIMIT = 1_000;
+
+/**
+ * A sequence number above any a millisecond sees (a stream id's sequence is a 64-bit integer;
+ * the stores accept 16 digits).
+ */
+const MAX_SEQ = "9999999999999999";
+
+/**
+ * `GET /v1/events?since=&type=&limit=`: `since` is an event id (`<ms>-<seq>`, events after it) or a
+ * time (ISO-8601 or epoch ms, events at or after it); `type` a comma list of event types.
+ */
+export const eventsQuery = z.object({
+  since: z
+    .string()
+    .max(64)
+    .transform((value, ctx) => {
+      if (/^\d{1,16}-\d{1,16}$/.test(value)) return value;
+      const ms = /^\d{1,16}$/.test(value)
+        ? Number(value)
+        : /^\d{4}-\d{2}-\d{2}/.test(value)
+          ? Date.parse(value)
+          : Number.NaN;
+      if (Number.isNaN(ms)) {
+        ctx.addIssue({
+          code: "custom",
+          message: `not an event id or a time: ${JSON.stringify(value)} (e.g. "1700000000000-0" or "2026-01-01T00:00:00Z")`,
+        });
+        return z.NEVER;
+      }
+      // The ids of events at or after `ms` are those above the last id of the millisecond before.
+      return ms > 0 ? `${ms - 1}-${MAX_SEQ}` : undefined;
+    })
+    .optional(),
+  type: z
+    .string()
+    .max(1_000)
+    .transform((value, ctx) => {
+      const types = [...new Set(value.split(",").map((t) => t.trim()))].filter(Boolean);
+      const unknown = types.filter((t) => !(EVENT_TYPES as readonly string[]).includes(t));
+      if (types.length === 0 || unknown.length > 0) {
+        ctx.addIssue({
+          code: "custom",
+          message: `unknown event type${unknown.length === 1 ? "" : "s"} ${unknown.map((t) => JSON.stringify(t)).join(", ") || '""'}; one of ${EVENT_TYPES.join(", ")}`,
+        });
+        return z.NEVER;
+      }
+      return types as EventType[];
+    })
+    .optional(),
+  limit: z
+    .string()
+    .regex(/^\d{1,6}$/, "must be a whole number")
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(EVENTS_MAX_LIMIT))
+    .default(EVENTS_DEFAULT_LIMIT),
+});
+
+/**
+ * The observability routes, to mount at the base path when the roles read.
+ *
+ * @example
+ * app.route("/", observabilityRoutes(config));
+ * // GET /metrics → tickwork_jobs_succeeded_total 42 …
+ */
+export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
+  const { engine } = config;
+  const routes = new Hono<AppEnv>();
+  const guard = [authorizeRequest(config.authorize), requireScope("read")] as const;
+
+  routes.get("/metrics", ...guard, async (c) => {
+    const text = renderPrometheus(await engine.stats());
+    return c.body(text, 200, { "Content-Type": PROMETHEUS_TEXT, "Cache-Control": "no-store" });
+  });
+
+  routes.get("/v1/stats", ...guard, async (c) => {
+    c.header("Cache-Control", "no-store");
+    return c.json(statsResource(await engine.stats(), engine.options.instanceId));
+  });
+
+  routes.get("/v1/events", ...guard, async (c) => {
+    const query = parseOrThrow(eventsQuery, c.req.query(), "query");
+    const page = await engine.store.events({
+      ...(query.since !== undefined ? { after: query.since } : {}),
+      ...(query.type !== undefined ? { types: query.type } : {}),
+      limit: query.limit,
+    });
+    // A tenant's key sees its own jobs' events and the deployment's (leader, degradation); the
+    // page is filtered, so it may hold fewer items while `last` reads on.
+    const actor = c.get("actor");
+    const events = page.events.filter((e) => e.tenant === undefined || sees(actor, e.tenant));
+    c.header("Cache-Control", "no-store");
+    return c.json({
+      items: events.map(eventResource),
+      ...(page.last !== undefined ? { last: page.last } : {}),
+    });
+  });
+
+  // The page holds no data: it may be fetched without a key and asks for one on a 401.
+  routes.get("/dashboard", async (c) => {
+    const page = await dashboardPage();
+    return c.html(page.html, 200, {
+      "Content-Security-Policy": page.contentSecurityPolicy,
+      "Cache-Control": "no-store",
+      "X-Content-Type-Options": "nosniff",
+      "Referrer-Policy": "no-referrer",
+    });
+  });
+
+  return routes;
+}
+
+/** `/v1/stats`: the store's stats with times as ISO-8601 (`null` for never) and durations in ms. */
+export interface StatsResource {
+  now: string;
+  /** The instance that answered (`EngineOptions.instanceId`). */
+  instance: string;
+  jobs: StoreStats["jobs"];
+  totals: StoreStats["totals"];
+  outbox: number;
+  backlog: number;
+  histograms: {
+    dispatchLagMs: Histogram;
+    handlerDurationMs: Histogram;
+    tickDurationMs: Histogram;
+    leaseAcquisitionMs: Histogram;
+  };
+  averages: StoreStats["averages"];
+  leader: Omit<StoreStats["leader"], "acquiredAt"> & { acquiredAt: string | null };
+  degradation: Omit<DegradationState, "since" | "pending"> & {
+    since: string | null;
+    pending?: { level: DegradationState["level"]; since: string };
+  };
+}
+
+/** Stats as `/v1/stats` answers them. */
+export function statsResource(stats: StoreStats, instance: string): StatsResource {
+  const { degradation, leader } = stats;
+  return {
+    now: iso(stats.now),
+    instance,
+    jobs: stats.jobs,
+    totals: stats.totals,
+    outbox: stats.outbox,
+    backlog: stats.backlog,
+    histograms: {
+      dispatchLagMs: stats.dispatchLagMs,
+      handlerDurationMs: stats.handlerDurationMs,
+      tickDurationMs: stats.tickDurationMs,
+      leaseAcquisitionMs: stats.leaseAcquisitionMs,
+    },
+    averages: stats.averages,
+    leader: { ...leader, acquiredAt: leader.acquiredAt > 0 ? iso(leader.acquiredAt) : null },
+    degradation: {
+      level: degradation.level,
+      since: degradation.since > 0 ? iso(degradation.since) : null,
+      ...(degradation.pending
+        ? { pending: { level: degradation.pending.level, since: iso(degradation.pending.since) } }
+        : {}),
+      signals: degradation.signals,
+    },
+  };
+}
+
+/** An event as `/v1/events` lists it: `at` as ISO-8601. */
+export type EventResource = Omit<TickEvent, "at"> & { at: string };
+
+/** An event as the API shows it. */
+export function eventResource(event: TickEvent): EventResource {
+  return { ...event, at: iso(event.at) };
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}

@@ -1,0 +1,33 @@
+--[[
+  endTick: last step of a tick. Acknowledges published messages (compare-and-delete on
+  (id, dedupId)), records the tick's report (tick duration and lease acquisition histograms,
+  even if the lease was lost) and releases the tick lease if `token` still holds it.
+  Input:
+    KEYS[1] outbox
+    KEYS[2] outbox messages
+    KEYS[3] tick lease
+    KEYS[4] metrics
+    ARGV[1] token
+    ARGV[2] tick duration ms ('' = no report)
+    ARGV[3] lease acquisition ms
+    ARGV[4...] pairs: message id, dedupId
+  Output: 1 lease released, 0 it was no longer ours
+]]
+--@include "time"
+--@include "lease"
+--@include "members"
+--@include "outbox"
+--@include "metrics"
+
+ackMessages(KEYS[1], KEYS[2], argvFrom(4))
+if ARGV[2] ~= '' then
+  local m = newMetrics()
+  mObserve(m, 'tick', tonumber(ARGV[2]))
+  mObserve(m, 'acq', tonumber(ARGV[3]))
+  metricsFlush(KEYS[4], m)
+end
+if not holdsLease(KEYS[3], ARGV[1]) then
+  return 0
+end
+redis.call('DEL', KEYS[3])
+return 1

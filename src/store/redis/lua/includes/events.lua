@@ -1,0 +1,35 @@
+--[[
+  Include "events" (needs "json", "time"): the capped event stream `{p}:events`. Each entry has
+  one field `e`, the TickEvent JSON without its id (the stream id), `type` first.
+
+  emitEvent(events, maxLen, json)   XADD with an exact MAXLEN trim; nothing when maxLen is 0.
+  jobEvent(type, now, id, job, extra)
+                                    A job event's JSON: type, at, jobId, handler, tenant and
+                                    scheduleId (when the job has them), then `extra` members.
+]]
+--@include "time"
+--@include "json"
+
+local function emitEvent(events, maxLen, json)
+  if maxLen > 0 then
+    redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
+  end
+end
+
+local function jobEvent(type, now, id, job, extra)
+  local m = { '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id) }
+  if job.handler then
+    m[#m + 1] = ',"handler":' .. jsonString(job.handler)
+  end
+  if job.tenant then
+    m[#m + 1] = ',"tenant":' .. jsonString(job.tenant)
+  end
+  if job.scheduleId then
+    m[#m + 1] = ',"scheduleId":' .. jsonString(job.scheduleId)
+  end
+  if extra then
+    m[#m + 1] = ',' .. extra
+  end
+  m[#m + 1] = '}'
+  return table.concat(m)
+end

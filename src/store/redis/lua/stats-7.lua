@@ -1,0 +1,47 @@
+--[[
+  stats: every counter, gauge and histogram, the leader and the degradation state, in one round
+  trip. With a policy, evaluates the degradation controller first (may change the level).
+  Input:
+    KEYS[1] metrics (hash)
+    KEYS[2] outbox (zset)
+    KEYS[3] pending backlog (zset)
+    KEYS[4] tick lease
+    KEYS[5] leader (hash)
+    KEYS[6] degradation state (hash)
+    KEYS[7] events (stream)
+    ARGV[1] degradation policy ('' = none; see include "degrade")
+    ARGV[2] eventsMaxLen (0 = no events)
+  Output: JSON text {"now":ms,"metrics":{field:"value"...},"outbox":n,"backlog":n,
+    "leaseRemainingMs":pttl,"leader":{field:"value"...},"degradation":{field:"value"...}}
+]]
+--@include "time"
+--@include "json"
+--@include "events"
+--@include "degrade"
+
+local function hashJson(flat)
+  local m = {}
+  for i = 1, #flat - 1, 2 do
+    m[#m + 1] = jsonString(flat[i]) .. ':' .. jsonString(flat[i + 1])
+  end
+  return '{' .. table.concat(m, ',') .. '}'
+end
+
+local now = nowMs()
+local metrics = redis.call('HGETALL', KEYS[1])
+local outbox = redis.call('ZCARD', KEYS[2])
+local backlog = redis.call('ZCOUNT', KEYS[3], '-inf', int(now))
+local pttl = redis.call('PTTL', KEYS[4])
+local leader = redis.call('HGETALL', KEYS[5])
+if ARGV[1] ~= '' then
+  local avg = {}
+  for i = 1, #metrics - 1, 2 do
+    avg[metrics[i]] = metrics[i + 1]
+  end
+  evaluateDegradation(KEYS[6], KEYS[7], tonumber(ARGV[2]), parsePolicy(ARGV[1]), backlog,
+    tonumber(avg['avg:lag']) or 0, tonumber(avg['avg:fail']) or 0, now)
+end
+local degrade = redis.call('HGETALL', KEYS[6])
+return '{"now":' .. int(now) .. ',"metrics":' .. hashJson(metrics) .. ',"outbox":' .. outbox
+  .. ',"backlog":' .. backlog .. ',"leaseRemainingMs":' .. pttl .. ',"leader":' .. hashJson(leader)
+  .. ',"degradation":' .. hashJson(degrade) .. '}'

@@ -1,0 +1,142 @@
+--[[
+  submitJob: accept a job in one round trip. In this order:
+  1. If the tenant's idempotency key is known (and its job still exists) returns that job and
+     writes nothing (nothing evaluated, nothing counted).
+  2. With a degradation policy: evaluates the controller (its state is kept even if the submit
+     is refused), then degraded → runAt += degradedDelayMs; critical → denied (reject) or
+     runAt += criticalDelayMs (delay).
+  3. With a quota: denied → nothing written, nothing counted; else counted.
+  4. Stamps createdAt = now and runAt = runAt or now + delayMs (+ the degradation delay), writes
+     the `queued` job, indexes it, remembers the key, puts the job's message in the outbox and
+     the job in the pending backlog, counts it (t:submitted, g:queued) and writes `job.created`.
+  Input:
+    KEYS[1] root
+    KEYS[2] jobs index (zset: job id -> createdAt)
+    KEYS[3] outbox
+    KEYS[4] outbox messages
+    KEYS[5] pending backlog (zset: job id -> runAt)
+    KEYS[6] metrics (hash)
+    KEYS[7] events (stream)
+    KEYS[8] degradation state (hash)
+    ARGV[1] id
+    ARGV[2] id as a JSON string
+    ARGV[3] JobSpec JSON without createdAt and runAt
+    ARGV[4] runAt ('' = now + delayMs)
+    ARGV[5] delayMs
+    ARGV[6] recoverGraceMs
+    ARGV[7] tenant
+    ARGV[8] idempotency key ('' = none)
+    ARGV[9] idempotencyMs
+    ARGV[10] handler
+    ARGV[11] scheduleId ('' = none)
+    ARGV[12] overlap ('' = none)
+    ARGV[13] fireAt ('' = none; the runs index score, else runAt)
+    ARGV[14] eventsMaxLen (0 = no events)
+    ARGV[15] degradation policy ('' = none; see include "degrade")
+    ARGV[16] degradedDelayMs
+    ARGV[17] critical action: reject | delay
+    ARGV[18] criticalDelayMs
+    ARGV[19] retryAfterMs of a critical rejection
+    ARGV[20] quota key ('' = none)
+    ARGV[21] quota windows (`windowMs limit ...`)
+  Output: JSON text
+    {"createdAt":ms,"runAt":ms,"quota"?:QuotaState,"degradation"?:{"level":..,"delayedMs":ms}}
+                                  written; the caller knows the rest of the job and message
+    {"replayed":JobRecord}        the key was used: the first job
+    {"denied":Denied}             refused by admission control; nothing written
+]]
+--@include "time"
+--@include "keys"
+--@include "json"
+--@include "outbox"
+--@include "job"
+--@include "metrics"
+--@include "events"
+--@include "degrade"
+--@include "quota"
+
+local root, jobs, outbox, messages = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local pending, metrics, events = KEYS[5], KEYS[6], KEYS[7]
+local id, idJson = ARGV[1], ARGV[2]
+local maxLen = tonumber(ARGV[14])
+local now = nowMs()
+
+local idemKey
+if ARGV[8] ~= '' then
+  idemKey = idempotencyKey(root, ARGV[7], ARGV[8])
+  local firstId = redis.call('GET', idemKey)
+  if firstId then
+    local first = readJob(jobKey(root, firstId))
+    if first then
+      return '{"replayed":' .. jobJson(first) .. '}'
+    end
+  end
+end
+
+local runAt = now + tonumber(ARGV[5])
+if ARGV[4] ~= '' then
+  runAt = tonumber(ARGV[4])
+end
+
+local extra = {}
+local known
+if ARGV[15] ~= '' then
+  known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 't:submitted', 'g:queued' })
+  local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
+  local level = evaluateDegradation(KEYS[8], events, maxLen, parsePolicy(ARGV[15]), depth,
+    known['avg:lag'], known['avg:fail'], now)
+  local delayed = 0
+  if level == 'degraded' then
+    delayed = tonumber(ARGV[16])
+  elseif level == 'critical' then
+    if ARGV[17] == 'reject' then
+      return '{"denied":{"kind":"overloaded","level":"critical","retryAfterMs":'
+        .. num(tonumber(ARGV[19])) .. '}}'
+    end
+    delayed = tonumber(ARGV[18])
+  end
+  runAt = runAt + delayed
+  extra[#extra + 1] = '"degradation":{"level":"' .. level .. '","delayedMs":' .. num(delayed) .. '}'
+end
+
+if ARGV[20] ~= '' then
+  local admitted, state = checkQuota(quotaKey(root, ARGV[20]), parseWindows(ARGV[21]), now)
+  if not admitted then
+    return '{"denied":{"kind":"quota","quota":' .. state .. '}}'
+  end
+  extra[#extra + 1] = '"quota":' .. state
+end
+
+local job = { data = ARGV[3], createdAt = int(now), runAt = int(runAt), handler = ARGV[10],
+  tenant = ARGV[7] }
+if ARGV[11] ~= '' then
+  job.scheduleId = ARGV[11]
+end
+if ARGV[12] ~= '' then
+  job.overlap = ARGV[12]
+end
+local runsScore = job.runAt
+if ARGV[13] ~= '' then
+  runsScore = ARGV[13]
+end
+createJob(root, jobs, id, job, runsScore)
+
+local recoverAt = int(runAt + tonumber(ARGV[6]))
+putMessage(outbox, messages, id, recoverAt, '{"id":' .. idJson .. ',"dedupId":' .. idJson
+  .. ',"job":' .. specJson(job) .. ',"notBefore":' .. job.runAt .. ',"recoverAt":' .. recoverAt .. '}')
+
+if idemKey then
+  redis.call('SET', idemKey, id, 'PX', ARGV[9])
+end
+
+local m = newMetrics()
+mAdd(m, 't:submitted', 1)
+mAdd(m, 'g:queued', redis.call('ZADD', pending, job.runAt, id))
+metricsFlush(metrics, m, known)
+emitEvent(events, maxLen, jobEvent('job.created', now, id, job))
+
+local out = '{"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt
+if #extra > 0 then
+  out = out .. ',' .. table.concat(extra, ',')
+end
+return out .. '}'

@@ -1,0 +1,41 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { resolveOptions } from "../../src/engine/options.ts";
+
+describe("engine options", () => {
+  it("fills in the documented defaults", () => {
+    const o = resolveOptions();
+    expect(o.tick).toMatchObject({ leaseMs: 30_000, horizonMs: 60_000, chunk: 100 });
+    expect(o.jobs).toEqual({ timeoutMs: 60_000, retries: 3, priority: 5 });
+    expect(o.degradation?.queueDepth).toEqual({ normal: 50, degraded: 100, critical: 500 });
+    expect(resolveOptions({ degradation: false }).degradation).toBeUndefined();
+  });
+
+  it("refuses values that would stall or loop the engine, naming the option", () => {
+    expect(() => resolveOptions({ tick: { perScheduleLimit: 0 } })).toThrow(
+      /tick\.perScheduleLimit/,
+    );
+    expect(() => resolveOptions({ tick: { chunk: 1.5 } })).toThrow(/tick\.chunk/);
+    expect(() => resolveOptions({ tick: { horizonMs: -1 } })).toThrow(/tick\.horizonMs/);
+    expect(() => resolveOptions({ jobs: { priority: 11 } })).toThrow(/jobs\.priority/);
+    expect(() =>
+      resolveOptions({ degradation: { queueDepth: { normal: 10, degraded: 5, critical: 20 } } }),
+    ).toThrow(/degradation\.queueDepth/);
+  });
+
+  it("accepts every in-range tick setting", () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          leaseMs: fc.integer({ min: 1, max: 1e7 }),
+          chunk: fc.integer({ min: 1, max: 1e4 }),
+          horizonMs: fc.integer({ min: 0, max: 1e7 }),
+          budgetMs: fc.integer({ min: 0, max: 1e7 }),
+        }),
+        (tick) => {
+          expect(resolveOptions({ tick }).tick).toMatchObject(tick);
+        },
+      ),
+    );
+  });
+});

@@ -1,0 +1,346 @@
+/**
+ * Who may call what, over a real socket (acceptance 1, first half): no key → 401 with
+ * `WWW-Authenticate`; a key without the route's scope → 403; every API route checked against the
+ * route × scope table of SECURITY.md with one key per scope; a tenant's key never reaches
+ * another tenant's jobs or schedules; `TICKWORK_API_KEY`-style plain keys still work; CORS is off
+ * unless configured. Every refusal is problem+json and changes nothing.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Scope } from "../../src/config/scopes.ts";
+import { MemoryStore } from "../../src/store/memory/index.ts";
+import { signDelivery } from "../../src/transport/signing.ts";
+import {
+  expectProblem,
+  type Harness,
+  SIGNING_KEY,
+  startHarness,
+  testHandlers,
+} from "../http/harness.ts";
+import { type StoreHandle, storeFactories } from "../support/stores.ts";
+import {
+  bearer,
+  call,
+  securedApp,
+  storeState,
+  type TestTenant,
+  TICK_SECRET,
+  tenant,
+} from "./support.ts";
+
+/** Every API route, the scope it needs, and a request that would succeed with that scope. */
+const ROUTES: { method: string; path: string; scope: Scope; json?: unknown }[] = [
+  { method: "GET", path: "/v1/jobs", scope: "read" },
+  { method: "GET", path: "/v1/jobs/{job}", scope: "read" },
+  { method: "POST", path: "/v1/jobs", scope: "jobs:write", json: { handler: "echo" } },
+  { method: "DELETE", path: "/v1/jobs/{job}", scope: "jobs:write" },
+  { method: "GET", path: "/v1/schedules", scope: "read" },
+  { method: "GET", path: "/v1/schedules/s1", scope: "read" },
+  { method: "GET", path: "/v1/schedules/s1/runs", scope: "read" },
+  {
+    method: "POST",
+    path: "/v1/schedules",
+    scope: "schedules:write",
+    json: { id: "s2", handler: "echo", schedule: "1h" },
+  },
+  { method: "PATCH", path: "/v1/schedules/s1", scope: "schedules:write", json: { priority: 2 } },
+  { method: "POST", path: "/v1/schedules/s1/pause", scope: "schedules:write" },
+  { method: "POST", path: "/v1/schedules/s1/resume", scope: "schedules:write" },
+  { method: "DELETE", path: "/v1/schedules/s1", scope: "schedules:write" },
+  { method: "GET", path: "/v1/dlq", scope: "read" },
+  { method: "POST", path: "/v1/dlq/{job}/retry", scope: "admin" },
+  { method: "DELETE", path: "/v1/dlq/{job}", scope: "admin" },
+];
+
+const SCOPES: Scope[] = ["read", "jobs:write", "schedules:write", "admin"];
+
+describe.each(storeFactories)("auth on $name", (factory) => {
+  let handle: StoreHandle;
+  let h: Harness;
+  let acme: TestTenant;
+  let globex: TestTenant;
+  /** A queued job and a schedule of acme's, made before each test. */
+  let jobId: string;
+
+  beforeEach(async () => {
+    handle = await factory.make();
+    acme = await tenant("acme", {
+      read: ["read"],
+      "jobs:write": ["jobs:write"],
+      "schedules:write": ["schedules:write"],
+      admin: ["admin"],
+      client: ["jobs:write", "read"],
+    });
+    globex = await tenant("globex", { admin: ["admin"] });
+    h = await securedApp(handle.store, [acme, globex]);
+    const submitted = await call(h.origin, "POST", "/v1/jobs", {
+      json: { handler: "echo", delay: "1h" },
+      headers: bearer(acme.keys.admin!),
+    });
+    expect(submitted.status).toBe(202);
+    jobId = submitted.body.id;
+    const created = await call(h.origin, "POST", "/v1/schedules", {
+      json: { id: "s1", handler: "echo", schedule: "1h" },
+      headers: bearer(acme.keys.admin!),
+    });
+    expect(created.status).toBe(201);
+  });
+
+  afterEach(async () => {
+    await h.close();
+    await handle.cleanup();
+  });
+
+  it("401 without a key or with an unknown one, with WWW-Authenticate; nothing changes", async () => {
+    const before = await storeState(h.store);
+    for (const route of ROUTES) {
+      const path = route.path.replace("{job}", jobId);
+      const init = route.json === undefined ? {} : { json: route.json };
+      const none = await call(h.origin, route.method, path, init);
+      expectProblem(none, 401, /missing API key/);
+      expect(none.headers.get("www-authenticate")).toBe('Bearer realm="tickwork"');
+      const attempts: Record<string, string>[] = [
+        { authorization: "Bearer tw_not-a-key" },
+        { authorization: `Basic ${btoa("user:pass")}` },
+        { authorization: "Bearer" },
+        { "x-api-key": "tw_not-a-key" },
+        // A key that is a prefix of a real key, or a real key with a byte more, is no key.
+        { authorization: `Bearer ${acme.keys.admin!.key.slice(0, -1)}` },
+        { authorization: `Bearer ${acme.keys.admin!.key}x` },
+      ];
+      for (const headers of attempts) {
+        const bad = await call(h.origin, route.method, path, { ...init, headers });
+        expectProblem(bad, 401);
+        expect(bad.headers.get("www-authenticate")).toMatch(/^Bearer realm="tickwork"/);
+      }
+    }
+    expect(await storeState(h.store)).toBe(before);
+  });
+
+  it("every route against one key per scope: allowed exactly when the table says so", async () => {
+    for (const route of ROUTES) {
+      for (const scope of SCOPES) {
+        const path = route.path.replace("{job}", jobId);
+        const before = await storeState(h.store);
+        const answer = await call(h.origin, route.method, path, {
+          ...(route.json === undefined ? {} : { json: route.json }),
+          headers: bearer(acme.keys[scope]!),
+        });
+        const allowed = scope === route.scope || scope === "admin";
+        if (allowed) {
+          expect([401, 403], `${scope} on ${route.method} ${route.path}`).not.toContain(
+            answer.status,
+          );
+        } else {
+          expectProblem(answer, 403, new RegExp(`"${route.scope}" scope`));
+          expect(answer.headers.get("www-authenticate")).toContain('error="insufficient_scope"');
+          expect(await storeState(h.store)).toBe(before);
+        }
+      }
+    }
+  });
+
+  it("X-Api-Key works like the bearer token; a client key submits and polls", async () => {
+    const submitted = await call(h.origin, "POST", "/v1/jobs", {
+      json: { handler: "echo", delay: "1h" },
+      headers: { "x-api-key": acme.keys.client!.key },
+    });
+    expect(submitted.status).toBe(202);
+    const read = await call(h.origin, "GET", `/v1/jobs/${submitted.body.id}`, {
+      headers: bearer(acme.keys.client!),
+    });
+    expect(read.status).toBe(200);
+    expect((await h.store.getJob(submitted.body.id))?.tenant).toBe("acme");
+  });
+
+  it("a tenant never sees or changes another tenant's jobs, schedules or dead letters", async () => {
+    const other = bearer(globex.keys.admin!);
+    const before = await storeState(h.store);
+    for (const [method, path, json] of [
+      ["GET", `/v1/jobs/${jobId}`],
+      ["GET", `/v1/jobs/${jobId}?wait=5s`],
+      ["DELETE", `/v1/jobs/${jobId}`],
+      ["GET", "/v1/schedules/s1"],
+      ["GET", "/v1/schedules/s1/runs"],
+      ["PATCH", "/v1/schedules/s1", { priority: 1 }],
+      ["POST", "/v1/schedules/s1/pause"],
+      ["POST", "/v1/schedules/s1/resume"],
+      ["DELETE", "/v1/schedules/s1"],
+      ["POST", `/v1/dlq/${jobId}/retry`],
+      ["DELETE", `/v1/dlq/${jobId}`],
+    ] as const) {
+      const answer = await call(h.origin, method, path, {
+        headers: other,
+        ...(json ? { json } : {}),
+      });
+      expectProblem(answer, 404);
+    }
+    // Listings hold only the tenant's own records.
+    for (const path of ["/v1/jobs", "/v1/schedules", "/v1/dlq"]) {
+      const list = await call(h.origin, "GET", path, { headers: other });
+      expect(list.status).toBe(200);
+      expect(list.body.items).toEqual([]);
+      const own = await call(h.origin, "GET", path, { headers: bearer(acme.keys.read!) });
+      for (const item of own.body.items) expect(item.id).not.toBe(undefined);
+    }
+    const ownJobs = await call(h.origin, "GET", "/v1/jobs", { headers: bearer(acme.keys.read!) });
+    expect(ownJobs.body.items.map((j: { id: string }) => j.id)).toEqual([jobId]);
+    // A schedule id is global: another tenant cannot take it over.
+    const takeover = await call(h.origin, "POST", "/v1/schedules", {
+      json: { id: "s1", handler: "echo", schedule: "1m" },
+      headers: other,
+    });
+    expectProblem(takeover, 409, /not available/);
+    expect(await storeState(h.store)).toBe(before);
+  });
+});
+
+describe("deliveries: /v1/worker and /v1/dead need the queue's signature", () => {
+  const open: Harness[] = [];
+  afterEach(async () => {
+    for (const h of open.splice(0)) await h.close();
+  });
+
+  it("unsigned, wrongly signed, re-targeted or tampered deliveries are 401 and run nothing", async () => {
+    const { handlers, runs } = testHandlers();
+    const store = new MemoryStore();
+    const h = await startHarness({
+      store,
+      handlers,
+      app: { dev: false, tickSecret: TICK_SECRET, apiKeys: ["k"] },
+    });
+    open.push(h);
+    // A real job, so a delivery that got through would have something to run.
+    const submitted = await call(h.origin, "POST", "/v1/jobs", {
+      json: { handler: "echo", input: "x", delay: "1h" },
+      headers: bearer("k"),
+    });
+    const job = await store.getJob(submitted.body.id);
+    const body = JSON.stringify(job);
+    const before = await storeState(store);
+    for (const route of ["/v1/worker", "/v1/dead"]) {
+      const url = `${h.origin}${route}`;
+      const attempts: [string, Record<string, string>][] = [
+        [body, {}],
+        [body, { "upstash-signature": "not.a.jwt" }],
+        [body, { "upstash-signature": await signDelivery({ signingKey: "other", url, body }) }],
+        [
+          body,
+          {
+            "upstash-signature": await signDelivery({
+              signingKey: SIGNING_KEY,
+              url: `${h.origin}/elsewhere`,
+              body,
+            }),
+          },
+        ],
+        [
+          body.replace('"x"', '"y"'),
+          { "upstash-signature": await signDelivery({ signingKey: SIGNING_KEY, url, body }) },
+        ],
+      ];
+      for (const [sent, headers] of attempts) {
+        const answer = await call(h.origin, "POST", route, {
+          body: sent,
+          headers: { ...headers, "content-type": "application/json" },
+        });
+        expect(answer.status, `${route} ${JSON.stringify(headers)}`).toBe(401);
+      }
+    }
+    expect(runs).toEqual([]);
+    expect(await storeState(store)).toBe(before);
+    // The API key is not a delivery credential either.
+    const withKey = await call(h.origin, "POST", "/v1/worker", { body, headers: bearer("k") });
+    expect(withKey.status).toBe(401);
+  });
+});
+
+describe("plain API keys (TICKWORK_API_KEY) and CORS", () => {
+  const open: Harness[] = [];
+  afterEach(async () => {
+    for (const h of open.splice(0)) await h.close();
+  });
+
+  it("a plain key is an admin key of the tenant default; others are 401", async () => {
+    const h = await startHarness({
+      store: new MemoryStore(),
+      handlers: testHandlers().handlers,
+      app: { dev: false, tickSecret: TICK_SECRET, apiKeys: ["k-one", " k-two "] },
+    });
+    open.push(h);
+    for (const key of ["k-one", "k-two"]) {
+      const answer = await call(h.origin, "POST", "/v1/jobs", {
+        json: { handler: "echo", delay: "1h" },
+        headers: bearer(key),
+      });
+      expect(answer.status).toBe(202);
+      expect((await h.store.getJob(answer.body.id))?.tenant).toBe("default");
+      expect((await call(h.origin, "GET", "/v1/dlq", { headers: bearer(key) })).status).toBe(200);
+    }
+    expectProblem(await call(h.origin, "GET", "/v1/jobs", { headers: bearer("k-three") }), 401);
+    expectProblem(await call(h.origin, "GET", "/v1/jobs", { headers: bearer("k-on") }), 401);
+  });
+
+  it("tenants and plain keys together: the plain key acts as tenant default with its manifest", async () => {
+    const defaults = await tenant("default", { reader: ["read"] }, { submit: ["echo"] });
+    const h = await startHarness({
+      store: new MemoryStore(),
+      handlers: testHandlers().handlers,
+      app: { dev: false, tickSecret: TICK_SECRET, tenants: [defaults.config], apiKeys: ["plain"] },
+    });
+    open.push(h);
+    const echo = await call(h.origin, "POST", "/v1/jobs", {
+      json: { handler: "echo", delay: "1h" },
+      headers: bearer("plain"),
+    });
+    expect(echo.status).toBe(202);
+    const flaky = await call(h.origin, "POST", "/v1/jobs", {
+      json: { handler: "flaky", input: { times: 0 } },
+      headers: bearer("plain"),
+    });
+    expectProblem(flaky, 403, /may not submit jobs for handler "flaky"/);
+    const list = await call(h.origin, "GET", "/v1/jobs", {
+      headers: bearer(defaults.keys.reader!),
+    });
+    expect(list.body.items.map((j: { id: string }) => j.id)).toEqual([echo.body.id]);
+  });
+
+  it("CORS is off unless configured; configured, it answers preflights for the listed origins", async () => {
+    const acme = await tenant("acme", { client: ["jobs:write", "read"] });
+    const off = await securedApp(new MemoryStore(), [acme]);
+    open.push(off);
+    const preflight = {
+      origin: "https://app.example.com",
+      "access-control-request-method": "POST",
+      "access-control-request-headers": "authorization, content-type",
+    };
+    const refused = await fetch(`${off.origin}/v1/jobs`, { method: "OPTIONS", headers: preflight });
+    expect(refused.headers.get("access-control-allow-origin")).toBeNull();
+    const plain = await call(off.origin, "GET", "/v1/jobs", {
+      headers: { ...bearer(acme.keys.client!), origin: "https://app.example.com" },
+    });
+    expect(plain.headers.get("access-control-allow-origin")).toBeNull();
+
+    const on = await securedApp(new MemoryStore(), [acme], {
+      app: { cors: { origins: ["https://app.example.com"] } },
+    });
+    open.push(on);
+    const allowed = await fetch(`${on.origin}/v1/jobs`, { method: "OPTIONS", headers: preflight });
+    expect(allowed.status).toBe(204);
+    expect(allowed.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+    expect(allowed.headers.get("access-control-allow-headers")?.toLowerCase()).toContain(
+      "authorization",
+    );
+    const other = await fetch(`${on.origin}/v1/jobs`, {
+      method: "OPTIONS",
+      headers: { ...preflight, origin: "https://evil.example" },
+    });
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+    const read = await call(on.origin, "POST", "/v1/jobs", {
+      json: { handler: "echo", delay: "1h" },
+      headers: { ...bearer(acme.keys.client!), origin: "https://app.example.com" },
+    });
+    expect(read.status).toBe(202);
+    expect(read.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+    expect(read.headers.get("access-control-expose-headers")).toContain("RateLimit-Remaining");
+  });
+});
