@@ -29,6 +29,7 @@ import { writeFileSync } from "node:fs";
 import os from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Redis } from "ioredis";
+import type { JobRecord } from "../../src/index.ts";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { type Prng, prng } from "../../test/support/prng.ts";
 import { type DeliveryRecord, startQStashDouble } from "../../test/support/qstash-double/index.ts";
@@ -503,6 +504,11 @@ async function main(): Promise<void> {
       .map((pid) => fleet.fate(pid))
       .join(" | ");
   const history = queueHistory(double.deliveries);
+  const lostCauses: Record<string, number> = {};
+  for (const id of verdict.lost.keys()) {
+    const cause = lostCause(view.get(id) ?? null, history(id));
+    lostCauses[cause] = (lostCauses[cause] ?? 0) + 1;
+  }
 
   await fleet.stop();
   const faultCounts: Record<string, number> = {
@@ -580,6 +586,7 @@ async function main(): Promise<void> {
     },
     store_status: statuses,
     client_answers: client.statuses,
+    lost_causes: lostCauses,
     doubled_causes: causeCounts(verdict.doubled),
     doubled_after_completion_crash_causes: causeCounts(verdict.doubledAfterCompletionCrash),
     disagree_sample: Object.fromEntries(
@@ -671,6 +678,7 @@ function printSummary(
   for (const k of [
     "store_status",
     "client_answers",
+    "lost_causes",
     "doubled_causes",
     "doubled_after_completion_crash_causes",
     "lost_sample",
@@ -712,6 +720,22 @@ function queueHistory(records: DeliveryRecord[]): (jobId: string) => string {
     byJob.set(id, [...(byJob.get(id) ?? []), entry]);
   }
   return (jobId) => byJob.get(jobId)?.join(" ") ?? "never delivered";
+}
+
+/**
+ * Why an expected id never completed, from its final record and its story at the queue:
+ * - `stuck_running_callback_ignored`: the queue gave up and its failure callback was answered 200,
+ *   but the job is still `running` (`markDead` found an unexpired run lease and left it);
+ * - `queue_gave_up_callback_failed`: every delivery and every failure-callback attempt failed;
+ * - otherwise `status_<status>`.
+ */
+function lostCause(job: JobRecord | null, story: string): string {
+  const callbacks = story.split(" ").filter((s) => s.startsWith("cb"));
+  if (job?.status === "running" && callbacks.includes("cb200")) {
+    return "stuck_running_callback_ignored";
+  }
+  if (callbacks.length > 0 && !callbacks.includes("cb200")) return "queue_gave_up_callback_failed";
+  return `status_${job?.status ?? "missing"}`;
 }
 
 /** Run `work` over `items`, at most `limit` at once. */

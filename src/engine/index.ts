@@ -55,7 +55,11 @@ export function createEngine(config: EngineConfig): Engine {
   });
   const ticker = new Ticker({ store, transport, options });
   const runner = new Runner({ store, transport, handlers, options, broker });
-  const stats = () => store.stats(options.degradation);
+  const stats = () => {
+    const { degradation, localSignals } = options;
+    const local = degradation ? localSignals?.() : undefined;
+    return store.stats(degradation && local ? { ...degradation, local } : degradation);
+  };
   return { broker, ticker, runner, store, transport, handlers, options, stats };
 }
 

@@ -2,7 +2,8 @@
  * @module
  * The runner: what the worker route does with a delivery (DESIGN §4).
  * verify signature → `beginRun` (a run that succeeded is never run again; another live attempt
- * → 409) → handler with an `AbortSignal` timeout → `finishRun`.
+ * → 409; a run lease that ran out before its answer arrived → 409, not run) → handler with an
+ * `AbortSignal` timeout → `finishRun`.
  *
  * Answers speak the queue's language: 200 done; 489 + `Upstash-NonRetryable-Error: true` for a
  * failure not worth retrying (the queue then calls the failure callback); any other non-2xx to
@@ -11,7 +12,7 @@
 import * as z from "zod";
 import { NonRetryableError, RetryAfterError, TimeoutError } from "../core/errors.ts";
 import type { JobError, JobRecord, JobSpec } from "../core/model.ts";
-import type { RunOutcome, Store } from "../store/port.ts";
+import type { FinishRunResult, RunOutcome, Store } from "../store/port.ts";
 import type { Delivery, Transport } from "../transport/port.ts";
 import type { Broker } from "./broker.ts";
 import type { HandlerContext, Handlers } from "./handlers.ts";
@@ -78,7 +79,10 @@ export class Runner {
       return problem(489, "not_a_job", "delivery body is not a tickwork job", NON_RETRYABLE);
 
     const { store, options } = this.deps;
-    const begun = await store.beginRun(spec, spec.timeoutMs + options.leaseGraceMs);
+    const leaseMs = spec.timeoutMs + options.leaseGraceMs;
+    // The run lease starts no earlier than the request does: time it from here.
+    const asked = performance.now();
+    const begun = await store.beginRun(spec, leaseMs);
     switch (begun.kind) {
       case "final":
       case "skipped":
@@ -90,8 +94,25 @@ export class Runner {
       case "missing":
         // Expired after it was cancelled or finished: nothing to run, and the queue must stop.
         return json(200, { id: spec.id, status: "gone" });
-      case "run":
-        return this.run(begun.job, begun.attempt, retriedSoFar(delivery.headers), logger);
+      case "run": {
+        // The answer came back after the lease may have run out (this process or the store
+        // stalled): another delivery may already run a newer attempt, so running this one could
+        // run the handler twice. Let it lapse; the queue's retry runs the job again.
+        const waitedMs = performance.now() - asked;
+        if (waitedMs >= leaseMs) {
+          logger.warn("run lease ran out before the handler could start", {
+            jobId: spec.id,
+            attempt: begun.attempt,
+            waitedMs: Math.round(waitedMs),
+          });
+          return problem(409, "lease_lapsed", "the run lease ran out before the handler started", {
+            "Retry-After": "1",
+          });
+        }
+        return this.run(begun.job, begun.attempt, retriedSoFar(delivery.headers), logger, {
+          leaseEndsAt: asked + leaseMs,
+        });
+      }
     }
   }
 
@@ -109,6 +130,16 @@ export class Runner {
       name: "DeliveryFailed",
       message: `delivery failed after ${(callback.data.retried ?? 0) + 1} attempts (last status ${callback.data.status ?? "unknown"})${last ? `: ${last.slice(0, 500)}` : ""}`,
     });
+    // The dispatch the callback reports is still running under an unexpired lease (its worker may
+    // have died mid-handler on the last retry): answering 200 would leave it `running` with nobody
+    // to deliver it again. Ask the queue to retry the callback once the lease has run out; then
+    // markDead either finds the attempt's own outcome or marks the job dead.
+    if (job && job.status === "running" && job.runAt === spec.runAt) {
+      const waitMs = Math.max(1_000, leaseLeftMs(job, this.deps.options.leaseGraceMs) + 1_000);
+      return problem(409, "attempt_running", "the reported job is still running under its lease", {
+        "Retry-After": String(Math.ceil(waitMs / 1000)),
+      });
+    }
     // null: the job expired after it was cancelled or finished (it is not re-created).
     return json(200, { id: spec.id, status: job ? job.status : "gone" });
   }
@@ -118,6 +149,7 @@ export class Runner {
     attempt: number,
     retried: number | undefined,
     parent: Logger,
+    { leaseEndsAt }: { leaseEndsAt: number },
   ): Promise<Response> {
     const { store, handlers, broker } = this.deps;
     const logger = parent.child({ jobId: job.id, handler: job.handler, attempt });
@@ -125,7 +157,10 @@ export class Runner {
     // attempts (a job re-dispatched from the dead-letter list gets a fresh budget from the queue).
     const lastAttempt = retried !== undefined ? retried >= job.retries : attempt > job.retries;
     const outcome = await this.execute(job, attempt, lastAttempt, handlers, logger, broker);
-    const finished = await store.finishRun(job.id, attempt, outcome);
+    const finished = await finishWhileLeased(() => store.finishRun(job.id, attempt, outcome), {
+      until: leaseEndsAt,
+      logger,
+    });
     if (finished.kind === "stale") logger.warn("attempt finished after losing its run lease");
     if (outcome.ok) return json(200, { id: job.id, status: "succeeded" });
     logger.warn("job attempt failed", { error: outcome.error, final: outcome.final });
@@ -269,4 +304,30 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
     status,
     headers: { "content-type": "application/json", ...headers },
   });
+}
+
+/** Ms left of a running job's run lease (`startedAt + timeoutMs + leaseGraceMs`), by this clock. */
+function leaseLeftMs(job: JobRecord, leaseGraceMs: number): number {
+  return (job.startedAt ?? Date.now()) + job.timeoutMs + leaseGraceMs - Date.now();
+}
+
+/**
+ * Record an attempt's outcome, retrying a store that fails (unreachable, reply lost) with backoff
+ * while the run lease still holds: once the handler has run, failing to record it would make the
+ * queue run it again. A retry whose first try did land answers `stale`, which is harmless. After
+ * the lease, the last error propagates (the queue retries; another attempt may already run).
+ */
+async function finishWhileLeased(
+  finish: () => Promise<FinishRunResult>,
+  { until, logger }: { until: number; logger: Logger },
+): Promise<FinishRunResult> {
+  for (let delay = 50; ; delay = Math.min(delay * 2, 2_000)) {
+    try {
+      return await finish();
+    } catch (error) {
+      if (performance.now() + delay >= until) throw error;
+      logger.warn("could not record the attempt's outcome; retrying", { error: String(error) });
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
 }

@@ -29,7 +29,7 @@ describe.each(storeFactories)("the app on $name", (factory) => {
     expect(health.body).toEqual({ ok: true });
     const ready = await call(h.origin, "GET", "/ready");
     expect(ready.status).toBe(200);
-    expect(ready.body).toEqual({ ok: true });
+    expect(ready.body).toEqual({ ok: true, degradation: "normal" });
     expect((await fetch(`${h.origin}/health`, { method: "HEAD" })).status).toBe(200);
   });
 

@@ -1,6 +1,6 @@
 /**
  * @module
- * `/health` (liveness: no I/O) and `/ready` (the store answers).
+ * `/health` (liveness: no I/O) and `/ready` (the store answers; reports the degradation level).
  */
 import { Hono } from "hono";
 import { TickworkError } from "../../core/errors.ts";
@@ -28,8 +28,10 @@ export function healthRoutes(config: AppConfig): Hono<AppEnv> {
         READY_TIMEOUT_MS,
       );
     });
+    let level: string;
     try {
-      await Promise.race([config.engine.store.now(), timeout]);
+      // One round trip that also evaluates the shared degradation controller.
+      level = (await Promise.race([config.engine.stats(), timeout])).degradation.level;
     } catch (error) {
       throw new TickworkError(503, "store_unavailable", "the store does not answer", {
         cause: error,
@@ -37,7 +39,9 @@ export function healthRoutes(config: AppConfig): Hono<AppEnv> {
     } finally {
       clearTimeout(timer);
     }
-    return c.json({ ok: true });
+    // Still ready when degraded or critical: the level is shared by every instance, and taking
+    // them all out of rotation would turn "overloaded" into "down". Admission control acts instead.
+    return c.json({ ok: true, degradation: level });
   });
 
   return routes;
