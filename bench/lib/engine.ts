@@ -9,9 +9,10 @@ import type { ScheduleRecord } from "../../src/core/model.ts";
 import { createEngine, type Engine, silentLogger } from "../../src/engine/index.ts";
 import type { EngineOptions } from "../../src/engine/options.ts";
 import { keys } from "../../src/store/keys.ts";
-import { fromIoredis, RedisStore, type ScriptClient } from "../../src/store/redis/index.ts";
+import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { scripts } from "../../src/store/redis/scripts.generated.ts";
 import { QStashTransport } from "../../src/transport/qstash/index.ts";
+import { countingClient } from "../../test/support/counting-client.ts";
 
 /** The one handler every benchmark job and schedule names. */
 export const HANDLER = "bench.work";
@@ -33,24 +34,6 @@ export interface BenchEngine {
   close(): void;
 }
 
-/** Wraps a script client and counts calls: each is one round trip. */
-function counting(client: ScriptClient): { client: ScriptClient; counter: { roundTrips: number } } {
-  const counter = { roundTrips: 0 };
-  return {
-    counter,
-    client: {
-      evalsha: (...args) => {
-        counter.roundTrips++;
-        return client.evalsha(...args);
-      },
-      eval: (...args) => {
-        counter.roundTrips++;
-        return client.eval(...args);
-      },
-    },
-  };
-}
-
 /**
  * An engine on `redisUrl` (production defaults unless `options` says otherwise), publishing to
  * `queue`, delivering to `workerOrigin` (nothing listens there unless the caller serves the app).
@@ -61,7 +44,7 @@ export async function benchEngine(
   options: EngineOptions & { workerOrigin?: string } = {},
 ): Promise<BenchEngine> {
   const redis = new Redis(redisUrl);
-  const { client, counter } = counting(fromIoredis(redis));
+  const { client, counter } = countingClient(fromIoredis(redis));
   const store = new RedisStore({ client });
   const origin = options.workerOrigin ?? "http://127.0.0.1:9";
   const transport = new QStashTransport({

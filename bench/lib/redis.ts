@@ -1,26 +1,19 @@
 /**
  * @module
- * Private redis-servers for exact counts (the approach of `test/support/redis-server.ts`): each on
+ * Private redis-servers for exact counts (`test/support/redis-server.ts`, tracked here): each on
  * a free loopback port with no persistence, killed when the benchmark ends. `INFO commandstats`
  * gives billed commands (EVAL/EVALSHA plus every `redis.call` inside, as Upstash bills);
  * `INFO memory` gives `used_memory`.
  */
-import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { Redis } from "ioredis";
+import {
+  billedBetween,
+  commandsExecuted,
+  startRedisServer,
+} from "../../test/support/redis-server.ts";
 import { track } from "./children.ts";
 
-/** A free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { billedBetween, commandsExecuted as commandStats };
 
 export interface PrivateRedis {
   url: string;
@@ -29,68 +22,20 @@ export interface PrivateRedis {
   stop(): Promise<void>;
 }
 
-/** Start `redis-server --save "" --appendonly no` on a free port and wait until it answers. */
+/** Start `redis-server --save "" --appendonly no` on a free port (killed when the bench exits). */
 export async function startRedis(): Promise<PrivateRedis> {
-  const port = await freePort();
-  const child = track(
-    spawn(
-      "redis-server",
-      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-      { stdio: "ignore" },
-    ),
-  );
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const url = `redis://127.0.0.1:${port}`;
-  const admin = new Redis(url, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  // Refused connections while the server starts are expected: the loop below retries.
-  const quiet = () => {};
-  admin.on("error", quiet);
-  for (let i = 0; ; i++) {
-    try {
-      await admin.connect();
-      await admin.ping();
-      break;
-    } catch (error) {
-      if (i > 100) throw error;
-      admin.disconnect();
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  admin.off("error", quiet);
+  const server = await startRedisServer();
+  track(server.child);
+  const admin = new Redis(server.url);
+  await admin.ping();
   return {
-    url,
+    url: server.url,
     admin,
     async stop() {
       admin.disconnect();
-      child.kill("SIGKILL");
-      await exited;
+      await server.stop();
     },
   };
-}
-
-/** Calls per command since the server started (`cmdstat_*`). */
-export async function commandStats(redis: Redis): Promise<Map<string, number>> {
-  const info = await redis.info("commandstats");
-  const out = new Map<string, number>();
-  for (const line of info.split("\n")) {
-    const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
-    if (m) out.set(m[1]!, Number(m[2]));
-  }
-  return out;
-}
-
-/** Commands executed between two snapshots, less the `INFO` calls that took them. */
-export function billedBetween(before: Map<string, number>, after: Map<string, number>): number {
-  let total = 0;
-  for (const [cmd, calls] of after) {
-    if (cmd === "info") continue;
-    total += calls - (before.get(cmd) ?? 0);
-  }
-  return total;
 }
 
 /** Per-command breakdown between two snapshots (for the printed details). */

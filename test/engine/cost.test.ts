@@ -13,10 +13,11 @@ import {
   type EngineOptions,
   silentLogger,
 } from "../../src/engine/index.ts";
-import { fromIoredis, RedisStore, type ScriptClient } from "../../src/store/redis/index.ts";
+import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { scripts } from "../../src/store/redis/scripts.generated.ts";
 import { scheduleRecord } from "../contract/fixtures.ts";
 import { ChaosQueue } from "../support/chaos-queue.ts";
+import { countingClient } from "../support/counting-client.ts";
 import { prng } from "../support/prng.ts";
 import {
   billedBetween,
@@ -24,22 +25,6 @@ import {
   type PrivateRedis,
   startRedisServer,
 } from "../support/redis-server.ts";
-
-/** Wraps a script client and counts calls: each is one round trip. */
-function counting(client: ScriptClient) {
-  const counter = { roundTrips: 0 };
-  const wrapped: ScriptClient = {
-    evalsha: (...args) => {
-      counter.roundTrips++;
-      return client.evalsha(...args);
-    },
-    eval: (...args) => {
-      counter.roundTrips++;
-      return client.eval(...args);
-    },
-  };
-  return { client: wrapped, counter };
-}
 
 let server: PrivateRedis;
 let redis: Redis;
@@ -58,7 +43,7 @@ async function setup(
   prefix: string,
   opts: { eventsMaxLen?: number; engine?: Pick<EngineOptions, "degradation"> } = {},
 ) {
-  const { client, counter } = counting(fromIoredis(redis));
+  const { client, counter } = countingClient(fromIoredis(redis));
   const store = new RedisStore({
     client,
     prefix,

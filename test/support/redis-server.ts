@@ -2,7 +2,7 @@
  * A private redis-server on a free port, for measurements that need a Redis nobody else touches
  * (exact `INFO commandstats` counts).
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { Redis } from "ioredis";
 
@@ -20,6 +20,9 @@ async function freePort(): Promise<number> {
 export interface PrivateRedis {
   url: string;
   port: number;
+  /** The `redis-server` process (benchmarks register it for cleanup on exit). */
+  child: ChildProcess;
+  /** Kill it and wait until it has exited. */
   stop(): Promise<void>;
 }
 
@@ -31,12 +34,15 @@ export async function startRedisServer(): Promise<PrivateRedis> {
     ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
     { stdio: "ignore" },
   );
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const url = `redis://127.0.0.1:${port}`;
   const probe = new Redis(url, {
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
   });
+  // Refused connections while the server starts are expected: the loop below retries.
+  probe.on("error", () => {});
   for (let i = 0; ; i++) {
     try {
       await probe.connect();
@@ -52,8 +58,10 @@ export async function startRedisServer(): Promise<PrivateRedis> {
   return {
     url,
     port,
+    child,
     async stop() {
       child.kill("SIGKILL");
+      await exited;
     },
   };
 }

@@ -5,6 +5,7 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countingClient } from "../../../test/support/counting-client.ts";
 import {
   billedBetween,
   commandsExecuted,
@@ -213,7 +214,7 @@ async function scenario(store: Store) {
 
 describe("RedisStore round trips", () => {
   it("every Store method is exactly one script call", async () => {
-    const { client, counter } = counting(fromIoredis(shared));
+    const { client, counter } = countingClient(fromIoredis(shared));
     const prefix = uniq("rt");
     const store = new RedisStore({ client, prefix });
     const k = keys(prefix);
@@ -626,22 +627,6 @@ describe("RedisStore events", () => {
   });
 });
 
-/** Counts calls through a script client: each one is a round trip. */
-function counting(inner: ScriptClient) {
-  const counter = { roundTrips: 0 };
-  const client: ScriptClient = {
-    evalsha: (...a) => {
-      counter.roundTrips++;
-      return inner.evalsha(...a);
-    },
-    eval: (...a) => {
-      counter.roundTrips++;
-      return inner.eval(...a);
-    },
-  };
-  return { client, counter };
-}
-
 const FAR = 4_000_000_000_000;
 
 describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", () => {
@@ -669,7 +654,7 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
   }
 
   it("an idle beginTick is EVALSHA + TIME, ZRANGE x2, PTTL, and writes nothing", async () => {
-    const { client, counter } = counting(fromIoredis(redis));
+    const { client, counter } = countingClient(fromIoredis(redis));
     const store = new RedisStore({ client, prefix: "cost" });
     for (let i = 0; i < 50; i++) await store.putSchedule(schedule({ id: `far${i}` }));
     const opts = {
@@ -688,7 +673,7 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
   });
 
   it("submitJob is one EVALSHA; events, idempotency and admission add known commands", async () => {
-    const { client, counter } = counting(fromIoredis(redis));
+    const { client, counter } = countingClient(fromIoredis(redis));
     const store = new RedisStore({ client, prefix: "cost" });
     const quiet = new RedisStore({ client, prefix: "cost-quiet", eventsMaxLen: 0 });
     const timing = { delayMs: 0, recoverGraceMs: 0 };
