@@ -35,6 +35,8 @@ const NEVER = { normal: 1e12, degraded: 1e12, critical: 1e12 };
  * - `tick.leaseMs` 5 s (30 s), so a killed ticker holds the lease briefly;
  * - `tick.horizonMs` 2 s, for a 500 ms tick timer (occurrences are published ahead with not-before);
  * - `tick.recoverGraceMs` 10 s (30 s), so the drain after the faults is shorter;
+ * - `reapAfterMs` 20 s (1 h): the reaper's wait, shortened as the double shortens QStash's
+ *   failure-callback backoff (it must outlast the queue's retries to mean "the queue gave up");
  * - `degradation` with thresholds nothing reaches: the suite pushes a deliberate backlog (hundreds
  *   of due runs a second while deliveries fail), and a `critical` level would reject submits and
  *   hold schedules by design, which is not what this suite measures. The controller's evaluation
@@ -42,6 +44,7 @@ const NEVER = { normal: 1e12, degraded: 1e12, critical: 1e12 };
  */
 export const ENGINE_OPTIONS: EngineOptions = {
   tick: { leaseMs: 5_000, horizonMs: 2_000, recoverGraceMs: 10_000 },
+  reapAfterMs: 20_000,
   degradation: { queueDepth: NEVER, lagMs: NEVER, failureRate: NEVER, cpu: NEVER, memory: NEVER },
 };
 

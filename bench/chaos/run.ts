@@ -35,7 +35,12 @@ import { type Prng, prng } from "../../test/support/prng.ts";
 import { type DeliveryRecord, startQStashDouble } from "../../test/support/qstash-double/index.ts";
 import { startRedisServer } from "../../test/support/redis-server.ts";
 import { Balancer, type SlotPorts } from "./balancer.ts";
-import { DELIVERY_TIMEOUT_MS, TRANSPORT_OPTIONS } from "./config.ts";
+import {
+  DELIVERY_TIMEOUT_MS,
+  ENGINE_OPTIONS,
+  HANDLER_TIMEOUT_MS,
+  TRANSPORT_OPTIONS,
+} from "./config.ts";
 import { childCommand, Fleet, type Slot } from "./fleet.ts";
 import { Ledger } from "./ledger.ts";
 import { type PublishFaultKind, QStashFaultLayer } from "./qstash-faults.ts";
@@ -439,7 +444,9 @@ async function main(): Promise<void> {
   double.faults.reorderMs = 0;
   await Promise.all(loops);
   log(`faults off; draining (${expected.size} expected)`);
-  const drainLimitMs = args.quick ? 50_000 : 240_000;
+  const drainLimitMs = args.quick ? 70_000 : 240_000;
+  // Longer than a run lease plus the reaper's wait: an abandoned job comes back only after that.
+  const quietLimitMs = HANDLER_TIMEOUT_MS + 5_000 + (ENGINE_OPTIONS.reapAfterMs ?? 0) + 10_000;
   let quiesced = false;
   let settled = 0;
   let quietSince: number | undefined;
@@ -462,9 +469,11 @@ async function main(): Promise<void> {
     // Nothing left that could move: the queue is idle and nothing is dead.
     if (idle && dlq.lastSeen === 0) quietSince ??= Date.now();
     else quietSince = undefined;
-    if (quietSince !== undefined && Date.now() - quietSince > 20_000) {
+    if (quietSince !== undefined && Date.now() - quietSince > quietLimitMs) {
       quiesced = true;
-      log(`nothing moved for 20 s with ${incomplete} expected runs not completed`);
+      log(
+        `nothing moved for ${quietLimitMs / 1000} s with ${incomplete} expected runs not completed`,
+      );
       break;
     }
     if (Date.now() - loadEnded > drainLimitMs) {

@@ -116,7 +116,8 @@ export interface ScheduleRecord extends ScheduleDef {
  */
 export interface OutboxMessage {
   id: string;
-  /** The queue's deduplication id: the job id, or `<jobId>~r<n>` when re-dispatched from the dead-letter list. */
+  /** The queue's deduplication id: the job id, `<jobId>~r<n>` when re-dispatched from the
+   * dead-letter list, `<jobId>~a<n>` when re-dispatched after attempt `n` was abandoned. */
   dedupId: string;
   /** The job this delivery runs: everything the worker needs, even if the job record is gone. */
   job: JobSpec;
@@ -124,6 +125,13 @@ export interface OutboxMessage {
   notBefore: number;
   /** If still in the outbox at this time, the tick's recover step re-publishes it. */
   recoverAt: number;
+  /**
+   * Set on an attempt's watch (written by the store when attempt `n` begins; dedupId
+   * `<jobId>~a<n>`): the tick re-dispatches the job from it if nothing happened by `recoverAt`
+   * (or dead-letters it when `n > job.retries`), and never acks it — only the job's own progress
+   * removes or replaces it.
+   */
+  attempt?: number;
 }
 
 /** A job as the broker hands it to the store: the store stamps `createdAt` and `runAt` with its clock. */

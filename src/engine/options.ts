@@ -2,7 +2,12 @@
  * @module
  * Engine settings with their defaults, resolved once.
  */
-import type { Admission, DegradationPolicy, Thresholds } from "../store/port.ts";
+import {
+  type Admission,
+  DEFAULT_REAP_AFTER_MS,
+  type DegradationPolicy,
+  type Thresholds,
+} from "../store/port.ts";
 import type { Logger } from "./logger.ts";
 import { jsonLogger } from "./logger.ts";
 
@@ -84,6 +89,13 @@ export interface EngineOptions {
   instanceId?: string;
   /** Added to a job's timeout to form its run lease. @default 5_000 */
   leaseGraceMs?: number;
+  /**
+   * The reaper: a started job that saw no delivery for this long after its run lease ended (or
+   * after a failed attempt) — the queue gave up and its failure callback never arrived — is
+   * re-dispatched by the tick, or dead-lettered if its retries are spent. Keep it above the
+   * queue's longest retry backoff (QStash: 12 s, 2.5 min, 30 min, … by default). @default 3_600_000
+   */
+  reapAfterMs?: number;
   logger?: Logger;
   /**
    * CPU and memory use of this process in percent, for the degradation controller, where the
@@ -101,6 +113,7 @@ export interface ResolvedOptions {
   degradation: NonNullable<Admission["degradation"]> | undefined;
   instanceId: string;
   leaseGraceMs: number;
+  reapAfterMs: number;
   logger: Logger;
   localSignals: (() => { cpu?: number; memory?: number } | undefined) | undefined;
 }
@@ -131,6 +144,7 @@ function withDefaults(opts: EngineOptions): ResolvedOptions {
     degradation: opts.degradation === false ? undefined : resolveDegradation(opts.degradation),
     instanceId: opts.instanceId ?? `tw-${crypto.randomUUID().slice(0, 8)}`,
     leaseGraceMs: opts.leaseGraceMs ?? 5_000,
+    reapAfterMs: opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS,
     logger: opts.logger ?? jsonLogger(),
     localSignals: opts.localSignals,
   };
@@ -185,6 +199,7 @@ function validate(o: ResolvedOptions): void {
   check("jobs.retries", o.jobs.retries, 0);
   check("jobs.priority", o.jobs.priority, 1, 10);
   check("leaseGraceMs", o.leaseGraceMs, 0);
+  check("reapAfterMs", o.reapAfterMs, 0);
   const d = o.degradation;
   if (!d) return;
   check("degradation.debounceMs", d.debounceMs, 0);

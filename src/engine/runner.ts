@@ -82,7 +82,7 @@ export class Runner {
     const leaseMs = spec.timeoutMs + options.leaseGraceMs;
     // The run lease starts no earlier than the request does: time it from here.
     const asked = performance.now();
-    const begun = await store.beginRun(spec, leaseMs);
+    const begun = await store.beginRun(spec, leaseMs, this.deps.options.reapAfterMs);
     switch (begun.kind) {
       case "final":
       case "skipped":
@@ -157,10 +157,13 @@ export class Runner {
     // attempts (a job re-dispatched from the dead-letter list gets a fresh budget from the queue).
     const lastAttempt = retried !== undefined ? retried >= job.retries : attempt > job.retries;
     const outcome = await this.execute(job, attempt, lastAttempt, handlers, logger, broker);
-    const finished = await finishWhileLeased(() => store.finishRun(job.id, attempt, outcome), {
-      until: leaseEndsAt,
-      logger,
-    });
+    const finished = await finishWhileLeased(
+      () => store.finishRun(job.id, attempt, outcome, this.deps.options.reapAfterMs),
+      {
+        until: leaseEndsAt,
+        logger,
+      },
+    );
     if (finished.kind === "stale") logger.warn("attempt finished after losing its run lease");
     if (outcome.ok) return json(200, { id: job.id, status: "succeeded" });
     logger.warn("job attempt failed", { error: outcome.error, final: outcome.final });

@@ -16,7 +16,7 @@
 import type { JobSpec, OutboxMessage, ScheduleRecord } from "../core/model.ts";
 import { occurrenceId } from "../core/model.ts";
 import { parseSchedule, planOccurrences } from "../core/schedule/index.ts";
-import type { DegradationLevel, ScheduleCommit, Store } from "../store/port.ts";
+import type { DegradationLevel, OutboxAck, ScheduleCommit, Store } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
 import type { Logger } from "./logger.ts";
 import type { ResolvedOptions } from "./options.ts";
@@ -76,6 +76,7 @@ export class Ticker {
       limit: t.chunk,
       recoverLimit: t.recoverLimit,
       recoverGraceMs: t.recoverGraceMs,
+      reapAfterMs: options.reapAfterMs,
       holder: options.instanceId,
       ...(options.degradation ? { degradation: this.policy() } : {}),
     });
@@ -115,8 +116,7 @@ export class Ticker {
         holding: level === "critical" ? `schedules with priority < ${HIGH_PRIORITY}` : "none",
       });
     }
-    let ack = await publishAll(transport, begin.recover, t.publishBatch, logger);
-    const recovered = ack.length;
+    let { ack, recovered } = await this.recover(begin.recover, logger);
     let dispatched = 0;
     let due = 0;
     let held = 0;
@@ -146,6 +146,7 @@ export class Ticker {
         horizonMs: t.horizonMs,
         limit: t.chunk,
         ackIds: ack,
+        reapAfterMs: options.reapAfterMs,
       });
       if (next.kind === "fenced") {
         // A fenced nextDue removed nothing: the acks go through the unfenced ack below.
@@ -158,9 +159,14 @@ export class Ticker {
 
     if (fenced) {
       logger.warn("tick lease lost; leaving the rest to the next leader", { token });
-      if (ack.length > 0) await store.ackOutbox(ack);
+      if (ack.length > 0) await store.ackOutbox(ack, options.reapAfterMs);
     } else {
-      await store.endTick(token, ack, { tickMs: Date.now() - started, acquireMs });
+      await store.endTick(
+        token,
+        ack,
+        { tickMs: Date.now() - started, acquireMs },
+        options.reapAfterMs,
+      );
     }
     return {
       leader: true,
@@ -172,6 +178,46 @@ export class Ticker {
       fenced,
       tookMs: Date.now() - started,
     };
+  }
+
+  /**
+   * Re-publish what the outbox holds past its `recoverAt` (DESIGN §3 step 2): messages a submit or
+   * tick never got accepted (acked once accepted), and the reaper's part — watches (see
+   * {@link Store.ackOutbox} and {@link Store.beginRun}) of jobs that saw no progress for
+   * `reapAfterMs`: the queue gave up and its failure callback never came. A watch is
+   * re-dispatched while the job has retries left (with a dedup id of its own, so no dedup window
+   * swallows it), else the job is dead-lettered, as the lost callback would have done. Watches are
+   * not acked: the job's next attempt or final state replaces or removes them.
+   */
+  private async recover(
+    messages: OutboxMessage[],
+    logger: Logger,
+  ): Promise<{ ack: OutboxAck[]; recovered: number }> {
+    const { store, transport, options } = this.deps;
+    const fresh: OutboxMessage[] = [];
+    const reaped: OutboxMessage[] = [];
+    for (const m of messages) {
+      if (m.attempt === undefined) fresh.push(m);
+      else if (m.attempt <= m.job.retries) {
+        reaped.push({ ...m, dedupId: `${m.dedupId}-${m.recoverAt}` });
+      } else {
+        const job = await store.markDead(m.job, {
+          name: "AbandonedError",
+          message: `attempt ${m.attempt} heard nothing for ${options.reapAfterMs} ms after its run lease (no delivery, no failure callback) and no retries are left`,
+        });
+        logger.warn("abandoned job dead-lettered", {
+          jobId: m.id,
+          attempt: m.attempt,
+          status: job?.status,
+        });
+      }
+    }
+    const batch = options.tick.publishBatch;
+    const ack = await publishAll(transport, fresh, batch, logger);
+    const redispatched = await publishAll(transport, reaped, batch, logger);
+    for (const { id } of redispatched) logger.warn("abandoned job re-dispatched", { jobId: id });
+    const deadLettered = messages.length - fresh.length - reaped.length;
+    return { ack, recovered: ack.length + redispatched.length + deadLettered };
   }
 
   /** The controller's policy, with the locally measured signals when there are any. */

@@ -71,7 +71,7 @@ export function renderPrometheus(stats: StoreStats, prefix = "tickwork_"): strin
     gauge("queue_depth", "Due jobs not started (queued and due, or failed).", stats.backlog),
     gauge(
       "outbox_messages",
-      "Messages accepted but not yet acknowledged by the queue.",
+      "Messages not yet acknowledged by the queue, and watches of started attempts.",
       stats.outbox,
     ),
     ...TOTALS.map(([name, help, key]) => counter(name, help, stats.totals[key])),

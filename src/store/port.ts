@@ -40,10 +40,18 @@ export type BeginTickResult =
       /** True when more schedules are due than were returned. */
       more: boolean;
       /** Outbox messages whose `recoverAt <= now` (at most `recoverLimit`, oldest `recoverAt`
-       * first); their `recoverAt` was pushed to `now + recoverGraceMs` so a concurrent or later
-       * tick does not re-take them at once. They are returned with the pushed `recoverAt`. */
+       * first); their `recoverAt` was pushed to `now + recoverGraceMs` (an attempt's watch, a
+       * message with `attempt`: `now + reapAfterMs`) so a concurrent or later tick does not
+       * re-take them at once. They are returned with the pushed `recoverAt`. */
       recover: OutboxMessage[];
     };
+
+/**
+ * How long a started job may go without a delivery before the tick re-dispatches it (its run lease
+ * expired, or its attempt failed and the queue's retry never came): one hour, longer than
+ * QStash's default retry backoff (12 s, 2.5 min, 30 min) and its 10-minute dedup window.
+ */
+export const DEFAULT_REAP_AFTER_MS = 3_600_000;
 
 /** Options of {@link Store.beginTick}. */
 export interface BeginTickOptions {
@@ -57,6 +65,9 @@ export interface BeginTickOptions {
   recoverLimit: number;
   /** How far recovered messages' `recoverAt` is pushed. */
   recoverGraceMs: number;
+  /** How far recovered watches' (messages with `attempt`) `recoverAt` is pushed.
+   * @default {@link DEFAULT_REAP_AFTER_MS} */
+  reapAfterMs?: number;
   /**
    * Who ticks (an instance id). Leader path only: if it differs from the stored holder, count a
    * leader change (a flap if within {@link FLAP_WINDOW_MS} of the previous change), write a
@@ -113,9 +124,9 @@ export type CommitResult =
   | { kind: "fenced" };
 
 /**
- * An outbox acknowledgement: removes the message `id` only if it still carries `dedupId`
- * (compare-and-delete), so a late ack of an earlier dispatch cannot remove a newer message of the
- * same job (e.g. one put there by `retryDead`).
+ * An outbox acknowledgement: applies to the message `id` only if it still carries `dedupId`
+ * (compare-and-set), so a late ack of an earlier dispatch cannot touch a newer message of the
+ * same job (e.g. one put there by `retryDead`, or an attempt's watch put there by `beginRun`).
  */
 export interface OutboxAck {
   id: string;
@@ -425,7 +436,8 @@ export interface StoreStats {
     /** Ticks that took the lease (idle ticks are not counted: they write nothing). */
     ticks: number;
   };
-  /** Outbox entries (accepted, not yet acknowledged by the queue). */
+  /** Outbox entries: accepted and not yet acknowledged by the queue, plus the watches of started
+   * attempts (one per `running` or `failed` job; see {@link Store.beginRun}). */
   outbox: number;
   /**
    * Due backlog: jobs `queued` with `runAt <= now` (occurrences from their commit) plus jobs
@@ -572,13 +584,20 @@ export interface Store {
    */
   beginTick(opts: BeginTickOptions): Promise<BeginTickResult>;
   /**
-   * Next chunk, fenced: ack `ackIds` (published since; compare-and-delete, see {@link OutboxAck}),
-   * renew the lease, and return due schedules as in `beginTick`. `fenced` (and nothing removed) if
-   * the token lost the lease.
+   * Next chunk, fenced: ack `ackIds` (published since; see {@link ackOutbox}), renew the lease,
+   * and return due schedules as in `beginTick`. `fenced` (and nothing acked) if the token lost
+   * the lease.
    */
   nextDue(
     token: number,
-    opts: { leaseMs: number; horizonMs: number; limit: number; ackIds: OutboxAck[] },
+    opts: {
+      leaseMs: number;
+      horizonMs: number;
+      limit: number;
+      ackIds: OutboxAck[];
+      /** @default {@link DEFAULT_REAP_AFTER_MS} */
+      reapAfterMs?: number;
+    },
   ): Promise<NextDueResult>;
   /**
    * Fenced commit: if `token` still holds the tick lease, apply each schedule commit whose stored
@@ -594,12 +613,16 @@ export interface Store {
    */
   commitTick(token: number, commits: ScheduleCommit[]): Promise<CommitResult>;
   /**
-   * Remove published messages from the outbox, each only if it still carries the acked `dedupId`
-   * (compare-and-delete, see {@link OutboxAck}). Unfenced: harmless to repeat.
+   * The queue accepted these published messages. Each one that still carries the acked `dedupId`
+   * (compare-and-set, see {@link OutboxAck}) becomes its job's attempt-0 **watch**:
+   * `dedupId = "<id>~a0"`, `attempt: 0`, `recoverAt = now + reapAfterMs` — no longer re-published
+   * every `recoverGraceMs`, but re-dispatched by the reaper if no delivery ever begins the job
+   * (the queue gave up and its failure callback was lost; see {@link beginRun}). Unfenced:
+   * harmless to repeat.
    */
-  ackOutbox(acks: OutboxAck[]): Promise<void>;
+  ackOutbox(acks: OutboxAck[], reapAfterMs?: number): Promise<void>;
   /**
-   * Last step of a tick: ack `ackIds` (compare-and-delete, even if `token` lost the lease) and
+   * Last step of a tick: ack `ackIds` (as {@link ackOutbox}, even if `token` lost the lease) and
    * release the lease if `token` holds it. `report` (measured by the ticker) goes into the
    * `tickDurationMs` and `leaseAcquisitionMs` histograms, even if `token` lost the lease
    * (`totals.ticks` is counted by `beginTick`'s leader path, not here).
@@ -608,6 +631,7 @@ export interface Store {
     token: number,
     ackIds: OutboxAck[],
     report?: { tickMs: number; acquireMs: number },
+    reapAfterMs?: number,
   ): Promise<void>;
 
   // ── jobs ─────────────────────────────────────────────────────────────────
@@ -648,13 +672,19 @@ export interface Store {
    * A delivery arrived for `spec.id`. Creates the job from `spec` if missing and it is an
    * occurrence (has a `scheduleId`; occurrences are created here); a missing job without
    * `scheduleId` expired after it was cancelled or finished → `missing` (nothing written).
-   * Removes its outbox message (the consumer acknowledges), then:
-   * final status → `final`; `running` with an unexpired run lease → `busy`;
+   * Then:
+   * final status → `final` (its outbox message removed); `running` with an unexpired run lease →
+   * `busy` (nothing written: the running attempt's watch stays);
    * overlap `skip` and another job of the same schedule holds the schedule's run lease → job
    * `skipped` (`finishedAt = now`) if it never started (`attempts == 0`), else `busy` (a retry of
    * a started occurrence waits for the lease); else `running`, `attempts + 1`, `startedAt = now`,
    * `finishedAt` cleared (the last `error` is kept), run lease until now + `leaseMs` (and, for
-   * overlap `skip`, the schedule's run lease for the same time).
+   * overlap `skip`, the schedule's run lease for the same time). A `skipped` job's outbox message
+   * is removed. A `run` replaces the job's outbox message by the attempt's **watch**:
+   * `{ id, dedupId: "<id>~a<attempt>", job: <the stored job's spec>, notBefore: runAt,
+   * recoverAt: leaseEnd + reapAfterMs, attempt }`. If the queue stops delivering (a dead worker,
+   * retries spent) and its failure callback never arrives, the tick's recover step finds the watch
+   * and re-dispatches the job, or dead-letters it if `attempt > retries` (the reaper, ADR 0010).
    *
    * Counting (see {@link StoreStats.jobs} for the gauge rule): `run` → `totals.started` += 1, a
    * `job.started` event with `attempt`, the job leaves `{p}:pending`; on the first attempt
@@ -664,13 +694,15 @@ export interface Store {
    * counts nothing either but drops a leftover `{p}:pending` entry (an occurrence committed again
    * after it finished, e.g. by a re-created schedule), decrementing `queued` if there was one.
    */
-  beginRun(spec: JobSpec, leaseMs: number): Promise<BeginRunResult>;
+  beginRun(spec: JobSpec, leaseMs: number, reapAfterMs?: number): Promise<BeginRunResult>;
   /**
    * Record how `attempt` ended, only if the job is `running` as that attempt.
    * Success → `succeeded` with `result` (and no `error`); failure → `failed` with `error`, or `dead`
    * (and listed in the dead-letter list) when `final`. Sets `finishedAt = now`.
    * Releases the run lease (and the schedule's overlap lease).
-   * Finished records expire after `retention.jobMs`.
+   * Finished records expire after `retention.jobMs`. The attempt's watch (see {@link beginRun})
+   * is removed when the job is final; after a failure that will be retried its `recoverAt` moves
+   * to `now + reapAfterMs` (the queue's retry should begin the next attempt before then).
    *
    * Counting (not on `stale`): `finishedAt - startedAt` observed in `handlerDurationMs`; the
    * `failureRate` average fed 0 (success) or 1 (failure, final or not). Success →
@@ -678,7 +710,12 @@ export interface Store {
    * `job.failed` event (`attempt`, `error`) and the job enters `{p}:pending` with score `now`;
    * final → `totals.dead` += 1 and a `job.dead` event (`attempt`, `error`; no `job.failed`).
    */
-  finishRun(id: string, attempt: number, outcome: RunOutcome): Promise<FinishRunResult>;
+  finishRun(
+    id: string,
+    attempt: number,
+    outcome: RunOutcome,
+    reapAfterMs?: number,
+  ): Promise<FinishRunResult>;
   /**
    * The queue gave up on a delivery (failure callback): unless already `succeeded` or `cancelled`,
    * mark the job `dead` with `error` and list it in the dead-letter list. Creates it from `spec` if

@@ -181,7 +181,7 @@ export function describeObservabilityContract(name: string, make: MakeContractSt
       stats = await store.stats();
       expect(stats.jobs).toEqual({ queued: 0, running: 1, failed: 0 });
       expect(stats.totals.started).toBe(1);
-      expect(stats.outbox).toBe(0);
+      expect(stats.outbox).toBe(1); // the submit's message became the attempt's watch
       expect(stats.backlog).toBe(0);
       expect(stats.dispatchLagMs).toEqual(histogramOf(lag));
       expect(stats.averages.lagMs).toBeCloseTo(0.1 * lag, 6);
@@ -195,6 +195,7 @@ export function describeObservabilityContract(name: string, make: MakeContractSt
       expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 1 });
       expect(stats.totals.failed).toBe(1);
       expect(stats.backlog).toBe(1); // a failed job waits for the queue's retry
+      expect(stats.outbox).toBe(1); // watched until it runs again
       expect(stats.handlerDurationMs).toEqual(histogramOf(d1));
       expect(stats.averages.failureRate).toBeCloseTo(0.1, 9);
 
@@ -210,6 +211,7 @@ export function describeObservabilityContract(name: string, make: MakeContractSt
       const d2 = (done.job.finishedAt ?? 0) - (second.job.startedAt ?? 0);
       stats = await store.stats();
       expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 0 });
+      expect(stats.outbox).toBe(0);
       expect(stats.totals).toEqual({
         ...ZERO_TOTALS,
         submitted: 1,

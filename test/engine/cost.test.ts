@@ -159,10 +159,11 @@ describe("cost (I4)", () => {
     console.log("worker delivery:", m);
     expect(queue.stats.delivered).toBe(1);
     expect(m.roundTrips).toBe(2);
-    // beginRun 10: EVALSHA, TIME, HMGET job, ZREM + HDEL outbox, ZREM pending, HSET job,
-    // HMGET + HSET metrics, XADD. finishRun 11: EVALSHA, HMGET job, TIME, HDEL run lease,
-    // HSET job, PEXPIRE + ZADD retention, HMGET + HSET metrics, XADD, ZRANGEBYSCORE sweep.
-    expect(m.billed).toBe(21);
+    // beginRun 10: EVALSHA, TIME, HMGET job, ZREM pending, HSET job, ZADD + HSET the attempt's
+    // watch (the outbox message), HMGET + HSET metrics, XADD. finishRun 13: EVALSHA, HMGET job,
+    // TIME, HDEL run lease, HSET job, PEXPIRE + ZADD retention, ZREM + HDEL the watch,
+    // HMGET + HSET metrics, XADD, ZRANGEBYSCORE sweep.
+    expect(m.billed).toBe(23);
   });
 
   it("a tick costs the same with 10 and with 10,000 stored schedules (same number due)", async () => {
@@ -178,7 +179,8 @@ describe("cost (I4)", () => {
     expect(b.billed).toBe(a.billed);
     // With the engine's defaults: the leader evaluates the degradation controller and records
     // this instance as the new holder; 5 occurrences committed (one HSET per schedule, outbox and
-    // backlog writes batched) with their 5 `job.dispatched` events; the end records the report.
-    expect(a.billed).toBe(61);
+    // backlog writes batched) with their 5 `job.dispatched` events; the end acks them (TIME, an
+    // HGET each, one ZADD and one HSET turn them into watches) and records the report.
+    expect(a.billed).toBe(62);
   });
 });

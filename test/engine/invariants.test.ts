@@ -6,7 +6,8 @@
  * client retries on the same idempotency key, then rounds of 2–5 concurrent tickers and batches of
  * out-of-order, duplicated, concurrent deliveries, while store calls crash before or after being
  * applied, publishes are lost or reported failed after being accepted, whole batches fail, and a
- * stale leader resumes after its lease was taken over. A fault-free drain follows; then:
+ * stale leader resumes after its lease was taken over, and failed deliveries vanish (no retry, no
+ * failure callback: only the reaper brings those jobs back). A fault-free drain follows; then:
  *   I1 every accepted job and every expected occurrence succeeded;
  *   I2 no handler succeeded twice for one job or occurrence (and nothing unexpected ran);
  *   I3 no commit was applied for a token after a newer token had been handed out.
@@ -48,6 +49,8 @@ interface Totals {
   jobs: number;
   crashes: number;
   staleFenced: number;
+  /** Failed deliveries the queue dropped without retry or callback (reaped back). */
+  vanished: number;
 }
 
 /** Records when tokens are handed out and commits are issued, in one global order. */
@@ -111,6 +114,7 @@ function engineOn(store: Store, queue: ChaosQueue, handlers: Handlers, rng: Prng
     handlers,
     logger: silentLogger,
     leaseGraceMs: 50,
+    reapAfterMs: 300,
     jobs: { timeoutMs: 200, retries: 40 },
     tick: {
       leaseMs: LEASE_MS,
@@ -153,6 +157,7 @@ async function scenario(factory: StoreFactory, seed: number, totals: Totals): Pr
       acceptedButFailed: 0.1,
       duplicate: 0.15,
       dedup: rng.chance(0.5),
+      vanish: 0.05,
     });
     let crashing = true;
     const faulty = faultyStore(logged, (method, phase) =>
@@ -282,6 +287,7 @@ async function scenario(factory: StoreFactory, seed: number, totals: Totals): Pr
     totals.occurrences += [...expected].filter((id) => id.includes("@")).length;
     totals.jobs += jobCount;
     totals.crashes += faulty.crashes;
+    totals.vanished += queue.stats.vanished;
   } finally {
     await cleanup();
   }
@@ -340,7 +346,13 @@ async function staleLeader(
 }
 
 describe.each(storeFactories)("invariants on $name", (factory) => {
-  const totals: Totals = { occurrences: 0, jobs: 0, crashes: 0, staleFenced: 0 };
+  const totals: Totals = {
+    occurrences: 0,
+    jobs: 0,
+    crashes: 0,
+    staleFenced: 0,
+    vanished: 0,
+  };
 
   it("no loss (I1), effectively once (I2), fencing (I3) under crashes, lost publishes, duplicates and races", async () => {
     const property = fc.asyncProperty(fc.integer({ min: 1, max: 2 ** 31 - 1 }), (seed) =>
@@ -359,6 +371,7 @@ describe.each(storeFactories)("invariants on $name", (factory) => {
     expect(totals.jobs).toBeGreaterThanOrEqual(200);
     expect(totals.crashes).toBeGreaterThan(0);
     expect(totals.staleFenced).toBeGreaterThan(0);
+    expect(totals.vanished).toBeGreaterThan(0);
     console.log(`invariants on ${factory.name}:`, totals);
   });
 });

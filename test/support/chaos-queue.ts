@@ -19,6 +19,11 @@ export interface ChaosFaults {
   duplicate: number;
   /** Whether the queue deduplicates by `dedupId` (QStash does, for 10 minutes). */
   dedup: boolean;
+  /**
+   * Probability that a failed delivery is dropped silently: no retry and no failure callback (the
+   * queue gave up and its callback never got through). Only the tick's reaper brings it back.
+   */
+  vanish?: number;
 }
 
 export const NO_FAULTS: ChaosFaults = {
@@ -53,6 +58,7 @@ export class ChaosQueue implements Transport {
     delivered: 0,
     duplicated: 0,
     callbacks: 0,
+    vanished: 0,
   };
 
   constructor(
@@ -141,6 +147,10 @@ export class ChaosQueue implements Transport {
       res = new Response("worker crashed", { status: 500 });
     }
     if (res.status >= 200 && res.status < 300) return;
+    if (this.rng.chance(this.faults.vanish ?? 0)) {
+      this.stats.vanished++;
+      return;
+    }
     const nonRetryable =
       res.status === 489 && res.headers.get("upstash-nonretryable-error") === "true";
     if (!nonRetryable && p.retried < p.message.job.retries) {

@@ -51,7 +51,7 @@ import type {
   SubmitResult,
   TickEvent,
 } from "../port.ts";
-import { DEFAULT_RETENTION, FLAP_WINDOW_MS, TICK_LEASE } from "../port.ts";
+import { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION, FLAP_WINDOW_MS, TICK_LEASE } from "../port.ts";
 import {
   checkQuota,
   emptyHistogram,
@@ -231,7 +231,13 @@ export class MemoryStore implements Store {
 
     const token = this.#takeLease(TICK_LEASE, opts.leaseMs, now);
     const recover = recoverable.slice(0, Math.max(0, opts.recoverLimit));
-    for (const message of recover) message.recoverAt = now + opts.recoverGraceMs;
+    for (const message of recover) {
+      message.recoverAt =
+        now +
+        (message.attempt === undefined
+          ? opts.recoverGraceMs
+          : (opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS));
+    }
     this.#totals.ticks += 1;
     this.#totals.recovered += recover.length;
     let leaderChanged: { previous: string | null } | undefined;
@@ -260,12 +266,18 @@ export class MemoryStore implements Store {
 
   async nextDue(
     token: number,
-    opts: { leaseMs: number; horizonMs: number; limit: number; ackIds: OutboxAck[] },
+    opts: {
+      leaseMs: number;
+      horizonMs: number;
+      limit: number;
+      ackIds: OutboxAck[];
+      reapAfterMs?: number;
+    },
   ): Promise<NextDueResult> {
     const now = this.#now();
     const held = live(this.#leases, TICK_LEASE, now);
     if (held?.value !== token) return { kind: "fenced" };
-    this.#ack(opts.ackIds);
+    this.#ack(opts.ackIds, now + (opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS));
     held.expiresAt = now + opts.leaseMs;
     const due = this.#due(now + opts.horizonMs);
     return { kind: "ok", now, due: clone(due.slice(0, opts.limit)), more: due.length > opts.limit };
@@ -301,18 +313,18 @@ export class MemoryStore implements Store {
     return { kind: "ok", applied, skipped };
   }
 
-  async ackOutbox(acks: OutboxAck[]): Promise<void> {
-    this.#now();
-    this.#ack(acks);
+  async ackOutbox(acks: OutboxAck[], reapAfterMs = DEFAULT_REAP_AFTER_MS): Promise<void> {
+    this.#ack(acks, this.#now() + reapAfterMs);
   }
 
   async endTick(
     token: number,
     ackIds: OutboxAck[],
     report?: { tickMs: number; acquireMs: number },
+    reapAfterMs = DEFAULT_REAP_AFTER_MS,
   ): Promise<void> {
     const now = this.#now();
-    this.#ack(ackIds);
+    this.#ack(ackIds, now + reapAfterMs);
     if (live(this.#leases, TICK_LEASE, now)?.value === token) this.#leases.delete(TICK_LEASE);
     if (report) {
       observe(this.#histograms.tickDurationMs, report.tickMs);
@@ -420,13 +432,17 @@ export class MemoryStore implements Store {
     return clone(paginate(entries, query.limit, query.cursor));
   }
 
-  async beginRun(spec: JobSpec, leaseMs: number): Promise<BeginRunResult> {
+  async beginRun(
+    spec: JobSpec,
+    leaseMs: number,
+    reapAfterMs = DEFAULT_REAP_AFTER_MS,
+  ): Promise<BeginRunResult> {
     const now = this.#now();
     const stored = this.#jobOrCreate(spec);
     if (!stored) return { kind: "missing" };
-    this.#outbox.delete(spec.id);
     const job = stored.record;
     if (FINAL_JOB_STATUSES.includes(job.status)) {
+      this.#outbox.delete(job.id);
       // A leftover entry: an occurrence committed again after it finished.
       this.#leave(job.id, "queued");
       return { kind: "final", job: clone(job) };
@@ -439,6 +455,7 @@ export class MemoryStore implements Store {
       if (holder && holder.value !== job.id) {
         // Only an occurrence that never started may be skipped; a retry of a started one waits.
         if (job.attempts > 0) return { kind: "busy", retryAfterMs: holder.expiresAt - now };
+        this.#outbox.delete(job.id);
         this.#leave(job.id, job.status);
         job.status = "skipped";
         job.finishedAt = now;
@@ -456,6 +473,14 @@ export class MemoryStore implements Store {
     job.startedAt = now;
     delete job.finishedAt;
     stored.leaseUntil = now + leaseMs;
+    this.#outbox.set(job.id, {
+      id: job.id,
+      dedupId: `${job.id}~a${job.attempts}`,
+      job: clone(specOf(job)),
+      notBefore: job.runAt,
+      recoverAt: stored.leaseUntil + reapAfterMs,
+      attempt: job.attempts,
+    });
     this.#enter(job.id, "running", now);
     this.#totals.started += 1;
     if (job.attempts === 1) {
@@ -467,7 +492,12 @@ export class MemoryStore implements Store {
     return { kind: "run", attempt: job.attempts, job: clone(job) };
   }
 
-  async finishRun(id: string, attempt: number, outcome: RunOutcome): Promise<FinishRunResult> {
+  async finishRun(
+    id: string,
+    attempt: number,
+    outcome: RunOutcome,
+    reapAfterMs = DEFAULT_REAP_AFTER_MS,
+  ): Promise<FinishRunResult> {
     const now = this.#now();
     const stored = this.#jobs.get(id);
     if (!stored) return { kind: "stale", job: null };
@@ -485,14 +515,18 @@ export class MemoryStore implements Store {
       job.result = clone(outcome.result);
       delete job.error;
       this.#retain(stored, now);
+      this.#outbox.delete(id);
       this.#totals.succeeded += 1;
       this.#event(now, { type: "job.succeeded", ...jobFields(job) });
     } else if (outcome.final) {
       this.#totals.failed += 1;
+      this.#outbox.delete(id);
       this.#kill(stored, outcome.error, now);
     } else {
       job.status = "failed";
       job.error = clone(outcome.error);
+      const watch = this.#outbox.get(id);
+      if (watch) watch.recoverAt = now + reapAfterMs;
       this.#totals.failed += 1;
       this.#enter(id, "failed", now);
       this.#event(now, {
@@ -812,9 +846,12 @@ export class MemoryStore implements Store {
   }
 
   /** Compare-and-delete: removes a message only if it still carries the acked dedup id. */
-  #ack(acks: OutboxAck[]): void {
+  /** Accepted by the queue: each message still carrying `dedupId` becomes its attempt-0 watch. */
+  #ack(acks: OutboxAck[], watchAt: number): void {
     for (const { id, dedupId } of acks) {
-      if (this.#outbox.get(id)?.dedupId === dedupId) this.#outbox.delete(id);
+      const message = this.#outbox.get(id);
+      if (message?.dedupId !== dedupId) continue;
+      this.#outbox.set(id, { ...message, dedupId: `${id}~a0`, recoverAt: watchAt, attempt: 0 });
     }
   }
 

@@ -23,6 +23,7 @@ import type {
   SubmitDenied,
   SubmitResult,
 } from "../port.ts";
+import { DEFAULT_REAP_AFTER_MS } from "../port.ts";
 import { RedisStore } from "./redis-store.ts";
 import { fromIoredis, type ScriptClient } from "./script.ts";
 import { scripts } from "./scripts.generated.ts";
@@ -431,7 +432,7 @@ describe("RedisStore keys", () => {
 });
 
 describe("RedisStore chunks and housekeeping", () => {
-  it("commits 500 schedules with a message each in one call, then acks 2,500 ids in one call", async () => {
+  it("commits 500 schedules with a message each in one call, then acks 2,500 ids in one call (the 500 known become watches)", async () => {
     const { store, k, cleanup } = withStore();
     try {
       const now = await store.now();
@@ -481,8 +482,12 @@ describe("RedisStore chunks and housekeeping", () => {
         tick.token,
         ids.map((id) => ({ id, dedupId: id })),
       );
-      expect(await shared.zcard(k.outbox)).toBe(0);
-      expect(await shared.hlen(k.outboxMsg)).toBe(0);
+      expect(await shared.zcard(k.outbox)).toBe(500);
+      expect(await shared.hlen(k.outboxMsg)).toBe(500);
+      const early = await shared.zcount(k.outbox, "-inf", String(now + DEFAULT_REAP_AFTER_MS - 1));
+      expect(early).toBe(0);
+      const body = JSON.parse((await shared.hget(k.outboxMsg, "c7@1")) ?? "null");
+      expect(body).toEqual({ ...messages("c7")[0], dedupId: "c7@1~a0", attempt: 0 });
     } finally {
       await cleanup();
     }

@@ -48,7 +48,7 @@ import type {
   SubmitResult,
   TickEvent,
 } from "../port.ts";
-import { DEFAULT_RETENTION, FLAP_WINDOW_MS, TICK_LEASE } from "../port.ts";
+import { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION, FLAP_WINDOW_MS, TICK_LEASE } from "../port.ts";
 import {
   cursorArgs,
   degradationOf,
@@ -206,6 +206,7 @@ export class RedisStore implements Store {
         opts.holder ?? "",
         String(FLAP_WINDOW_MS),
         policyArg(opts.degradation),
+        String(opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS),
       ],
     );
     const r = fromJson<RawBeginTick>(raw);
@@ -225,7 +226,13 @@ export class RedisStore implements Store {
 
   async nextDue(
     token: number,
-    opts: { leaseMs: number; horizonMs: number; limit: number; ackIds: OutboxAck[] },
+    opts: {
+      leaseMs: number;
+      horizonMs: number;
+      limit: number;
+      ackIds: OutboxAck[];
+      reapAfterMs?: number;
+    },
   ): Promise<NextDueResult> {
     const k = this.#keys;
     const raw = await this.#run(
@@ -236,6 +243,7 @@ export class RedisStore implements Store {
         ttlArg(opts.leaseMs),
         String(opts.horizonMs),
         String(Math.max(0, Math.floor(opts.limit))),
+        String(opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS),
         ...ackArgs(opts.ackIds),
       ],
     );
@@ -287,15 +295,20 @@ export class RedisStore implements Store {
     return { kind: "ok", applied, skipped };
   }
 
-  async ackOutbox(acks: OutboxAck[]): Promise<void> {
+  async ackOutbox(acks: OutboxAck[], reapAfterMs = DEFAULT_REAP_AFTER_MS): Promise<void> {
     if (acks.length === 0) return;
-    await this.#run(scripts.ackOutbox, [this.#keys.outbox, this.#keys.outboxMsg], ackArgs(acks));
+    await this.#run(
+      scripts.ackOutbox,
+      [this.#keys.outbox, this.#keys.outboxMsg],
+      [String(reapAfterMs), ...ackArgs(acks)],
+    );
   }
 
   async endTick(
     token: number,
     ackIds: OutboxAck[],
     report?: { tickMs: number; acquireMs: number },
+    reapAfterMs = DEFAULT_REAP_AFTER_MS,
   ): Promise<void> {
     const k = this.#keys;
     await this.#run(
@@ -305,6 +318,7 @@ export class RedisStore implements Store {
         String(token),
         report ? String(Math.max(0, report.tickMs)) : "",
         report ? String(Math.max(0, report.acquireMs)) : "",
+        String(reapAfterMs),
         ...ackArgs(ackIds),
       ],
     );
@@ -411,21 +425,36 @@ export class RedisStore implements Store {
     return toPage(fromJson<RawPage<JobRecord>>(raw));
   }
 
-  async beginRun(spec: JobSpec, leaseMs: number): Promise<BeginRunResult> {
+  async beginRun(
+    spec: JobSpec,
+    leaseMs: number,
+    reapAfterMs = DEFAULT_REAP_AFTER_MS,
+  ): Promise<BeginRunResult> {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.beginRun,
       [k.root, k.jobs, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
-      [...specArgs(spec), ttlArg(leaseMs), ttlArg(this.#retention.jobMs), this.#eventsMaxLen],
+      [
+        ...specArgs(spec),
+        ttlArg(leaseMs),
+        ttlArg(this.#retention.jobMs),
+        this.#eventsMaxLen,
+        String(reapAfterMs),
+      ],
     );
     return fromJson<BeginRunResult>(raw);
   }
 
-  async finishRun(id: string, attempt: number, outcome: RunOutcome): Promise<FinishRunResult> {
+  async finishRun(
+    id: string,
+    attempt: number,
+    outcome: RunOutcome,
+    reapAfterMs = DEFAULT_REAP_AFTER_MS,
+  ): Promise<FinishRunResult> {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.finishRun,
-      [k.root, k.jobs, k.dlq, k.expiring, k.pending, k.metrics, k.events],
+      [k.root, k.jobs, k.dlq, k.expiring, k.pending, k.metrics, k.events, k.outbox, k.outboxMsg],
       [
         id,
         String(attempt),
@@ -436,6 +465,7 @@ export class RedisStore implements Store {
         ttlArg(this.#retention.jobMs),
         this.#eventsMaxLen,
         outcome.ok ? "" : eventErrorArg(outcome.error),
+        String(reapAfterMs),
       ],
     );
     if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "stale", job: null };

@@ -5,16 +5,37 @@ import type { LuaScript } from "./script.ts";
 export const ackOutbox: LuaScript = {
   name: "ackOutbox",
   numberOfKeys: 2,
-  sha1: "8434cc533f6ff2defb71de9715eaf3f73838bd85",
+  sha1: "a3c44ed09f9616bfcd4d33e27b50539a83cfbee2",
   source: `--[[
-  ackOutbox: remove published messages from the outbox, compare-and-delete on (id, dedupId).
-  Unfenced: harmless to repeat.
+  ackOutbox: the queue accepted these published messages: each one that still carries the
+  dedupId it was published with becomes its job's attempt-0 watch, recovered after reapAfterMs
+  (see include "outbox", ackMessages). Unfenced: harmless to repeat.
   Input:
     KEYS[1] outbox
     KEYS[2] outbox messages
-    ARGV[...] pairs: message id, dedupId
-  Output: number of messages removed
+    ARGV[1] reapAfterMs
+    ARGV[2...] pairs: message id, dedupId
+  Output: number of messages acknowledged
 ]]
+-- include "time"
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function int(n)
+  return string.format('%.0f', n)
+end
+
+local function num(x)
+  if x == 0 then
+    return '0' -- also -0
+  end
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%.0f', x)
+  end
+  return string.format('%.17g', x)
+end
 -- include "members"
 local function removeMembers(cmd, key, members)
   local removed = 0
@@ -32,26 +53,196 @@ local function argvFrom(i)
   return list
 end
 -- include "outbox"
+-- include "json"
+local function jsonExtend(obj, members)
+  if obj == '{}' then
+    return '{' .. members .. '}'
+  end
+  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
+end
+
+local function jsonBool(b)
+  if b then
+    return 'true'
+  end
+  return 'false'
+end
+
+local function jsonString(s)
+  return cjson.encode(s)
+end
+-- include "job"
+-- include "keys"
+local function jobKey(root, id)
+  return root .. ':j:' .. id
+end
+
+local function scheduleKey(root, id)
+  return root .. ':s:' .. id
+end
+
+local function scheduleRunningKey(root, id)
+  return root .. ':s:' .. id .. ':running'
+end
+
+local function runsKey(root, scheduleId)
+  return root .. ':runs:' .. scheduleId
+end
+
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
+local function idempotencyKey(root, tenant, key)
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
+
+local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
+
+local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+
+local function readJob(key)
+  local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
+  if not values[1] then
+    return nil
+  end
+  local job = {}
+  for i, name in ipairs(JOB_FIELDS) do
+    if values[i] then
+      job[name] = values[i]
+    end
+  end
+  return job
+end
+
+local function createJob(root, jobs, id, job, runsScore)
+  job.status = 'queued'
+  job.attempts = '0'
+  local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
+    'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
+  if job.scheduleId then
+    fields[#fields + 1] = 'scheduleId'
+    fields[#fields + 1] = job.scheduleId
+  end
+  if job.overlap then
+    fields[#fields + 1] = 'overlap'
+    fields[#fields + 1] = job.overlap
+  end
+  redis.call('HSET', jobKey(root, id), unpack(fields))
+  redis.call('ZADD', jobs, job.createdAt, id)
+  if job.scheduleId then
+    redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
+  end
+  return job
+end
+
+local function specJson(job)
+  return jsonExtend(job.data, '"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt)
+end
+
+local function jobJson(job)
+  local m = { '"createdAt":' .. job.createdAt, '"runAt":' .. job.runAt,
+    '"status":"' .. job.status .. '"', '"attempts":' .. job.attempts }
+  if job.startedAt then
+    m[#m + 1] = '"startedAt":' .. job.startedAt
+  end
+  if job.finishedAt then
+    m[#m + 1] = '"finishedAt":' .. job.finishedAt
+  end
+  if job.result then
+    m[#m + 1] = '"result":' .. job.result
+  end
+  if job.error then
+    m[#m + 1] = '"error":' .. job.error
+  end
+  return jsonExtend(job.data, table.concat(m, ','))
+end
+
+local function expiringMember(id, job)
+  if job.scheduleId then
+    return cjson.encode({ id, job.scheduleId })
+  end
+  return cjson.encode({ id })
+end
+
+local function retainJob(root, expiring, id, job, now, jobMs)
+  redis.call('PEXPIRE', jobKey(root, id), jobMs)
+  redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+end
+
+local function keepJob(root, expiring, id, job)
+  redis.call('PERSIST', jobKey(root, id))
+  redis.call('ZREM', expiring, expiringMember(id, job))
+end
+
+local function releaseRun(root, key, id, job)
+  if job.leaseUntil then
+    redis.call('HDEL', key, 'leaseUntil')
+    job.leaseUntil = nil
+  end
+  if job.overlap == 'skip' and job.scheduleId then
+    local running = scheduleRunningKey(root, job.scheduleId)
+    if redis.call('GET', running) == id then
+      redis.call('DEL', running)
+    end
+  end
+end
+
+local function sweepExpired(root, expiring, jobs, dlq, now, max)
+  local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
+  if #members == 0 then
+    return
+  end
+  local gone = {}
+  for _, member in ipairs(members) do
+    local entry = cjson.decode(member)
+    -- A job re-created under the same id since (a late delivery) keeps its index entries.
+    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
+      gone[#gone + 1] = entry[1]
+      if entry[2] then
+        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+      end
+    end
+  end
+  if #gone > 0 then
+    redis.call('ZREM', jobs, unpack(gone))
+    redis.call('ZREM', dlq, unpack(gone))
+  end
+  redis.call('ZREM', expiring, unpack(members))
+end
 
 local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('ZADD', outbox, recoverAt, id)
   redis.call('HSET', messages, id, json)
 end
 
-local function ackMessages(outbox, messages, pairs)
-  local ids = {}
+local function ackMessages(outbox, messages, pairs, watchAt)
+  local bodies, scores = {}, {}
   for i = 1, #pairs - 1, 2 do
-    local body = redis.call('HGET', messages, pairs[i])
-    if body and cjson.decode(body).dedupId == pairs[i + 1] then
-      ids[#ids + 1] = pairs[i]
+    local id, dedupId = pairs[i], pairs[i + 1]
+    local body = redis.call('HGET', messages, id)
+    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
+    if body and string.sub(body, 1, #prefix) == prefix then
+      bodies[#bodies + 1] = id
+      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
+        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+      scores[#scores + 1] = watchAt
+      scores[#scores + 1] = id
     end
   end
-  if #ids == 0 then
-    return 0
+  for i = 1, #scores, 1000 do
+    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, #scores)))
+    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, #bodies)))
   end
-  local removed = removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
-  return removed
+  return #scores / 2
 end
 
 local function removeMessages(outbox, messages, ids)
@@ -62,7 +253,17 @@ local function removeMessages(outbox, messages, ids)
   removeMembers('HDEL', messages, ids)
 end
 
-return ackMessages(KEYS[1], KEYS[2], argvFrom(1))
+local function putWatch(outbox, messages, id, job, recoverAt)
+  putMessage(outbox, messages, id, recoverAt, '{"id":' .. jsonString(id) .. ',"dedupId":'
+    .. jsonString(id .. '~a' .. job.attempts) .. ',"job":' .. specJson(job) .. ',"notBefore":'
+    .. job.runAt .. ',"recoverAt":' .. recoverAt .. ',"attempt":' .. job.attempts .. '}')
+end
+
+local function deferWatch(outbox, id, recoverAt)
+  redis.call('ZADD', outbox, 'XX', recoverAt, id)
+end
+
+return ackMessages(KEYS[1], KEYS[2], argvFrom(2), int(nowMs() + tonumber(ARGV[1])))
 `,
 };
 
@@ -95,19 +296,23 @@ return { 1, token }
 export const beginRun: LuaScript = {
   name: "beginRun",
   numberOfKeys: 8,
-  sha1: "bbe3563faac56c062069d0bf83a4d34ecbe38858",
+  sha1: "dd39df780d371ca7e66ca5dfdc9232b929012a66",
   source: `--[[
   beginRun: a delivery arrived. Creates the job from the spec if missing and it has a
-  scheduleId (else answers missing, writing nothing), removes its outbox message (the consumer
-  acknowledges), then decides:
+  scheduleId (else answers missing, writing nothing), then decides:
     final status                                   -> final (do not run); a leftover pending
-                                                      entry is dropped (g:queued with it)
-    running with an unexpired run lease            -> busy (the queue retries later)
+                                                      entry and outbox message are dropped
+                                                      (g:queued with it)
+    running with an unexpired run lease            -> busy (the queue retries later); the
+                                                      running attempt's watch stays
     overlap \`skip\` and another job of the schedule holds the schedule's run lease
                                                    -> the job is \`skipped\` (and retained) if it
                                                       never started (attempts 0), else busy
     else \`running\`, attempts + 1, startedAt = now, run lease until now + leaseMs (and the
-    schedule's run lease, for overlap \`skip\`).
+    schedule's run lease, for overlap \`skip\`), and the job's outbox message becomes the attempt's
+    watch: dedupId \`<id>~a<attempt>\`, \`attempt\`, recoverAt = lease end + reapAfterMs (the tick
+    re-dispatches the job if the queue never delivers again and never calls back).
+  \`final\` and \`skipped\` remove the job's outbox message.
   \`run\` and \`skipped\` leave the pending backlog, count (t:started or t:skipped, the gauges; the
   first attempt's dispatch lag in the \`lag\` histogram and average) and write \`job.started\` /
   \`job.skipped\`.
@@ -124,6 +329,7 @@ export const beginRun: LuaScript = {
     ARGV[10] leaseMs
     ARGV[11] jobMs (retention)
     ARGV[12] eventsMaxLen (0 = no events)
+    ARGV[13] reapAfterMs
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
     {"kind":"busy","retryAfterMs":ms}          | {"kind":"skipped","job":JobRecord}
@@ -208,35 +414,6 @@ local function argvFrom(i)
     list[#list + 1] = ARGV[j]
   end
   return list
-end
-
-local function putMessage(outbox, messages, id, recoverAt, json)
-  redis.call('ZADD', outbox, recoverAt, id)
-  redis.call('HSET', messages, id, json)
-end
-
-local function ackMessages(outbox, messages, pairs)
-  local ids = {}
-  for i = 1, #pairs - 1, 2 do
-    local body = redis.call('HGET', messages, pairs[i])
-    if body and cjson.decode(body).dedupId == pairs[i + 1] then
-      ids[#ids + 1] = pairs[i]
-    end
-  end
-  if #ids == 0 then
-    return 0
-  end
-  local removed = removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
-  return removed
-end
-
-local function removeMessages(outbox, messages, ids)
-  if #ids == 0 then
-    return
-  end
-  removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
 end
 -- include "job"
 
@@ -357,6 +534,51 @@ local function sweepExpired(root, expiring, jobs, dlq, now, max)
     redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
+end
+
+local function putMessage(outbox, messages, id, recoverAt, json)
+  redis.call('ZADD', outbox, recoverAt, id)
+  redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs, watchAt)
+  local bodies, scores = {}, {}
+  for i = 1, #pairs - 1, 2 do
+    local id, dedupId = pairs[i], pairs[i + 1]
+    local body = redis.call('HGET', messages, id)
+    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
+    if body and string.sub(body, 1, #prefix) == prefix then
+      bodies[#bodies + 1] = id
+      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
+        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+      scores[#scores + 1] = watchAt
+      scores[#scores + 1] = id
+    end
+  end
+  for i = 1, #scores, 1000 do
+    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, #scores)))
+    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, #bodies)))
+  end
+  return #scores / 2
+end
+
+local function removeMessages(outbox, messages, ids)
+  if #ids == 0 then
+    return
+  end
+  removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+end
+
+local function putWatch(outbox, messages, id, job, recoverAt)
+  putMessage(outbox, messages, id, recoverAt, '{"id":' .. jsonString(id) .. ',"dedupId":'
+    .. jsonString(id .. '~a' .. job.attempts) .. ',"job":' .. specJson(job) .. ',"notBefore":'
+    .. job.runAt .. ',"recoverAt":' .. recoverAt .. ',"attempt":' .. job.attempts .. '}')
+end
+
+local function deferWatch(outbox, id, recoverAt)
+  redis.call('ZADD', outbox, 'XX', recoverAt, id)
 end
 -- include "spec"
 
@@ -518,7 +740,6 @@ local id, key, job = jobFromArgv(root, KEYS[2], 1)
 if not job then
   return '{"kind":"missing"}'
 end
-removeMessages(KEYS[3], KEYS[4], { id })
 
 local m = newMetrics()
 -- Leaves the backlog; the gauge of the status it leaves goes down (queued only if it was there).
@@ -535,6 +756,7 @@ local function leave(status)
 end
 
 if FINAL_STATUSES[job.status] then
+  removeMessages(KEYS[3], KEYS[4], { id })
   leave(job.status)
   metricsFlush(metrics, m)
   return '{"kind":"final","job":' .. jobJson(job) .. '}'
@@ -552,6 +774,7 @@ if job.overlap == 'skip' and job.scheduleId then
       local ttl = redis.call('PTTL', running)
       return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
     end
+    removeMessages(KEYS[3], KEYS[4], { id })
     leave(job.status)
     job.status, job.finishedAt = 'skipped', int(now)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
@@ -574,6 +797,7 @@ redis.call('HSET', key, 'status', job.status, 'attempts', job.attempts, 'started
 if finished then
   redis.call('HDEL', key, 'finishedAt')
 end
+putWatch(KEYS[3], KEYS[4], id, job, int(now + leaseMs + tonumber(ARGV[13])))
 mAdd(m, 't:started', 1)
 mAdd(m, 'g:running', 1)
 if job.attempts == '1' then
@@ -591,7 +815,7 @@ return '{"kind":"run","attempt":' .. job.attempts .. ',"job":' .. jobJson(job) .
 export const beginTick: LuaScript = {
   name: "beginTick",
   numberOfKeys: 11,
-  sha1: "39668d14e8a13416cb829a6c4145fc0d2e24e5c8",
+  sha1: "48a1eba2e00e5748a8f875dd65f811586e47c872",
   source: `--[[
   beginTick: first step of a tick. Reads the clock and peeks at the due index and the outbox;
   when nothing is due and nothing needs recovery it returns WITHOUT writing (inner calls: TIME,
@@ -600,7 +824,7 @@ export const beginTick: LuaScript = {
   a \`leader.changed\` event), evaluates the degradation controller when a policy is given (else
   reads the stored level), counts t:ticks and t:recovered, and returns the first chunk of due
   schedules plus the outbox messages to re-publish, whose recoverAt is pushed to
-  now + recoverGraceMs.
+  now + recoverGraceMs (an attempt's watch, a message with \`attempt\`: now + reapAfterMs).
   Input:
     KEYS[1] root (hash tag, \`{prefix}\`)
     KEYS[2] due index (zset: schedule id -> nextRunAt)
@@ -622,6 +846,7 @@ export const beginTick: LuaScript = {
     ARGV[7] holder ('' = none: the leader hash is not touched)
     ARGV[8] flap window ms
     ARGV[9] degradation policy ('' = none; see include "degrade")
+    ARGV[10] reapAfterMs
   Output: JSON text
     {"kind":"idle"|"busy","now":ms,"leaseRemainingMs":ms}
     {"kind":"leader","now":ms,"token":n,"degradation":level,"leaderChanged"?:{"previous":..},
@@ -1025,14 +1250,16 @@ local recoverLimit = tonumber(ARGV[4])
 if hasRecover and recoverLimit > 0 then
   local ids = redis.call('ZRANGEBYSCORE', outbox, '-inf', int(now), 'LIMIT', 0, recoverLimit)
   local recoverAt = int(now + tonumber(ARGV[5]))
+  local watchAt = int(now + tonumber(ARGV[10]))
   for from = 1, #ids, 500 do
     local slice = { unpack(ids, from, math.min(from + 499, #ids)) }
     local bodies = redis.call('HMGET', messages, unpack(slice))
     local pushed, stale = {}, {}
     for i, id in ipairs(slice) do
       if bodies[i] then
-        recover[#recover + 1] = '[' .. bodies[i] .. ',' .. recoverAt .. ']'
-        pushed[#pushed + 1] = recoverAt
+        local at = cjson.decode(bodies[i]).attempt and watchAt or recoverAt
+        recover[#recover + 1] = '[' .. bodies[i] .. ',' .. at .. ']'
+        pushed[#pushed + 1] = at
         pushed[#pushed + 1] = id
       else
         stale[#stale + 1] = id
@@ -1063,7 +1290,7 @@ return '{"kind":"leader","now":' .. int(now) .. ',"token":' .. token .. ',"degra
 export const cancelJob: LuaScript = {
   name: "cancelJob",
   numberOfKeys: 7,
-  sha1: "bd8a60e6ddde0b525d5a1cdee1d6920468b292cc",
+  sha1: "9cee96a5506a2920355eb5d21687d969cca5f511",
   source: `--[[
   cancelJob: \`queued\` -> \`cancelled\`, its outbox message and pending entry removed, the record
   retained jobMs; counts t:cancelled (g:queued down if it was pending) and writes
@@ -1166,35 +1393,6 @@ local function argvFrom(i)
     list[#list + 1] = ARGV[j]
   end
   return list
-end
-
-local function putMessage(outbox, messages, id, recoverAt, json)
-  redis.call('ZADD', outbox, recoverAt, id)
-  redis.call('HSET', messages, id, json)
-end
-
-local function ackMessages(outbox, messages, pairs)
-  local ids = {}
-  for i = 1, #pairs - 1, 2 do
-    local body = redis.call('HGET', messages, pairs[i])
-    if body and cjson.decode(body).dedupId == pairs[i + 1] then
-      ids[#ids + 1] = pairs[i]
-    end
-  end
-  if #ids == 0 then
-    return 0
-  end
-  local removed = removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
-  return removed
-end
-
-local function removeMessages(outbox, messages, ids)
-  if #ids == 0 then
-    return
-  end
-  removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
 end
 -- include "job"
 
@@ -1315,6 +1513,51 @@ local function sweepExpired(root, expiring, jobs, dlq, now, max)
     redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
+end
+
+local function putMessage(outbox, messages, id, recoverAt, json)
+  redis.call('ZADD', outbox, recoverAt, id)
+  redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs, watchAt)
+  local bodies, scores = {}, {}
+  for i = 1, #pairs - 1, 2 do
+    local id, dedupId = pairs[i], pairs[i + 1]
+    local body = redis.call('HGET', messages, id)
+    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
+    if body and string.sub(body, 1, #prefix) == prefix then
+      bodies[#bodies + 1] = id
+      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
+        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+      scores[#scores + 1] = watchAt
+      scores[#scores + 1] = id
+    end
+  end
+  for i = 1, #scores, 1000 do
+    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, #scores)))
+    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, #bodies)))
+  end
+  return #scores / 2
+end
+
+local function removeMessages(outbox, messages, ids)
+  if #ids == 0 then
+    return
+  end
+  removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+end
+
+local function putWatch(outbox, messages, id, job, recoverAt)
+  putMessage(outbox, messages, id, recoverAt, '{"id":' .. jsonString(id) .. ',"dedupId":'
+    .. jsonString(id .. '~a' .. job.attempts) .. ',"job":' .. specJson(job) .. ',"notBefore":'
+    .. job.runAt .. ',"recoverAt":' .. recoverAt .. ',"attempt":' .. job.attempts .. '}')
+end
+
+local function deferWatch(outbox, id, recoverAt)
+  redis.call('ZADD', outbox, 'XX', recoverAt, id)
 end
 -- include "metrics"
 
@@ -2077,10 +2320,10 @@ return deleted
 export const endTick: LuaScript = {
   name: "endTick",
   numberOfKeys: 4,
-  sha1: "79f965e3396e0518ed602f0db5759dd4894c13dd",
+  sha1: "c6611bf0632da4901408f955e4c95b7150825367",
   source: `--[[
-  endTick: last step of a tick. Acknowledges published messages (compare-and-delete on
-  (id, dedupId)), records the tick's report (tick duration and lease acquisition histograms,
+  endTick: last step of a tick. Acknowledges published messages (they become attempt-0 watches,
+  see include "outbox", ackMessages), records the tick's report (tick duration and lease acquisition histograms,
   even if the lease was lost) and releases the tick lease if \`token\` still holds it.
   Input:
     KEYS[1] outbox
@@ -2090,7 +2333,8 @@ export const endTick: LuaScript = {
     ARGV[1] token
     ARGV[2] tick duration ms ('' = no report)
     ARGV[3] lease acquisition ms
-    ARGV[4...] pairs: message id, dedupId
+    ARGV[4] reapAfterMs
+    ARGV[5...] pairs: message id, dedupId
   Output: 1 lease released, 0 it was no longer ours
 ]]
 -- include "time"
@@ -2133,26 +2377,196 @@ local function argvFrom(i)
   return list
 end
 -- include "outbox"
+-- include "json"
+local function jsonExtend(obj, members)
+  if obj == '{}' then
+    return '{' .. members .. '}'
+  end
+  return string.sub(obj, 1, -2) .. ',' .. members .. '}'
+end
+
+local function jsonBool(b)
+  if b then
+    return 'true'
+  end
+  return 'false'
+end
+
+local function jsonString(s)
+  return cjson.encode(s)
+end
+-- include "job"
+-- include "keys"
+local function jobKey(root, id)
+  return root .. ':j:' .. id
+end
+
+local function scheduleKey(root, id)
+  return root .. ':s:' .. id
+end
+
+local function scheduleRunningKey(root, id)
+  return root .. ':s:' .. id .. ':running'
+end
+
+local function runsKey(root, scheduleId)
+  return root .. ':runs:' .. scheduleId
+end
+
+-- The tenant is length-prefixed (bytes), so a ':' in it cannot make two tenants' keys collide.
+local function idempotencyKey(root, tenant, key)
+  return root .. ':idem:' .. #tenant .. ':' .. tenant .. ':' .. key
+end
+
+-- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
+local function quotaKey(root, key)
+  return root .. ':quota:' .. #key .. ':' .. key
+end
+
+local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
+
+local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+
+local function readJob(key)
+  local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
+  if not values[1] then
+    return nil
+  end
+  local job = {}
+  for i, name in ipairs(JOB_FIELDS) do
+    if values[i] then
+      job[name] = values[i]
+    end
+  end
+  return job
+end
+
+local function createJob(root, jobs, id, job, runsScore)
+  job.status = 'queued'
+  job.attempts = '0'
+  local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
+    'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
+  if job.scheduleId then
+    fields[#fields + 1] = 'scheduleId'
+    fields[#fields + 1] = job.scheduleId
+  end
+  if job.overlap then
+    fields[#fields + 1] = 'overlap'
+    fields[#fields + 1] = job.overlap
+  end
+  redis.call('HSET', jobKey(root, id), unpack(fields))
+  redis.call('ZADD', jobs, job.createdAt, id)
+  if job.scheduleId then
+    redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
+  end
+  return job
+end
+
+local function specJson(job)
+  return jsonExtend(job.data, '"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt)
+end
+
+local function jobJson(job)
+  local m = { '"createdAt":' .. job.createdAt, '"runAt":' .. job.runAt,
+    '"status":"' .. job.status .. '"', '"attempts":' .. job.attempts }
+  if job.startedAt then
+    m[#m + 1] = '"startedAt":' .. job.startedAt
+  end
+  if job.finishedAt then
+    m[#m + 1] = '"finishedAt":' .. job.finishedAt
+  end
+  if job.result then
+    m[#m + 1] = '"result":' .. job.result
+  end
+  if job.error then
+    m[#m + 1] = '"error":' .. job.error
+  end
+  return jsonExtend(job.data, table.concat(m, ','))
+end
+
+local function expiringMember(id, job)
+  if job.scheduleId then
+    return cjson.encode({ id, job.scheduleId })
+  end
+  return cjson.encode({ id })
+end
+
+local function retainJob(root, expiring, id, job, now, jobMs)
+  redis.call('PEXPIRE', jobKey(root, id), jobMs)
+  redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+end
+
+local function keepJob(root, expiring, id, job)
+  redis.call('PERSIST', jobKey(root, id))
+  redis.call('ZREM', expiring, expiringMember(id, job))
+end
+
+local function releaseRun(root, key, id, job)
+  if job.leaseUntil then
+    redis.call('HDEL', key, 'leaseUntil')
+    job.leaseUntil = nil
+  end
+  if job.overlap == 'skip' and job.scheduleId then
+    local running = scheduleRunningKey(root, job.scheduleId)
+    if redis.call('GET', running) == id then
+      redis.call('DEL', running)
+    end
+  end
+end
+
+local function sweepExpired(root, expiring, jobs, dlq, now, max)
+  local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
+  if #members == 0 then
+    return
+  end
+  local gone = {}
+  for _, member in ipairs(members) do
+    local entry = cjson.decode(member)
+    -- A job re-created under the same id since (a late delivery) keeps its index entries.
+    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
+      gone[#gone + 1] = entry[1]
+      if entry[2] then
+        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+      end
+    end
+  end
+  if #gone > 0 then
+    redis.call('ZREM', jobs, unpack(gone))
+    redis.call('ZREM', dlq, unpack(gone))
+  end
+  redis.call('ZREM', expiring, unpack(members))
+end
 
 local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('ZADD', outbox, recoverAt, id)
   redis.call('HSET', messages, id, json)
 end
 
-local function ackMessages(outbox, messages, pairs)
-  local ids = {}
+local function ackMessages(outbox, messages, pairs, watchAt)
+  local bodies, scores = {}, {}
   for i = 1, #pairs - 1, 2 do
-    local body = redis.call('HGET', messages, pairs[i])
-    if body and cjson.decode(body).dedupId == pairs[i + 1] then
-      ids[#ids + 1] = pairs[i]
+    local id, dedupId = pairs[i], pairs[i + 1]
+    local body = redis.call('HGET', messages, id)
+    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
+    if body and string.sub(body, 1, #prefix) == prefix then
+      bodies[#bodies + 1] = id
+      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
+        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+      scores[#scores + 1] = watchAt
+      scores[#scores + 1] = id
     end
   end
-  if #ids == 0 then
-    return 0
+  for i = 1, #scores, 1000 do
+    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, #scores)))
+    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, #bodies)))
   end
-  local removed = removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
-  return removed
+  return #scores / 2
 end
 
 local function removeMessages(outbox, messages, ids)
@@ -2161,6 +2575,16 @@ local function removeMessages(outbox, messages, ids)
   end
   removeMembers('ZREM', outbox, ids)
   removeMembers('HDEL', messages, ids)
+end
+
+local function putWatch(outbox, messages, id, job, recoverAt)
+  putMessage(outbox, messages, id, recoverAt, '{"id":' .. jsonString(id) .. ',"dedupId":'
+    .. jsonString(id .. '~a' .. job.attempts) .. ',"job":' .. specJson(job) .. ',"notBefore":'
+    .. job.runAt .. ',"recoverAt":' .. recoverAt .. ',"attempt":' .. job.attempts .. '}')
+end
+
+local function deferWatch(outbox, id, recoverAt)
+  redis.call('ZADD', outbox, 'XX', recoverAt, id)
 end
 -- include "metrics"
 
@@ -2268,7 +2692,7 @@ local function metricsFlush(key, b, known)
   redis.call('HSET', key, unpack(args))
 end
 
-ackMessages(KEYS[1], KEYS[2], argvFrom(4))
+ackMessages(KEYS[1], KEYS[2], argvFrom(5), int(nowMs() + tonumber(ARGV[4])))
 if ARGV[2] ~= '' then
   local m = newMetrics()
   mObserve(m, 'tick', tonumber(ARGV[2]))
@@ -2349,16 +2773,18 @@ return out .. '}'
 `,
 };
 
-/** `lua/finishRun-7.lua` */
+/** `lua/finishRun-9.lua` */
 export const finishRun: LuaScript = {
   name: "finishRun",
-  numberOfKeys: 7,
-  sha1: "c3a7222678842ac923f8500c45ee51e8725bacc4",
+  numberOfKeys: 9,
+  sha1: "5b1f5620f28a8178c58ab783bbac8d520dc8c37c",
   source: `--[[
   finishRun: record how an attempt ended, only if the job is \`running\` as that attempt.
   Success -> \`succeeded\` with the result (and no error); failure -> \`failed\` (back in the
   pending backlog, score now), or \`dead\` and listed in the dead-letter list when final.
   Releases the run lease and the schedule's overlap lease. Final records are retained jobMs.
+  The attempt's watch (its outbox message, see beginRun) goes when the job is final; after a
+  failure that will be retried it moves to now + reapAfterMs.
   Counts (handler duration, failure average, totals, gauges) and writes \`job.succeeded\`,
   \`job.failed\` or \`job.dead\`. Then sweeps up to 20 expired jobs from the listing indexes
   (bounded housekeeping; the records themselves expire by TTL).
@@ -2370,6 +2796,8 @@ export const finishRun: LuaScript = {
     KEYS[5] pending backlog
     KEYS[6] metrics
     KEYS[7] events
+    KEYS[8] outbox
+    KEYS[9] outbox messages
     ARGV[1] id
     ARGV[2] attempt
     ARGV[3] 1 success, 0 failure
@@ -2379,6 +2807,7 @@ export const finishRun: LuaScript = {
     ARGV[7] jobMs (retention)
     ARGV[8] eventsMaxLen (0 = no events)
     ARGV[9] the event's error JSON ({name, message}), on failure
+    ARGV[10] reapAfterMs
   Output:
     JOB_NOT_FOUND (-2)
     JSON text   {"ok":JobRecord} recorded, or {"stale":JobRecord} not running as that attempt
@@ -2450,6 +2879,23 @@ end
 local LEASE_LOST = -1
 local JOB_NOT_FOUND = -2
 local JOB_NOT_DEAD = -3
+-- include "outbox"
+-- include "members"
+local function removeMembers(cmd, key, members)
+  local removed = 0
+  for i = 1, #members, 1000 do
+    removed = removed + redis.call(cmd, key, unpack(members, i, math.min(i + 999, #members)))
+  end
+  return removed
+end
+
+local function argvFrom(i)
+  local list = {}
+  for j = i, #ARGV do
+    list[#list + 1] = ARGV[j]
+  end
+  return list
+end
 -- include "job"
 
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
@@ -2569,6 +3015,51 @@ local function sweepExpired(root, expiring, jobs, dlq, now, max)
     redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
+end
+
+local function putMessage(outbox, messages, id, recoverAt, json)
+  redis.call('ZADD', outbox, recoverAt, id)
+  redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs, watchAt)
+  local bodies, scores = {}, {}
+  for i = 1, #pairs - 1, 2 do
+    local id, dedupId = pairs[i], pairs[i + 1]
+    local body = redis.call('HGET', messages, id)
+    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
+    if body and string.sub(body, 1, #prefix) == prefix then
+      bodies[#bodies + 1] = id
+      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
+        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+      scores[#scores + 1] = watchAt
+      scores[#scores + 1] = id
+    end
+  end
+  for i = 1, #scores, 1000 do
+    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, #scores)))
+    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, #bodies)))
+  end
+  return #scores / 2
+end
+
+local function removeMessages(outbox, messages, ids)
+  if #ids == 0 then
+    return
+  end
+  removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+end
+
+local function putWatch(outbox, messages, id, job, recoverAt)
+  putMessage(outbox, messages, id, recoverAt, '{"id":' .. jsonString(id) .. ',"dedupId":'
+    .. jsonString(id .. '~a' .. job.attempts) .. ',"job":' .. specJson(job) .. ',"notBefore":'
+    .. job.runAt .. ',"recoverAt":' .. recoverAt .. ',"attempt":' .. job.attempts .. '}')
+end
+
+local function deferWatch(outbox, id, recoverAt)
+  redis.call('ZADD', outbox, 'XX', recoverAt, id)
 end
 -- include "metrics"
 
@@ -2739,6 +3230,7 @@ if ARGV[3] == '1' then
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
   end
   retainJob(root, expiring, id, job, now, ARGV[7])
+  removeMessages(KEYS[8], KEYS[9], { id })
   event = jobEvent('job.succeeded', now, id, job)
 else
   mAverage(m, 'avg:fail', 1)
@@ -2750,9 +3242,11 @@ else
     mAdd(m, 't:dead', 1)
     redis.call('ZADD', dlq, int(now), id)
     retainJob(root, expiring, id, job, now, ARGV[7])
+    removeMessages(KEYS[8], KEYS[9], { id })
   else
     mAdd(m, 'g:failed', 1)
     redis.call('ZADD', pending, int(now), id)
+    deferWatch(KEYS[8], id, int(now + tonumber(ARGV[10])))
   end
   event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
     .. ',"error":' .. ARGV[9])
@@ -4130,7 +4624,7 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 export const markDead: LuaScript = {
   name: "markDead",
   numberOfKeys: 9,
-  sha1: "97021dd196c7054662ee47794228f06af686dbcb",
+  sha1: "117ea6c40e71c1dbc397fbe3cd6a542ebde2d916",
   source: `--[[
   markDead: the queue gave up on a delivery. Creates the job from the spec if missing and it has
   a scheduleId (else returns null, writing nothing); unless it is already dead, succeeded,
@@ -4235,35 +4729,6 @@ local function argvFrom(i)
     list[#list + 1] = ARGV[j]
   end
   return list
-end
-
-local function putMessage(outbox, messages, id, recoverAt, json)
-  redis.call('ZADD', outbox, recoverAt, id)
-  redis.call('HSET', messages, id, json)
-end
-
-local function ackMessages(outbox, messages, pairs)
-  local ids = {}
-  for i = 1, #pairs - 1, 2 do
-    local body = redis.call('HGET', messages, pairs[i])
-    if body and cjson.decode(body).dedupId == pairs[i + 1] then
-      ids[#ids + 1] = pairs[i]
-    end
-  end
-  if #ids == 0 then
-    return 0
-  end
-  local removed = removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
-  return removed
-end
-
-local function removeMessages(outbox, messages, ids)
-  if #ids == 0 then
-    return
-  end
-  removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
 end
 -- include "job"
 
@@ -4384,6 +4849,51 @@ local function sweepExpired(root, expiring, jobs, dlq, now, max)
     redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
+end
+
+local function putMessage(outbox, messages, id, recoverAt, json)
+  redis.call('ZADD', outbox, recoverAt, id)
+  redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs, watchAt)
+  local bodies, scores = {}, {}
+  for i = 1, #pairs - 1, 2 do
+    local id, dedupId = pairs[i], pairs[i + 1]
+    local body = redis.call('HGET', messages, id)
+    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
+    if body and string.sub(body, 1, #prefix) == prefix then
+      bodies[#bodies + 1] = id
+      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
+        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+      scores[#scores + 1] = watchAt
+      scores[#scores + 1] = id
+    end
+  end
+  for i = 1, #scores, 1000 do
+    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, #scores)))
+    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, #bodies)))
+  end
+  return #scores / 2
+end
+
+local function removeMessages(outbox, messages, ids)
+  if #ids == 0 then
+    return
+  end
+  removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+end
+
+local function putWatch(outbox, messages, id, job, recoverAt)
+  putMessage(outbox, messages, id, recoverAt, '{"id":' .. jsonString(id) .. ',"dedupId":'
+    .. jsonString(id .. '~a' .. job.attempts) .. ',"job":' .. specJson(job) .. ',"notBefore":'
+    .. job.runAt .. ',"recoverAt":' .. recoverAt .. ',"attempt":' .. job.attempts .. '}')
+end
+
+local function deferWatch(outbox, id, recoverAt)
+  redis.call('ZADD', outbox, 'XX', recoverAt, id)
 end
 -- include "spec"
 
@@ -4579,11 +5089,11 @@ return jobJson(job)
 export const nextDue: LuaScript = {
   name: "nextDue",
   numberOfKeys: 5,
-  sha1: "e69854f554bf80501e2a6af889fd2fa29f9b3b3b",
+  sha1: "911fbd4a9417b506b73ba435d465383d3815d7d1",
   source: `--[[
-  nextDue: next chunk of a tick, fenced. Acknowledges published outbox messages (compare-and-delete on
-  (id, dedupId)), renews the
-  tick lease and returns the due schedules.
+  nextDue: next chunk of a tick, fenced. Acknowledges published outbox messages (they become
+  attempt-0 watches, see include "outbox", ackMessages), renews the tick lease and returns the
+  due schedules.
   Input:
     KEYS[1] root
     KEYS[2] due index
@@ -4594,7 +5104,8 @@ export const nextDue: LuaScript = {
     ARGV[2] leaseMs
     ARGV[3] horizonMs
     ARGV[4] limit
-    ARGV[5...] pairs of published messages to remove from the outbox: message id, dedupId
+    ARGV[5] reapAfterMs
+    ARGV[6...] pairs of published messages: message id, dedupId
   Output:
     LEASE_LOST (-1)   the token lost the lease; nothing was written
     JSON text         {"now":ms,"more":bool,"due":[ScheduleRecord...]}
@@ -4687,26 +5198,152 @@ local function argvFrom(i)
   return list
 end
 -- include "outbox"
+-- include "job"
+
+local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
+
+local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+
+local function readJob(key)
+  local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
+  if not values[1] then
+    return nil
+  end
+  local job = {}
+  for i, name in ipairs(JOB_FIELDS) do
+    if values[i] then
+      job[name] = values[i]
+    end
+  end
+  return job
+end
+
+local function createJob(root, jobs, id, job, runsScore)
+  job.status = 'queued'
+  job.attempts = '0'
+  local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
+    'status', job.status, 'attempts', job.attempts, 'handler', job.handler }
+  if job.tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = job.tenant
+  end
+  if job.scheduleId then
+    fields[#fields + 1] = 'scheduleId'
+    fields[#fields + 1] = job.scheduleId
+  end
+  if job.overlap then
+    fields[#fields + 1] = 'overlap'
+    fields[#fields + 1] = job.overlap
+  end
+  redis.call('HSET', jobKey(root, id), unpack(fields))
+  redis.call('ZADD', jobs, job.createdAt, id)
+  if job.scheduleId then
+    redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
+  end
+  return job
+end
+
+local function specJson(job)
+  return jsonExtend(job.data, '"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt)
+end
+
+local function jobJson(job)
+  local m = { '"createdAt":' .. job.createdAt, '"runAt":' .. job.runAt,
+    '"status":"' .. job.status .. '"', '"attempts":' .. job.attempts }
+  if job.startedAt then
+    m[#m + 1] = '"startedAt":' .. job.startedAt
+  end
+  if job.finishedAt then
+    m[#m + 1] = '"finishedAt":' .. job.finishedAt
+  end
+  if job.result then
+    m[#m + 1] = '"result":' .. job.result
+  end
+  if job.error then
+    m[#m + 1] = '"error":' .. job.error
+  end
+  return jsonExtend(job.data, table.concat(m, ','))
+end
+
+local function expiringMember(id, job)
+  if job.scheduleId then
+    return cjson.encode({ id, job.scheduleId })
+  end
+  return cjson.encode({ id })
+end
+
+local function retainJob(root, expiring, id, job, now, jobMs)
+  redis.call('PEXPIRE', jobKey(root, id), jobMs)
+  redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+end
+
+local function keepJob(root, expiring, id, job)
+  redis.call('PERSIST', jobKey(root, id))
+  redis.call('ZREM', expiring, expiringMember(id, job))
+end
+
+local function releaseRun(root, key, id, job)
+  if job.leaseUntil then
+    redis.call('HDEL', key, 'leaseUntil')
+    job.leaseUntil = nil
+  end
+  if job.overlap == 'skip' and job.scheduleId then
+    local running = scheduleRunningKey(root, job.scheduleId)
+    if redis.call('GET', running) == id then
+      redis.call('DEL', running)
+    end
+  end
+end
+
+local function sweepExpired(root, expiring, jobs, dlq, now, max)
+  local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
+  if #members == 0 then
+    return
+  end
+  local gone = {}
+  for _, member in ipairs(members) do
+    local entry = cjson.decode(member)
+    -- A job re-created under the same id since (a late delivery) keeps its index entries.
+    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
+      gone[#gone + 1] = entry[1]
+      if entry[2] then
+        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+      end
+    end
+  end
+  if #gone > 0 then
+    redis.call('ZREM', jobs, unpack(gone))
+    redis.call('ZREM', dlq, unpack(gone))
+  end
+  redis.call('ZREM', expiring, unpack(members))
+end
 
 local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('ZADD', outbox, recoverAt, id)
   redis.call('HSET', messages, id, json)
 end
 
-local function ackMessages(outbox, messages, pairs)
-  local ids = {}
+local function ackMessages(outbox, messages, pairs, watchAt)
+  local bodies, scores = {}, {}
   for i = 1, #pairs - 1, 2 do
-    local body = redis.call('HGET', messages, pairs[i])
-    if body and cjson.decode(body).dedupId == pairs[i + 1] then
-      ids[#ids + 1] = pairs[i]
+    local id, dedupId = pairs[i], pairs[i + 1]
+    local body = redis.call('HGET', messages, id)
+    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
+    if body and string.sub(body, 1, #prefix) == prefix then
+      bodies[#bodies + 1] = id
+      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
+        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+      scores[#scores + 1] = watchAt
+      scores[#scores + 1] = id
     end
   end
-  if #ids == 0 then
-    return 0
+  for i = 1, #scores, 1000 do
+    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, #scores)))
+    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, #bodies)))
   end
-  local removed = removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
-  return removed
+  return #scores / 2
 end
 
 local function removeMessages(outbox, messages, ids)
@@ -4715,6 +5352,16 @@ local function removeMessages(outbox, messages, ids)
   end
   removeMembers('ZREM', outbox, ids)
   removeMembers('HDEL', messages, ids)
+end
+
+local function putWatch(outbox, messages, id, job, recoverAt)
+  putMessage(outbox, messages, id, recoverAt, '{"id":' .. jsonString(id) .. ',"dedupId":'
+    .. jsonString(id .. '~a' .. job.attempts) .. ',"job":' .. specJson(job) .. ',"notBefore":'
+    .. job.runAt .. ',"recoverAt":' .. recoverAt .. ',"attempt":' .. job.attempts .. '}')
+end
+
+local function deferWatch(outbox, id, recoverAt)
+  redis.call('ZADD', outbox, 'XX', recoverAt, id)
 end
 -- include "schedule"
 
@@ -4768,9 +5415,9 @@ end
 if not holdsLease(KEYS[5], ARGV[1]) then
   return LEASE_LOST
 end
-ackMessages(KEYS[3], KEYS[4], argvFrom(5))
-redis.call('PEXPIRE', KEYS[5], ARGV[2])
 local now = nowMs()
+ackMessages(KEYS[3], KEYS[4], argvFrom(6), int(now + tonumber(ARGV[5])))
+redis.call('PEXPIRE', KEYS[5], ARGV[2])
 local items, more = readDue(KEYS[1], KEYS[2], now + tonumber(ARGV[3]), tonumber(ARGV[4]))
 return '{"now":' .. int(now) .. ',"more":' .. jsonBool(more) .. ',"due":[' .. table.concat(items, ',') .. ']}'
 `,
@@ -5173,7 +5820,7 @@ return 1
 export const retryDead: LuaScript = {
   name: "retryDead",
   numberOfKeys: 8,
-  sha1: "b330ad9ecc98712dde17ccae031d4d5fb9ce2bf5",
+  sha1: "edb5f9b681df9b8d6c6dd8b21b6703b22ada474e",
   source: `--[[
   retryDead: \`dead\` -> \`queued\` again (attempts kept, runAt = now, no longer retained), removed
   from the dead-letter list, with a message under a fresh dedup id \`<id>~r<n>\` in the
@@ -5280,35 +5927,6 @@ local function argvFrom(i)
     list[#list + 1] = ARGV[j]
   end
   return list
-end
-
-local function putMessage(outbox, messages, id, recoverAt, json)
-  redis.call('ZADD', outbox, recoverAt, id)
-  redis.call('HSET', messages, id, json)
-end
-
-local function ackMessages(outbox, messages, pairs)
-  local ids = {}
-  for i = 1, #pairs - 1, 2 do
-    local body = redis.call('HGET', messages, pairs[i])
-    if body and cjson.decode(body).dedupId == pairs[i + 1] then
-      ids[#ids + 1] = pairs[i]
-    end
-  end
-  if #ids == 0 then
-    return 0
-  end
-  local removed = removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
-  return removed
-end
-
-local function removeMessages(outbox, messages, ids)
-  if #ids == 0 then
-    return
-  end
-  removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
 end
 -- include "job"
 
@@ -5429,6 +6047,51 @@ local function sweepExpired(root, expiring, jobs, dlq, now, max)
     redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
+end
+
+local function putMessage(outbox, messages, id, recoverAt, json)
+  redis.call('ZADD', outbox, recoverAt, id)
+  redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs, watchAt)
+  local bodies, scores = {}, {}
+  for i = 1, #pairs - 1, 2 do
+    local id, dedupId = pairs[i], pairs[i + 1]
+    local body = redis.call('HGET', messages, id)
+    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
+    if body and string.sub(body, 1, #prefix) == prefix then
+      bodies[#bodies + 1] = id
+      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
+        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+      scores[#scores + 1] = watchAt
+      scores[#scores + 1] = id
+    end
+  end
+  for i = 1, #scores, 1000 do
+    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, #scores)))
+    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, #bodies)))
+  end
+  return #scores / 2
+end
+
+local function removeMessages(outbox, messages, ids)
+  if #ids == 0 then
+    return
+  end
+  removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+end
+
+local function putWatch(outbox, messages, id, job, recoverAt)
+  putMessage(outbox, messages, id, recoverAt, '{"id":' .. jsonString(id) .. ',"dedupId":'
+    .. jsonString(id .. '~a' .. job.attempts) .. ',"job":' .. specJson(job) .. ',"notBefore":'
+    .. job.runAt .. ',"recoverAt":' .. recoverAt .. ',"attempt":' .. job.attempts .. '}')
+end
+
+local function deferWatch(outbox, id, recoverAt)
+  redis.call('ZADD', outbox, 'XX', recoverAt, id)
 end
 -- include "metrics"
 
@@ -5800,7 +6463,7 @@ return '{"now":' .. int(now) .. ',"metrics":' .. hashJson(metrics) .. ',"outbox"
 export const submitJob: LuaScript = {
   name: "submitJob",
   numberOfKeys: 8,
-  sha1: "bd9fa3a24505e24a0af5a56b488b0c6e8fef00b8",
+  sha1: "36349fcd0046c94bb5969bd21b347d2bbe7c71b8",
   source: `--[[
   submitJob: accept a job in one round trip. In this order:
   1. If the tenant's idempotency key is known (and its job still exists) returns that job and
@@ -5928,35 +6591,6 @@ local function argvFrom(i)
   end
   return list
 end
-
-local function putMessage(outbox, messages, id, recoverAt, json)
-  redis.call('ZADD', outbox, recoverAt, id)
-  redis.call('HSET', messages, id, json)
-end
-
-local function ackMessages(outbox, messages, pairs)
-  local ids = {}
-  for i = 1, #pairs - 1, 2 do
-    local body = redis.call('HGET', messages, pairs[i])
-    if body and cjson.decode(body).dedupId == pairs[i + 1] then
-      ids[#ids + 1] = pairs[i]
-    end
-  end
-  if #ids == 0 then
-    return 0
-  end
-  local removed = removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
-  return removed
-end
-
-local function removeMessages(outbox, messages, ids)
-  if #ids == 0 then
-    return
-  end
-  removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
-end
 -- include "job"
 
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
@@ -6076,6 +6710,51 @@ local function sweepExpired(root, expiring, jobs, dlq, now, max)
     redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
+end
+
+local function putMessage(outbox, messages, id, recoverAt, json)
+  redis.call('ZADD', outbox, recoverAt, id)
+  redis.call('HSET', messages, id, json)
+end
+
+local function ackMessages(outbox, messages, pairs, watchAt)
+  local bodies, scores = {}, {}
+  for i = 1, #pairs - 1, 2 do
+    local id, dedupId = pairs[i], pairs[i + 1]
+    local body = redis.call('HGET', messages, id)
+    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
+    if body and string.sub(body, 1, #prefix) == prefix then
+      bodies[#bodies + 1] = id
+      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
+        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+      scores[#scores + 1] = watchAt
+      scores[#scores + 1] = id
+    end
+  end
+  for i = 1, #scores, 1000 do
+    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, #scores)))
+    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, #bodies)))
+  end
+  return #scores / 2
+end
+
+local function removeMessages(outbox, messages, ids)
+  if #ids == 0 then
+    return
+  end
+  removeMembers('ZREM', outbox, ids)
+  removeMembers('HDEL', messages, ids)
+end
+
+local function putWatch(outbox, messages, id, job, recoverAt)
+  putMessage(outbox, messages, id, recoverAt, '{"id":' .. jsonString(id) .. ',"dedupId":'
+    .. jsonString(id .. '~a' .. job.attempts) .. ',"job":' .. specJson(job) .. ',"notBefore":'
+    .. job.runAt .. ',"recoverAt":' .. recoverAt .. ',"attempt":' .. job.attempts .. '}')
+end
+
+local function deferWatch(outbox, id, recoverAt)
+  redis.call('ZADD', outbox, 'XX', recoverAt, id)
 end
 -- include "metrics"
 

@@ -1,13 +1,16 @@
 --[[
-  ackOutbox: remove published messages from the outbox, compare-and-delete on (id, dedupId).
-  Unfenced: harmless to repeat.
+  ackOutbox: the queue accepted these published messages: each one that still carries the
+  dedupId it was published with becomes its job's attempt-0 watch, recovered after reapAfterMs
+  (see include "outbox", ackMessages). Unfenced: harmless to repeat.
   Input:
     KEYS[1] outbox
     KEYS[2] outbox messages
-    ARGV[...] pairs: message id, dedupId
-  Output: number of messages removed
+    ARGV[1] reapAfterMs
+    ARGV[2...] pairs: message id, dedupId
+  Output: number of messages acknowledged
 ]]
+--@include "time"
 --@include "members"
 --@include "outbox"
 
-return ackMessages(KEYS[1], KEYS[2], argvFrom(1))
+return ackMessages(KEYS[1], KEYS[2], argvFrom(2), int(nowMs() + tonumber(ARGV[1])))

@@ -1,15 +1,19 @@
 --[[
   beginRun: a delivery arrived. Creates the job from the spec if missing and it has a
-  scheduleId (else answers missing, writing nothing), removes its outbox message (the consumer
-  acknowledges), then decides:
+  scheduleId (else answers missing, writing nothing), then decides:
     final status                                   -> final (do not run); a leftover pending
-                                                      entry is dropped (g:queued with it)
-    running with an unexpired run lease            -> busy (the queue retries later)
+                                                      entry and outbox message are dropped
+                                                      (g:queued with it)
+    running with an unexpired run lease            -> busy (the queue retries later); the
+                                                      running attempt's watch stays
     overlap `skip` and another job of the schedule holds the schedule's run lease
                                                    -> the job is `skipped` (and retained) if it
                                                       never started (attempts 0), else busy
     else `running`, attempts + 1, startedAt = now, run lease until now + leaseMs (and the
-    schedule's run lease, for overlap `skip`).
+    schedule's run lease, for overlap `skip`), and the job's outbox message becomes the attempt's
+    watch: dedupId `<id>~a<attempt>`, `attempt`, recoverAt = lease end + reapAfterMs (the tick
+    re-dispatches the job if the queue never delivers again and never calls back).
+  `final` and `skipped` remove the job's outbox message.
   `run` and `skipped` leave the pending backlog, count (t:started or t:skipped, the gauges; the
   first attempt's dispatch lag in the `lag` histogram and average) and write `job.started` /
   `job.skipped`.
@@ -26,6 +30,7 @@
     ARGV[10] leaseMs
     ARGV[11] jobMs (retention)
     ARGV[12] eventsMaxLen (0 = no events)
+    ARGV[13] reapAfterMs
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
     {"kind":"busy","retryAfterMs":ms}          | {"kind":"skipped","job":JobRecord}
@@ -47,7 +52,6 @@ local id, key, job = jobFromArgv(root, KEYS[2], 1)
 if not job then
   return '{"kind":"missing"}'
 end
-removeMessages(KEYS[3], KEYS[4], { id })
 
 local m = newMetrics()
 -- Leaves the backlog; the gauge of the status it leaves goes down (queued only if it was there).
@@ -64,6 +68,7 @@ local function leave(status)
 end
 
 if FINAL_STATUSES[job.status] then
+  removeMessages(KEYS[3], KEYS[4], { id })
   leave(job.status)
   metricsFlush(metrics, m)
   return '{"kind":"final","job":' .. jobJson(job) .. '}'
@@ -81,6 +86,7 @@ if job.overlap == 'skip' and job.scheduleId then
       local ttl = redis.call('PTTL', running)
       return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
     end
+    removeMessages(KEYS[3], KEYS[4], { id })
     leave(job.status)
     job.status, job.finishedAt = 'skipped', int(now)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
@@ -103,6 +109,7 @@ redis.call('HSET', key, 'status', job.status, 'attempts', job.attempts, 'started
 if finished then
   redis.call('HDEL', key, 'finishedAt')
 end
+putWatch(KEYS[3], KEYS[4], id, job, int(now + leaseMs + tonumber(ARGV[13])))
 mAdd(m, 't:started', 1)
 mAdd(m, 'g:running', 1)
 if job.attempts == '1' then

@@ -6,7 +6,7 @@
   a `leader.changed` event), evaluates the degradation controller when a policy is given (else
   reads the stored level), counts t:ticks and t:recovered, and returns the first chunk of due
   schedules plus the outbox messages to re-publish, whose recoverAt is pushed to
-  now + recoverGraceMs.
+  now + recoverGraceMs (an attempt's watch, a message with `attempt`: now + reapAfterMs).
   Input:
     KEYS[1] root (hash tag, `{prefix}`)
     KEYS[2] due index (zset: schedule id -> nextRunAt)
@@ -28,6 +28,7 @@
     ARGV[7] holder ('' = none: the leader hash is not touched)
     ARGV[8] flap window ms
     ARGV[9] degradation policy ('' = none; see include "degrade")
+    ARGV[10] reapAfterMs
   Output: JSON text
     {"kind":"idle"|"busy","now":ms,"leaseRemainingMs":ms}
     {"kind":"leader","now":ms,"token":n,"degradation":level,"leaderChanged"?:{"previous":..},
@@ -104,14 +105,16 @@ local recoverLimit = tonumber(ARGV[4])
 if hasRecover and recoverLimit > 0 then
   local ids = redis.call('ZRANGEBYSCORE', outbox, '-inf', int(now), 'LIMIT', 0, recoverLimit)
   local recoverAt = int(now + tonumber(ARGV[5]))
+  local watchAt = int(now + tonumber(ARGV[10]))
   for from = 1, #ids, 500 do
     local slice = { unpack(ids, from, math.min(from + 499, #ids)) }
     local bodies = redis.call('HMGET', messages, unpack(slice))
     local pushed, stale = {}, {}
     for i, id in ipairs(slice) do
       if bodies[i] then
-        recover[#recover + 1] = '[' .. bodies[i] .. ',' .. recoverAt .. ']'
-        pushed[#pushed + 1] = recoverAt
+        local at = cjson.decode(bodies[i]).attempt and watchAt or recoverAt
+        recover[#recover + 1] = '[' .. bodies[i] .. ',' .. at .. ']'
+        pushed[#pushed + 1] = at
         pushed[#pushed + 1] = id
       else
         stale[#stale + 1] = id

@@ -1,6 +1,6 @@
 --[[
-  endTick: last step of a tick. Acknowledges published messages (compare-and-delete on
-  (id, dedupId)), records the tick's report (tick duration and lease acquisition histograms,
+  endTick: last step of a tick. Acknowledges published messages (they become attempt-0 watches,
+  see include "outbox", ackMessages), records the tick's report (tick duration and lease acquisition histograms,
   even if the lease was lost) and releases the tick lease if `token` still holds it.
   Input:
     KEYS[1] outbox
@@ -10,7 +10,8 @@
     ARGV[1] token
     ARGV[2] tick duration ms ('' = no report)
     ARGV[3] lease acquisition ms
-    ARGV[4...] pairs: message id, dedupId
+    ARGV[4] reapAfterMs
+    ARGV[5...] pairs: message id, dedupId
   Output: 1 lease released, 0 it was no longer ours
 ]]
 --@include "time"
@@ -19,7 +20,7 @@
 --@include "outbox"
 --@include "metrics"
 
-ackMessages(KEYS[1], KEYS[2], argvFrom(4))
+ackMessages(KEYS[1], KEYS[2], argvFrom(5), int(nowMs() + tonumber(ARGV[4])))
 if ARGV[2] ~= '' then
   local m = newMetrics()
   mObserve(m, 'tick', tonumber(ARGV[2]))

@@ -1,7 +1,7 @@
 --[[
-  nextDue: next chunk of a tick, fenced. Acknowledges published outbox messages (compare-and-delete on
-  (id, dedupId)), renews the
-  tick lease and returns the due schedules.
+  nextDue: next chunk of a tick, fenced. Acknowledges published outbox messages (they become
+  attempt-0 watches, see include "outbox", ackMessages), renews the tick lease and returns the
+  due schedules.
   Input:
     KEYS[1] root
     KEYS[2] due index
@@ -12,7 +12,8 @@
     ARGV[2] leaseMs
     ARGV[3] horizonMs
     ARGV[4] limit
-    ARGV[5...] pairs of published messages to remove from the outbox: message id, dedupId
+    ARGV[5] reapAfterMs
+    ARGV[6...] pairs of published messages: message id, dedupId
   Output:
     LEASE_LOST (-1)   the token lost the lease; nothing was written
     JSON text         {"now":ms,"more":bool,"due":[ScheduleRecord...]}
@@ -30,8 +31,8 @@
 if not holdsLease(KEYS[5], ARGV[1]) then
   return LEASE_LOST
 end
-ackMessages(KEYS[3], KEYS[4], argvFrom(5))
-redis.call('PEXPIRE', KEYS[5], ARGV[2])
 local now = nowMs()
+ackMessages(KEYS[3], KEYS[4], argvFrom(6), int(now + tonumber(ARGV[5])))
+redis.call('PEXPIRE', KEYS[5], ARGV[2])
 local items, more = readDue(KEYS[1], KEYS[2], now + tonumber(ARGV[3]), tonumber(ARGV[4]))
 return '{"now":' .. int(now) .. ',"more":' .. jsonBool(more) .. ',"due":[' .. table.concat(items, ',') .. ']}'

@@ -1,35 +1,51 @@
 --[[
-  Include "outbox" (needs "members"): the outbox is a zset (message id -> recoverAt, the
+  Include "outbox": the outbox is a zset (message id -> recoverAt, the
   authoritative recover time) plus a hash (message id -> OutboxMessage JSON).
 
   putMessage(outbox, messages, id, recoverAt, json)
   removeMessages(outbox, messages, ids)
-  ackMessages(outbox, messages, pairs)
-    `pairs` alternates message id and dedupId: compare-and-delete, removing a message only if it
-    still carries that dedupId (a late ack must not remove a newer message of the same job).
-    Returns the count removed.
+  putWatch(outbox, messages, id, job, recoverAt)
+    The message standing watch over a started attempt of `job`: dedupId `<id>~a<attempts>`,
+    `attempt`, notBefore = the job's runAt. Re-published by the tick at recoverAt unless the
+    attempt finished (or a later one began) before.
+  deferWatch(outbox, id, recoverAt)
+    Move an existing message's recoverAt (ZADD XX: never creates one without a body).
+  ackMessages(outbox, messages, pairs, watchAt)
+    `pairs` alternates message id and dedupId of messages the queue accepted. Compare-and-set: a
+    message that still carries that dedupId (a late ack must not touch a newer message of the
+    same job) becomes the job's attempt-0 watch — dedupId `<id>~a0`, `attempt` 0, recoverAt
+    watchAt — which the tick re-dispatches if no delivery ever begins the job (the queue gave up
+    silently). Returns the count acknowledged.
 ]]
 --@include "members"
+--@include "json"
+--@include "job"
 
 local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('ZADD', outbox, recoverAt, id)
   redis.call('HSET', messages, id, json)
 end
 
-local function ackMessages(outbox, messages, pairs)
-  local ids = {}
+local function ackMessages(outbox, messages, pairs, watchAt)
+  local bodies, scores = {}, {}
   for i = 1, #pairs - 1, 2 do
-    local body = redis.call('HGET', messages, pairs[i])
-    if body and cjson.decode(body).dedupId == pairs[i + 1] then
-      ids[#ids + 1] = pairs[i]
+    local id, dedupId = pairs[i], pairs[i + 1]
+    local body = redis.call('HGET', messages, id)
+    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
+    if body and string.sub(body, 1, #prefix) == prefix then
+      bodies[#bodies + 1] = id
+      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
+        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+      scores[#scores + 1] = watchAt
+      scores[#scores + 1] = id
     end
   end
-  if #ids == 0 then
-    return 0
+  for i = 1, #scores, 1000 do
+    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, #scores)))
+    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, #bodies)))
   end
-  local removed = removeMembers('ZREM', outbox, ids)
-  removeMembers('HDEL', messages, ids)
-  return removed
+  return #scores / 2
 end
 
 local function removeMessages(outbox, messages, ids)
@@ -38,4 +54,14 @@ local function removeMessages(outbox, messages, ids)
   end
   removeMembers('ZREM', outbox, ids)
   removeMembers('HDEL', messages, ids)
+end
+
+local function putWatch(outbox, messages, id, job, recoverAt)
+  putMessage(outbox, messages, id, recoverAt, '{"id":' .. jsonString(id) .. ',"dedupId":'
+    .. jsonString(id .. '~a' .. job.attempts) .. ',"job":' .. specJson(job) .. ',"notBefore":'
+    .. job.runAt .. ',"recoverAt":' .. recoverAt .. ',"attempt":' .. job.attempts .. '}')
+end
+
+local function deferWatch(outbox, id, recoverAt)
+  redis.call('ZADD', outbox, 'XX', recoverAt, id)
 end

@@ -3,6 +3,8 @@
   Success -> `succeeded` with the result (and no error); failure -> `failed` (back in the
   pending backlog, score now), or `dead` and listed in the dead-letter list when final.
   Releases the run lease and the schedule's overlap lease. Final records are retained jobMs.
+  The attempt's watch (its outbox message, see beginRun) goes when the job is final; after a
+  failure that will be retried it moves to now + reapAfterMs.
   Counts (handler duration, failure average, totals, gauges) and writes `job.succeeded`,
   `job.failed` or `job.dead`. Then sweeps up to 20 expired jobs from the listing indexes
   (bounded housekeeping; the records themselves expire by TTL).
@@ -14,6 +16,8 @@
     KEYS[5] pending backlog
     KEYS[6] metrics
     KEYS[7] events
+    KEYS[8] outbox
+    KEYS[9] outbox messages
     ARGV[1] id
     ARGV[2] attempt
     ARGV[3] 1 success, 0 failure
@@ -23,6 +27,7 @@
     ARGV[7] jobMs (retention)
     ARGV[8] eventsMaxLen (0 = no events)
     ARGV[9] the event's error JSON ({name, message}), on failure
+    ARGV[10] reapAfterMs
   Output:
     JOB_NOT_FOUND (-2)
     JSON text   {"ok":JobRecord} recorded, or {"stale":JobRecord} not running as that attempt
@@ -31,6 +36,7 @@
 --@include "keys"
 --@include "json"
 --@include "errors"
+--@include "outbox"
 --@include "job"
 --@include "metrics"
 --@include "events"
@@ -73,6 +79,7 @@ if ARGV[3] == '1' then
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
   end
   retainJob(root, expiring, id, job, now, ARGV[7])
+  removeMessages(KEYS[8], KEYS[9], { id })
   event = jobEvent('job.succeeded', now, id, job)
 else
   mAverage(m, 'avg:fail', 1)
@@ -84,9 +91,11 @@ else
     mAdd(m, 't:dead', 1)
     redis.call('ZADD', dlq, int(now), id)
     retainJob(root, expiring, id, job, now, ARGV[7])
+    removeMessages(KEYS[8], KEYS[9], { id })
   else
     mAdd(m, 'g:failed', 1)
     redis.call('ZADD', pending, int(now), id)
+    deferWatch(KEYS[8], id, int(now + tonumber(ARGV[10])))
   end
   event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
     .. ',"error":' .. ARGV[9])
