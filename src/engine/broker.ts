@@ -110,6 +110,11 @@ export interface BrokerDeps {
   options: ResolvedOptions;
   /** Hands background work to the platform (`ctx.waitUntil`); by default it is awaited. */
   defer?: (work: Promise<unknown>) => void;
+  /**
+   * Without `defer`: answer a submit once the store wrote it, and publish in the background (see
+   * {@link EngineConfig.backgroundPublish}). By default the submit waits for its publish.
+   */
+  backgroundPublish?: boolean;
 }
 
 /** Attempts at an optimistic schedule update before giving up with 409. */
@@ -130,6 +135,8 @@ export class Broker {
       deps.transport,
       deps.options.tick.publishBatch,
       deps.options.logger,
+      // Background publishes keep no caller waiting: they may wait for fuller batches.
+      deps.backgroundPublish === true && !deps.defer,
     );
   }
 
@@ -199,9 +206,12 @@ export class Broker {
     if ("denied" in result) throw deniedError(result.denied, "submit", quota);
     if (result.message) {
       // With `defer` (Workers, Vercel) each request hands its own publish to the platform; in a
-      // long-lived process concurrent submits share queue requests.
+      // long-lived process concurrent submits share queue requests — and with
+      // `backgroundPublish` the answer does not wait for them (a message the queue did not take
+      // stays in the outbox for the tick's recover step either way).
       if (this.deps.defer)
         this.deps.defer(publishAll(this.deps.transport, [result.message], 1, logger));
+      else if (this.deps.backgroundPublish) this.#coalescer.send(result.message);
       else await this.#coalescer.publish(result.message);
     }
     return {
@@ -209,6 +219,15 @@ export class Broker {
       replayed: result.replayed,
       ...(result.quota && quota ? { quota: { ...result.quota, policy: quota.windows } } : {}),
     };
+  }
+
+  /**
+   * Resolves once the publishes of every submit answered so far have settled (accepted, or left
+   * in the outbox for the tick); never rejects. With `backgroundPublish`, await it before the
+   * process exits. Publishes handed to `defer` are the platform's to wait for.
+   */
+  settled(): Promise<void> {
+    return this.#coalescer.settled();
   }
 
   /** Cancel a queued job (404 when it is another tenant's, see {@link Actor}). */

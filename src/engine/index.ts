@@ -17,6 +17,16 @@ export interface EngineConfig extends EngineOptions {
   handlers: Handlers;
   /** Hands background work to the platform (`ctx.waitUntil`); by default it is awaited. */
   defer?: (work: Promise<unknown>) => void;
+  /**
+   * For long-lived processes (a Node server): answer a submit as soon as the store has written
+   * it, and publish in the background. Publishes of concurrent submits still share queue
+   * requests; a failed one is logged and leaves the job in the outbox for the tick's recover
+   * step, as when the submit waits. Await `engine.broker.settled()` before the process exits.
+   * Not for platforms that freeze a function once it has answered (Vercel, Lambda): there pass
+   * `defer` (`waitUntil`), or leave this off. Ignored with `defer`.
+   * @default false
+   */
+  backgroundPublish?: boolean;
 }
 
 /** The composed engine. */
@@ -52,6 +62,7 @@ export function createEngine(config: EngineConfig): Engine {
     handlers,
     options,
     ...(config.defer ? { defer: config.defer } : {}),
+    ...(config.backgroundPublish ? { backgroundPublish: true } : {}),
   });
   const ticker = new Ticker({ store, transport, options });
   const runner = new Runner({ store, transport, handlers, options, broker });

@@ -39,20 +39,47 @@ export interface JsonLoggerOptions {
  * // {"level":"info","time":"2026-…","msg":"leader changed","requestId":"…","holder":"tw-a1b2c3d4"}
  */
 export function jsonLogger(opts: JsonLoggerOptions = {}): Logger {
-  const min = ORDER[opts.level ?? "info"];
-  const base = opts.base ?? {};
-  const sink = opts.sink ?? toConsole;
-  const write = (level: Level, msg: string, fields?: Record<string, unknown>) => {
-    if (ORDER[level] < min) return;
-    sink(JSON.stringify({ level, time: new Date().toISOString(), msg, ...base, ...fields }), level);
-  };
-  return {
-    debug: (m, f) => write("debug", m, f),
-    info: (m, f) => write("info", m, f),
-    warn: (m, f) => write("warn", m, f),
-    error: (m, f) => write("error", m, f),
-    child: (fields) => jsonLogger({ ...opts, base: { ...base, ...fields } }),
-  };
+  return new JsonLogger(ORDER[opts.level ?? "info"], opts.base ?? {}, opts.sink ?? toConsole);
+}
+
+/**
+ * {@link jsonLogger}'s loggers. A class, so that a child (one per request and per delivery) is
+ * one small object rather than a set of fresh closures.
+ */
+class JsonLogger implements Logger {
+  constructor(
+    private readonly min: number,
+    private readonly base: Record<string, unknown>,
+    private readonly sink: (line: string, level: Level) => void,
+  ) {}
+
+  debug(msg: string, fields?: Record<string, unknown>): void {
+    this.write("debug", msg, fields);
+  }
+
+  info(msg: string, fields?: Record<string, unknown>): void {
+    this.write("info", msg, fields);
+  }
+
+  warn(msg: string, fields?: Record<string, unknown>): void {
+    this.write("warn", msg, fields);
+  }
+
+  error(msg: string, fields?: Record<string, unknown>): void {
+    this.write("error", msg, fields);
+  }
+
+  child(fields: Record<string, unknown>): Logger {
+    return new JsonLogger(this.min, { ...this.base, ...fields }, this.sink);
+  }
+
+  private write(level: Level, msg: string, fields?: Record<string, unknown>): void {
+    if (ORDER[level] < this.min) return;
+    this.sink(
+      JSON.stringify({ level, time: new Date().toISOString(), msg, ...this.base, ...fields }),
+      level,
+    );
+  }
 }
 
 function toConsole(line: string, level: Level): void {

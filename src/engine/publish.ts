@@ -36,47 +36,114 @@ export async function publishAll(
   return accepted;
 }
 
+/** A message waiting for the next flush, and who waits for its outcome (nobody after `send`). */
+interface Waiting {
+  message: OutboxMessage;
+  resolve: ((accepted: boolean) => void) | undefined;
+}
+
 /**
  * Coalesces the publishes of concurrent submits: messages handed over while the process is busy
  * (until `setImmediate`, or `setTimeout(0)` where there is none) go out together, in batches of
- * `batch` — one queue request for many submits instead of one each. Each caller learns whether its
- * own message was accepted; a message that was not stays in the outbox for the tick to recover,
- * exactly as with {@link publishAll}.
+ * `batch` — one queue request for many submits instead of one each. With {@link publish} each
+ * caller learns whether its own message was accepted; {@link send} hands a message over without
+ * waiting. A message that was not accepted stays in the outbox for the tick to recover, exactly as
+ * with {@link publishAll}; failures are logged, and nothing here ever rejects.
  *
  * @example
  * const coalescer = new PublishCoalescer(transport, 100, logger);
  * const accepted = await coalescer.publish(message); // true once the queue accepted it
+ * coalescer.send(other);                             // goes out with the next batch
+ * await coalescer.settled();                         // both published (or failed)
  */
 export class PublishCoalescer {
-  #waiting: { message: OutboxMessage; resolve: (accepted: boolean) => void }[] = [];
+  #waiting: Waiting[] = [];
   #scheduled = false;
+  /** Flushes whose queue requests have not settled yet. */
+  readonly #running = new Set<Promise<void>>();
+  /** A flush that ended in a batch of fewer than `batch` messages is under way. */
+  #partial = false;
 
+  /**
+   * @param hold while a flush that ended in a partial batch is under way, hold further messages
+   * until it settles or a full batch is waiting (then that goes out at once): under load, fewer
+   * and fuller queue requests, at the cost of up to one request's time before a message is
+   * published. For {@link send} (nobody waits); it would delay every {@link publish} caller.
+   */
   constructor(
     private readonly transport: Transport,
     private readonly batch: number,
     private readonly logger: Logger,
+    private readonly hold = false,
   ) {}
 
   publish(message: OutboxMessage): Promise<boolean> {
-    return new Promise((resolve) => {
-      this.#waiting.push({ message, resolve });
-      if (this.#waiting.length >= this.batch) this.#flush();
-      else if (!this.#scheduled) {
-        this.#scheduled = true;
-        later(() => this.#flush());
-      }
-    });
+    return new Promise((resolve) => this.#add({ message, resolve }));
+  }
+
+  /** Hand `message` over for the next batch, without waiting for the outcome. */
+  send(message: OutboxMessage): void {
+    this.#add({ message, resolve: undefined });
+  }
+
+  /** Resolves once every message handed over so far is published or has failed (never rejects). */
+  async settled(): Promise<void> {
+    while (this.#waiting.length > 0 || this.#running.size > 0) {
+      if (this.#waiting.length > 0) this.#flush();
+      await Promise.all(this.#running);
+    }
+  }
+
+  #add(waiting: Waiting): void {
+    this.#waiting.push(waiting);
+    if (this.#waiting.length >= this.batch) this.#flush();
+    else if (!this.#scheduled) {
+      this.#scheduled = true;
+      later(() => this.#flush());
+    }
   }
 
   #flush(): void {
     this.#scheduled = false;
+    if (this.#waiting.length === 0) return;
+    // Held: the partial flush under way flushes these when it settles.
+    if (this.#partial && this.#waiting.length < this.batch) return;
     const waiting = this.#waiting.splice(0);
-    if (waiting.length === 0) return;
+    const partial = this.hold && waiting.length % this.batch !== 0;
+    if (partial) this.#partial = true;
     const messages = waiting.map((w) => w.message);
-    void publishAll(this.transport, messages, this.batch, this.logger).then((acks) => {
-      const accepted = new Set(acks.map((a) => a.id));
-      for (const w of waiting) w.resolve(accepted.has(w.message.id));
-    });
+    const run = publishAll(this.transport, messages, this.batch, this.logger)
+      .then(
+        (acks) => {
+          const accepted = new Set(acks.map((a) => a.id));
+          for (const w of waiting) w.resolve?.(accepted.has(w.message.id));
+        },
+        (error: unknown) => {
+          // publishAll catches the transport's errors; only a throwing logger gets here.
+          for (const w of waiting) w.resolve?.(false);
+          warnSafely(this.logger, "publish batch failed", {
+            count: messages.length,
+            error: String(error),
+          });
+        },
+      )
+      .finally(() => {
+        this.#running.delete(run);
+        if (partial) {
+          this.#partial = false;
+          if (this.#waiting.length > 0) this.#flush();
+        }
+      });
+    this.#running.add(run);
+  }
+}
+
+/** `logger.warn`, never throwing (a logger that throws must not reject a background publish). */
+function warnSafely(logger: Logger, msg: string, fields: Record<string, unknown>): void {
+  try {
+    logger.warn(msg, fields);
+  } catch {
+    // Nowhere left to report it.
   }
 }
 

@@ -230,7 +230,17 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const { transport } = made;
     transportBanner = made.banner;
     if (transport instanceof LocalTransport) cleanups.push(() => transport.close());
-    engine = createEngine({ store, transport, handlers: options.handlers, ...engineOptions });
+    // A long-lived process: a submit is answered once stored, its publish runs in the background
+    // (coalesced with others), and shutdown waits for the publishes still under way.
+    engine = createEngine({
+      store,
+      transport,
+      handlers: options.handlers,
+      ...engineOptions,
+      backgroundPublish: true,
+    });
+    const { broker } = engine;
+    cleanups.push(() => broker.settled());
     app = createApp({
       engine,
       dev,
