@@ -77,6 +77,13 @@ describe("parseSchedule: cron", () => {
     expect(parseSchedule("  0 0 * * *  ", "UTC")).toBe(a);
     expect(parseSchedule("0 0 * * *", "Asia/Kolkata")).not.toBe(a);
   });
+
+  it("shares one parse across anchors (a cron ignores the schedule's startAt)", () => {
+    const a = parseSchedule("0 9 * * 1-5", "Europe/Berlin", 1_700_000_000_000);
+    expect(parseSchedule("0 9 * * 1-5", "Europe/Berlin", 1_700_000_123_000)).toBe(a);
+    expect(parseSchedule("0 9 * * 1-5", "Europe/Berlin")).toBe(a);
+    expect(a).not.toHaveProperty("anchor");
+  });
 });
 
 describe("parseSchedule: intervals", () => {
@@ -95,6 +102,8 @@ describe("parseSchedule: intervals", () => {
 
   it("anchors the grid where it is told to (the schedule's startAt)", () => {
     expect(parseSchedule("5m", "UTC", 120_000)).toMatchObject({ anchor: 120_000 });
+    expect(parseSchedule("5m", "UTC", 180_000)).toMatchObject({ anchor: 180_000 });
+    expect(parseSchedule("5m", "UTC", 120_000)).toBe(parseSchedule("5m", "UTC", 120_000));
   });
 });
 

@@ -30,21 +30,33 @@ import type { ParsedSchedule } from "./types.ts";
  * const every5m = parseSchedule("5m", "UTC", Date.parse("2024-01-01T00:02:00Z")); // :02, :07, …
  */
 export function parseSchedule(spec: string, tz: string, anchor = 0): ParsedSchedule {
+  // A cron result does not depend on the anchor: one entry serves every startAt.
+  const cronKey = `${tz}\n${spec}`;
+  const cron = crons.get(cronKey);
+  if (cron) return cron;
   const key = `${tz}\n${anchor}\n${spec}`;
-  const cached = memo.get(key);
+  const cached = intervals.get(key);
   if (cached) return cached;
   const parsed = parseUncached(spec, tz, anchor);
-  if (memo.size >= MEMO_SIZE) memo.delete(memo.keys().next().value!);
-  memo.set(key, parsed);
+  if (parsed.kind === "cron") remember(crons, cronKey, parsed);
+  else remember(intervals, key, parsed);
   return parsed;
 }
 
 /**
- * Parsing costs ~0.1 ms (mostly cron-parser), and the tick re-parses every due schedule, so results
- * (immutable) are memoised; errors are not.
+ * Parsing a cron costs ~0.1 ms (mostly cron-parser), and the tick re-parses every due schedule,
+ * so results (immutable) are memoised; errors are not. Crons by time zone and spec (the anchor
+ * plays no part: schedules with the same spec but their own `startAt` share one entry),
+ * intervals by time zone, anchor and spec.
  */
 const MEMO_SIZE = 1_024;
-const memo = new Map<string, ParsedSchedule>();
+const crons = new Map<string, ParsedSchedule>();
+const intervals = new Map<string, ParsedSchedule>();
+
+function remember(memo: Map<string, ParsedSchedule>, key: string, parsed: ParsedSchedule): void {
+  if (memo.size >= MEMO_SIZE) memo.delete(memo.keys().next().value!);
+  memo.set(key, parsed);
+}
 
 function parseUncached(spec: string, tz: string, anchor: number): ParsedSchedule {
   const trimmed = spec.trim();

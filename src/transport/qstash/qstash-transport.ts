@@ -1,11 +1,13 @@
 /**
  * @module
  * The production transport: outbox messages go to QStash in `/v2/batch` requests through the
- * official `@upstash/qstash` `Client`; deliveries are checked with its `Receiver`.
+ * official `@upstash/qstash` `Client` (its HTTP client, with the batch body written as
+ * `Client.batch` writes it, see `batch-wire.ts`); deliveries are checked with its `Receiver`.
  */
 import { Client, QstashError, Receiver } from "@upstash/qstash";
 import type { OutboxMessage } from "../../core/model.ts";
 import type { Delivery, PublishOutcome, Transport } from "../port.ts";
+import { BatchWire, type WireEntry } from "./batch-wire.ts";
 import { QStashPublishError } from "./errors.ts";
 import {
   type QStashTransportOptions,
@@ -15,7 +17,7 @@ import {
 import { toPublishRequest } from "./publish-request.ts";
 
 /** What the transport needs of the SDK's `Client`. */
-type BatchClient = Pick<Client, "batch">;
+type BatchClient = Pick<Client, "batch" | "http">;
 type BatchEntry = Parameters<Client["batch"]>[0][number];
 
 interface Pending {
@@ -32,7 +34,9 @@ interface Pending {
  * `Upstash-Deduplication-Id: message.dedupId`, `Upstash-Not-Before` (whole seconds, rounded up),
  * `Upstash-Retries: job.retries`, `Upstash-Timeout` from `job.timeoutMs`, the failure callback
  * and, per handler, flow control. It never throws: a request that fails or times out gives every
- * message in it `ok: false`; an entry QStash refuses gives that message `ok: false`.
+ * message in it `ok: false`; an entry QStash refuses gives that message `ok: false`. The request
+ * is byte for byte the one `Client.batch` would make; its body is written without the SDK's
+ * per-message `Headers` objects, which cost 12–28 µs a message (`BatchWire`).
  *
  * `verify` is `Receiver.verify` under the current and next signing keys, for the delivery's URL.
  *
@@ -55,12 +59,14 @@ export class QStashTransport implements Transport {
   readonly #options: ResolvedQStashOptions;
   readonly #client: BatchClient;
   readonly #receiver: Receiver;
+  readonly #wire: BatchWire;
 
   /** @throws TypeError for an invalid URL, RangeError for an empty key or a bad option. */
   constructor(options: QStashTransportOptions) {
     this.#options = resolveQStashOptions(options);
     const { token, baseUrl, retry, currentSigningKey, nextSigningKey } = this.#options;
     this.#client = new Client({ token, baseUrl, retry, devMode: false });
+    this.#wire = new BatchWire(this.#client.http);
     this.#receiver = new Receiver({ currentSigningKey, nextSigningKey, devMode: false });
   }
 
@@ -135,7 +141,7 @@ export class QStashTransport implements Transport {
   /** One `/v2/batch` request, given up on (not aborted: the SDK cannot) after the timeout. */
   async #batch(requests: BatchEntry[]): Promise<unknown[]> {
     const { publishTimeoutMs } = this.#options;
-    const request = this.#client.batch(requests);
+    const request = this.#send(requests);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -157,6 +163,28 @@ export class QStashTransport implements Transport {
       clearTimeout(timer);
     }
   }
+
+  /**
+   * The request `Client.batch(requests)` makes, with the body written by {@link BatchWire} and
+   * sent through the SDK's HTTP client exactly as `Client.batch` sends it (same path, headers,
+   * retries, errors and answer); `Client.batch` itself for a request the writer does not cover.
+   */
+  async #send(requests: BatchEntry[]): Promise<unknown[]> {
+    const entries = requests.map((r) => this.#wire.entry(r));
+    if (!complete(entries)) return this.#client.batch(requests);
+    const response: unknown = await this.#client.http.request({
+      path: ["v2", "batch"],
+      body: JSON.stringify(entries),
+      headers: { "Content-Type": "application/json" },
+      method: "POST",
+    });
+    return Array.isArray(response) ? response : [response];
+  }
+}
+
+/** Whether every entry was written (`BatchWire.entry` answered for each). */
+function complete(entries: (WireEntry | undefined)[]): entries is WireEntry[] {
+  return entries.every((e) => e !== undefined);
 }
 
 /** One batch entry's answer as an outcome: `{messageId, deduplicated?}`, or `{error}`. */
