@@ -123,6 +123,16 @@ export class Ticker {
     let fenced = false;
     let chunk = { now: begin.now, due: begin.due, more: begin.more };
 
+    // One publish stays in flight while the next chunk is read and committed; its acks go with
+    // the nextDue or endTick after it settled (publishAll never rejects).
+    let inflight: Promise<OutboxAck[]> | undefined;
+    const settle = async () => {
+      if (!inflight) return;
+      const published = await inflight;
+      inflight = undefined;
+      dispatched += published.length;
+      ack = ack.concat(published);
+    };
     for (;;) {
       if (chunk.due.length > 0) {
         due += chunk.due.length;
@@ -136,9 +146,8 @@ export class Ticker {
         }
         const applied = new Set(committed.applied);
         const messages = commits.filter((c) => applied.has(c.id)).flatMap((c) => c.messages);
-        const published = await publishAll(transport, messages, t.publishBatch, logger);
-        dispatched += published.length;
-        ack = ack.concat(published);
+        await settle();
+        inflight = publishAll(transport, messages, t.publishBatch, logger);
       }
       if (!chunk.more || Date.now() - started > t.budgetMs) break;
       const next = await store.nextDue(token, {
@@ -149,13 +158,14 @@ export class Ticker {
         reapAfterMs: options.reapAfterMs,
       });
       if (next.kind === "fenced") {
-        // A fenced nextDue removed nothing: the acks go through the unfenced ack below.
+        // A fenced nextDue acked nothing: the acks go through the unfenced ack below.
         fenced = true;
         break;
       }
       ack = [];
       chunk = next;
     }
+    await settle();
 
     if (fenced) {
       logger.warn("tick lease lost; leaving the rest to the next leader", { token });

@@ -178,9 +178,10 @@ describe("cost (I4)", () => {
     expect(b.roundTrips).toBe(a.roundTrips);
     expect(b.billed).toBe(a.billed);
     // With the engine's defaults: the leader evaluates the degradation controller and records
-    // this instance as the new holder; 5 occurrences committed (one HSET per schedule, outbox and
-    // backlog writes batched) with their 5 `job.dispatched` events; the end acks them (TIME, an
-    // HGET each, one ZADD and one HSET turn them into watches) and records the report.
-    expect(a.billed).toBe(62);
+    // this instance as the new holder; 5 occurrences committed (an HMGET and an HSET per schedule;
+    // due-index, outbox and backlog writes batched) with their 5 `job.dispatched` events; the end
+    // acks them (TIME, one HMGET, one ZADD and one HSET turn them into watches) and records the
+    // report.
+    expect(a.billed).toBe(54);
   });
 });

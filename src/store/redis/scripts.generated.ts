@@ -5,7 +5,7 @@ import type { LuaScript } from "./script.ts";
 export const ackOutbox: LuaScript = {
   name: "ackOutbox",
   numberOfKeys: 2,
-  sha1: "a3c44ed09f9616bfcd4d33e27b50539a83cfbee2",
+  sha1: "027f0abc2a2185c9602d50a094bd4eab5eecc6cb",
   source: `--[[
   ackOutbox: the queue accepted these published messages: each one that still carries the
   dedupId it was published with becomes its job's attempt-0 watch, recovered after reapAfterMs
@@ -225,17 +225,24 @@ end
 
 local function ackMessages(outbox, messages, pairs, watchAt)
   local bodies, scores = {}, {}
-  for i = 1, #pairs - 1, 2 do
-    local id, dedupId = pairs[i], pairs[i + 1]
-    local body = redis.call('HGET', messages, id)
-    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
-    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
-    if body and string.sub(body, 1, #prefix) == prefix then
-      bodies[#bodies + 1] = id
-      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
-        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-      scores[#scores + 1] = watchAt
-      scores[#scores + 1] = id
+  for from = 1, #pairs - 1, 1000 do
+    local ids = {}
+    for i = from, math.min(from + 998, #pairs - 1), 2 do
+      ids[#ids + 1] = pairs[i]
+    end
+    local found = redis.call('HMGET', messages, unpack(ids))
+    for k, id in ipairs(ids) do
+      local body = found[k]
+      -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+      local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":'
+        .. jsonString(pairs[from + 2 * k - 1]) .. ','
+      if body and string.sub(body, 1, #prefix) == prefix then
+        bodies[#bodies + 1] = id
+        bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":'
+          .. jsonString(id .. '~a0') .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+        scores[#scores + 1] = watchAt
+        scores[#scores + 1] = id
+      end
     end
   end
   for i = 1, #scores, 1000 do
@@ -296,7 +303,7 @@ return { 1, token }
 export const beginRun: LuaScript = {
   name: "beginRun",
   numberOfKeys: 8,
-  sha1: "dd39df780d371ca7e66ca5dfdc9232b929012a66",
+  sha1: "3f83b1e53a5cd3d81e6df695e4859248fcbc5e40",
   source: `--[[
   beginRun: a delivery arrived. Creates the job from the spec if missing and it has a
   scheduleId (else answers missing, writing nothing), then decides:
@@ -543,17 +550,24 @@ end
 
 local function ackMessages(outbox, messages, pairs, watchAt)
   local bodies, scores = {}, {}
-  for i = 1, #pairs - 1, 2 do
-    local id, dedupId = pairs[i], pairs[i + 1]
-    local body = redis.call('HGET', messages, id)
-    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
-    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
-    if body and string.sub(body, 1, #prefix) == prefix then
-      bodies[#bodies + 1] = id
-      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
-        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-      scores[#scores + 1] = watchAt
-      scores[#scores + 1] = id
+  for from = 1, #pairs - 1, 1000 do
+    local ids = {}
+    for i = from, math.min(from + 998, #pairs - 1), 2 do
+      ids[#ids + 1] = pairs[i]
+    end
+    local found = redis.call('HMGET', messages, unpack(ids))
+    for k, id in ipairs(ids) do
+      local body = found[k]
+      -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+      local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":'
+        .. jsonString(pairs[from + 2 * k - 1]) .. ','
+      if body and string.sub(body, 1, #prefix) == prefix then
+        bodies[#bodies + 1] = id
+        bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":'
+          .. jsonString(id .. '~a0') .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+        scores[#scores + 1] = watchAt
+        scores[#scores + 1] = id
+      end
     end
   end
   for i = 1, #scores, 1000 do
@@ -1290,7 +1304,7 @@ return '{"kind":"leader","now":' .. int(now) .. ',"token":' .. token .. ',"degra
 export const cancelJob: LuaScript = {
   name: "cancelJob",
   numberOfKeys: 7,
-  sha1: "9cee96a5506a2920355eb5d21687d969cca5f511",
+  sha1: "82fffd408103aaba934d9a7a19a14f89285f6208",
   source: `--[[
   cancelJob: \`queued\` -> \`cancelled\`, its outbox message and pending entry removed, the record
   retained jobMs; counts t:cancelled (g:queued down if it was pending) and writes
@@ -1522,17 +1536,24 @@ end
 
 local function ackMessages(outbox, messages, pairs, watchAt)
   local bodies, scores = {}, {}
-  for i = 1, #pairs - 1, 2 do
-    local id, dedupId = pairs[i], pairs[i + 1]
-    local body = redis.call('HGET', messages, id)
-    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
-    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
-    if body and string.sub(body, 1, #prefix) == prefix then
-      bodies[#bodies + 1] = id
-      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
-        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-      scores[#scores + 1] = watchAt
-      scores[#scores + 1] = id
+  for from = 1, #pairs - 1, 1000 do
+    local ids = {}
+    for i = from, math.min(from + 998, #pairs - 1), 2 do
+      ids[#ids + 1] = pairs[i]
+    end
+    local found = redis.call('HMGET', messages, unpack(ids))
+    for k, id in ipairs(ids) do
+      local body = found[k]
+      -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+      local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":'
+        .. jsonString(pairs[from + 2 * k - 1]) .. ','
+      if body and string.sub(body, 1, #prefix) == prefix then
+        bodies[#bodies + 1] = id
+        bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":'
+          .. jsonString(id .. '~a0') .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+        scores[#scores + 1] = watchAt
+        scores[#scores + 1] = id
+      end
     end
   end
   for i = 1, #scores, 1000 do
@@ -1717,14 +1738,15 @@ return '{"ok":' .. jobJson(job) .. '}'
 export const commitTick: LuaScript = {
   name: "commitTick",
   numberOfKeys: 8,
-  sha1: "6e7b1f24fc0441aa6d18f8c48015d64168c92487",
+  sha1: "62a757394fa4bdc4c6a8ca8accd783f88566cee4",
   source: `--[[
   commitTick: fenced commit of a chunk of planned schedules. For each commit whose schedule is
   still \`active\` at the planned rev: set nextRunAt and its due score (or complete it; a hold
   sets the due score to dueAt and keeps nextRunAt), add runsAdded, set lastRunAt, bump rev, and
   put its occurrence messages in the outbox. Each message of an applied commit also enters the
   pending backlog (score: the occurrence's runAt; g:queued counts the ones new there), counts in
-  t:dispatched and writes a \`job.dispatched\` event. Outbox and backlog writes are batched.
+  t:dispatched and writes a \`job.dispatched\` event. Due-index, outbox and backlog writes are
+  batched.
   Input:
     KEYS[1] root
     KEYS[2] due index
@@ -1972,7 +1994,7 @@ end
 local maxLen = tonumber(ARGV[2])
 
 local flags = {}
-local outboxArgs, messageArgs, pendingArgs, dispatched = {}, {}, {}, {}
+local outboxArgs, messageArgs, pendingArgs, dispatched, dueArgs = {}, {}, {}, {}, {}
 local i = 4
 for c = 1, tonumber(ARGV[3]) do
   local id, rev, nextRunAt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
@@ -2003,7 +2025,8 @@ for c = 1, tonumber(ARGV[3]) do
       fields[#fields + 1] = 'nextRunAt'
       fields[#fields + 1] = nextRunAt
       redis.call('HSET', key, unpack(fields))
-      redis.call('ZADD', due, dueAt ~= '' and dueAt or nextRunAt, id)
+      dueArgs[#dueArgs + 1] = dueAt ~= '' and dueAt or nextRunAt
+      dueArgs[#dueArgs + 1] = id
     end
     for m = first, i - 1, 4 do
       outboxArgs[#outboxArgs + 1] = ARGV[m + 1]
@@ -2018,6 +2041,9 @@ for c = 1, tonumber(ARGV[3]) do
   end
 end
 
+for from = 1, #dueArgs, 1000 do
+  redis.call('ZADD', due, unpack(dueArgs, from, math.min(from + 999, #dueArgs)))
+end
 if #dispatched > 0 then
   local queued = 0
   for from = 1, #outboxArgs, 1000 do
@@ -2320,7 +2346,7 @@ return deleted
 export const endTick: LuaScript = {
   name: "endTick",
   numberOfKeys: 4,
-  sha1: "c6611bf0632da4901408f955e4c95b7150825367",
+  sha1: "e3f8d40421918292873481fcc0a91d98215c5e75",
   source: `--[[
   endTick: last step of a tick. Acknowledges published messages (they become attempt-0 watches,
   see include "outbox", ackMessages), records the tick's report (tick duration and lease acquisition histograms,
@@ -2549,17 +2575,24 @@ end
 
 local function ackMessages(outbox, messages, pairs, watchAt)
   local bodies, scores = {}, {}
-  for i = 1, #pairs - 1, 2 do
-    local id, dedupId = pairs[i], pairs[i + 1]
-    local body = redis.call('HGET', messages, id)
-    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
-    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
-    if body and string.sub(body, 1, #prefix) == prefix then
-      bodies[#bodies + 1] = id
-      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
-        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-      scores[#scores + 1] = watchAt
-      scores[#scores + 1] = id
+  for from = 1, #pairs - 1, 1000 do
+    local ids = {}
+    for i = from, math.min(from + 998, #pairs - 1), 2 do
+      ids[#ids + 1] = pairs[i]
+    end
+    local found = redis.call('HMGET', messages, unpack(ids))
+    for k, id in ipairs(ids) do
+      local body = found[k]
+      -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+      local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":'
+        .. jsonString(pairs[from + 2 * k - 1]) .. ','
+      if body and string.sub(body, 1, #prefix) == prefix then
+        bodies[#bodies + 1] = id
+        bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":'
+          .. jsonString(id .. '~a0') .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+        scores[#scores + 1] = watchAt
+        scores[#scores + 1] = id
+      end
     end
   end
   for i = 1, #scores, 1000 do
@@ -2777,7 +2810,7 @@ return out .. '}'
 export const finishRun: LuaScript = {
   name: "finishRun",
   numberOfKeys: 9,
-  sha1: "5b1f5620f28a8178c58ab783bbac8d520dc8c37c",
+  sha1: "0ab51b7e77b818e62f996c7048048fc81981afc1",
   source: `--[[
   finishRun: record how an attempt ended, only if the job is \`running\` as that attempt.
   Success -> \`succeeded\` with the result (and no error); failure -> \`failed\` (back in the
@@ -3024,17 +3057,24 @@ end
 
 local function ackMessages(outbox, messages, pairs, watchAt)
   local bodies, scores = {}, {}
-  for i = 1, #pairs - 1, 2 do
-    local id, dedupId = pairs[i], pairs[i + 1]
-    local body = redis.call('HGET', messages, id)
-    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
-    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
-    if body and string.sub(body, 1, #prefix) == prefix then
-      bodies[#bodies + 1] = id
-      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
-        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-      scores[#scores + 1] = watchAt
-      scores[#scores + 1] = id
+  for from = 1, #pairs - 1, 1000 do
+    local ids = {}
+    for i = from, math.min(from + 998, #pairs - 1), 2 do
+      ids[#ids + 1] = pairs[i]
+    end
+    local found = redis.call('HMGET', messages, unpack(ids))
+    for k, id in ipairs(ids) do
+      local body = found[k]
+      -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+      local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":'
+        .. jsonString(pairs[from + 2 * k - 1]) .. ','
+      if body and string.sub(body, 1, #prefix) == prefix then
+        bodies[#bodies + 1] = id
+        bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":'
+          .. jsonString(id .. '~a0') .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+        scores[#scores + 1] = watchAt
+        scores[#scores + 1] = id
+      end
     end
   end
   for i = 1, #scores, 1000 do
@@ -4624,7 +4664,7 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 export const markDead: LuaScript = {
   name: "markDead",
   numberOfKeys: 9,
-  sha1: "117ea6c40e71c1dbc397fbe3cd6a542ebde2d916",
+  sha1: "06893a280001cf24d6636a2866920f5624b7f85e",
   source: `--[[
   markDead: the queue gave up on a delivery. Creates the job from the spec if missing and it has
   a scheduleId (else returns null, writing nothing); unless it is already dead, succeeded,
@@ -4858,17 +4898,24 @@ end
 
 local function ackMessages(outbox, messages, pairs, watchAt)
   local bodies, scores = {}, {}
-  for i = 1, #pairs - 1, 2 do
-    local id, dedupId = pairs[i], pairs[i + 1]
-    local body = redis.call('HGET', messages, id)
-    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
-    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
-    if body and string.sub(body, 1, #prefix) == prefix then
-      bodies[#bodies + 1] = id
-      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
-        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-      scores[#scores + 1] = watchAt
-      scores[#scores + 1] = id
+  for from = 1, #pairs - 1, 1000 do
+    local ids = {}
+    for i = from, math.min(from + 998, #pairs - 1), 2 do
+      ids[#ids + 1] = pairs[i]
+    end
+    local found = redis.call('HMGET', messages, unpack(ids))
+    for k, id in ipairs(ids) do
+      local body = found[k]
+      -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+      local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":'
+        .. jsonString(pairs[from + 2 * k - 1]) .. ','
+      if body and string.sub(body, 1, #prefix) == prefix then
+        bodies[#bodies + 1] = id
+        bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":'
+          .. jsonString(id .. '~a0') .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+        scores[#scores + 1] = watchAt
+        scores[#scores + 1] = id
+      end
     end
   end
   for i = 1, #scores, 1000 do
@@ -5089,7 +5136,7 @@ return jobJson(job)
 export const nextDue: LuaScript = {
   name: "nextDue",
   numberOfKeys: 5,
-  sha1: "911fbd4a9417b506b73ba435d465383d3815d7d1",
+  sha1: "17e029f8d9f61cfe72d785f05f667b6a9d9cbbda",
   source: `--[[
   nextDue: next chunk of a tick, fenced. Acknowledges published outbox messages (they become
   attempt-0 watches, see include "outbox", ackMessages), renews the tick lease and returns the
@@ -5326,17 +5373,24 @@ end
 
 local function ackMessages(outbox, messages, pairs, watchAt)
   local bodies, scores = {}, {}
-  for i = 1, #pairs - 1, 2 do
-    local id, dedupId = pairs[i], pairs[i + 1]
-    local body = redis.call('HGET', messages, id)
-    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
-    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
-    if body and string.sub(body, 1, #prefix) == prefix then
-      bodies[#bodies + 1] = id
-      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
-        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-      scores[#scores + 1] = watchAt
-      scores[#scores + 1] = id
+  for from = 1, #pairs - 1, 1000 do
+    local ids = {}
+    for i = from, math.min(from + 998, #pairs - 1), 2 do
+      ids[#ids + 1] = pairs[i]
+    end
+    local found = redis.call('HMGET', messages, unpack(ids))
+    for k, id in ipairs(ids) do
+      local body = found[k]
+      -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+      local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":'
+        .. jsonString(pairs[from + 2 * k - 1]) .. ','
+      if body and string.sub(body, 1, #prefix) == prefix then
+        bodies[#bodies + 1] = id
+        bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":'
+          .. jsonString(id .. '~a0') .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+        scores[#scores + 1] = watchAt
+        scores[#scores + 1] = id
+      end
     end
   end
   for i = 1, #scores, 1000 do
@@ -5820,7 +5874,7 @@ return 1
 export const retryDead: LuaScript = {
   name: "retryDead",
   numberOfKeys: 8,
-  sha1: "edb5f9b681df9b8d6c6dd8b21b6703b22ada474e",
+  sha1: "b98ca76bbc147831217a6bcd80cc00bf6b4d7c23",
   source: `--[[
   retryDead: \`dead\` -> \`queued\` again (attempts kept, runAt = now, no longer retained), removed
   from the dead-letter list, with a message under a fresh dedup id \`<id>~r<n>\` in the
@@ -6056,17 +6110,24 @@ end
 
 local function ackMessages(outbox, messages, pairs, watchAt)
   local bodies, scores = {}, {}
-  for i = 1, #pairs - 1, 2 do
-    local id, dedupId = pairs[i], pairs[i + 1]
-    local body = redis.call('HGET', messages, id)
-    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
-    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
-    if body and string.sub(body, 1, #prefix) == prefix then
-      bodies[#bodies + 1] = id
-      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
-        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-      scores[#scores + 1] = watchAt
-      scores[#scores + 1] = id
+  for from = 1, #pairs - 1, 1000 do
+    local ids = {}
+    for i = from, math.min(from + 998, #pairs - 1), 2 do
+      ids[#ids + 1] = pairs[i]
+    end
+    local found = redis.call('HMGET', messages, unpack(ids))
+    for k, id in ipairs(ids) do
+      local body = found[k]
+      -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+      local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":'
+        .. jsonString(pairs[from + 2 * k - 1]) .. ','
+      if body and string.sub(body, 1, #prefix) == prefix then
+        bodies[#bodies + 1] = id
+        bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":'
+          .. jsonString(id .. '~a0') .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+        scores[#scores + 1] = watchAt
+        scores[#scores + 1] = id
+      end
     end
   end
   for i = 1, #scores, 1000 do
@@ -6463,7 +6524,7 @@ return '{"now":' .. int(now) .. ',"metrics":' .. hashJson(metrics) .. ',"outbox"
 export const submitJob: LuaScript = {
   name: "submitJob",
   numberOfKeys: 8,
-  sha1: "36349fcd0046c94bb5969bd21b347d2bbe7c71b8",
+  sha1: "3d0091c5366d80937cc78565ed2801932b4fe811",
   source: `--[[
   submitJob: accept a job in one round trip. In this order:
   1. If the tenant's idempotency key is known (and its job still exists) returns that job and
@@ -6719,17 +6780,24 @@ end
 
 local function ackMessages(outbox, messages, pairs, watchAt)
   local bodies, scores = {}, {}
-  for i = 1, #pairs - 1, 2 do
-    local id, dedupId = pairs[i], pairs[i + 1]
-    local body = redis.call('HGET', messages, id)
-    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
-    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
-    if body and string.sub(body, 1, #prefix) == prefix then
-      bodies[#bodies + 1] = id
-      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
-        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-      scores[#scores + 1] = watchAt
-      scores[#scores + 1] = id
+  for from = 1, #pairs - 1, 1000 do
+    local ids = {}
+    for i = from, math.min(from + 998, #pairs - 1), 2 do
+      ids[#ids + 1] = pairs[i]
+    end
+    local found = redis.call('HMGET', messages, unpack(ids))
+    for k, id in ipairs(ids) do
+      local body = found[k]
+      -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+      local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":'
+        .. jsonString(pairs[from + 2 * k - 1]) .. ','
+      if body and string.sub(body, 1, #prefix) == prefix then
+        bodies[#bodies + 1] = id
+        bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":'
+          .. jsonString(id .. '~a0') .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+        scores[#scores + 1] = watchAt
+        scores[#scores + 1] = id
+      end
     end
   end
   for i = 1, #scores, 1000 do

@@ -4,7 +4,8 @@
   sets the due score to dueAt and keeps nextRunAt), add runsAdded, set lastRunAt, bump rev, and
   put its occurrence messages in the outbox. Each message of an applied commit also enters the
   pending backlog (score: the occurrence's runAt; g:queued counts the ones new there), counts in
-  t:dispatched and writes a `job.dispatched` event. Outbox and backlog writes are batched.
+  t:dispatched and writes a `job.dispatched` event. Due-index, outbox and backlog writes are
+  batched.
   Input:
     KEYS[1] root
     KEYS[2] due index
@@ -43,7 +44,7 @@ end
 local maxLen = tonumber(ARGV[2])
 
 local flags = {}
-local outboxArgs, messageArgs, pendingArgs, dispatched = {}, {}, {}, {}
+local outboxArgs, messageArgs, pendingArgs, dispatched, dueArgs = {}, {}, {}, {}, {}
 local i = 4
 for c = 1, tonumber(ARGV[3]) do
   local id, rev, nextRunAt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
@@ -74,7 +75,8 @@ for c = 1, tonumber(ARGV[3]) do
       fields[#fields + 1] = 'nextRunAt'
       fields[#fields + 1] = nextRunAt
       redis.call('HSET', key, unpack(fields))
-      redis.call('ZADD', due, dueAt ~= '' and dueAt or nextRunAt, id)
+      dueArgs[#dueArgs + 1] = dueAt ~= '' and dueAt or nextRunAt
+      dueArgs[#dueArgs + 1] = id
     end
     for m = first, i - 1, 4 do
       outboxArgs[#outboxArgs + 1] = ARGV[m + 1]
@@ -89,6 +91,9 @@ for c = 1, tonumber(ARGV[3]) do
   end
 end
 
+for from = 1, #dueArgs, 1000 do
+  redis.call('ZADD', due, unpack(dueArgs, from, math.min(from + 999, #dueArgs)))
+end
 if #dispatched > 0 then
   local queued = 0
   for from = 1, #outboxArgs, 1000 do

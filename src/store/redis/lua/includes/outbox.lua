@@ -28,17 +28,24 @@ end
 
 local function ackMessages(outbox, messages, pairs, watchAt)
   local bodies, scores = {}, {}
-  for i = 1, #pairs - 1, 2 do
-    local id, dedupId = pairs[i], pairs[i + 1]
-    local body = redis.call('HGET', messages, id)
-    -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
-    local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ','
-    if body and string.sub(body, 1, #prefix) == prefix then
-      bodies[#bodies + 1] = id
-      bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(id .. '~a0')
-        .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-      scores[#scores + 1] = watchAt
-      scores[#scores + 1] = id
+  for from = 1, #pairs - 1, 1000 do
+    local ids = {}
+    for i = from, math.min(from + 998, #pairs - 1), 2 do
+      ids[#ids + 1] = pairs[i]
+    end
+    local found = redis.call('HMGET', messages, unpack(ids))
+    for k, id in ipairs(ids) do
+      local body = found[k]
+      -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
+      local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":'
+        .. jsonString(pairs[from + 2 * k - 1]) .. ','
+      if body and string.sub(body, 1, #prefix) == prefix then
+        bodies[#bodies + 1] = id
+        bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":'
+          .. jsonString(id .. '~a0') .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+        scores[#scores + 1] = watchAt
+        scores[#scores + 1] = id
+      end
     end
   end
   for i = 1, #scores, 1000 do
