@@ -144,7 +144,7 @@ function summary(r: Results): string {
   if (r.scale) {
     for (const size of r.scale.sizes) {
       const label = sizeLabel(size);
-      add("scale", `ms_${label} (100 due, median of 3)`, r.scale[`ms_${label}`]);
+      add("scale", `ms_${label} (100 due, median of 7)`, r.scale[`ms_${label}`]);
     }
   }
   if (r.idle) {

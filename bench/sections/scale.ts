@@ -3,7 +3,7 @@
  * `scale`: tick time with N schedules stored and 100 of them due, for growing N (full: 1k, 100k,
  * 1M; quick: 1k, 10k, 100k). Each N on a fresh private Redis; the far schedules are copies of
  * one written through the store API, made with raw pipelined writes of exactly what it wrote and
- * read back through `getSchedule` to check (see `cloneFar`); the 100 due ones are re-armed through the broker before each tick. Median of 3 ticks, after
+ * read back through `getSchedule` to check (see `cloneFar`); the 100 due ones are re-armed through the broker before each tick. Median of 7 ticks, after
  * one untimed warm-up tick.
  */
 import { keys } from "../../src/store/keys.ts";
@@ -29,7 +29,7 @@ export interface ScaleFigures {
 }
 
 const DUE = 100;
-const TICKS = 3;
+const TICKS = 7;
 
 export function sizeLabel(n: number): string {
   return n >= 1_000_000 ? `${n / 1_000_000}m` : `${n / 1_000}k`;
