@@ -132,6 +132,8 @@ export interface OutboxMessage {
    * removes or replaces it.
    */
   attempt?: number;
+  /** How many times the tick has recovered this watch (re-dispatched it) without progress. */
+  reaps?: number;
 }
 
 /** A job as the broker hands it to the store: the store stamps `createdAt` and `runAt` with its clock. */

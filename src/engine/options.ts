@@ -92,10 +92,21 @@ export interface EngineOptions {
   /**
    * The reaper: a started job that saw no delivery for this long after its run lease ended (or
    * after a failed attempt) — the queue gave up and its failure callback never arrived — is
-   * re-dispatched by the tick, or dead-lettered if its retries are spent. Keep it above the
-   * queue's longest retry backoff (QStash: 12 s, 2.5 min, 30 min, … by default). @default 3_600_000
+   * re-dispatched by the tick (at most `maxReaps` times), or dead-lettered if its retries are
+   * spent. Keep it
+   * above the queue's longest retry backoff: QStash's default is `min(1 day, e^(2.5 n))` s (12 s,
+   * 2.5 min, 30 min, 6 h, then a day), so 1 h covers `retries` ≤ 3; with more retries, set
+   * 25 h. A reap while the queue still holds the job's next retry runs that retry early, on a
+   * second delivery chain (more attempts than `retries`, never a second success). At least
+   * `tick.recoverGraceMs`. @default 3_600_000
    */
   reapAfterMs?: number;
+  /**
+   * A watch re-dispatched this many times without its job making progress (a queue that never
+   * reaches the worker: wrong signing keys, a dead route) is dead-lettered instead of re-sent
+   * again. With the default `reapAfterMs`, a day. @default 24
+   */
+  maxReaps?: number;
   logger?: Logger;
   /**
    * CPU and memory use of this process in percent, for the degradation controller, where the
@@ -114,6 +125,7 @@ export interface ResolvedOptions {
   instanceId: string;
   leaseGraceMs: number;
   reapAfterMs: number;
+  maxReaps: number;
   logger: Logger;
   localSignals: (() => { cpu?: number; memory?: number } | undefined) | undefined;
 }
@@ -145,6 +157,7 @@ function withDefaults(opts: EngineOptions): ResolvedOptions {
     instanceId: opts.instanceId ?? `tw-${crypto.randomUUID().slice(0, 8)}`,
     leaseGraceMs: opts.leaseGraceMs ?? 5_000,
     reapAfterMs: opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS,
+    maxReaps: opts.maxReaps ?? 24,
     logger: opts.logger ?? jsonLogger(),
     localSignals: opts.localSignals,
   };
@@ -199,7 +212,9 @@ function validate(o: ResolvedOptions): void {
   check("jobs.retries", o.jobs.retries, 0);
   check("jobs.priority", o.jobs.priority, 1, 10);
   check("leaseGraceMs", o.leaseGraceMs, 0);
-  check("reapAfterMs", o.reapAfterMs, 0);
+  // Below the recover grace, an accepted message would be re-published on every tick.
+  check("reapAfterMs", o.reapAfterMs, Math.max(1, o.tick.recoverGraceMs));
+  check("maxReaps", o.maxReaps, 1);
   const d = o.degradation;
   if (!d) return;
   check("degradation.debounceMs", d.debounceMs, 0);

@@ -158,7 +158,13 @@ export class Runner {
     const lastAttempt = retried !== undefined ? retried >= job.retries : attempt > job.retries;
     const outcome = await this.execute(job, attempt, lastAttempt, handlers, logger, broker);
     const finished = await finishWhileLeased(
-      () => store.finishRun(job.id, attempt, outcome, this.deps.options.reapAfterMs),
+      () =>
+        store.finishRun(
+          job.id,
+          attempt,
+          outcome,
+          this.deps.options.reapAfterMs + (outcome.retryAfterMs ?? 0),
+        ),
       {
         until: leaseEndsAt,
         logger,

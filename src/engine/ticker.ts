@@ -208,17 +208,25 @@ export class Ticker {
     const reaped: OutboxMessage[] = [];
     for (const m of messages) {
       if (m.attempt === undefined) fresh.push(m);
-      else if (m.attempt <= m.job.retries) {
+      else if (m.attempt <= m.job.retries && (m.reaps ?? 1) <= options.maxReaps) {
         reaped.push({ ...m, dedupId: `${m.dedupId}-${m.recoverAt}` });
       } else {
-        const job = await store.markDead(m.job, {
-          name: "AbandonedError",
-          message: `attempt ${m.attempt} heard nothing for ${options.reapAfterMs} ms after its run lease (no delivery, no failure callback) and no retries are left`,
-        });
+        const why =
+          m.attempt > m.job.retries
+            ? "no retries are left"
+            : `it was re-dispatched ${options.maxReaps} times without progress`;
+        const job = await store.markDead(
+          m.job,
+          {
+            name: "AbandonedError",
+            message: `attempt ${m.attempt} heard nothing for ${options.reapAfterMs} ms (no delivery, no failure callback) and ${why}`,
+          },
+          { attempts: m.attempt },
+        );
         logger.warn("abandoned job dead-lettered", {
           jobId: m.id,
           attempt: m.attempt,
-          status: job?.status,
+          status: job?.status ?? "gone",
         });
       }
     }

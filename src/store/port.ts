@@ -41,8 +41,8 @@ export type BeginTickResult =
       more: boolean;
       /** Outbox messages whose `recoverAt <= now` (at most `recoverLimit`, oldest `recoverAt`
        * first); their `recoverAt` was pushed to `now + recoverGraceMs` (an attempt's watch, a
-       * message with `attempt`: `now + reapAfterMs`) so a concurrent or later tick does not
-       * re-take them at once. They are returned with the pushed `recoverAt`. */
+       * message with `attempt`: `now + reapAfterMs`, and its `reaps` count + 1) so a concurrent
+       * or later tick does not re-take them at once. They are returned as pushed. */
       recover: OutboxMessage[];
     };
 
@@ -131,6 +131,20 @@ export type CommitResult =
 export interface OutboxAck {
   id: string;
   dedupId: string;
+}
+
+/** Options of {@link Store.nextDue}. */
+export interface NextDueOptions {
+  /** Lease time to live, renewed. */
+  leaseMs: number;
+  /** Look-ahead, as in {@link BeginTickOptions.horizonMs}. */
+  horizonMs: number;
+  /** Max schedules returned. */
+  limit: number;
+  /** Published messages to ack (see {@link Store.ackOutbox}). */
+  ackIds: OutboxAck[];
+  /** @default {@link DEFAULT_REAP_AFTER_MS} */
+  reapAfterMs?: number;
 }
 
 /** Result of {@link Store.nextDue}. */
@@ -588,17 +602,7 @@ export interface Store {
    * and return due schedules as in `beginTick`. `fenced` (and nothing acked) if the token lost
    * the lease.
    */
-  nextDue(
-    token: number,
-    opts: {
-      leaseMs: number;
-      horizonMs: number;
-      limit: number;
-      ackIds: OutboxAck[];
-      /** @default {@link DEFAULT_REAP_AFTER_MS} */
-      reapAfterMs?: number;
-    },
-  ): Promise<NextDueResult>;
+  nextDue(token: number, opts: NextDueOptions): Promise<NextDueResult>;
   /**
    * Fenced commit: if `token` still holds the tick lease, apply each schedule commit whose stored
    * `rev` equals `commit.rev` and whose status is `active` (set `nextRunAt` and its due score or
@@ -671,7 +675,8 @@ export interface Store {
   /**
    * A delivery arrived for `spec.id`. Creates the job from `spec` if missing and it is an
    * occurrence (has a `scheduleId`; occurrences are created here); a missing job without
-   * `scheduleId` expired after it was cancelled or finished → `missing` (nothing written).
+   * `scheduleId` expired after it was cancelled or finished → `missing` (only a leftover outbox
+   * message of it is removed).
    * Then:
    * final status → `final` (its outbox message removed); `running` with an unexpired run lease →
    * `busy` (nothing written: the running attempt's watch stays);
@@ -690,7 +695,7 @@ export interface Store {
    * `job.started` event with `attempt`, the job leaves `{p}:pending`; on the first attempt
    * (`attempts` becomes 1) `max(0, startedAt - runAt)` is observed in `dispatchLagMs` and fed to
    * the `lagMs` average. `skipped` → `totals.skipped` += 1, a `job.skipped` event, leaves
-   * `{p}:pending`. `busy` and `missing` count nothing (only the outbox message goes); `final`
+   * `{p}:pending`. `busy` and `missing` count nothing; `final`
    * counts nothing either but drops a leftover `{p}:pending` entry (an occurrence committed again
    * after it finished, e.g. by a re-created schedule), decrementing `queued` if there was one.
    */
@@ -720,18 +725,24 @@ export interface Store {
    * The queue gave up on a delivery (failure callback): unless already `succeeded` or `cancelled`,
    * mark the job `dead` with `error` and list it in the dead-letter list. Creates it from `spec` if
    * missing and it is an occurrence (has a `scheduleId`); a missing job without `scheduleId`
-   * (expired after cancel or finish) is not re-created: `null`, nothing written. Idempotent.
+   * (expired after cancel or finish) is not re-created: `null`, and its outbox message (a
+   * leftover watch), if any, is removed. Idempotent.
    *
    * Returned unchanged, nothing written: a `skipped` job (it was deliberately not run), an already
    * `dead` one, one whose `runAt` differs from `spec.runAt` (the callback is for an earlier
-   * dispatch: `retryDead` set a new `runAt` since), and one `running` with an unexpired run lease
-   * (the live attempt may still succeed; its own outcome or lease expiry decides).
+   * dispatch: `retryDead` set a new `runAt` since), one `running` with an unexpired run lease
+   * (the live attempt may still succeed; its own outcome or lease expiry decides), and, with
+   * `expect`, one whose `attempts` differ (the reaper's watch is out of date).
    * Otherwise sets `finishedAt = now`; releases the run lease and the schedule's overlap lease;
    * removes the job's outbox message. Counts `totals.dead`, writes `job.dead` (`attempt` = the
    * job's `attempts`, 0 if it never started; `error`), leaves `{p}:pending`; no average or
    * histogram is fed. A job returned unchanged counts nothing.
    */
-  markDead(spec: JobSpec, error: JobError): Promise<JobRecord | null>;
+  markDead(
+    spec: JobSpec,
+    error: JobError,
+    expect?: { attempts: number },
+  ): Promise<JobRecord | null>;
   listDead(query: { limit: number; cursor?: string }): Promise<Page<JobRecord>>;
   /**
    * `dead` → `queued` again (attempts and last `error` kept, `runAt = now`, `finishedAt` cleared,

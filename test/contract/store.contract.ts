@@ -1192,13 +1192,20 @@ export function describeStoreContract(
         };
       }
 
-      const watchOf = (spec: JobSpec, attempt: number, recoverAt: number): OutboxMessage => ({
+      /** A watch as a tick recovers it (its `reaps` count already raised by that recovery). */
+      const watchOf = (
+        spec: JobSpec,
+        attempt: number,
+        recoverAt: number,
+        reaps = 1,
+      ): OutboxMessage => ({
         id: spec.id,
         dedupId: `${spec.id}~a${attempt}`,
         job: spec,
         notBefore: spec.runAt,
         recoverAt,
         attempt,
+        reaps,
       });
 
       const begin = async (spec: JobSpec) => asRun(await store.beginRun(spec, LEASE, REAP));
@@ -1250,6 +1257,58 @@ export function describeStoreContract(
             x.id < y.id ? -1 : 1,
           ),
         );
+      });
+
+      it("each recovery of a watch counts a reap; the next attempt starts the count again", async () => {
+        const spec = await submitted();
+        await begin(spec);
+        await sleep(LEASE + REAP + 50);
+        for (const reaps of [1, 2, 3]) {
+          const found = await reapable();
+          expect(found.recover).toEqual([watchOf(spec, 1, found.now + REAP, reaps)]);
+          await sleep(REAP + 50);
+        }
+        await begin(spec);
+        await sleep(LEASE + REAP + 50);
+        const next = await reapable();
+        expect(next.recover).toEqual([watchOf(spec, 2, next.now + REAP, 1)]);
+      });
+
+      it("a job input JSON.parse accepts but Lua's cjson refuses (a lone surrogate) is recovered like any other", async () => {
+        const { message } = await submitRecoverable({ input: { text: "\ud800 and \udfff" } });
+        if (!message) throw new Error("replayed");
+        const found = await reapable();
+        expect(found.recover).toEqual([{ ...message, recoverAt: found.now }]);
+        await store.ackOutbox([ackOf(message)], REAP);
+        await sleep(REAP + 50);
+        const watch = await reapable();
+        expect(watch.recover).toEqual([watchOf(message.job, 0, watch.now + REAP)]);
+        expect(watch.recover[0]?.job.input).toEqual({ text: "\ud800 and \udfff" });
+      });
+
+      it("a leftover message of a job that is gone is removed by beginRun (missing) and by markDead (null)", async () => {
+        const now = await store.now();
+        const gone = fullJobSpec({ runAt: now - 1_000, createdAt: now - 1_000 });
+        const alsoGone = fullJobSpec({ runAt: now - 1_000, createdAt: now - 1_000 });
+        await writeOutbox([
+          outboxMessage(gone, { recoverAt: FAR }),
+          outboxMessage(alsoGone, { recoverAt: FAR }),
+        ]);
+        await store.ackOutbox([ackOf(outboxMessage(gone)), ackOf(outboxMessage(alsoGone))], REAP);
+        expect(await store.beginRun(gone, LEASE, REAP)).toEqual({ kind: "missing" });
+        expect(await store.markDead(alsoGone, ERR, { attempts: 0 })).toBeNull();
+        await sleep(REAP + 50);
+        expect((await reapable()).recover).toEqual([]);
+      });
+
+      it("markDead with expected attempts leaves a job that has moved on", async () => {
+        const spec = await submitted();
+        await begin(spec);
+        await store.finishRun(spec.id, 1, { ok: false, error: ERR, final: false }, REAP);
+        const moved = await store.markDead(spec, ERR, { attempts: 0 });
+        expect(moved).toMatchObject({ status: "failed", attempts: 1 });
+        const dead = await store.markDead(spec, ERR, { attempts: 1 });
+        expect(dead).toMatchObject({ status: "dead", attempts: 1 });
       });
 
       it("a busy delivery leaves the watch; the next attempt replaces it", async () => {

@@ -114,7 +114,7 @@ function engineOn(store: Store, queue: ChaosQueue, handlers: Handlers, rng: Prng
     handlers,
     logger: silentLogger,
     leaseGraceMs: 50,
-    reapAfterMs: 300,
+    reapAfterMs: 1_000,
     jobs: { timeoutMs: 200, retries: 40 },
     tick: {
       leaseMs: LEASE_MS,

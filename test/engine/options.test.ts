@@ -21,6 +21,11 @@ describe("engine options", () => {
     expect(() =>
       resolveOptions({ degradation: { queueDepth: { normal: 10, degraded: 5, critical: 20 } } }),
     ).toThrow(/degradation\.queueDepth/);
+    // Below the recover grace, every accepted message would be re-published on every tick.
+    expect(() => resolveOptions({ reapAfterMs: 0 })).toThrow(/reapAfterMs/);
+    expect(() => resolveOptions({ reapAfterMs: 29_999 })).toThrow(/reapAfterMs/);
+    expect(resolveOptions({ reapAfterMs: 30_000 }).reapAfterMs).toBe(30_000);
+    expect(resolveOptions().reapAfterMs).toBe(3_600_000);
   });
 
   it("accepts every in-range tick setting", () => {

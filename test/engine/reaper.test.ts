@@ -18,6 +18,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const TIMEOUT_MS = 100;
 const GRACE_MS = 50;
 const REAP_MS = 150;
+const MAX_REAPS = 3;
 /** Long enough for a run lease to end and its watch to come due. */
 const PAST_WATCH_MS = TIMEOUT_MS + GRACE_MS + REAP_MS + 100;
 
@@ -41,8 +42,9 @@ describe.each(storeFactories)("reaper on $name", (factory) => {
       logger: silentLogger,
       leaseGraceMs: GRACE_MS,
       reapAfterMs: REAP_MS,
+      maxReaps: MAX_REAPS,
       jobs: { timeoutMs: TIMEOUT_MS, retries: opts.retries ?? 3 },
-      tick: { recoverGraceMs: 60_000 },
+      tick: { recoverGraceMs: 100 },
       degradation: false,
     });
     const deliver = (message: OutboxMessage) =>
@@ -136,6 +138,35 @@ describe.each(storeFactories)("reaper on $name", (factory) => {
       if (!again) throw new Error("retryDead did not publish");
       expect((await t.deliver(again)).status).toBe(200);
       expect(await t.store.getJob(job.id)).toMatchObject({ status: "succeeded" });
+    } finally {
+      await t.cleanup();
+    }
+  });
+
+  it("a job whose re-dispatches never reach a worker is dead-lettered after maxReaps reaps", async () => {
+    const t = await setup();
+    try {
+      const { job } = await t.engine.broker.submit({ handler: "work" });
+      t.queueGivesUp(); // the submit's publish: never delivered
+      await sleep(150);
+      // The tick re-publishes the never-begun submit, and its ack makes it attempt 0's watch.
+      expect(await t.engine.ticker.tick()).toMatchObject({ recovered: 1 });
+      t.queueGivesUp();
+      for (let reap = 1; reap <= MAX_REAPS; reap++) {
+        await sleep(REAP_MS + 100);
+        expect(await t.engine.ticker.tick()).toMatchObject({ recovered: 1 });
+        expect(t.queueGivesUp()).toHaveLength(1); // re-dispatched, lost again
+        expect(await t.store.getJob(job.id)).toMatchObject({ status: "queued" });
+      }
+      await sleep(REAP_MS + 100);
+      await t.engine.ticker.tick();
+      expect(t.queue.pending).toHaveLength(0);
+      const dead = await t.store.getJob(job.id);
+      expect(dead).toMatchObject({ status: "dead", error: { name: "AbandonedError" } });
+      expect(dead?.error?.message).toContain(`re-dispatched ${MAX_REAPS} times`);
+      // Nothing is watched any more.
+      await sleep(REAP_MS + 100);
+      expect(await t.engine.ticker.tick()).toMatchObject({ recovered: 0 });
     } finally {
       await t.cleanup();
     }

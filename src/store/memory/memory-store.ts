@@ -37,6 +37,7 @@ import type {
   Histogram,
   ListJobsQuery,
   ListSchedulesQuery,
+  NextDueOptions,
   NextDueResult,
   OutboxAck,
   Page,
@@ -232,11 +233,11 @@ export class MemoryStore implements Store {
     const token = this.#takeLease(TICK_LEASE, opts.leaseMs, now);
     const recover = recoverable.slice(0, Math.max(0, opts.recoverLimit));
     for (const message of recover) {
-      message.recoverAt =
-        now +
-        (message.attempt === undefined
-          ? opts.recoverGraceMs
-          : (opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS));
+      if (message.attempt === undefined) message.recoverAt = now + opts.recoverGraceMs;
+      else {
+        message.recoverAt = now + (opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS);
+        message.reaps = (message.reaps ?? 0) + 1;
+      }
     }
     this.#totals.ticks += 1;
     this.#totals.recovered += recover.length;
@@ -264,16 +265,7 @@ export class MemoryStore implements Store {
     };
   }
 
-  async nextDue(
-    token: number,
-    opts: {
-      leaseMs: number;
-      horizonMs: number;
-      limit: number;
-      ackIds: OutboxAck[];
-      reapAfterMs?: number;
-    },
-  ): Promise<NextDueResult> {
+  async nextDue(token: number, opts: NextDueOptions): Promise<NextDueResult> {
     const now = this.#now();
     const held = live(this.#leases, TICK_LEASE, now);
     if (held?.value !== token) return { kind: "fenced" };
@@ -439,7 +431,10 @@ export class MemoryStore implements Store {
   ): Promise<BeginRunResult> {
     const now = this.#now();
     const stored = this.#jobOrCreate(spec);
-    if (!stored) return { kind: "missing" };
+    if (!stored) {
+      this.#outbox.delete(spec.id); // finished and expired: a leftover re-dispatch
+      return { kind: "missing" };
+    }
     const job = stored.record;
     if (FINAL_JOB_STATUSES.includes(job.status)) {
       this.#outbox.delete(job.id);
@@ -539,11 +534,20 @@ export class MemoryStore implements Store {
     return { kind: "ok", job: clone(job) };
   }
 
-  async markDead(spec: JobSpec, error: JobError): Promise<JobRecord | null> {
+  async markDead(
+    spec: JobSpec,
+    error: JobError,
+    expect?: { attempts: number },
+  ): Promise<JobRecord | null> {
     const now = this.#now();
     const stored = this.#jobOrCreate(spec);
-    if (!stored) return null;
+    if (!stored) {
+      this.#outbox.delete(spec.id); // finished and expired: a leftover watch
+      return null;
+    }
     const job = stored.record;
+    // The reaper's watch was for another attempt: the job has moved on.
+    if (expect !== undefined && job.attempts !== expect.attempts) return clone(job);
     if (job.status === "dead" || job.status === "succeeded" || job.status === "cancelled") {
       return clone(job);
     }

@@ -33,6 +33,7 @@ import type {
   FinishRunResult,
   ListJobsQuery,
   ListSchedulesQuery,
+  NextDueOptions,
   NextDueResult,
   OutboxAck,
   Page,
@@ -224,16 +225,7 @@ export class RedisStore implements Store {
     };
   }
 
-  async nextDue(
-    token: number,
-    opts: {
-      leaseMs: number;
-      horizonMs: number;
-      limit: number;
-      ackIds: OutboxAck[];
-      reapAfterMs?: number;
-    },
-  ): Promise<NextDueResult> {
+  async nextDue(token: number, opts: NextDueOptions): Promise<NextDueResult> {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.nextDue,
@@ -474,7 +466,11 @@ export class RedisStore implements Store {
     return "ok" in r ? { kind: "ok", job: r.ok } : { kind: "stale", job: r.stale };
   }
 
-  async markDead(spec: JobSpec, error: JobError): Promise<JobRecord | null> {
+  async markDead(
+    spec: JobSpec,
+    error: JobError,
+    expect?: { attempts: number },
+  ): Promise<JobRecord | null> {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.markDead,
@@ -485,6 +481,7 @@ export class RedisStore implements Store {
         ttlArg(this.#retention.jobMs),
         this.#eventsMaxLen,
         eventErrorArg(error),
+        expect === undefined ? "" : String(expect.attempts),
       ],
     );
     return fromJson<JobRecord | null>(raw) ?? null;

@@ -303,10 +303,10 @@ return { 1, token }
 export const beginRun: LuaScript = {
   name: "beginRun",
   numberOfKeys: 8,
-  sha1: "3f83b1e53a5cd3d81e6df695e4859248fcbc5e40",
+  sha1: "06854891f911bbd7986be78c26cb561f5ba5c8a9",
   source: `--[[
   beginRun: a delivery arrived. Creates the job from the spec if missing and it has a
-  scheduleId (else answers missing, writing nothing), then decides:
+  scheduleId (else answers missing, removing a leftover outbox message), then decides:
     final status                                   -> final (do not run); a leftover pending
                                                       entry and outbox message are dropped
                                                       (g:queued with it)
@@ -752,6 +752,8 @@ local maxLen = tonumber(ARGV[12])
 local now = nowMs()
 local id, key, job = jobFromArgv(root, KEYS[2], 1)
 if not job then
+  -- Finished and expired: a leftover message (a re-dispatch) has nothing left to do.
+  removeMessages(KEYS[3], KEYS[4], { id })
   return '{"kind":"missing"}'
 end
 
@@ -829,7 +831,7 @@ return '{"kind":"run","attempt":' .. job.attempts .. ',"job":' .. jobJson(job) .
 export const beginTick: LuaScript = {
   name: "beginTick",
   numberOfKeys: 11,
-  sha1: "48a1eba2e00e5748a8f875dd65f811586e47c872",
+  sha1: "294a8d8d6dbe6ef7f40c40391203d37a87056c01",
   source: `--[[
   beginTick: first step of a tick. Reads the clock and peeks at the due index and the outbox;
   when nothing is due and nothing needs recovery it returns WITHOUT writing (inner calls: TIME,
@@ -838,7 +840,8 @@ export const beginTick: LuaScript = {
   a \`leader.changed\` event), evaluates the degradation controller when a policy is given (else
   reads the stored level), counts t:ticks and t:recovered, and returns the first chunk of due
   schedules plus the outbox messages to re-publish, whose recoverAt is pushed to
-  now + recoverGraceMs (an attempt's watch, a message with \`attempt\`: now + reapAfterMs).
+  now + recoverGraceMs (an attempt's watch, a message with \`attempt\`: now + reapAfterMs, and its
+  \`reaps\` count goes up by one).
   Input:
     KEYS[1] root (hash tag, \`{prefix}\`)
     KEYS[2] due index (zset: schedule id -> nextRunAt)
@@ -1268,11 +1271,25 @@ if hasRecover and recoverLimit > 0 then
   for from = 1, #ids, 500 do
     local slice = { unpack(ids, from, math.min(from + 499, #ids)) }
     local bodies = redis.call('HMGET', messages, unpack(slice))
-    local pushed, stale = {}, {}
+    local pushed, stale, counted = {}, {}, {}
     for i, id in ipairs(slice) do
-      if bodies[i] then
-        local at = cjson.decode(bodies[i]).attempt and watchAt or recoverAt
-        recover[#recover + 1] = '[' .. bodies[i] .. ',' .. at .. ']'
+      local body = bodies[i]
+      if body then
+        -- A watch ends in \`"attempt":n}\` or \`"attempt":n,"reaps":k}\` (putWatch, ackMessages);
+        -- any other message ends in \`"recoverAt":ms}\`. Never decoded: cjson refuses some inputs
+        -- JSON.parse accepts (lone surrogates), and one such job must not stop every tick.
+        local at = recoverAt
+        local head, attempt, reaps = string.match(body, '^(.*),"attempt":(%d+)}$')
+        if not head then
+          head, attempt, reaps = string.match(body, '^(.*),"attempt":(%d+),"reaps":(%d+)}$')
+        end
+        if head then
+          at = watchAt
+          body = head .. ',"attempt":' .. attempt .. ',"reaps":' .. ((tonumber(reaps) or 0) + 1) .. '}'
+          counted[#counted + 1] = id
+          counted[#counted + 1] = body
+        end
+        recover[#recover + 1] = '[' .. body .. ',' .. at .. ']'
         pushed[#pushed + 1] = at
         pushed[#pushed + 1] = id
       else
@@ -1284,6 +1301,9 @@ if hasRecover and recoverLimit > 0 then
     end
     if #stale > 0 then
       redis.call('ZREM', outbox, unpack(stale))
+    end
+    if #counted > 0 then
+      redis.call('HSET', messages, unpack(counted))
     end
   end
 end
@@ -4664,11 +4684,12 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 export const markDead: LuaScript = {
   name: "markDead",
   numberOfKeys: 9,
-  sha1: "06893a280001cf24d6636a2866920f5624b7f85e",
+  sha1: "0abb40aa4f46cf537ee2c95fbfc59ec181a2fdf7",
   source: `--[[
   markDead: the queue gave up on a delivery. Creates the job from the spec if missing and it has
-  a scheduleId (else returns null, writing nothing); unless it is already dead, succeeded,
-  cancelled or skipped, its runAt differs from the spec's (a callback for an earlier dispatch),
+  a scheduleId (else returns null, removing a leftover outbox message); unless it is already dead,
+  succeeded, cancelled or skipped, its runAt differs from the spec's (a callback for an earlier
+  dispatch), its attempts differ from ARGV[14] when given (the reaper's watch is out of date),
   or it is running with an unexpired run lease (then returned unchanged, nothing counted), marks
   it \`dead\` with the error, lists it in the dead-letter list, releases its run leases, drops its
   outbox message and its pending entry, retains the record jobMs, counts t:dead (and the gauge
@@ -4688,6 +4709,7 @@ export const markDead: LuaScript = {
     ARGV[11] jobMs (retention)
     ARGV[12] eventsMaxLen (0 = no events)
     ARGV[13] the event's error JSON ({name, message})
+    ARGV[14] expected attempts ('' = any)
   Output: JobRecord JSON text, or \`null\`
 ]]
 -- include "time"
@@ -5098,10 +5120,13 @@ end
 local root = KEYS[1]
 local id, key, job = jobFromArgv(root, KEYS[2], 1)
 if not job then
+  -- Finished and expired: a leftover message (a watch) has nothing left to do.
+  removeMessages(KEYS[4], KEYS[5], { id })
   return 'null'
 end
 if job.status == 'dead' or job.status == 'succeeded' or job.status == 'cancelled'
-  or job.status == 'skipped' or tonumber(job.runAt) ~= tonumber(ARGV[4]) then
+  or job.status == 'skipped' or tonumber(job.runAt) ~= tonumber(ARGV[4])
+  or (ARGV[14] ~= '' and tonumber(job.attempts) ~= tonumber(ARGV[14])) then
   return jobJson(job)
 end
 local now = nowMs()

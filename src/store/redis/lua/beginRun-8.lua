@@ -1,6 +1,6 @@
 --[[
   beginRun: a delivery arrived. Creates the job from the spec if missing and it has a
-  scheduleId (else answers missing, writing nothing), then decides:
+  scheduleId (else answers missing, removing a leftover outbox message), then decides:
     final status                                   -> final (do not run); a leftover pending
                                                       entry and outbox message are dropped
                                                       (g:queued with it)
@@ -50,6 +50,8 @@ local maxLen = tonumber(ARGV[12])
 local now = nowMs()
 local id, key, job = jobFromArgv(root, KEYS[2], 1)
 if not job then
+  -- Finished and expired: a leftover message (a re-dispatch) has nothing left to do.
+  removeMessages(KEYS[3], KEYS[4], { id })
   return '{"kind":"missing"}'
 end
 

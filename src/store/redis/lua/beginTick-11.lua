@@ -6,7 +6,8 @@
   a `leader.changed` event), evaluates the degradation controller when a policy is given (else
   reads the stored level), counts t:ticks and t:recovered, and returns the first chunk of due
   schedules plus the outbox messages to re-publish, whose recoverAt is pushed to
-  now + recoverGraceMs (an attempt's watch, a message with `attempt`: now + reapAfterMs).
+  now + recoverGraceMs (an attempt's watch, a message with `attempt`: now + reapAfterMs, and its
+  `reaps` count goes up by one).
   Input:
     KEYS[1] root (hash tag, `{prefix}`)
     KEYS[2] due index (zset: schedule id -> nextRunAt)
@@ -109,11 +110,25 @@ if hasRecover and recoverLimit > 0 then
   for from = 1, #ids, 500 do
     local slice = { unpack(ids, from, math.min(from + 499, #ids)) }
     local bodies = redis.call('HMGET', messages, unpack(slice))
-    local pushed, stale = {}, {}
+    local pushed, stale, counted = {}, {}, {}
     for i, id in ipairs(slice) do
-      if bodies[i] then
-        local at = cjson.decode(bodies[i]).attempt and watchAt or recoverAt
-        recover[#recover + 1] = '[' .. bodies[i] .. ',' .. at .. ']'
+      local body = bodies[i]
+      if body then
+        -- A watch ends in `"attempt":n}` or `"attempt":n,"reaps":k}` (putWatch, ackMessages);
+        -- any other message ends in `"recoverAt":ms}`. Never decoded: cjson refuses some inputs
+        -- JSON.parse accepts (lone surrogates), and one such job must not stop every tick.
+        local at = recoverAt
+        local head, attempt, reaps = string.match(body, '^(.*),"attempt":(%d+)}$')
+        if not head then
+          head, attempt, reaps = string.match(body, '^(.*),"attempt":(%d+),"reaps":(%d+)}$')
+        end
+        if head then
+          at = watchAt
+          body = head .. ',"attempt":' .. attempt .. ',"reaps":' .. ((tonumber(reaps) or 0) + 1) .. '}'
+          counted[#counted + 1] = id
+          counted[#counted + 1] = body
+        end
+        recover[#recover + 1] = '[' .. body .. ',' .. at .. ']'
         pushed[#pushed + 1] = at
         pushed[#pushed + 1] = id
       else
@@ -125,6 +140,9 @@ if hasRecover and recoverLimit > 0 then
     end
     if #stale > 0 then
       redis.call('ZREM', outbox, unpack(stale))
+    end
+    if #counted > 0 then
+      redis.call('HSET', messages, unpack(counted))
     end
   end
 end

@@ -1,7 +1,8 @@
 --[[
   markDead: the queue gave up on a delivery. Creates the job from the spec if missing and it has
-  a scheduleId (else returns null, writing nothing); unless it is already dead, succeeded,
-  cancelled or skipped, its runAt differs from the spec's (a callback for an earlier dispatch),
+  a scheduleId (else returns null, removing a leftover outbox message); unless it is already dead,
+  succeeded, cancelled or skipped, its runAt differs from the spec's (a callback for an earlier
+  dispatch), its attempts differ from ARGV[14] when given (the reaper's watch is out of date),
   or it is running with an unexpired run lease (then returned unchanged, nothing counted), marks
   it `dead` with the error, lists it in the dead-letter list, releases its run leases, drops its
   outbox message and its pending entry, retains the record jobMs, counts t:dead (and the gauge
@@ -21,6 +22,7 @@
     ARGV[11] jobMs (retention)
     ARGV[12] eventsMaxLen (0 = no events)
     ARGV[13] the event's error JSON ({name, message})
+    ARGV[14] expected attempts ('' = any)
   Output: JobRecord JSON text, or `null`
 ]]
 --@include "time"
@@ -35,10 +37,13 @@
 local root = KEYS[1]
 local id, key, job = jobFromArgv(root, KEYS[2], 1)
 if not job then
+  -- Finished and expired: a leftover message (a watch) has nothing left to do.
+  removeMessages(KEYS[4], KEYS[5], { id })
   return 'null'
 end
 if job.status == 'dead' or job.status == 'succeeded' or job.status == 'cancelled'
-  or job.status == 'skipped' or tonumber(job.runAt) ~= tonumber(ARGV[4]) then
+  or job.status == 'skipped' or tonumber(job.runAt) ~= tonumber(ARGV[4])
+  or (ARGV[14] ~= '' and tonumber(job.attempts) ~= tonumber(ARGV[14])) then
   return jobJson(job)
 end
 local now = nowMs()
