@@ -37,6 +37,12 @@ export interface TickOptions {
   budgetMs?: number;
   /** Messages per publish call (QStash batch size). @default 100 */
   publishBatch?: number;
+  /**
+   * Most bytes of occurrence messages in one commit request (a chunk's commit is split, and a
+   * schedule with a large input plans fewer occurrences per chunk), under the request size
+   * limits of Redis REST services. @default 4_000_000
+   */
+  maxCommitBytes?: number;
 }
 
 /** Defaults for jobs whose handler and request say nothing. */
@@ -150,6 +156,7 @@ function withDefaults(opts: EngineOptions): ResolvedOptions {
       recoverLimit: 500,
       budgetMs: 20_000,
       publishBatch: 100,
+      maxCommitBytes: 4_000_000,
       ...opts.tick,
     },
     jobs: { timeoutMs: 60_000, retries: 3, priority: 5, ...opts.jobs },
@@ -191,6 +198,7 @@ const AT_LEAST_ONE = [
   "perScheduleLimit",
   "recoverLimit",
   "publishBatch",
+  "maxCommitBytes",
 ] as const;
 const AT_LEAST_ZERO = [
   "horizonMs",

@@ -139,15 +139,19 @@ export class Ticker {
         const now = chunk.now;
         const commits = chunk.due.map((s) => this.planOrHold(s, now, level));
         held += commits.filter((c) => c.dueAt !== undefined).length;
-        const committed = await store.commitTick(token, commits);
-        if (committed.kind === "fenced") {
-          fenced = true;
-          break;
+        // Commits go in groups of at most maxCommitBytes of messages (one request each).
+        for (const group of byBytes(commits, t.maxCommitBytes)) {
+          const committed = await store.commitTick(token, group);
+          if (committed.kind === "fenced") {
+            fenced = true;
+            break;
+          }
+          const applied = new Set(committed.applied);
+          const messages = group.filter((c) => applied.has(c.id)).flatMap((c) => c.messages);
+          await settle();
+          inflight = publishAll(transport, messages, t.publishBatch, logger);
         }
-        const applied = new Set(committed.applied);
-        const messages = commits.filter((c) => applied.has(c.id)).flatMap((c) => c.messages);
-        await settle();
-        inflight = publishAll(transport, messages, t.publishBatch, logger);
+        if (fenced) break;
       }
       if (!chunk.more || Date.now() - started > t.budgetMs) break;
       const next = await store.nextDue(token, {
@@ -270,11 +274,14 @@ export class Ticker {
     const t = this.deps.options.tick;
     if (s.nextRunAt === null)
       return { id: s.id, rev: s.rev, nextRunAt: null, runsAdded: 0, messages: [] };
+    // A schedule with a large input plans no more occurrences than fit one commit; the rest
+    // stay due and follow in the next chunk or tick.
+    const fit = Math.floor(t.maxCommitBytes / messageBytes(s.id, s.handler, s.input, s.tags));
     const plan = planOccurrences(parseSchedule(s.schedule, s.tz, s.startAt), s, now, {
       horizonMs: t.horizonMs,
       graceMs: t.misfireGraceMs,
       catchUpLimit: t.catchUpLimit,
-      limit: t.perScheduleLimit,
+      limit: Math.max(1, Math.min(t.perScheduleLimit, fit)),
     });
     const messages: OutboxMessage[] = plan.fires.map(({ fireAt, runAt }) => {
       const id = occurrenceId(s.id, fireAt);
@@ -305,4 +312,41 @@ export class Ticker {
       messages,
     };
   }
+}
+
+/**
+ * About how many bytes one occurrence's message adds to a commit request (its JSON, the job's
+ * input included, plus the fields around it): an estimate from the parts that vary, so that the
+ * input is serialised once per schedule, not once per occurrence.
+ */
+function messageBytes(id: string, handler: string, input: unknown, tags: string[]): number {
+  return 600 + 2 * id.length + handler.length + jsonLength(input) + jsonLength(tags);
+}
+
+function jsonLength(value: unknown): number {
+  return value === undefined ? 4 : (JSON.stringify(value)?.length ?? 4);
+}
+
+/** Split commits, in order, into groups whose messages add up to at most `maxBytes` (a commit
+ * larger than that alone forms a group of its own). */
+export function byBytes(commits: ScheduleCommit[], maxBytes: number): ScheduleCommit[][] {
+  const groups: ScheduleCommit[][] = [];
+  let group: ScheduleCommit[] = [];
+  let bytes = 0;
+  for (const c of commits) {
+    const first = c.messages[0];
+    const size = first
+      ? c.messages.length *
+        messageBytes(first.id, first.job.handler, first.job.input, first.job.tags)
+      : 0;
+    if (group.length > 0 && bytes + size > maxBytes) {
+      groups.push(group);
+      group = [];
+      bytes = 0;
+    }
+    group.push(c);
+    bytes += size;
+  }
+  if (group.length > 0) groups.push(group);
+  return groups;
 }

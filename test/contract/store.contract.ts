@@ -1301,6 +1301,15 @@ export function describeStoreContract(
         expect((await reapable()).recover).toEqual([]);
       });
 
+      it("cancelling a queued job removes its attempt-0 watch", async () => {
+        const { message } = await submitRecoverable();
+        if (!message) throw new Error("replayed");
+        await store.ackOutbox([ackOf(message)], REAP);
+        expect((await store.cancelJob(message.id)).kind).toBe("ok");
+        await sleep(REAP + 50);
+        expect((await reapable()).recover).toEqual([]);
+      });
+
       it("markDead with expected attempts leaves a job that has moved on", async () => {
         const spec = await submitted();
         await begin(spec);

@@ -1,0 +1,125 @@
+/**
+ * A tick never sends a commit request much larger than `tick.maxCommitBytes` of messages, however
+ * large the schedules' inputs (Redis REST services cap a request's size): a chunk's commits are
+ * split into groups, and a schedule with a large input plans fewer occurrences per chunk. Every
+ * occurrence is still dispatched exactly once.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { occurrenceId } from "../../src/core/model.ts";
+import { createEngine, silentLogger } from "../../src/engine/index.ts";
+import { byBytes } from "../../src/engine/ticker.ts";
+import { MemoryStore } from "../../src/store/memory/index.ts";
+import type { ScheduleCommit, Store } from "../../src/store/port.ts";
+import { scheduleRecord } from "../contract/fixtures.ts";
+import { ChaosQueue } from "../support/chaos-queue.ts";
+import { prng } from "../support/prng.ts";
+
+const MAX = 60_000;
+
+describe("commit size", () => {
+  it("splits commits by bytes and dispatches every occurrence of large-input schedules once", async () => {
+    const memory = new MemoryStore();
+    const sizes: number[] = [];
+    const store = new Proxy(memory, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (prop === "commitTick") {
+          return (token: number, commits: ScheduleCommit[]) => {
+            const messages = commits.flatMap((c) => c.messages);
+            if (messages.length > 0) {
+              sizes.push(messages.reduce((n, m) => n + JSON.stringify(m).length, 0));
+            }
+            return target.commitTick(token, commits);
+          };
+        }
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    }) as Store;
+    const queue = new ChaosQueue(prng(3));
+    const engine = createEngine({
+      store,
+      transport: queue,
+      handlers: { big: { run: () => null } },
+      logger: silentLogger,
+      degradation: false,
+      tick: { maxCommitBytes: MAX, misfireGraceMs: 3_600_000 },
+    });
+
+    // Three schedules, 8 KB of input each, 30 occurrences each already due (misfire `all`).
+    const now = await memory.now();
+    const start = Math.floor((now - 30_000) / 1_000) * 1_000 + 1_000;
+    const expected = new Set<string>();
+    for (let i = 0; i < 3; i++) {
+      const s = scheduleRecord({
+        id: `big${i}`,
+        handler: "big",
+        schedule: "1s",
+        input: { blob: "x".repeat(8_000), i },
+        misfire: "all",
+        startAt: start,
+        nextRunAt: start,
+        maxRuns: 30,
+      });
+      expect((await memory.putSchedule(s)).kind).toBe("ok");
+      for (let k = 0; k < 30; k++) expected.add(occurrenceId(s.id, start + k * 1_000));
+    }
+
+    for (let i = 0; i < 20 && queue.stats.published < expected.size; i++) {
+      await engine.ticker.tick();
+    }
+    const published = queue.pending.map((p) => p.message.id);
+    expect(new Set(published)).toEqual(expected);
+    expect(published).toHaveLength(expected.size); // each once
+    expect(sizes.length).toBeGreaterThan(3); // it had to split
+    for (const size of sizes) expect(size).toBeLessThanOrEqual(MAX);
+  });
+
+  it("byBytes keeps the order, and a group is within the bound or a single commit", () => {
+    const commit = (id: string, n: number, bytes: number): ScheduleCommit => ({
+      id,
+      rev: 0,
+      nextRunAt: null,
+      runsAdded: n,
+      messages: Array.from({ length: n }, (_, k) => ({
+        id: `${id}@${k}`,
+        dedupId: `${id}@${k}`,
+        job: {
+          id: `${id}@${k}`,
+          tenant: "t",
+          handler: "h",
+          input: "x".repeat(bytes),
+          priority: 5,
+          timeoutMs: 1_000,
+          retries: 0,
+          tags: [],
+          runAt: 0,
+          createdAt: 0,
+        },
+        notBefore: 0,
+        recoverAt: 0,
+      })),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 5 }), fc.integer({ min: 0, max: 3_000 })), {
+          maxLength: 20,
+        }),
+        fc.integer({ min: 1, max: 20_000 }),
+        (shape, max) => {
+          const commits = shape.map(([n, bytes], i) => commit(`s${i}`, n, bytes));
+          const groups = byBytes(commits, max);
+          expect(groups.flat()).toEqual(commits);
+          for (const g of groups) {
+            expect(g.length).toBeGreaterThan(0);
+            // The estimate errs on the large side: a group of several fits in real bytes.
+            const real = g
+              .flatMap((c) => c.messages)
+              .reduce((n, m) => n + JSON.stringify(m).length, 0);
+            if (g.length > 1) expect(real).toBeLessThanOrEqual(max);
+          }
+        },
+      ),
+    );
+  });
+});
