@@ -38,4 +38,24 @@ describe("cron evaluation agrees with cron-parser's own iteration", () => {
       expect(compared).toBeGreaterThan(150);
     });
   }
+
+  // cron-parser refuses a value two list items share, and a lowercase `l`; crontab and croner
+  // accept both, and so do we: the union of the items, and `l` read as `L`.
+  it.each([
+    ["0 0 * * 0,1,2,3,4,5,6,7", "0 0 * * 0-6"],
+    ["0 1-15/5,6 * * *", "0 1,6,11 * * *"],
+    ["*/10,30-35 * * * *", "0,10,20,30-35,40,50 * * * *"],
+    ["0 0 l * *", "0 0 L * *"],
+    ["0 0 * * 5l", "0 0 * * 5L"],
+    ["0 0 l,1-15,10 * *", "0 0 L,1-15 * *"],
+  ])("reads %s as cron-parser reads %s", (spec, equivalent) => {
+    const iterator = CronExpressionParser.parse(equivalent, {
+      tz: "UTC",
+      currentDate: FROM - 1,
+      endDate: TO,
+    });
+    const theirs: number[] = [];
+    while (theirs.length < N && iterator.hasNext()) theirs.push(iterator.next().getTime());
+    expect(between(parseSchedule(spec, "UTC"), FROM, TO, N)).toEqual(theirs);
+  });
 });

@@ -12,6 +12,9 @@
  * 1. evaluated with croner's DST class, it must agree with croner exactly;
  * 2. with tickwork's own class, it may differ from (1) only within a day of a DST transition, and
  *    only when the two classes differ.
+ *
+ * Also: a date a zone skipped whole (Pacific/Apia 2011, Pacific/Kiritimati 1994), and what croner
+ * and tickwork accept but cron-parser refuses (overlapping list items, a lowercase `l`).
  */
 import { Cron } from "croner";
 import { describe, expect, it } from "vitest";
@@ -143,6 +146,73 @@ describe("cron evaluation agrees with croner", () => {
       classDifferences += dstClassDifferences;
     });
   }
+
+  it("skips a date the zone never had, as croner does (Pacific/Apia 2011, Kiritimati 1994)", () => {
+    const cases: [string, string[]][] = [
+      // 2011-12-29 23:59:59 −10 → 2011-12-31 00:00:00 +14
+      ["Pacific/Apia", ["2011-12-28T00:00:00Z", "2011-12-30T08:30:00Z"]],
+      // 1994-12-30 23:59:59 −10 → 1995-01-01 00:00:00 +14
+      ["Pacific/Kiritimati", ["1994-12-29T00:00:00Z"]],
+    ];
+    const disagreements: string[] = [];
+    for (const [tz, starts] of cases) {
+      for (const spec of [...EXPRESSIONS, "0 12 * * *", "30 23 * * *", "0 12 * * 5"]) {
+        let parsed: ParsedCron;
+        try {
+          parsed = parseSchedule(spec, tz) as ParsedCron;
+        } catch {
+          continue; // never_fires, checked above
+        }
+        const asCroner: ParsedCron = { ...parsed, fixedTime: cronerFixedTime(spec) };
+        const cron = new Cron(spec, {
+          timezone: tz,
+          paused: true,
+          domAndDow: false,
+          fixedTimeRule: "no-wildcard",
+        });
+        for (const start of starts.map(Date.parse)) {
+          const actual = iso(ours(asCroner, start, 8));
+          const expected = iso(theirs(cron, start, 8));
+          if (actual.join() !== expected.join())
+            disagreements.push(`${spec} in ${tz}\n  ours   ${actual}\n  croner ${expected}`);
+        }
+      }
+    }
+    expect(disagreements).toEqual([]);
+  });
+
+  it("reads overlapping list items and a lowercase l as croner does", () => {
+    const specs = [
+      "0 0 * * 0,1,2,3,4,5,6,7",
+      "0 0 * * 5-7,0",
+      "0 1-15/5,6 * * *",
+      "*/10,30-35 * * * *",
+      "0 0 1-10,5-15 * *",
+      "0 0 * JAN-MAR,2 *",
+      "0 0 l * *",
+      "0 0 * * 5l",
+      "0 0 lw * *",
+      "30 9 l,15 * *",
+      "0 30 2 * * 0l,6l",
+    ];
+    for (const tz of ["UTC", "Europe/Berlin"]) {
+      for (const spec of specs) {
+        const cron = new Cron(spec, {
+          timezone: tz,
+          paused: true,
+          domAndDow: false,
+          fixedTimeRule: "no-wildcard",
+        });
+        const parsed = parseSchedule(spec, tz) as ParsedCron;
+        const asCroner: ParsedCron = { ...parsed, fixedTime: cronerFixedTime(spec) };
+        for (const start of [YEAR_START, ...transitions(tz).map((t) => t - 90 * 60_000)]) {
+          expect(iso(ours(asCroner, start, 40)), `${spec} in ${tz}`).toEqual(
+            iso(theirs(cron, start, 40)),
+          );
+        }
+      }
+    }
+  });
 
   it("met the one documented class of difference (ADR-0002) on the way", () => {
     expect(classDifferences).toBeGreaterThan(0);

@@ -6,11 +6,13 @@
  * Within a segment an instant `t` reads `t + offset` on the wall, one to one. At a transition:
  * - gap (clock jumps forward): the skipped wall times have no instant. Fixed-time expressions run
  *   once at the transition instant (the first valid instant after the gap); cadence expressions
- *   skip them.
+ *   skip them. Wall times on a calendar date the gap skips whole (Pacific/Apia's 2011-12-30) are
+ *   not owed a run by either: that date never existed there.
  * - fold (clock jumps back): the repeated wall times have two instants. Fixed-time expressions run
  *   at the first only (the second segment ignores its first `fold` ms of wall time); cadence
  *   expressions run at both.
  */
+import { SECONDS_PER_DAY } from "./calendar.ts";
 import { type ZoneSegment, zoneSegment } from "./time-zone.ts";
 import type { ParsedCron } from "./types.ts";
 import {
@@ -23,6 +25,8 @@ import {
 
 /** Searches give up (no occurrence) this far from where they start: one Gregorian cycle. */
 const SEARCH_SPAN_MS = GREGORIAN_CYCLE_DAYS * 86_400_000;
+/** A calendar day of wall-clock time, in ms. */
+const DAY_MS = SECONDS_PER_DAY * 1000;
 
 /** Smallest matching wall time (ms) in `[from, to]`, or `null`. */
 function nextWall(c: ParsedCron, from: number, to: number): number | null {
@@ -47,10 +51,10 @@ export function cronNextAfter(c: ParsedCron, t: number): number | null {
   while (lo - t < SEARCH_SPAN_MS) {
     const seg = zoneSegment(c.tz, lo + 1);
     const o = seg.offset;
-    const gapFrom = gapRunFrom(c, seg, lo + 1);
-    const wallFrom = Math.max(lo + 1 + o, firstWall(c, seg)) - gapFrom;
-    const w = nextWall(c, wallFrom, seg.to + o - 1);
-    if (w !== null) return w < seg.from + o ? seg.from : w - o;
+    // The gap's run is the earliest instant the segment has.
+    if (lo + 1 === seg.from && gapRuns(c, seg)) return seg.from;
+    const w = nextWall(c, Math.max(lo + 1 + o, firstWall(c, seg)), seg.to + o - 1);
+    if (w !== null) return w - o;
     lo = seg.to - 1;
   }
   return null;
@@ -62,9 +66,10 @@ export function cronPrevBefore(c: ParsedCron, t: number): number | null {
   while (t - hi < SEARCH_SPAN_MS) {
     const seg = zoneSegment(c.tz, hi - 1);
     const o = seg.offset;
-    const wallFrom = firstWall(c, seg);
-    const w = prevWall(c, wallFrom - gapRunFrom(c, seg, seg.from), hi - 1 + o);
-    if (w !== null) return w < wallFrom ? seg.from : w - o;
+    const w = prevWall(c, firstWall(c, seg), hi - 1 + o);
+    if (w !== null) return w - o;
+    // `hi - 1` is in the segment, so its first instant (the gap's run) is before `t`.
+    if (gapRuns(c, seg)) return seg.from;
     hi = seg.from;
   }
   return null;
@@ -80,8 +85,7 @@ export function cronCount(c: ParsedCron, from: number, to: number): number {
     const wallFrom = Math.max(lo + o, firstWall(c, seg));
     n += countWall(c, wallFrom, Math.min(to + 1, seg.to) + o);
     // The gap's run lands on the segment's first instant, unless a wall time there runs anyway.
-    const gap = gapRunFrom(c, seg, lo);
-    if (gap > 0 && !matchesWall(c, wallFrom) && countWall(c, wallFrom - gap, wallFrom) > 0) n++;
+    if (lo === seg.from && gapRuns(c, seg) && !matchesWall(c, wallFrom)) n++;
     lo = seg.to;
   }
   return n;
@@ -93,11 +97,25 @@ function firstWall(c: ParsedCron, seg: ZoneSegment): number {
 }
 
 /**
- * Wall time (ms) skipped by a gap just before the segment whose run falls on the segment's first
- * instant — non-zero only for fixed-time expressions searched from exactly that instant.
+ * Whether a fixed-time expression owes a run for the gap just before the segment (ADR-0002): a
+ * matching wall time skipped by the gap, on a calendar date that has instants of its own. That run
+ * falls on the segment's first instant.
+ *
+ * A date the gap skips whole — Pacific/Apia went from 2011-12-29 23:59:59 (−10) to 2011-12-31
+ * 00:00:00 (+14) — owes nothing, as 30 February owes nothing: its appointments are not moved onto
+ * the next date, which has its own, so a daily job runs once on every date that exists and keeps
+ * running every 24 real hours. Only the date a gap starts on and the date it ends on can owe a
+ * run, each when part of it lies outside the gap.
  */
-function gapRunFrom(c: ParsedCron, seg: ZoneSegment, from: number): number {
-  return c.fixedTime && from === seg.from ? seg.gapBefore : 0;
+function gapRuns(c: ParsedCron, seg: ZoneSegment): boolean {
+  if (!c.fixedTime || seg.gapBefore === 0) return false;
+  const end = seg.from + seg.offset;
+  const start = end - seg.gapBefore;
+  // Midnights inside the gap: the dates between the first and the last are wholly skipped.
+  const firstMidnight = Math.ceil(start / DAY_MS) * DAY_MS;
+  const lastMidnight = Math.floor(end / DAY_MS) * DAY_MS;
+  if (firstMidnight >= lastMidnight) return countWall(c, start, end) > 0;
+  return countWall(c, start, firstMidnight) > 0 || countWall(c, lastMidnight, end) > 0;
 }
 
 function matchesWall(c: ParsedCron, wall: number): boolean {

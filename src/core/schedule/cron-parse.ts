@@ -1,8 +1,9 @@
 /**
  * @module
- * Cron grammar: @-macros, 5 or 6 fields, and `W` handled here; everything else (ranges, steps,
- * lists, names, `L`, `#`, value ranges) parsed and validated by cron-parser, whose expanded field
- * sets become our {@link CronFields}. Evaluation is ours (ADR-0004).
+ * Cron grammar: @-macros, 5 or 6 fields, `W`, a lowercase `l` and overlapping list items handled
+ * here; everything else (ranges, steps, lists, names, `L`, `#`, value ranges) parsed and validated
+ * by cron-parser, whose expanded field sets become our {@link CronFields}. Evaluation is ours
+ * (ADR-0004).
  */
 import { CronExpressionParser } from "cron-parser";
 import { ScheduleError } from "./errors.ts";
@@ -22,6 +23,10 @@ export const CRON_MACROS: Readonly<Record<string, string>> = {
 
 const FIELD_NAMES = ["second", "minute", "hour", "day-of-month", "month", "day-of-week"] as const;
 const PROBE_BASE = ["0", "0", "0", "*", "*", "*"];
+const DAY_OF_MONTH = 3;
+const DAY_OF_WEEK = 5;
+/** cron-parser's evaluation options do not matter for parsing; fixed so parsing is pure. */
+const PARSER_OPTIONS = { tz: "UTC", currentDate: 0 } as const;
 /** `H` (cron-parser's hashed values) as a token of its own, not inside a name such as `THU`. */
 const HASH = /(?<![a-z])h(?![a-z])/i;
 const NEAREST_WEEKDAY = /^(\d+)W$/i;
@@ -54,10 +59,16 @@ export function parseCron(spec: string): CronParts {
       throw invalid(spec, `${FIELD_NAMES[i]} field "${atom}": H (hashed values) is not supported`);
     }
   });
-  const dayOfMonth = splitWeekdayItems(spec, six[3]!);
-  const forParser = [...six];
-  forParser[3] = dayOfMonth.rest ?? "*";
-  const parsed = parseWithCronParser(spec, forParser);
+  // cron-parser reads `L` only as a capital; crontab users write `l` as well (as they write `w`
+  // and names in any case, which are read already). Only the day fields have an `L`; no weekday
+  // name has an `l` in it (month names do, so the month field is left alone).
+  const normalized = six.map((atom, i) =>
+    i === DAY_OF_MONTH || i === DAY_OF_WEEK ? atom.replace(/l/g, "L") : atom,
+  );
+  const dayOfMonth = splitWeekdayItems(spec, normalized[DAY_OF_MONTH]!);
+  normalized[DAY_OF_MONTH] = dayOfMonth.rest ?? "*";
+  const forParser = normalized.map((field, i) => mergeOverlappingItems(i, field));
+  const parsed = parseWithCronParser(spec, forParser, six);
   const noWeekdayItems = dayOfMonth.nearest.length === 0 && !dayOfMonth.last;
   const dom = parsed.dayOfMonth;
   const dow = parsed.dayOfWeek;
@@ -143,20 +154,79 @@ function splitWeekdayItems(
 
 type CronParserFields = ReturnType<typeof CronExpressionParser.parse>["fields"];
 
-function parseWithCronParser(spec: string, six: string[]): CronParserFields {
+/** The values cron-parser expanded a field to, by our index (0 = second … 5 = day-of-week). */
+function valuesAt(fields: CronParserFields, index: number): readonly (number | string)[] {
+  const all = [
+    fields.second.values,
+    fields.minute.values,
+    fields.hour.values,
+    fields.dayOfMonth.values,
+    fields.month.values,
+    fields.dayOfWeek.values,
+  ];
+  return all[index]!;
+}
+
+/**
+ * The field with overlapping list items merged into one list of their distinct values.
+ *
+ * cron-parser refuses a list whose items share a value (`0,1,2,3,4,5,6,7` day-of-week, where 0 and
+ * 7 are both Sunday; `1-15/5,6`; `*\/10,30-35`); crontab and croner take the union, and so do
+ * we. Each item is expanded by cron-parser alone; the field is rewritten only when two items
+ * share a value, so every list cron-parser accepts reaches it unchanged. A field with an item
+ * cron-parser refuses is left as it is, for the full parse to report with the user's text. `#`
+ * cannot be in a list (cron-parser refuses it there), so a field holding one is left as it is.
+ */
+function mergeOverlappingItems(index: number, field: string): string {
+  if (!field.includes(",") || field.includes("#")) return field;
+  const distinct = new Map<string, number | string>();
+  let total = 0;
+  for (const item of field.split(",")) {
+    const probe = [...PROBE_BASE];
+    probe[index] = item;
+    let values: readonly (number | string)[];
+    try {
+      values = valuesAt(CronExpressionParser.parse(probe.join(" "), PARSER_OPTIONS).fields, index);
+    } catch {
+      return field;
+    }
+    for (const value of values) {
+      const canonical = index === DAY_OF_WEEK ? sundayAsZero(value) : value;
+      distinct.set(String(canonical), canonical);
+      total++;
+    }
+  }
+  if (distinct.size === total) return field;
+  const merged = [...distinct.values()];
+  const numeric = merged.filter((v): v is number => typeof v === "number").sort((a, b) => a - b);
+  return [...numeric, ...merged.filter((v) => typeof v === "string")].join(",");
+}
+
+/** Day-of-week 7 is Sunday, as 0 is (also in `7L`): one value for one day. */
+function sundayAsZero(value: number | string): number | string {
+  if (typeof value === "number") return value % 7;
+  return /^7L$/.test(value) ? "0L" : value;
+}
+
+/** Parse with cron-parser; errors name the field at fault with its text in `display`. */
+function parseWithCronParser(
+  spec: string,
+  six: readonly string[],
+  display: readonly string[],
+): CronParserFields {
   try {
-    return CronExpressionParser.parse(six.join(" "), { tz: "UTC", currentDate: 0 }).fields;
+    return CronExpressionParser.parse(six.join(" "), PARSER_OPTIONS).fields;
   } catch (error) {
     // Name the field at fault: parse each field alone against a neutral base.
     for (let i = 0; i < 6; i++) {
       const probe = [...PROBE_BASE];
       probe[i] = six[i]!;
       try {
-        CronExpressionParser.parse(probe.join(" "), { tz: "UTC", currentDate: 0 });
+        CronExpressionParser.parse(probe.join(" "), PARSER_OPTIONS);
       } catch (fieldError) {
         throw invalid(
           spec,
-          `${FIELD_NAMES[i]} field "${six[i]}": ${messageOf(fieldError)}`,
+          `${FIELD_NAMES[i]} field "${display[i]}": ${messageOf(fieldError)}`,
           fieldError,
         );
       }

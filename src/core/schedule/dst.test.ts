@@ -4,7 +4,9 @@
  *   gap once, at the first instant after the gap, and a wall time repeated by a fall-back fold once,
  *   at its first occurrence;
  * - a cadence expression (hour field `*` or a step) skips wall times in a gap and runs wall times in
- *   a fold in both passes, i.e. keeps running every real hour.
+ *   a fold in both passes, i.e. keeps running every real hour;
+ * - a calendar date a gap skips whole (Pacific/Apia, 2011-12-30) owes no run: a daily job runs once
+ *   on every date that exists, never twice on one.
  */
 import { describe, expect, it } from "vitest";
 import { between, countBetween, nextAfter, prevBefore } from "./occurrences.ts";
@@ -166,12 +168,86 @@ describe("America/Santiago: transitions at midnight", () => {
   });
 });
 
+describe("Pacific/Apia: 2011-12-29 23:59:59 −10 → 2011-12-31 00:00:00 +14 (10:00Z)", () => {
+  const tz = "Pacific/Apia";
+  const localDate = new Intl.DateTimeFormat("en-CA", {
+    timeZone: tz,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+  });
+  /** How many runs fall on each local date from 2011-12-27 to 2012-01-01. */
+  function runsPerDate(spec: string): Record<string, number> {
+    const perDate: Record<string, number> = {};
+    for (const t of runs(spec, tz, "2011-12-27T10:00:00Z", "2012-01-01T09:59:59Z"))
+      perDate[localDate.format(at(t))] = (perDate[localDate.format(at(t))] ?? 0) + 1;
+    return perDate;
+  }
+  const existingDates = ["27", "28", "29", "31"].map((d) => `2011-12-${d}`).concat("2012-01-01");
+
+  it("0 12 * * * runs once on each date that exists and not for the one that did not, 24 h apart", () => {
+    expect(runs("0 12 * * *", tz, "2011-12-28T00:00:00Z", "2012-01-01T00:00:00Z")).toEqual([
+      z("22:00", "2011-12-28"), // 28 Dec 12:00 −10
+      z("22:00", "2011-12-29"), // 29 Dec 12:00 −10
+      z("22:00", "2011-12-30"), // 31 Dec 12:00 +14
+      z("22:00", "2011-12-31"), // 1 Jan 12:00 +14
+    ]);
+  });
+
+  it("every daily wall time runs exactly once on each date that exists", () => {
+    for (let hour = 0; hour < 24; hour++) {
+      for (const minute of [0, 30, 59]) {
+        const spec = `${minute} ${hour} * * *`;
+        expect(runsPerDate(spec), spec).toEqual(
+          Object.fromEntries(existingDates.map((date) => [date, 1])),
+        );
+      }
+    }
+    expect(runsPerDate("@daily")).toEqual(Object.fromEntries(existingDates.map((d) => [d, 1])));
+  });
+
+  it("an appointment only on the skipped date does not run that year; its weekday skips a week", () => {
+    const yearly = parseSchedule("0 12 30 12 *", tz);
+    expect(new Date(nextAfter(yearly, at("2011-12-01T00:00:00Z"))!).toISOString()).toBe(
+      z("22:00", "2012-12-29"), // 30 Dec 2012 12:00 +14
+    );
+    // 2011-12-30 was a Friday.
+    expect(runs("0 12 * * 5", tz, "2011-12-20T00:00:00Z", "2012-01-08T00:00:00Z")).toEqual([
+      z("22:00", "2011-12-23"),
+      z("22:00", "2012-01-05"),
+    ]);
+  });
+
+  it("a cadence keeps running every real hour across the date line", () => {
+    const hourly = runs("0 * * * *", tz, "2011-12-30T07:00:00Z", "2011-12-30T13:00:00Z");
+    expect(hourly).toEqual(
+      ["07:00", "08:00", "09:00", "10:00", "11:00", "12:00", "13:00"].map((t) =>
+        z(t, "2011-12-30"),
+      ),
+    );
+  });
+});
+
+describe("a gap ending at midnight owes its date's run: America/Nuuk 2024-03-30 23:00 → 00:00", () => {
+  it("30 23 * * * runs Saturday's 23:30 at the first instant after the gap, Sunday 00:00", () => {
+    expect(
+      runs("30 23 * * *", "America/Nuuk", "2024-03-29T12:00:00Z", "2024-04-01T12:00:00Z"),
+    ).toEqual([
+      z("01:30", "2024-03-30"), // Fri 23:30 −02
+      z("01:00", "2024-03-31"), // Sat's 23:30 does not exist: Sun 00:00 −01
+      z("00:30", "2024-04-01"), // Sun 23:30 −01
+    ]);
+  });
+});
+
 describe("around every transition, next/prev/between/count describe the same set", () => {
   const cases: [string, string[]][] = [
     ["Europe/Berlin", ["2024-03-31T01:00:00Z", "2024-10-27T01:00:00Z"]],
     ["America/New_York", ["2024-03-10T07:00:00Z", "2024-11-03T06:00:00Z"]],
     ["Australia/Lord_Howe", ["2024-04-06T15:00:00Z", "2024-10-05T15:30:00Z"]],
     ["America/Santiago", ["2024-04-07T03:00:00Z", "2024-09-08T04:00:00Z"]],
+    ["Pacific/Apia", ["2011-12-30T10:00:00Z"]],
+    ["America/Nuuk", ["2024-03-30T23:00:00Z"]],
   ];
   const specs = [
     "30 2 * * *",

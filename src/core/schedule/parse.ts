@@ -12,9 +12,9 @@ import type { ParsedSchedule } from "./types.ts";
  * Parse and validate a schedule spec in a time zone.
  *
  * - Cron: 5 fields (`minute hour day-of-month month day-of-week`) or 6 (a leading `second`);
- *   `@yearly`, `@annually`, `@monthly`, `@weekly`, `@daily`, `@midnight`, `@hourly`; lists, ranges,
- *   steps, month and weekday names, `?`, `L`, `W`, `LW`, `#`. Read on the wall clock of `tz`, with
- *   the DST rule of ADR-0002.
+ *   `@yearly`, `@annually`, `@monthly`, `@weekly`, `@daily`, `@midnight`, `@hourly`; lists (whose
+ *   items may overlap), ranges, steps, month and weekday names, `?`, `L`, `W`, `LW`, `#` (letters in
+ *   either case). Read on the wall clock of `tz`, with the DST rule of ADR-0002.
  * - Interval: a whole number and a unit `s`, `m`, `h` or `d`, from `"1s"` to `"365d"`, on the grid
  *   `anchor + k × period` (ADR-0003). `tz` is validated but not used.
  *

@@ -48,9 +48,10 @@ export interface ParsedCron {
   /**
    * DST class (ADR-0002). `true` when the hour field names hours (`2`, `1-3`, `9,17`): each matching
    * wall time is an appointment that runs once — after a spring-forward gap at the first instant
-   * after it, in a fall-back fold at its first occurrence. `false` when the hour field is `*`, `?`
-   * or has a step (`0-23/3`, or `*` with a step): the expression is a cadence; wall times in a gap
-   * are skipped and those in a fold run in both passes.
+   * after it (not at all when the gap skips its whole date), in a fall-back fold at its first
+   * occurrence. `false` when the hour field is `*`, `?` or has a step (`0-23/3`, or `*` with a
+   * step): the expression is a cadence; wall times in a gap are skipped and those in a fold run in
+   * both passes.
    */
   readonly fixedTime: boolean;
 }
