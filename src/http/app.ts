@@ -3,6 +3,7 @@
  * The HTTP app factory: the routes of shared/API.md over an engine, as one Hono app.
  */
 import { Hono } from "hono";
+import { appPath } from "./middleware/app-path.ts";
 import { corsMiddleware } from "./middleware/cors.ts";
 import { answerMethodNotAllowed } from "./middleware/method-not-allowed.ts";
 import { requestId } from "./middleware/request-id.ts";
@@ -34,7 +35,13 @@ import { scheduleRoutes } from "./routes/schedules.ts";
  * });
  * serve({ fetch: app.fetch, port: 3000 });
  * // POST /api/tickwork/v1/jobs {"handler":"email.send","input":{"to":"a@b.c"}}
- * //   with Authorization: Bearer <key> → 202
+ * //   with Authorization: Bearer <key> → 202, Location: /api/tickwork/v1/jobs/<id>
+ *
+ * @example
+ * // Inside an app of your own: no basePath needed, the answers follow the mount point.
+ * const site = new Hono();
+ * site.route("/api/tickwork", createApp({ engine, apiKeys: [process.env.TICKWORK_API_KEY!] }));
+ * // POST /api/tickwork/v1/jobs → Location: /api/tickwork/v1/jobs/<id>
  *
  * @example
  * // A service that only runs what the queue delivers: /v1/worker, /v1/dead, /health, /ready.
@@ -48,6 +55,8 @@ export function createApp(options: AppOptions): Hono<AppEnv> {
   // body too); `app` shares its router and adds the base path to the routes it registers.
   const root = new Hono<AppEnv>();
   root.use(requestId(logger));
+  // On `root`, before the base path: its own route's base path is then where the app is mounted.
+  root.use(appPath(config.pathPrefix));
   if (config.cors) root.use(corsMiddleware(config.cors));
   const app = root.basePath(config.basePath);
   app.route("/", healthRoutes(config));

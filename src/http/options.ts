@@ -19,6 +19,13 @@ export interface AppVariables {
   logger: Logger;
   /** Who is acting, as {@link AppOptions.authorize} decided. Set on the API routes only. */
   actor: Actor;
+  /**
+   * The path the app's routes hang off, as this request reached it: where the app is mounted
+   * (`"/api/tickwork"` under `outer.route("/api/tickwork", app)`, `""` when served as it is)
+   * followed by {@link AppOptions.basePath}. Paths the app writes into answers (`Location`) start
+   * with it, e.g. `` `${c.get("appPath")}/v1/jobs/${id}` ``.
+   */
+  appPath: string;
 }
 
 /** The Hono environment of the app. */
@@ -44,18 +51,20 @@ export interface AppOptions {
   /** The engine the routes drive. */
   engine: Engine;
   /**
-   * Mount every route (health included) under this path.
+   * Mount every route (health included) under this path. Not needed to mount the app inside
+   * another Hono app: `outer.route("/api/tickwork", app)` works as it is, and paths the app writes
+   * into answers (`Location`) follow the mount point either way (both add up).
    * @default "/"
    * @example "/api/tickwork"
    */
-  basePath?: string;
+  basePath?: string | undefined;
   /**
    * Development mode (`npm run dev`): the API needs no key and `/v1/tick` no secret. Outside dev,
    * `createApp` refuses to build an app whose API routes have no `tenants`, `apiKeys` or
    * `authorize`, or whose `/v1/tick` has no `tickSecret`.
    * @default false
    */
-  dev?: boolean;
+  dev?: boolean | undefined;
   /**
    * The public URL of the app's base path, as the queue delivers to it. Delivery signatures are
    * checked against `publicUrl + "/v1/worker"` (and `/v1/dead`). Set it behind proxies and rewrites,
@@ -63,49 +72,49 @@ export interface AppOptions {
    * @default the request's own URL
    * @example "https://app.example.com/api/tickwork"
    */
-  publicUrl?: string;
+  publicUrl?: string | undefined;
   /**
    * Largest JSON request body, in bytes; bigger ones get 413. Queue deliveries (`/v1/worker`,
    * `/v1/dead`) may be 4× this: they wrap a job's input (the failure callback in base64, twice).
    * @default 1_048_576
    */
-  bodyLimitBytes?: number;
+  bodyLimitBytes?: number | undefined;
   /**
    * `/v1/tick` needs `Authorization: Bearer <tickSecret>` (Vercel sends `CRON_SECRET` this way);
    * 401 otherwise. Required outside dev when the roles serve the tick, unless `false`: then
    * `/v1/tick` is not served over HTTP at all (a Node server's own timer still ticks).
    */
-  tickSecret?: string | false;
+  tickSecret?: string | false | undefined;
   /**
    * Tenants with hashed API keys, scopes and manifests (`tickwork/config`). A request to the API
    * routes must present a key (`Authorization: Bearer <key>` or `X-Api-Key: <key>`): 401 without
    * one, 403 when its scopes do not cover the route. A tenant sees only its own jobs and
    * schedules. Exclusive with `authorize`.
    */
-  tenants?: readonly TenantConfig[];
+  tenants?: readonly TenantConfig[] | undefined;
   /**
    * Plain API keys (e.g. `TICKWORK_API_KEY`), each an `admin` key of the tenant `"default"`
    * (with that tenant's manifest when `tenants` has one). Hashed at start; compared like
    * `tenants` keys. Exclusive with `authorize`.
    */
-  apiKeys?: readonly string[];
+  apiKeys?: readonly string[] | undefined;
   /**
    * Who a request to the API routes (jobs, schedules, dead letters) acts as — a custom scheme
    * instead of `tenants`/`apiKeys`. An actor without `scopes` may do everything.
    * @default () => ({ tenant: "default" }) in dev
    */
-  authorize?: Authorize;
+  authorize?: Authorize | undefined;
   /**
    * Cross-origin requests from browsers (CORS). Off unless set: browsers on other origins then
    * cannot call the API.
    * @example { origins: ["https://app.example.com"] }
    */
-  cors?: CorsConfig;
+  cors?: CorsConfig | undefined;
   /**
    * Cap of `GET /v1/jobs/:id?wait=`: longer waits are cut to this.
    * @default 30_000
    */
-  maxWaitMs?: number;
+  maxWaitMs?: number | undefined;
   /**
    * The route sets to serve (see {@link Role}); `/health` and `/ready` are always served. A path
    * outside them answers 404, and a method of a path they serve only in part (`POST /v1/jobs` for
@@ -113,7 +122,7 @@ export interface AppOptions {
    * @default ["all"]
    * @example ["api", "worker"] // no /v1/tick: the tick runs elsewhere
    */
-  roles?: readonly Role[];
+  roles?: readonly Role[] | undefined;
 }
 
 /** Options with defaults applied; what the route factories receive. */
@@ -121,7 +130,10 @@ export interface AppConfig {
   engine: Engine;
   /** Normalised: `"/"` or `"/a/b"`. */
   basePath: string;
-  /** `basePath` without a trailing `/` (`""` at the root): prepend it to build paths for `Location`. */
+  /**
+   * `basePath` without a trailing `/` (`""` at the root). Routes build paths from
+   * `c.get("appPath")`, which adds the mount point to it.
+   */
   pathPrefix: string;
   dev: boolean;
   publicUrl: string | undefined;

@@ -8,6 +8,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import type { Hono } from "hono";
 import { expect } from "vitest";
 import { z } from "zod";
 import { NonRetryableError } from "../../src/core/errors.ts";
@@ -18,7 +19,7 @@ import {
   type Handlers,
   silentLogger,
 } from "../../src/engine/index.ts";
-import { type AppOptions, createApp } from "../../src/http/index.ts";
+import { type AppEnv, type AppOptions, createApp } from "../../src/http/index.ts";
 import type { Store } from "../../src/store/port.ts";
 import { LocalTransport } from "../../src/transport/local/index.ts";
 import type { Transport } from "../../src/transport/port.ts";
@@ -44,6 +45,11 @@ export interface HarnessOptions {
   basePath?: string;
   app?: Omit<AppOptions, "engine">;
   engine?: EngineOptions;
+  /**
+   * Serve the app through an app of the caller's own, e.g.
+   * `(app) => new Hono().route("/api/tickwork", app)` (then pass that prefix as `basePath`).
+   */
+  wrap?: (app: Hono<AppEnv>) => { fetch(request: Request): Response | Promise<Response> };
 }
 
 /** Start the app on a free port. */
@@ -77,7 +83,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     ...options.engine,
   });
   const app = createApp({ engine, dev: true, ...options.app });
-  handler = (request) => app.fetch(request);
+  const served = options.wrap ? options.wrap(app) : app;
+  handler = (request) => served.fetch(request);
   return {
     origin,
     engine,

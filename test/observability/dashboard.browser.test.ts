@@ -1,10 +1,13 @@
 /**
  * The dashboard in real headless Chromium against a real server: it shows a schedule created over
  * the API, its Pause button pauses it (the API then says so), a dead letter's Retry re-runs it, and
- * with auth on it asks for a key and shows the API's refusal of a read-only one. The page runs
+ * with auth on it asks for a key and shows the API's refusal of a read-only one. Mounted inside
+ * another app (`outer.route("/api/tickwork", app)`, also at `…/dashboard/` under `strict: false`)
+ * it reads and acts under that prefix. The page runs
  * under its own Content-Security-Policy; any script error or policy violation fails the test.
  */
-import type { Browser, Page } from "playwright-core";
+import { Hono } from "hono";
+import type { Browser, Request as BrowserRequest, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hashKey } from "../../src/config/keys.ts";
 import type { TenantConfig } from "../../src/config/schema.ts";
@@ -44,8 +47,14 @@ describe.skipIf(noBrowser !== undefined)("the dashboard in headless Chromium", (
   });
 
   async function open(h: Harness): Promise<Page> {
+    return openAt(`${h.origin}/dashboard?refresh=1`);
+  }
+
+  /** Open the page at `url`, collecting problems; `onRequest` sees every request it makes. */
+  async function openAt(url: string, onRequest?: (request: BrowserRequest) => void): Promise<Page> {
     problems = [];
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    if (onRequest) page.on("request", onRequest);
     page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
     page.on("console", (message) => {
       // The browser logs a failed fetch (our 401/403s) as a console error; those are expected.
@@ -53,7 +62,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard in headless Chromium", (
         problems.push(`console: ${message.text()} (${message.location().url})`);
       }
     });
-    await page.goto(`${h.origin}/dashboard?refresh=1`);
+    await page.goto(url);
     return page;
   }
 
@@ -86,7 +95,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard in headless Chromium", (
     },
   );
 
-  it("works under a base path (its API calls are relative to the page)", async () => {
+  it("works under a base path (its API calls start from the page's own path)", async () => {
     handle = await factories[0]!.make();
     server = await startHarness({
       store: handle.store,
@@ -105,6 +114,52 @@ describe.skipIf(noBrowser !== undefined)("the dashboard in headless Chromium", (
     expect(await page.locator("#instance").textContent()).toBe(
       `answered by ${server.engine.options.instanceId}`,
     );
+    expect(problems).toEqual([]);
+  });
+
+  it.each([
+    {
+      name: 'under outer.route("/api/tickwork", app), at …/dashboard',
+      outer: () => new Hono(),
+      page: "/dashboard",
+    },
+    {
+      // A relative fetch("v1/stats") would resolve under …/dashboard/ here.
+      name: "under an outer app with strict: false, at …/dashboard/",
+      outer: () => new Hono({ strict: false }),
+      page: "/dashboard/",
+    },
+  ])("loads its data and acts $name, every call under the prefix", async ({ outer, page: at }) => {
+    handle = await factories[0]!.make();
+    const prefix = "/api/tickwork";
+    server = await startHarness({
+      store: handle.store,
+      handlers: testHandlers().handlers,
+      basePath: prefix,
+      wrap: (app) => outer().route(prefix, app),
+    });
+    const base = `${server.origin}${prefix}`;
+    await call(base, "POST", "/v1/schedules", {
+      json: { id: "mounted", handler: "echo", schedule: "5m" },
+    });
+    const calls: string[] = [];
+    const p = await openAt(`${base}${at}`, (request) => {
+      if (request.resourceType() === "fetch") calls.push(`${request.method()} ${request.url()}`);
+    });
+    await p.getByRole("row", { name: /mounted/ }).waitFor();
+    await p.getByRole("button", { name: "Pause schedule mounted" }).click();
+    await p.getByRole("status").filter({ hasText: "Paused mounted" }).waitFor();
+    expect((await call(base, "GET", "/v1/schedules/mounted")).body.status).toBe("paused");
+    expect(calls).toEqual(
+      expect.arrayContaining([
+        `GET ${base}/v1/stats`,
+        `GET ${base}/v1/schedules?limit=100`,
+        `GET ${base}/v1/jobs?limit=20`,
+        `GET ${base}/v1/dlq?limit=20`,
+        `POST ${base}/v1/schedules/mounted/pause`,
+      ]),
+    );
+    for (const url of calls) expect(url).toMatch(/^(GET|POST|DELETE) \S+\/api\/tickwork\/v1\//);
     expect(problems).toEqual([]);
   });
 

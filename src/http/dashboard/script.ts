@@ -1,11 +1,15 @@
 /**
  * @module
  * The dashboard's browser script, inlined into the page. It polls `v1/stats` and the listings
- * every 3 s (`?refresh=<seconds>`, 1–60; paths relative to the page, so any base path works),
- * draws the charts from the samples it keeps (the last 60),
+ * every 3 s (`?refresh=<seconds>`, 1–60), draws the charts from the samples it keeps (the last 60),
  * and calls the API for the buttons. Every value reaches the DOM through `textContent` or an
  * attribute, never as markup. A 401 asks for an API key (kept in `sessionStorage`); any other
  * refusal (a read-only key pausing a schedule: 403) is shown as the API's own `detail`.
+ *
+ * Its API paths start from the directory of the page's own path (`/api/tickwork/dashboard` →
+ * `/api/tickwork/`), so the page works under any base path or mount point, and also when served
+ * as `…/dashboard/` (an app with `strict: false`), where plain relative URLs would resolve under
+ * `dashboard/`.
  */
 
 /** The JavaScript of the dashboard page (plain ES2020, no modules). */
@@ -18,6 +22,8 @@ export const DASHBOARD_JS = `
   const POLL_MS = asked >= 1 && asked <= 60 ? asked * 1000 : 3000;
   const SAMPLES = 60;
   const SVG = "http://www.w3.org/2000/svg";
+  // The app's root as the page was reached: its path without a trailing slash and "dashboard".
+  const BASE = location.pathname.replace(/\\/+$/, "").replace(/[^/]*$/, "");
   /** { t, backlog, succeeded } per poll, newest last. */
   const samples = [];
   let timer = 0;
@@ -44,7 +50,7 @@ export const DASHBOARD_JS = `
     const headers = { accept: "application/json" };
     const key = storedKey();
     if (key) headers.authorization = "Bearer " + key;
-    const res = await fetch(path, { method, headers, cache: "no-store" });
+    const res = await fetch(BASE + path, { method, headers, cache: "no-store" });
     const text = await res.text();
     let body = null;
     try { body = text ? JSON.parse(text) : null; } catch { body = null; }

@@ -64,7 +64,7 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
       );
       if (quota) setRateLimitHeaders(c, quota);
       if (replayed) c.header("Idempotent-Replayed", "true");
-      c.header("Location", `${config.pathPrefix}/v1/jobs/${encodeURIComponent(job.id)}`);
+      c.header("Location", `${c.get("appPath")}/v1/jobs/${encodeURIComponent(job.id)}`);
       return c.json(jobSummary(job), replayed ? 200 : 202);
     });
 

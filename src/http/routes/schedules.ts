@@ -64,10 +64,7 @@ export function scheduleRoutes(config: AppConfig): Hono<AppEnv> {
       );
       if (quota) setRateLimitHeaders(c, quota);
       if (created) {
-        c.header(
-          "Location",
-          `${config.pathPrefix}/v1/schedules/${encodeURIComponent(schedule.id)}`,
-        );
+        c.header("Location", `${c.get("appPath")}/v1/schedules/${encodeURIComponent(schedule.id)}`);
       }
       return c.json(scheduleResource(schedule), created ? 201 : 200);
     });
