@@ -1,6 +1,8 @@
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
+  // `tickwork/…` imports (tests, functions/) resolve to src/ through tsconfig.json "paths".
+  resolve: { tsconfigPaths: true },
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 30_000,

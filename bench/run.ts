@@ -22,11 +22,11 @@ interface Results {
   generated: string;
   mode: "full" | "quick";
   machine: ReturnType<typeof machine>;
-  submit?: SubmitFigures;
-  tick?: TickFigures;
-  scale?: ScaleFigures;
-  idle?: IdleFigures;
-  memory?: MemoryFigures;
+  submit?: SubmitFigures | undefined;
+  tick?: TickFigures | undefined;
+  scale?: ScaleFigures | undefined;
+  idle?: IdleFigures | undefined;
+  memory?: MemoryFigures | undefined;
   targets: Target[];
   took_s: number;
   /** Seconds each section took. */

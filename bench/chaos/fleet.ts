@@ -46,13 +46,13 @@ export interface Slot {
   index: number;
   generation: number;
   child?: ChildProcess;
-  pid?: number;
+  pid?: number | undefined;
   /** Listening (app) or ticking (tick). */
   ready: boolean;
   /** Handlers running now, as last reported. */
   inflight: number;
   /** When the slot last went down (stopped answering), if it is down. */
-  downSince?: number;
+  downSince?: number | undefined;
   /** Time spent down so far (since {@link Fleet.start}). */
   downMs: number;
 }

@@ -14,45 +14,45 @@ import { jsonLogger } from "./logger.ts";
 /** Tick settings. */
 export interface TickOptions {
   /** Tick lease time to live; renewed on every chunk. @default 30_000 */
-  leaseMs?: number;
+  leaseMs?: number | undefined;
   /**
    * Look-ahead: occurrences due within this window are dispatched now with `notBefore = fireAt`.
    * Set it to the period of whatever calls the tick (60 s for a once-a-minute platform cron).
    * @default 60_000
    */
-  horizonMs?: number;
+  horizonMs?: number | undefined;
   /** Schedules read per chunk. @default 100 */
-  chunk?: number;
+  chunk?: number | undefined;
   /** Occurrences planned per schedule per chunk. @default 1_000 */
-  perScheduleLimit?: number;
+  perScheduleLimit?: number | undefined;
   /** An occurrence older than `now - misfireGraceMs` counts as missed. @default 120_000 */
-  misfireGraceMs?: number;
+  misfireGraceMs?: number | undefined;
   /** Misfire `all` replays at most this many missed occurrences. @default 100 */
-  catchUpLimit?: number;
+  catchUpLimit?: number | undefined;
   /** Outbox messages not acknowledged after this long are re-published. @default 30_000 */
-  recoverGraceMs?: number;
+  recoverGraceMs?: number | undefined;
   /** Outbox messages re-published per tick. @default 500 */
-  recoverLimit?: number;
+  recoverLimit?: number | undefined;
   /** Stop taking new chunks after this long. @default 20_000 */
-  budgetMs?: number;
+  budgetMs?: number | undefined;
   /** Messages per publish call (QStash batch size). @default 100 */
-  publishBatch?: number;
+  publishBatch?: number | undefined;
   /**
    * Most bytes of occurrence messages in one commit request (a chunk's commit is split, and a
    * schedule with a large input plans fewer occurrences per chunk), under the request size
    * limits of Redis REST services. @default 4_000_000
    */
-  maxCommitBytes?: number;
+  maxCommitBytes?: number | undefined;
 }
 
 /** Defaults for jobs whose handler and request say nothing. */
 export interface JobDefaults {
   /** @default 60_000 */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** @default 3 */
-  retries?: number;
+  retries?: number | undefined;
   /** @default 5 */
-  priority?: number;
+  priority?: number | undefined;
 }
 
 /**
@@ -61,40 +61,40 @@ export interface JobDefaults {
  */
 export interface DegradationOptions {
   /** Due jobs not started. @default { normal: 50, degraded: 100, critical: 500 } (the seed's) */
-  queueDepth?: Thresholds;
+  queueDepth?: Thresholds | undefined;
   /** Dispatch lag moving average. @default { normal: 10_000, degraded: 30_000, critical: 300_000 } */
-  lagMs?: Thresholds;
+  lagMs?: Thresholds | undefined;
   /**
    * Failure moving average (0–1). One broken handler should slow intake, not stop it, so by
    * default it can reach `degraded` only. @default { normal: 0.25, degraded: 0.5, critical: Infinity }
    */
-  failureRate?: Thresholds;
+  failureRate?: Thresholds | undefined;
   /** CPU percent, where the runtime exposes it. @default { normal: 50, degraded: 70, critical: 90 } */
-  cpu?: Thresholds;
+  cpu?: Thresholds | undefined;
   /** Memory percent, where the runtime exposes it. @default { normal: 60, degraded: 75, critical: 90 } */
-  memory?: Thresholds;
+  memory?: Thresholds | undefined;
   /** @default 30_000 */
-  debounceMs?: number;
+  debounceMs?: number | undefined;
   /** Added to a submit's run time while degraded. @default 1_000 */
-  degradedDelayMs?: number;
+  degradedDelayMs?: number | undefined;
   /** What a submit gets while critical. @default "reject" (503 + Retry-After) */
-  critical?: "reject" | "delay";
+  critical?: "reject" | "delay" | undefined;
   /** Added to a submit's run time while critical with `critical: "delay"`. @default 5_000 */
-  criticalDelayMs?: number;
+  criticalDelayMs?: number | undefined;
   /** `Retry-After` of a critical rejection. @default 30_000 */
-  retryAfterMs?: number;
+  retryAfterMs?: number | undefined;
 }
 
 /** Options shared by the broker, ticker and runner. */
 export interface EngineOptions {
-  tick?: TickOptions;
-  jobs?: JobDefaults;
+  tick?: TickOptions | undefined;
+  jobs?: JobDefaults | undefined;
   /** The degradation controller; `false` turns it off. @default on, with the defaults above */
-  degradation?: DegradationOptions | false;
+  degradation?: DegradationOptions | false | undefined;
   /** This instance's name in leader metrics and events. @default a random id */
-  instanceId?: string;
+  instanceId?: string | undefined;
   /** Added to a job's timeout to form its run lease. @default 5_000 */
-  leaseGraceMs?: number;
+  leaseGraceMs?: number | undefined;
   /**
    * The reaper: a started job that saw no delivery for this long after its run lease ended (or
    * after a failed attempt) — the queue gave up and its failure callback never arrived — is
@@ -106,14 +106,14 @@ export interface EngineOptions {
    * second delivery chain (more attempts than `retries`, never a second success). At least
    * `tick.recoverGraceMs`. @default 3_600_000
    */
-  reapAfterMs?: number;
+  reapAfterMs?: number | undefined;
   /**
    * A watch re-dispatched this many times without its job making progress (a queue that never
    * reaches the worker: wrong signing keys, a dead route) is dead-lettered instead of re-sent
    * again. With the default `reapAfterMs`, a day. @default 24
    */
-  maxReaps?: number;
-  logger?: Logger;
+  maxReaps?: number | undefined;
+  logger?: Logger | undefined;
   /**
    * CPU and memory use of this process in percent, for the degradation controller, where the
    * runtime exposes them (the Node adapter passes one; Workers have none). Called on every submit:
@@ -122,10 +122,13 @@ export interface EngineOptions {
   localSignals?: () => { cpu?: number; memory?: number } | undefined;
 }
 
+/** Every option of `T` present and defined. */
+type Resolved<T> = { [K in keyof T]-?: Exclude<T[K], undefined> };
+
 /** Fully resolved options. */
 export interface ResolvedOptions {
-  tick: Required<TickOptions>;
-  jobs: Required<JobDefaults>;
+  tick: Resolved<TickOptions>;
+  jobs: Resolved<JobDefaults>;
   /** Undefined when turned off. */
   degradation: NonNullable<Admission["degradation"]> | undefined;
   instanceId: string;
@@ -143,6 +146,14 @@ export function resolveOptions(opts: EngineOptions = {}): ResolvedOptions {
   return resolved;
 }
 
+/** `options` without its `undefined` values, so spreading it over defaults keeps them. */
+function defined<T extends object>(options: T | undefined): Partial<Resolved<T>> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(options ?? {}))
+    if (value !== undefined) out[key] = value;
+  return out as Partial<Resolved<T>>;
+}
+
 function withDefaults(opts: EngineOptions): ResolvedOptions {
   return {
     tick: {
@@ -157,9 +168,9 @@ function withDefaults(opts: EngineOptions): ResolvedOptions {
       budgetMs: 20_000,
       publishBatch: 100,
       maxCommitBytes: 4_000_000,
-      ...opts.tick,
+      ...defined(opts.tick),
     },
-    jobs: { timeoutMs: 60_000, retries: 3, priority: 5, ...opts.jobs },
+    jobs: { timeoutMs: 60_000, retries: 3, priority: 5, ...defined(opts.jobs) },
     degradation: opts.degradation === false ? undefined : resolveDegradation(opts.degradation),
     instanceId: opts.instanceId ?? `tw-${crypto.randomUUID().slice(0, 8)}`,
     leaseGraceMs: opts.leaseGraceMs ?? 5_000,

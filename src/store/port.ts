@@ -67,7 +67,7 @@ export interface BeginTickOptions {
   recoverGraceMs: number;
   /** How far recovered watches' (messages with `attempt`) `recoverAt` is pushed.
    * @default {@link DEFAULT_REAP_AFTER_MS} */
-  reapAfterMs?: number;
+  reapAfterMs?: number | undefined;
   /**
    * Who ticks (an instance id). Leader path only: if it differs from the stored holder, count a
    * leader change (a flap if within {@link FLAP_WINDOW_MS} of the previous change), write a
@@ -84,7 +84,7 @@ export interface BeginTickOptions {
    * Evaluate the degradation controller (leader path only; an idle tick stays 5 commands), after
    * taking the lease and before reading the due schedules.
    */
-  degradation?: DegradationPolicy;
+  degradation?: DegradationPolicy | undefined;
 }
 
 /** One schedule's change in a tick commit, planned in TS from the record read by the tick. */
@@ -221,18 +221,18 @@ export interface Page<T> {
 }
 
 export interface ListJobsQuery {
-  status?: JobStatus;
-  handler?: string;
-  scheduleId?: string;
+  status?: JobStatus | undefined;
+  handler?: string | undefined;
+  scheduleId?: string | undefined;
   limit: number;
-  cursor?: string;
+  cursor?: string | undefined;
 }
 
 export interface ListSchedulesQuery {
-  status?: ScheduleStatus;
-  handler?: string;
+  status?: ScheduleStatus | undefined;
+  handler?: string | undefined;
   limit: number;
-  cursor?: string;
+  cursor?: string | undefined;
 }
 
 /** Result of {@link Store.putSchedule}. */
@@ -548,9 +548,9 @@ export interface EventsQuery {
    * Only events with id greater than this: an event id, `<ms>-<seq>` (anything else is a
    * `ValidationError`, 400).
    */
-  after?: string;
+  after?: string | undefined;
   /** Absent or empty: every type. */
-  types?: readonly EventType[];
+  types?: readonly EventType[] | undefined;
   /** Oldest first, at most this many (1–1,000). */
   limit: number;
 }
@@ -743,7 +743,7 @@ export interface Store {
     error: JobError,
     expect?: { attempts: number },
   ): Promise<JobRecord | null>;
-  listDead(query: { limit: number; cursor?: string }): Promise<Page<JobRecord>>;
+  listDead(query: { limit: number; cursor?: string | undefined }): Promise<Page<JobRecord>>;
   /**
    * `dead` → `queued` again (attempts and last `error` kept, `runAt = now`, `finishedAt` cleared,
    * no longer expiring), removed from the dead-letter list, and
@@ -785,7 +785,10 @@ export interface Store {
   /** Delete a schedule (raising the rev sequence to its rev, see {@link Store.putSchedule}). */
   deleteSchedule(id: string): Promise<boolean>;
   /** Jobs fired by a schedule (every job with that `scheduleId`), newest fire time first. */
-  listRuns(scheduleId: string, query: { limit: number; cursor?: string }): Promise<Page<JobRecord>>;
+  listRuns(
+    scheduleId: string,
+    query: { limit: number; cursor?: string | undefined },
+  ): Promise<Page<JobRecord>>;
 
   // ── observability ──────────────────────────────────────────────────────
   /**

@@ -42,12 +42,12 @@ export interface SignDeliveryOptions {
    * Issue time in epoch ms. Receivers check it against their own clock, so pass a real time.
    * @default Date.now()
    */
-  now?: number;
+  now?: number | undefined;
   /**
    * Lifetime in seconds.
    * @default 300
    */
-  ttlSec?: number;
+  ttlSec?: number | undefined;
 }
 
 /**
@@ -80,20 +80,20 @@ export interface VerifySignatureOptions {
   /** Raw body, exactly as received. */
   body: string;
   /** When given, the signature's `sub` must equal it. */
-  url?: string;
+  url?: string | undefined;
   currentSigningKey: string;
   /** Tried when the current key does not verify (key rotation). */
-  nextSigningKey?: string;
+  nextSigningKey?: string | undefined;
   /**
    * Seconds of clock skew allowed on `nbf` and `exp`.
    * @default 0
    */
-  clockToleranceSec?: number;
+  clockToleranceSec?: number | undefined;
   /**
    * The receiver's time in epoch ms.
    * @default Date.now()
    */
-  now?: number;
+  now?: number | undefined;
 }
 
 /** Why a signature was refused. */

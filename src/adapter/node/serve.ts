@@ -2,8 +2,12 @@
  * @module
  * `serve`: an app on a Node HTTP server (`@hono/node-server`) with graceful shutdown.
  */
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { serve as honoServe, type ServerType } from "@hono/node-server";
+import { loadPeer } from "../peer.ts";
+
+/** The Node server `@hono/node-server` creates (HTTP/1.1 unless configured otherwise). */
+type ServerType = Server;
 
 /** Anything with a Web `fetch` handler: a Hono app, or `{ fetch }`. */
 export interface FetchApp {
@@ -16,29 +20,29 @@ export interface ServeOptions {
    * Port to listen on; `0` picks a free one (read it from {@link NodeServer.port}).
    * @default 8787
    */
-  port?: number;
+  port?: number | undefined;
   /**
    * Interface to bind.
    * @default "127.0.0.1"
    * @example "0.0.0.0" // every interface, as in a container
    */
-  hostname?: string;
+  hostname?: string | undefined;
   /**
    * Signals that start a graceful shutdown and then exit the process; `false` to handle none
    * (call {@link NodeServer.close} yourself). A second signal exits at once.
    * @default ["SIGINT", "SIGTERM"]
    */
-  signals?: readonly NodeJS.Signals[] | false;
+  signals?: readonly NodeJS.Signals[] | false | undefined;
   /**
    * How long requests in flight (long-polls included) may take to finish once shutdown starts;
    * connections still open after it are cut.
    * @default 10_000
    */
-  shutdownTimeoutMs?: number;
+  shutdownTimeoutMs?: number | undefined;
   /** Runs once the server has stopped, before `close()` resolves: close stores, queues, timers. */
-  onShutdown?: () => unknown;
+  onShutdown?: (() => unknown) | undefined;
   /** Where shutdown notes go. @default console.error */
-  log?: (line: string) => void;
+  log?: ((line: string) => void) | undefined;
 }
 
 /** A listening server. */
@@ -71,10 +75,15 @@ export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<
   const log = options.log ?? ((line: string) => console.error(line));
   const controller = new AbortController();
 
+  const { serve: honoServe } = await loadPeer(
+    "@hono/node-server",
+    "serving tickwork on Node",
+    () => import("@hono/node-server"),
+  );
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = honoServe(
       { fetch: (request) => app.fetch(request), port: options.port ?? 8787, hostname },
-      () => resolve(s),
+      () => resolve(s as ServerType),
     );
     s.once("error", reject);
   });

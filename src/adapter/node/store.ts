@@ -8,6 +8,7 @@ import type { Logger } from "../../engine/logger.ts";
 import { MemoryStore } from "../../store/memory/index.ts";
 import type { Store } from "../../store/port.ts";
 import { fromIoredis, RedisStore } from "../../store/redis/index.ts";
+import { loadPeer } from "../peer.ts";
 import { redactRedisUrl } from "./banner.ts";
 import { StartError } from "./errors.ts";
 
@@ -47,7 +48,11 @@ async function openUpstash(target: {
   prefix: string;
 }): Promise<OpenStore> {
   // Loaded only when asked for, like ioredis.
-  const { Redis } = await import("@upstash/redis");
+  const { Redis } = await loadPeer(
+    "@upstash/redis",
+    "UPSTASH_REDIS_REST_URL (Upstash Redis over REST)",
+    () => import("@upstash/redis"),
+  );
   const client = (retry?: false) =>
     new Redis({ url: target.url, token: target.token, ...(retry === false ? { retry } : {}) });
   // The check fails at once (the client's default retries take seconds); the store keeps them.
@@ -82,7 +87,11 @@ async function openIoredis(
   logger: Logger,
 ): Promise<OpenStore> {
   // Loaded only when asked for: the memory setup needs no Redis client installed.
-  const { Redis } = await import("ioredis");
+  const { Redis } = await loadPeer(
+    "ioredis",
+    "REDIS_URL (Redis over TCP)",
+    () => import("ioredis"),
+  );
   let connected = false;
   const redis = new Redis(target.url, {
     lazyConnect: true,

@@ -9,11 +9,11 @@ import type { Logger } from "../../engine/logger.ts";
 /** Options of {@link startTicker}. */
 export interface TickerTimerOptions {
   /** Stops the timer when aborted (e.g. {@link NodeServer.signal}). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Where failures go. @default engine.options.logger */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** A failing tick is logged once, then again at most this often while it keeps failing. @default 60_000 */
-  repeatLogEveryMs?: number;
+  repeatLogEveryMs?: number | undefined;
 }
 
 /** A running tick timer. */

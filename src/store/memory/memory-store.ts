@@ -72,17 +72,17 @@ export interface MemoryStoreOptions {
    * The store's clock (epoch ms): the clock of record for due-ness, leases and expiry.
    * @default Date.now
    */
-  clock?: () => number;
+  clock?: (() => number) | undefined;
   /**
    * How long finished jobs and idempotency keys are kept.
    * @default { jobMs: 7 days, idempotencyMs: 24 h }
    */
-  retention?: Partial<StoreRetention>;
+  retention?: Partial<StoreRetention> | undefined;
   /**
    * How many lifecycle events the capped event log keeps (newest); `0` writes none.
    * @default 10_000
    */
-  eventsMaxLen?: number;
+  eventsMaxLen?: number | undefined;
 }
 
 /** Events a call to `events()` examines at most (as the Redis store). */

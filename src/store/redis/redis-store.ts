@@ -84,18 +84,18 @@ export interface RedisStoreOptions {
    * Key prefix; every key lives under the hash tag `{prefix}` (one Redis Cluster slot).
    * @default "tw"
    */
-  prefix?: string;
+  prefix?: string | undefined;
   /**
    * How long finished jobs and idempotency keys are kept.
    * @default { jobMs: 7 days, idempotencyMs: 24 h }
    */
-  retention?: Partial<StoreRetention>;
+  retention?: Partial<StoreRetention> | undefined;
   /**
    * How many lifecycle events the stream `{prefix}:events` keeps (exact trim on every write);
    * `0` writes no events at all (each event is one billed command).
    * @default 10_000
    */
-  eventsMaxLen?: number;
+  eventsMaxLen?: number | undefined;
 }
 
 /** Events examined at most per `events()` call (the port's bound). */

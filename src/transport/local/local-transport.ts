@@ -49,7 +49,7 @@ interface Entry {
   createdAt: number;
   maxRetries: number;
   retried: number;
-  timer?: ReturnType<typeof setTimeout>;
+  timer?: ReturnType<typeof setTimeout> | undefined;
 }
 
 type AttemptResult =

@@ -16,11 +16,11 @@ export interface LocalTransportOptions {
    * Where a message that gave up is reported (`POST`, QStash's failure-callback body). None if unset.
    * @example "http://127.0.0.1:3000/v1/dead"
    */
-  failureCallbackUrl?: string;
+  failureCallbackUrl?: string | undefined;
   /** Current signing key: deliveries are signed with it. */
   signingKey: string;
   /** Next signing key: `verify` also accepts signatures made with it (key rotation). */
-  nextSigningKey?: string;
+  nextSigningKey?: string | undefined;
   /**
    * Sends one request. Pass an app's `fetch` to deliver in-process without a server.
    * @default globalThis.fetch
@@ -37,23 +37,23 @@ export interface LocalTransportOptions {
    * How long a dedup id is remembered after its first publish.
    * @default 600_000
    */
-  dedupWindowMs?: number;
+  dedupWindowMs?: number | undefined;
   /**
    * Retries of the failure callback itself (it is not reported anywhere if it gives up).
    * @default 3
    */
-  failureCallbackRetries?: number;
+  failureCallbackRetries?: number | undefined;
   /**
    * An attempt that has not answered by then is aborted and counts as failed (QStash's
    * "max HTTP response duration").
    * @default 900_000
    */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
   /**
    * Most attempts in flight at once; more wait their turn.
    * @default Infinity
    */
-  parallelism?: number;
+  parallelism?: number | undefined;
   /**
    * Clock (epoch ms) for `notBefore` and the dedup window. Signatures always use the real time,
    * since receivers check them against theirs.

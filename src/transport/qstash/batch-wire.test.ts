@@ -44,7 +44,7 @@ function captureFetch(): Sent[] {
   return sent;
 }
 
-const base: QStashTransportOptions = {
+const base = {
   token: "tok_batch_wire",
   baseUrl: "http://127.0.0.1:1",
   workerUrl: "https://app.example/v1/worker",
@@ -52,7 +52,7 @@ const base: QStashTransportOptions = {
   currentSigningKey: "sig_a",
   nextSigningKey: "sig_b",
   retry: false,
-};
+} satisfies QStashTransportOptions;
 
 const NOW = 1_700_000_000_000;
 

@@ -51,7 +51,7 @@ export interface QStashTransportOptions {
    * SDK explicitly, so the SDK's own environment look-ups never choose it.
    * @default "https://qstash.upstash.io"
    */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /**
    * Public URL of the worker route, where QStash delivers every message. Normalised with
    * `new URL(…).href`; it is the signature's `sub`, so it must equal what the worker checks
@@ -64,7 +64,7 @@ export interface QStashTransportOptions {
    * message that gives up stays only in QStash's own DLQ and the job is not marked dead.
    * @example "https://app.example.com/api/tickwork/v1/dead"
    */
-  failureCallbackUrl?: string;
+  failureCallbackUrl?: string | undefined;
   /** Current signing key (`QSTASH_CURRENT_SIGNING_KEY`). */
   currentSigningKey: string;
   /** Next signing key (`QSTASH_NEXT_SIGNING_KEY`), accepted too during key rotation. */
@@ -74,41 +74,41 @@ export interface QStashTransportOptions {
    * (`Upstash-Retry-Delay`). Unset: QStash's default backoff, `min(1 day, e^(2.5·n))` seconds.
    * @example "pow(2, retried) * 1000"
    */
-  retryDelay?: string;
+  retryDelay?: string | undefined;
   /**
    * Flow control per handler name. Handlers not listed are not flow-controlled.
    * @example { "email.send": { parallelism: 5 }, "report.build": { rate: 10, period: "1m" } }
    */
-  flowControl?: Record<string, FlowControlOption>;
+  flowControl?: Record<string, FlowControlOption> | undefined;
   /**
    * Added to a job's handler timeout to form the HTTP timeout QStash gives each delivery
    * (`Upstash-Timeout`, whole seconds, rounded up): the worker needs a moment after the handler
    * times out to record the failure and answer.
    * @default 5_000
    */
-  responseGraceMs?: number;
+  responseGraceMs?: number | undefined;
   /**
    * How long one publish request may take before its messages are reported `ok: false` (they
    * stay in the outbox and are re-published under the same dedup id). The SDK cannot abort the
    * request, so it may still complete; the dedup id makes that harmless.
    * @default 10_000
    */
-  publishTimeoutMs?: number;
+  publishTimeoutMs?: number | undefined;
   /**
    * Messages per `/v2/batch` request (QStash documents no maximum; 100 is conservative).
    * @default 100
    */
-  batchSize?: number;
+  batchSize?: number | undefined;
   /**
    * Retries of a publish request that failed on the network.
    * @default { retries: 2 }
    */
-  retry?: PublishRetry;
+  retry?: PublishRetry | undefined;
   /**
    * Seconds of clock skew tolerated on a signature's `nbf` and `exp` when verifying.
    * @default 0 (as `Receiver`)
    */
-  clockToleranceSec?: number;
+  clockToleranceSec?: number | undefined;
   /**
    * Clock (epoch ms), to decide whether a `notBefore` is still in the future.
    * @default Date.now

@@ -113,7 +113,7 @@ interface Stored {
   view: MessageView;
   spec: MessageSpec;
   callerIp: string | undefined;
-  timer?: ReturnType<typeof setTimeout>;
+  timer?: ReturnType<typeof setTimeout> | undefined;
 }
 
 interface FlowState {
@@ -122,7 +122,7 @@ interface FlowState {
   windowStart: number;
   windowCount: number;
   waiting: Stored[];
-  timer?: ReturnType<typeof setTimeout>;
+  timer?: ReturnType<typeof setTimeout> | undefined;
 }
 
 interface AttemptResult {
