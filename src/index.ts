@@ -1,9 +1,90 @@
 /**
  * @module
  * tickwork: background jobs and cron schedules for serverless apps.
+ *
+ * This entry is the engine: define handlers, compose an engine from a store and a transport, and
+ * use its broker (submit, schedules), ticker (the tick your cron calls) and runner (the worker).
+ * Stores, transports, the HTTP app, the client and each platform have entries of their own:
+ * `tickwork/redis`, `tickwork/memory`, `tickwork/qstash`, `tickwork/local`, `tickwork/http`,
+ * `tickwork/client`, `tickwork/node`, `tickwork/cloudflare`, `tickwork/vercel`; the store contract
+ * is `tickwork/store`.
+ *
+ * @example
+ * import { createEngine, defineHandlers } from "tickwork";
+ * import { MemoryStore } from "tickwork/memory";
+ * import { LocalTransport } from "tickwork/local";
+ * import * as z from "zod";
+ *
+ * const handlers = defineHandlers({
+ *   "email.send": { input: z.object({ to: z.email() }), run: ({ to }) => sendMail(to) },
+ * });
+ * const engine = createEngine({ store: new MemoryStore(), transport, handlers });
+ * const { job } = await engine.broker.submit({ handler: "email.send", input: { to: "a@b.c" } });
  */
-export * from "./core/errors.ts";
-export type * from "./core/model.ts";
-export * from "./engine/index.ts";
-export type * from "./store/port.ts";
-export type * from "./transport/port.ts";
+
+// Records
+export type { Duration } from "./core/duration.ts";
+// Errors: thrown by the engine (each maps to an HTTP status), and thrown by handlers to steer retries
+export {
+  ConflictError,
+  ForbiddenError,
+  InputTooLargeError,
+  NonRetryableError,
+  NotFoundError,
+  OverloadedError,
+  QuotaExceededError,
+  RetryAfterError,
+  TickworkError,
+  TimeoutError,
+  UnprocessableError,
+  ValidationError,
+} from "./core/errors.ts";
+export type {
+  JobError,
+  JobRecord,
+  JobSpec,
+  JobStatus,
+  Misfire,
+  Overlap,
+  ScheduleDef,
+  ScheduleRecord,
+  ScheduleStatus,
+} from "./core/model.ts";
+// The engine
+export {
+  type Actor,
+  Broker,
+  type JobRequest,
+  type QuotaReport,
+  type SchedulePatch,
+  type ScheduleRequest,
+  type ScheduleWritten,
+  type Scope,
+  type Submitted,
+} from "./engine/broker.ts";
+// Handlers
+export {
+  defineHandler,
+  defineHandlers,
+  type HandlerContext,
+  type HandlerDefinition,
+  type HandlerInput,
+  type HandlerName,
+  type Handlers,
+  type InputField,
+  type SubmitJob,
+} from "./engine/handlers.ts";
+export { createEngine, type Engine, type EngineConfig } from "./engine/index.ts";
+export { jsonLogger, type Logger, silentLogger } from "./engine/logger.ts";
+export type {
+  DegradationOptions,
+  EngineOptions,
+  JobDefaults,
+  TickOptions,
+} from "./engine/options.ts";
+export { Runner } from "./engine/runner.ts";
+export { Ticker, type TickResult } from "./engine/ticker.ts";
+
+// The ports, for code that is handed a store or a transport
+export type { Store } from "./store/port.ts";
+export type { Delivery, FailureCallbackBody, PublishOutcome, Transport } from "./transport/port.ts";

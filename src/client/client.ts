@@ -2,6 +2,7 @@
  * @module
  * `createClient`: the typed client of the tickwork HTTP API.
  */
+import type { Handlers } from "../engine/handlers.ts";
 import { DlqApi } from "./dlq.ts";
 import { JobsApi } from "./jobs.ts";
 import { type Caller, call } from "./request.ts";
@@ -17,22 +18,22 @@ export interface ClientOptions {
    */
   url: string | URL;
   /** Sent as `Authorization: Bearer <apiKey>` (not needed in `npm run dev`). */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /**
    * The `fetch` to use (a test double, a Workers service binding's `fetch`, …).
    * @default globalThis.fetch
    */
-  fetch?: typeof globalThis.fetch;
+  fetch?: typeof globalThis.fetch | undefined;
   /** Extra headers on every request. */
-  headers?: HeadersInit;
+  headers?: HeadersInit | undefined;
 }
 
 /** The client. */
-export interface TickworkClient {
+export interface TickworkClient<H extends Handlers = Handlers> {
   /** Submit, read, wait for, cancel and list jobs. */
-  jobs: JobsApi;
+  jobs: JobsApi<H>;
   /** Create, change, pause, resume, delete and list schedules. */
-  schedules: SchedulesApi;
+  schedules: SchedulesApi<H>;
   /** The dead-letter list. */
   dlq: DlqApi;
   /**
@@ -45,6 +46,9 @@ export interface TickworkClient {
 /**
  * A client for a tickwork app. Uses only `fetch`: works in Node, Workers, Deno, Bun and browsers.
  *
+ * Pass your handler map's type (a type-only import: no handler code reaches the bundle) and
+ * `jobs.submit` and `schedules.create` accept only its names, each with its own input type.
+ *
  * @example
  * import { createClient } from "tickwork/client";
  *
@@ -53,8 +57,15 @@ export interface TickworkClient {
  * console.log(await job.result({ timeout: "10s" })); // { hello: "world" }
  *
  * for await (const dead of client.dlq.list()) await client.dlq.retry(dead.id);
+ *
+ * @example
+ * import type { handlers } from "./handlers"; // types only
+ * const tw = createClient<typeof handlers>({ url: "https://app.example.com/api/tickwork" });
+ * await tw.jobs.submit({ handler: "email.send", input: { to: "a@b.c" } }); // checked by tsc
  */
-export function createClient(options: ClientOptions): TickworkClient {
+export function createClient<H extends Handlers = Handlers>(
+  options: ClientOptions,
+): TickworkClient<H> {
   const base = new URL(options.url);
   if (base.protocol !== "http:" && base.protocol !== "https:") {
     throw new TypeError(`url must be http(s), got ${base.protocol}`);
@@ -67,8 +78,8 @@ export function createClient(options: ClientOptions): TickworkClient {
     headers: new Headers(options.headers),
   };
   return {
-    jobs: new JobsApi(caller),
-    schedules: new SchedulesApi(caller),
+    jobs: new JobsApi<H>(caller),
+    schedules: new SchedulesApi<H>(caller),
     dlq: new DlqApi(caller),
     async tick(tickOptions = {}) {
       return (

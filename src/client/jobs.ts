@@ -3,6 +3,7 @@
  * `client.jobs`: submit, read, wait for a result (long-poll), cancel, list.
  */
 import { parseDuration } from "../core/duration.ts";
+import type { HandlerName, Handlers } from "../engine/handlers.ts";
 import { JobCancelledError, JobFailedError, ResultTimeoutError } from "./errors.ts";
 import { PagedList } from "./paginate.ts";
 import { type Caller, call, seg } from "./request.ts";
@@ -111,7 +112,7 @@ export class JobHandle {
 }
 
 /** `client.jobs`. */
-export class JobsApi {
+export class JobsApi<H extends Handlers = Handlers> {
   readonly #caller: Caller;
 
   constructor(caller: Caller) {
@@ -126,7 +127,10 @@ export class JobsApi {
    * const job = await client.jobs.submit({ handler: "echo", input: { hi: 1 }, delay: "5s" });
    * console.log(job.id, job.submitted?.runAt);
    */
-  async submit(body: SubmitJobRequest, options: { signal?: AbortSignal } = {}): Promise<JobHandle> {
+  async submit<K extends HandlerName<H>>(
+    body: SubmitJobRequest<H, K>,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<JobHandle> {
     const { data, response } = await call<JobSummary>(this.#caller, "POST", "/v1/jobs", {
       body,
       ...(options.signal ? { signal: options.signal } : {}),

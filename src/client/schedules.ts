@@ -3,6 +3,7 @@
  * `client.schedules`: create or replace, read, list, change, pause, resume, delete, and the jobs
  * a schedule fired.
  */
+import type { HandlerName, Handlers } from "../engine/handlers.ts";
 import { PagedList } from "./paginate.ts";
 import { type Caller, call, seg } from "./request.ts";
 import type {
@@ -23,7 +24,7 @@ import type {
  * await s.pause();
  * for await (const run of s.runs()) console.log(run.fireAt, run.status);
  */
-export class ScheduleHandle {
+export class ScheduleHandle<H extends Handlers = Handlers> {
   readonly id: string;
   /** What the create answered (absent on a handle made from an id). */
   readonly schedule: Schedule | undefined;
@@ -59,7 +60,7 @@ export class ScheduleHandle {
    * @example
    * await s.update({ schedule: "30 9 * * 1-5", maxRuns: null });
    */
-  async update(patch: UpdateScheduleRequest): Promise<Schedule> {
+  async update(patch: UpdateScheduleRequest<H>): Promise<Schedule> {
     return (await call<Schedule>(this.#caller, "PATCH", this.#path(), { body: patch })).data;
   }
 
@@ -94,7 +95,7 @@ export class ScheduleHandle {
 }
 
 /** `client.schedules`. */
-export class SchedulesApi {
+export class SchedulesApi<H extends Handlers = Handlers> {
   readonly #caller: Caller;
 
   constructor(caller: Caller) {
@@ -108,11 +109,13 @@ export class SchedulesApi {
    * const s = await client.schedules.create({ handler: "cleanup", schedule: "5m", maxRuns: 10 });
    * console.log(s.id, s.schedule?.nextRunAt);
    */
-  async create(body: CreateScheduleRequest): Promise<ScheduleHandle> {
+  async create<K extends HandlerName<H>>(
+    body: CreateScheduleRequest<H, K>,
+  ): Promise<ScheduleHandle<H>> {
     const { data, response } = await call<Schedule>(this.#caller, "POST", "/v1/schedules", {
       body,
     });
-    return new ScheduleHandle(this.#caller, data.id, data, response.status === 201);
+    return new ScheduleHandle<H>(this.#caller, data.id, data, response.status === 201);
   }
 
   /** A schedule by id (`NotFoundError` if unknown). @example const s = await client.schedules.get("report"); */
@@ -121,8 +124,8 @@ export class SchedulesApi {
   }
 
   /** A handle for a schedule id; makes no request. @example await client.schedules.handle("report").pause(); */
-  handle(id: string): ScheduleHandle {
-    return new ScheduleHandle(this.#caller, id);
+  handle(id: string): ScheduleHandle<H> {
+    return new ScheduleHandle<H>(this.#caller, id);
   }
 
   /**

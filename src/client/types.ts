@@ -4,6 +4,7 @@
  * them: times are ISO-8601 strings in responses; requests take ISO strings, epoch ms or `Date`.
  * Durations are ms or strings like `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`.
  */
+import type { HandlerInput, HandlerName, Handlers, InputField } from "../engine/handlers.ts";
 
 /** Milliseconds, or a string with a unit: `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`. */
 export type Duration = number | string;
@@ -29,10 +30,8 @@ export interface JobError {
   message: string;
 }
 
-/** `POST /v1/jobs` body. Only `handler` is required. */
-export interface SubmitJobRequest {
-  handler: string;
-  input?: unknown;
+/** `POST /v1/jobs` body but `handler` and `input`. */
+export interface SubmitJobOptions {
   /** 1–10 (1–3 low, 4–7 normal, 8–10 high). @default 5 */
   priority?: number;
   /** Run after this long. Exclusive with `runAt`. */
@@ -47,6 +46,16 @@ export interface SubmitJobRequest {
   /** The same key again (per tenant, 24 h) answers the first job instead of submitting. */
   idempotencyKey?: string;
 }
+
+/**
+ * `POST /v1/jobs` body. Only `handler` is required — unless the handler's schema requires input.
+ * With a handler map (`createClient<typeof handlers>()`), `handler` is one of its names and
+ * `input` is typed by that handler's schema; without one, any name and any input.
+ */
+export type SubmitJobRequest<
+  H extends Handlers = Handlers,
+  K extends HandlerName<H> = HandlerName<H>,
+> = SubmitJobOptions & { handler: K } & InputField<HandlerInput<H, K>>;
 
 /** What a submit answers (`202`, or `200` when the idempotency key was replayed). */
 export interface JobSummary {
@@ -97,16 +106,14 @@ export interface ListJobsQuery {
   cursor?: string;
 }
 
-/** `POST /v1/schedules` body. */
-export interface CreateScheduleRequest {
+/** `POST /v1/schedules` body but `handler` and `input`. */
+export interface CreateScheduleOptions {
   /** Your id; creating with an existing id replaces that schedule. @default generated */
   id?: string;
-  handler: string;
   /** Cron (5 or 6 fields, `@hourly`, `L`, `W`, `#`) or an interval (`"30s"`, `"5m"`, `"1h"`, `"1d"`). */
   schedule: string;
   /** IANA time zone of the cron expression. @default "UTC" */
   tz?: string;
-  input?: unknown;
   priority?: number;
   timeout?: Duration;
   retries?: number;
@@ -123,8 +130,19 @@ export interface CreateScheduleRequest {
   tags?: string[];
 }
 
-/** `PATCH /v1/schedules/:id` body: any field but `id`; `null` clears `maxRuns`, `startAt`, `endAt`. */
-export type UpdateScheduleRequest = Partial<Omit<CreateScheduleRequest, "id">>;
+/** `POST /v1/schedules` body, typed by a handler map like {@link SubmitJobRequest}. */
+export type CreateScheduleRequest<
+  H extends Handlers = Handlers,
+  K extends HandlerName<H> = HandlerName<H>,
+> = CreateScheduleOptions & { handler: K } & InputField<HandlerInput<H, K>>;
+
+/**
+ * `PATCH /v1/schedules/:id` body: any field but `id`; `null` clears `maxRuns`, `startAt`, `endAt`.
+ * The server checks `input` against the handler the schedule ends up with.
+ */
+export type UpdateScheduleRequest<H extends Handlers = Handlers> = Partial<
+  Omit<CreateScheduleOptions, "id">
+> & { handler?: HandlerName<H>; input?: unknown };
 
 /** A schedule. */
 export interface Schedule {

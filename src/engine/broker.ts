@@ -42,7 +42,14 @@ import type {
   Store,
 } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
-import type { Handlers } from "./handlers.ts";
+import {
+  type HandlerDefinition,
+  type HandlerInput,
+  type HandlerName,
+  type Handlers,
+  type InputField,
+  parseInput,
+} from "./handlers.ts";
 import { newJobId } from "./ids.ts";
 import type { ResolvedOptions } from "./options.ts";
 import { PublishCoalescer, publishAll } from "./publish.ts";
@@ -85,6 +92,32 @@ export interface QuotaReport extends QuotaState {
   policy: readonly QuotaWindow[];
 }
 
+/**
+ * A job for handler `K` of the handler map `H`: the fields of `POST /v1/jobs`, with `handler`
+ * limited to the map's names and `input` typed by that handler's schema (required when the schema
+ * does not accept `undefined`). With an untyped map, any name and any input.
+ */
+export type JobRequest<
+  H extends Handlers = Handlers,
+  K extends HandlerName<H> = HandlerName<H>,
+> = Omit<SubmitJobInput, "handler" | "input"> & { handler: K } & InputField<HandlerInput<H, K>>;
+
+/** A schedule for handler `K` of `H`: the fields of `POST /v1/schedules`, typed like {@link JobRequest}. */
+export type ScheduleRequest<
+  H extends Handlers = Handlers,
+  K extends HandlerName<H> = HandlerName<H>,
+> = Omit<CreateScheduleInput, "handler" | "input"> & { handler: K } & InputField<
+    HandlerInput<H, K>
+  >;
+
+/**
+ * A change to a schedule (`PATCH /v1/schedules/:id`): `handler` limited to the map's names. Its
+ * `input` is checked at run time against the handler the schedule ends up with.
+ */
+export type SchedulePatch<H extends Handlers = Handlers> = Omit<PatchScheduleInput, "handler"> & {
+  handler?: HandlerName<H> | undefined;
+};
+
 /** Result of {@link Broker.submit}. */
 export interface Submitted {
   job: JobRecord;
@@ -103,10 +136,10 @@ export interface ScheduleWritten {
 }
 
 /** What the broker needs. */
-export interface BrokerDeps {
+export interface BrokerDeps<H extends Handlers = Handlers> {
   store: Store;
   transport: Transport;
-  handlers: Handlers;
+  handlers: H;
   options: ResolvedOptions;
   /** Hands background work to the platform (`ctx.waitUntil`); by default it is awaited. */
   defer?: (work: Promise<unknown>) => void;
@@ -127,10 +160,10 @@ const CAS_ATTEMPTS = 5;
  * const broker = new Broker({ store, transport, handlers, options: resolveOptions() });
  * const { job } = await broker.submit({ handler: "email.send", input: { to: "a@b.c" } });
  */
-export class Broker {
+export class Broker<H extends Handlers = Handlers> {
   readonly #coalescer: PublishCoalescer;
 
-  constructor(private readonly deps: BrokerDeps) {
+  constructor(private readonly deps: BrokerDeps<H>) {
     this.#coalescer = new PublishCoalescer(
       deps.transport,
       deps.options.tick.publishBatch,
@@ -149,7 +182,10 @@ export class Broker {
    * handler, input its schema refuses, or a timeout over the manifest's limit;
    * QuotaExceededError (429); OverloadedError (503) while critical with `critical: "reject"`.
    */
-  async submit(body: SubmitJobInput, actor: Actor = {}): Promise<Submitted> {
+  async submit<K extends HandlerName<H>>(
+    body: JobRequest<H, K>,
+    actor: Actor = {},
+  ): Promise<Submitted> {
     const req = parseOrThrow(submitJobSchema, body, "job");
     const tenant = actor.tenant ?? "default";
     const rules = actor.manifest ? manifestRules(actor.manifest) : undefined;
@@ -162,21 +198,7 @@ export class Broker {
     const handler = this.handler(req.handler);
     const input = req.input === undefined ? null : req.input;
     checkInputSize(input, rules, "job");
-    if (handler.input) {
-      const parsed = handler.input.safeParse(input);
-      if (!parsed.success) {
-        throw new UnprocessableError(
-          "invalid_input",
-          `input does not match handler "${req.handler}"`,
-          {
-            errors: parsed.error.issues.map((i) => ({
-              path: `input.${i.path.join(".")}`,
-              message: i.message,
-            })),
-          },
-        );
-      }
-    }
+    checkInput(req.handler, handler, input);
     const { jobs, tick, logger } = this.deps.options;
     const job: NewJob = {
       id: newJobId(),
@@ -265,16 +287,19 @@ export class Broker {
    * Create a schedule, or replace the one with the same `id`. A replacement keeps `runs`,
    * `lastRunAt` and a `paused` status; when the timing is unchanged it keeps `nextRunAt` too.
    *
-   * @throws as {@link Broker.submit}, and 409 `id_taken` when the id is another tenant's;
+   * @throws as {@link Broker.submit} (input the handler's schema refuses: 422 `invalid_input`),
+   * and 409 `id_taken` when the id is another tenant's;
    * 422 `interval_too_short` when occurrences can come closer than the manifest's `minIntervalMs`.
    */
-  async createSchedule(body: CreateScheduleInput, actor: Actor = {}): Promise<ScheduleWritten> {
+  async createSchedule<K extends HandlerName<H>>(
+    body: ScheduleRequest<H, K>,
+    actor: Actor = {},
+  ): Promise<ScheduleWritten> {
     const req = parseOrThrow(createScheduleSchema, body, "schedule");
     const rules = this.permitSchedule(req.handler, actor);
-    this.handler(req.handler);
+    const handler = this.handler(req.handler);
     const id = req.id ?? newJobId().replace(/^j_/, "s_");
     const { jobs } = this.deps.options;
-    const handler = this.deps.handlers[req.handler];
     const def: ScheduleDef = {
       id,
       tenant: actor.tenant ?? "default",
@@ -285,10 +310,10 @@ export class Broker {
       priority: req.priority ?? jobs.priority,
       timeoutMs: timeoutWithin(
         req.timeout,
-        durationOr(handler?.timeout, jobs.timeoutMs),
+        durationOr(handler.timeout, jobs.timeoutMs),
         rules?.maxTimeoutMs,
       ),
-      retries: req.retries ?? handler?.retries ?? jobs.retries,
+      retries: req.retries ?? handler.retries ?? jobs.retries,
       ...(req.maxRuns != null ? { maxRuns: req.maxRuns } : {}),
       ...(req.startAt != null ? { startAt: req.startAt } : {}),
       ...(req.endAt != null ? { endAt: req.endAt } : {}),
@@ -298,16 +323,20 @@ export class Broker {
       tags: req.tags ?? [],
     };
     checkInputSize(def.input, rules, "schedule");
+    // Checked here as at submit: every occurrence runs with this input, so one the handler's
+    // schema refuses would only ever produce dead jobs.
+    checkInput(def.handler, handler, def.input);
     return this.writeSchedule(id, () => def, true, actor, rules);
   }
 
   /**
    * Change fields of a schedule; `nextRunAt` is recomputed when its timing changed. The result is
-   * checked against the actor's manifest like a new schedule.
+   * checked against the actor's manifest like a new schedule and, when the patch changes `handler`
+   * or `input`, the resulting pair against the handler's input schema (422 `invalid_input`).
    */
   async updateSchedule(
     id: string,
-    body: PatchScheduleInput,
+    body: SchedulePatch<H>,
     actor: Actor = {},
   ): Promise<ScheduleRecord> {
     const patch = parseOrThrow(patchScheduleSchema, body, "schedule patch");
@@ -336,6 +365,12 @@ export class Broker {
         setOptional(next, "endAt", patch.endAt);
         if (next.startAt !== undefined && next.endAt !== undefined && next.startAt >= next.endAt) {
           throw new UnprocessableError("invalid_window", "startAt must be before endAt");
+        }
+        // A new handler must accept the stored input, and new input the stored handler: check
+        // the pair the schedule will run with. A patch that touches neither is not judged on an
+        // input that an earlier deploy's schema accepted.
+        if (patch.handler !== undefined || patch.input !== undefined) {
+          checkInput(next.handler, this.handler(next.handler), next.input);
         }
         return next;
       },
@@ -521,6 +556,23 @@ function checkInputSize(
       `${what} input is ${bytes} bytes; this tenant may send at most ${rules.maxInputBytes}`,
     );
   }
+}
+
+/**
+ * 422 `invalid_input` when the handler declares an `input` schema that `input` does not satisfy,
+ * with one `{ path, message }` per issue (`path` from the body's root, e.g. `input.n`). The same
+ * check for a job and for a schedule, whose occurrences run with its input.
+ */
+function checkInput(name: string, handler: HandlerDefinition, input: unknown): void {
+  if (!handler.input) return;
+  const parsed = parseInput(handler.input, input);
+  if (parsed.success) return;
+  throw new UnprocessableError("invalid_input", `input does not match handler "${name}"`, {
+    errors: parsed.error.issues.map((i) => ({
+      path: `input.${i.path.join(".")}`,
+      message: i.message,
+    })),
+  });
 }
 
 /**

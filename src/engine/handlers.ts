@@ -47,23 +47,68 @@ export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType> {
   run(input: z.output<Schema>, ctx: HandlerContext): unknown | Promise<unknown>;
 }
 
-/** Handlers by name. */
-export type Handlers = Record<string, HandlerDefinition<z.ZodType>>;
+/**
+ * Handlers by name: what {@link createEngine} takes. Any map of name → {@link HandlerDefinition}
+ * fits; one made with {@link defineHandlers} also types `submit` and `createSchedule` (and, through
+ * `createClient<typeof handlers>()`, the HTTP client) by its names and input schemas.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: each handler has its own schema; `any` lets a typed map fit.
+export type Handlers = Record<string, HandlerDefinition<any>>;
+
+/** `T` if it is a zod schema, else the schema of anything (a handler without `input`). */
+type AsSchema<T> = T extends z.ZodType ? T : z.ZodType<unknown, unknown>;
 
 /**
- * Identity helper that types each handler's `run` input from its `input` schema.
+ * Define the handlers: an identity function that types each handler's `run` input from its
+ * `input` schema, and keeps each schema's type so that `submit`, `createSchedule` and the typed
+ * client accept only these names, each with its own input.
  *
  * @example
  * const handlers = defineHandlers({
- *   resize: { input: z.object({ url: z.string().url() }), run: ({ url }) => resize(url) },
+ *   "email.send": {
+ *     input: z.object({ to: z.email() }),
+ *     retries: 5,
+ *     run: ({ to }, ctx) => sendMail(to, { signal: ctx.signal }),
+ *   },
+ *   "cache.flush": { run: () => flush() }, // no schema: any input
  * });
+ * const engine = createEngine({ store, transport, handlers });
+ * await engine.broker.submit({ handler: "email.send", input: { to: "a@b.c" } }); // checked by tsc
  */
-export function defineHandlers<T extends Record<string, unknown>>(
+export function defineHandlers<S>(
   handlers: {
-    [K in keyof T]: HandlerDefinition<z.ZodType<T[K]>>;
+    [K in keyof S]: HandlerDefinition<S[K] & z.ZodType>;
   },
-): { [K in keyof T]: HandlerDefinition<z.ZodType<T[K]>> } {
-  return handlers;
+): { [K in keyof S]: HandlerDefinition<AsSchema<S[K]>> } {
+  return handlers as { [K in keyof S]: HandlerDefinition<AsSchema<S[K]>> };
+}
+
+/** The handler names of a handler map (`string` for an untyped {@link Handlers}). */
+export type HandlerName<H extends Handlers> = Extract<keyof H, string>;
+
+/**
+ * What handler `K` of `H` accepts as input: its schema's input type (before defaults and
+ * transforms), or `unknown` for a handler without a schema or an untyped map.
+ */
+export type HandlerInput<H extends Handlers, K extends HandlerName<H>> = H[K] extends {
+  input?: infer S extends z.ZodType;
+}
+  ? z.input<S>
+  : unknown;
+
+/** `input` optional when `I` admits `undefined` (or is `unknown`), required otherwise. */
+export type InputField<I> = undefined extends I ? { input?: I } : { input: I };
+
+/**
+ * Parse a job's stored input with the handler's schema. A job submitted without input stores
+ * `null` (JSON has no `undefined`), so a schema that refuses `null` but accepts `undefined`
+ * (`z.object(…).optional()`) is given `undefined`: no input means no input, as the types say.
+ */
+export function parseInput(schema: z.ZodType, input: unknown): ReturnType<z.ZodType["safeParse"]> {
+  const parsed = schema.safeParse(input);
+  if (parsed.success || input !== null) return parsed;
+  const absent = schema.safeParse(undefined);
+  return absent.success ? absent : parsed;
 }
 
 /**

@@ -11,12 +11,13 @@ import { Runner } from "./runner.ts";
 import { Ticker } from "./ticker.ts";
 
 /** What {@link createEngine} needs. */
-export interface EngineConfig extends EngineOptions {
+export interface EngineConfig<H extends Handlers = Handlers> extends EngineOptions {
   store: Store;
   transport: Transport;
-  handlers: Handlers;
+  /** The handlers: a map made with `defineHandlers` also types `broker.submit` and friends. */
+  handlers: H;
   /** Hands background work to the platform (`ctx.waitUntil`); by default it is awaited. */
-  defer?: (work: Promise<unknown>) => void;
+  defer?: ((work: Promise<unknown>) => void) | undefined;
   /**
    * For long-lived processes (a Node server): answer a submit as soon as the store has written
    * it, and publish in the background. Publishes of concurrent submits still share queue
@@ -26,17 +27,17 @@ export interface EngineConfig extends EngineOptions {
    * `defer` (`waitUntil`), or leave this off. Ignored with `defer`.
    * @default false
    */
-  backgroundPublish?: boolean;
+  backgroundPublish?: boolean | undefined;
 }
 
 /** The composed engine. */
-export interface Engine {
-  broker: Broker;
+export interface Engine<H extends Handlers = Handlers> {
+  broker: Broker<H>;
   ticker: Ticker;
   runner: Runner;
   store: Store;
   transport: Transport;
-  handlers: Handlers;
+  handlers: H;
   options: ResolvedOptions;
   /**
    * Every counter, gauge and histogram of the store, the leader and the degradation state (one
@@ -53,10 +54,10 @@ export interface Engine {
  * await engine.broker.submit({ handler: "echo", input: { hi: 1 } });
  * await engine.ticker.tick();
  */
-export function createEngine(config: EngineConfig): Engine {
+export function createEngine<H extends Handlers>(config: EngineConfig<H>): Engine<H> {
   const options = resolveOptions(config);
   const { store, transport, handlers } = config;
-  const broker = new Broker({
+  const broker = new Broker<H>({
     store,
     transport,
     handlers,

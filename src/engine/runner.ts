@@ -15,7 +15,7 @@ import type { JobError, JobRecord, JobSpec } from "../core/model.ts";
 import type { FinishRunResult, RunOutcome, Store } from "../store/port.ts";
 import type { Delivery, Transport } from "../transport/port.ts";
 import type { Broker } from "./broker.ts";
-import type { HandlerContext, Handlers } from "./handlers.ts";
+import { type HandlerContext, type Handlers, parseInput } from "./handlers.ts";
 import type { Logger } from "./logger.ts";
 import type { ResolvedOptions } from "./options.ts";
 
@@ -200,7 +200,7 @@ export class Runner {
     }
     let input: unknown = job.input;
     if (handler.input) {
-      const parsed = handler.input.safeParse(job.input);
+      const parsed = parseInput(handler.input, job.input);
       if (!parsed.success) {
         return {
           ok: false,

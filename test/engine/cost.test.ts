@@ -116,7 +116,7 @@ describe("cost (I4)", () => {
     const events = await setup("cost-submit-events", { engine: { degradation: false } });
     // Everything on: the default degradation policy and a three-window quota, events on.
     const full = await setup("cost-submit-full");
-    const job = { handler: "work", input: { a: 1 } };
+    const job = { handler: "work" as const, input: { a: 1 } };
     await full.engine.broker.submit(job, QUOTA_ACTOR); // first write of the quota counter
 
     const b = await measure(bare.counter, () => bare.engine.broker.submit(job));

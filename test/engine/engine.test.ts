@@ -308,6 +308,59 @@ describe.each(storeFactories)("engine on $name", (factory) => {
       expect((await engine.store.listSchedules({ limit: 10 })).items).toHaveLength(0);
     });
 
+    it("refuses input the handler's schema refuses on create, replace and patch, as submit does", async () => {
+      const submitError = await engine.broker
+        .submit({ handler: "typed", input: { n: "x" } })
+        .catch((e) => e);
+      const expected = {
+        status: 422,
+        code: "invalid_input",
+        message: submitError.message,
+        errors: submitError.errors,
+      };
+      expect(expected.errors).toEqual([{ path: "input.n", message: expect.any(String) }]);
+      const refused = { handler: "typed", schedule: "1h", input: { n: "x" } };
+      await expect(engine.broker.createSchedule(refused)).rejects.toMatchObject(expected);
+      expect((await engine.store.listSchedules({ limit: 10 })).items).toHaveLength(0);
+
+      await engine.broker.createSchedule({
+        id: "t",
+        handler: "typed",
+        schedule: "1h",
+        input: { n: 1 },
+      });
+      await engine.broker.createSchedule({
+        id: "e",
+        handler: "echo",
+        schedule: "1h",
+        input: { v: 1 },
+      });
+      const before = await engine.store.listSchedules({ limit: 10 });
+      await expect(engine.broker.createSchedule({ id: "t", ...refused })).rejects.toMatchObject(
+        expected,
+      );
+      await expect(engine.broker.updateSchedule("t", { input: { n: "x" } })).rejects.toMatchObject(
+        expected,
+      );
+      // The stored input ({ v: 1 }) under the new handler: `n` is missing.
+      await expect(engine.broker.updateSchedule("e", { handler: "typed" })).rejects.toMatchObject({
+        status: 422,
+        code: "invalid_input",
+        errors: [{ path: "input.n", message: expect.any(String) }],
+      });
+      expect(await engine.store.listSchedules({ limit: 10 })).toEqual(before);
+
+      expect(
+        await engine.broker.updateSchedule("e", { handler: "typed", input: { n: 5 } }),
+      ).toMatchObject({
+        handler: "typed",
+        input: { n: 5 },
+      });
+      expect((await engine.broker.updateSchedule("t", { input: { n: 6 } })).input).toEqual({
+        n: 6,
+      });
+    });
+
     it("pause stops dispatch, resume restarts it from now, delete removes it", async () => {
       await engine.broker.createSchedule({ id: "p", handler: "echo", schedule: "1s" });
       await engine.broker.pauseSchedule("p");

@@ -1,23 +1,106 @@
-/** Type-level checks of handler definitions (tsc runs them; vitest runs the assertions). */
+/**
+ * Type-level checks of handler definitions and of what they type: `tsc --noEmit` (part of
+ * `npm test`) fails when a `@ts-expect-error` below stops being an error; vitest runs the rest.
+ */
+import { createClient } from "tickwork/client";
+import { createApp } from "tickwork/http";
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { z } from "zod";
-import { defineHandler, defineHandlers, type Handlers } from "../../src/engine/handlers.ts";
+import * as z from "zod";
+import {
+  defineHandler,
+  defineHandlers,
+  type HandlerInput,
+  type Handlers,
+} from "../../src/engine/handlers.ts";
+import { createEngine } from "../../src/engine/index.ts";
+import { MemoryStore } from "../../src/store/memory/index.ts";
+import { LocalTransport } from "../../src/transport/local/index.ts";
+
+const handlers = defineHandlers({
+  add: {
+    input: z.object({ a: z.number(), b: z.number().default(1) }),
+    run: (input) => {
+      expectTypeOf(input).toEqualTypeOf<{ a: number; b: number }>();
+      return input.a + input.b;
+    },
+  },
+  free: { run: (input) => input },
+  maybe: { input: z.object({ n: z.number() }).optional(), run: (input) => input?.n },
+});
 
 describe("handler definitions", () => {
   it("type run's input from the input schema", () => {
-    const handlers = defineHandlers({
-      add: {
-        input: z.object({ a: z.number(), b: z.number() }),
-        run: (input) => {
-          expectTypeOf(input).toEqualTypeOf<{ a: number; b: number }>();
-          return input.a + input.b;
-        },
-      },
-      free: { run: (input) => input },
-    });
     const one = defineHandler({ input: z.string(), run: (s) => s.toUpperCase() });
     expectTypeOf(one.run).parameter(0).toEqualTypeOf<string>();
     const all: Handlers = { ...handlers, one };
-    expect(Object.keys(all)).toEqual(["add", "free", "one"]);
+    expect(Object.keys(all)).toEqual(["add", "free", "maybe", "one"]);
+  });
+
+  it("keep each schema's input type (before defaults)", () => {
+    expectTypeOf<HandlerInput<typeof handlers, "add">>().toEqualTypeOf<{ a: number; b?: number }>();
+    expectTypeOf<HandlerInput<typeof handlers, "free">>().toEqualTypeOf<unknown>();
+  });
+});
+
+describe("the handler map types the engine", () => {
+  const engine = createEngine({
+    store: new MemoryStore(),
+    transport: new LocalTransport({ workerUrl: "http://127.0.0.1:1/v1/worker", signingKey: "k" }),
+    handlers,
+  });
+
+  it("submit and createSchedule accept only registered names, each with its input", async () => {
+    const { job } = await engine.broker.submit({ handler: "add", input: { a: 1 } });
+    expect(job.handler).toBe("add");
+    await engine.broker.submit({ handler: "free" });
+    await engine.broker.submit({ handler: "free", input: [1, "two"] });
+    await engine.broker.submit({ handler: "maybe" });
+    await engine.broker.createSchedule({ handler: "add", schedule: "1h", input: { a: 2 } });
+    const typo = () =>
+      // @ts-expect-error a handler name that is not registered
+      engine.broker.submit({ handler: "ad", input: { a: 1 } });
+    await expect(typo()).rejects.toThrow(/unknown handler|ad/);
+    const wrong = () =>
+      // @ts-expect-error input of the wrong type
+      engine.broker.submit({ handler: "add", input: { a: "1" } });
+    await expect(wrong()).rejects.toThrow(/input/);
+    const missing = () =>
+      // @ts-expect-error input is required by add's schema
+      engine.broker.submit({ handler: "add" });
+    await expect(missing()).rejects.toThrow(/input/);
+    const schedule = () =>
+      // @ts-expect-error a schedule's input is checked the same way
+      engine.broker.createSchedule({ handler: "add", schedule: "1h", input: { b: 2 } });
+    await expect(schedule()).rejects.toThrow(/input/);
+    await engine.ticker.tick();
+  });
+
+  it("an untyped map accepts any name and input, and a typed engine serves over HTTP", () => {
+    const loose: Handlers = handlers;
+    const untyped = createEngine({ ...engine, handlers: loose });
+    expectTypeOf(untyped.broker.submit).toBeCallableWith({ handler: "anything", input: 1 });
+    expect(typeof createApp({ engine, dev: true }).fetch).toBe("function");
+  });
+});
+
+describe("the handler map types the client", () => {
+  it("createClient<typeof handlers>() accepts only registered names, each with its input", () => {
+    const tw = createClient<typeof handlers>({ url: "http://127.0.0.1:1" });
+    expectTypeOf(tw.jobs.submit<"add">).toBeCallableWith({ handler: "add", input: { a: 1 } });
+    expectTypeOf(tw.schedules.create<"free">).toBeCallableWith({ handler: "free", schedule: "5m" });
+    // Compile-time only: the calls below are never made.
+    const never = (): unknown[] => [
+      // @ts-expect-error a handler name that is not registered
+      tw.jobs.submit({ handler: "ad", input: { a: 1 } }),
+      // @ts-expect-error input of the wrong type
+      tw.jobs.submit({ handler: "add", input: { a: "1" } }),
+      // @ts-expect-error input is required by add's schema
+      tw.schedules.create({ handler: "add", schedule: "1h" }),
+      // @ts-expect-error a patch names registered handlers only
+      tw.schedules.handle("s").update({ handler: "nope" }),
+    ];
+    expect(typeof never).toBe("function");
+    const untyped = createClient({ url: "http://127.0.0.1:1" });
+    expectTypeOf(untyped.jobs.submit).toBeCallableWith({ handler: "anything", input: 1 });
   });
 });

@@ -150,6 +150,62 @@ describe.each(storeFactories)("schedules over HTTP on $name", (factory) => {
     expect(await snapshot(h.store)).toBe(state);
   });
 
+  it("checks a schedule's input against its handler's schema as submit does (422, nothing written)", async () => {
+    const refused = { handler: "typed", input: { n: "one" } };
+    const submitted = await call(h.origin, "POST", "/v1/jobs", { json: refused });
+    expectProblem(submitted, 422);
+    const state = await snapshot(h.store);
+
+    // Create: the same problem, issues and all, as the submit of that handler and input.
+    const created = await call(h.origin, "POST", "/v1/schedules", {
+      json: { id: "typed-daily", schedule: "0 9 * * *", ...refused },
+    });
+    expectProblem(created, 422);
+    expect(created.body).toEqual(submitted.body);
+    expect(created.body.errors).toEqual([{ path: "input.n", message: expect.any(String) }]);
+    expect(await snapshot(h.store)).toBe(state);
+
+    const good = await call(h.origin, "POST", "/v1/schedules", {
+      json: { id: "typed-daily", handler: "typed", schedule: "0 9 * * *", input: { n: 1 } },
+    });
+    expect(good.status).toBe(201);
+    const echo = await call(h.origin, "POST", "/v1/schedules", { json: daily });
+    expect(echo.status).toBe(201);
+    const written = await snapshot(h.store);
+
+    // Replace: the new definition is checked like a new one.
+    const replaced = await call(h.origin, "POST", "/v1/schedules", {
+      json: { id: "typed-daily", handler: "typed", schedule: "0 9 * * *", input: { n: "two" } },
+    });
+    expectProblem(replaced, 422);
+    expect(replaced.body.errors).toEqual(created.body.errors);
+    // Patch of the input alone, checked against the stored handler.
+    const inputOnly = await call(h.origin, "PATCH", "/v1/schedules/typed-daily", {
+      json: { input: { n: "three" } },
+    });
+    expectProblem(inputOnly, 422);
+    expect(inputOnly.body.errors).toEqual(created.body.errors);
+    // Patch of the handler alone, checked against the stored input ({ type: "sales" }, no `n`).
+    const handlerOnly = await call(h.origin, "PATCH", "/v1/schedules/daily-report", {
+      json: { handler: "typed" },
+    });
+    expectProblem(handlerOnly, 422, /input does not match handler "typed"/);
+    expect(handlerOnly.body.errors).toEqual([{ path: "input.n", message: expect.any(String) }]);
+    expect(await snapshot(h.store)).toBe(written);
+
+    // The same patches with a pair the schema accepts go through.
+    const fixed = await call(h.origin, "PATCH", "/v1/schedules/daily-report", {
+      json: { handler: "typed", input: { n: 2 } },
+    });
+    expect(fixed.status).toBe(200);
+    expect(fixed.body).toMatchObject({ handler: "typed", input: { n: 2 } });
+    const retyped = await call(h.origin, "PATCH", "/v1/schedules/typed-daily", {
+      json: { input: { n: 3 } },
+    });
+    expect(retyped.status).toBe(200);
+    expect(retyped.body.input).toEqual({ n: 3 });
+  });
+
   it("pauses and resumes a schedule", async () => {
     await call(h.origin, "POST", "/v1/schedules", { json: daily });
     const paused = await call(h.origin, "POST", "/v1/schedules/daily-report/pause");
