@@ -8,8 +8,9 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { createVercelApp } from "tickwork/vercel";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createVercelApp } from "../../functions/vercel/app.ts";
+import { handlers } from "../../functions/handlers.ts";
 import { type RedisRestServer, serveRedisRest } from "../../src/adapter/redis-rest/index.ts";
 import { deletePrefix, REDIS_URL } from "../dev/server.ts";
 import { type QStashDouble, startQStashDouble } from "../support/qstash-double/index.ts";
@@ -171,7 +172,10 @@ describe("the Vercel entry, misconfigured", () => {
   it("answers every request with a 500 problem naming what to set, never the values", async () => {
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
-      const app = createVercelApp({ REDIS_URL: "redis://:hunter2@cache:6379", CRON_SECRET: "s" });
+      const app = createVercelApp(
+        { REDIS_URL: "redis://:hunter2@cache:6379", CRON_SECRET: "s" },
+        { handlers },
+      );
       for (const path of ["/v1/tick", "/health", "/v1/jobs"]) {
         const res = await app.fetch(new Request(`${DEPLOYMENT}${path}`));
         expect(res.status).toBe(500);
@@ -191,16 +195,19 @@ describe("the Vercel entry, misconfigured", () => {
   });
 
   it("takes the public URL from VERCEL_PROJECT_PRODUCTION_URL when TICKWORK_PUBLIC_URL is unset", async () => {
-    const app = createVercelApp({
-      UPSTASH_REDIS_REST_URL: "https://eu1-example.upstash.io",
-      UPSTASH_REDIS_REST_TOKEN: "t",
-      QSTASH_TOKEN: "q",
-      QSTASH_CURRENT_SIGNING_KEY: "c",
-      QSTASH_NEXT_SIGNING_KEY: "n",
-      VERCEL_PROJECT_PRODUCTION_URL: "tickwork-demo.vercel.app",
-      CRON_SECRET,
-      TICKWORK_API_KEY: API_KEY,
-    });
+    const app = createVercelApp(
+      {
+        UPSTASH_REDIS_REST_URL: "https://eu1-example.upstash.io",
+        UPSTASH_REDIS_REST_TOKEN: "t",
+        QSTASH_TOKEN: "q",
+        QSTASH_CURRENT_SIGNING_KEY: "c",
+        QSTASH_NEXT_SIGNING_KEY: "n",
+        VERCEL_PROJECT_PRODUCTION_URL: "tickwork-demo.vercel.app",
+        CRON_SECRET,
+        TICKWORK_API_KEY: API_KEY,
+      },
+      { handlers },
+    );
     // Configured: the tick route exists and checks the secret (no store is called for a 401).
     expect((await app.fetch(cronRequest())).status).toBe(401);
   });

@@ -1,7 +1,8 @@
 /**
  * @module
- * `tickwork/cloudflare`: what a Workers entry needs — `createTickwork` (store on Upstash Redis
- * REST, QStash transport, engine, app) and the typed, checked bindings. No Node modules.
+ * `tickwork/cloudflare`: what a Workers entry needs — `createWorker` (the whole Worker from its
+ * bindings), `createTickwork` (store on Upstash Redis REST, QStash transport, engine and app from
+ * an explicit config) and the typed, checked bindings. No Node modules.
  */
 export type { ExecutionContext } from "hono";
 export { Background } from "./background.ts";
@@ -12,3 +13,4 @@ export {
   type Tickwork,
   type TickworkConfig,
 } from "./tickwork.ts";
+export { createWorker, type TickworkWorker, type WorkerOptions } from "./worker.ts";

@@ -43,20 +43,20 @@ export interface TickworkConfig {
    * Plain API keys accepted as `Authorization: Bearer <key>` on the API routes, each an `admin`
    * key of the tenant `"default"`. At least one key is needed: here or in `config.tenants`.
    */
-  apiKeys?: readonly string[];
+  apiKeys?: readonly string[] | undefined;
   /**
    * Tenants with hashed keys, scopes and manifests; CORS; degradation (`defineConfig(…)`, or
    * `parseConfig(env.TICKWORK_CONFIG)`). `config.degradation` applies unless `engine.degradation`
    * is given.
    */
-  config?: Config;
+  config?: Config | undefined;
   /** `/v1/tick` needs `Authorization: Bearer <tickSecret>`; without it, `/v1/tick` is not served. */
   tickSecret?: string | undefined;
   /**
    * Engine settings. Set `tick.horizonMs` to the period of the cron that calls the tick.
    * @default { tick: { horizonMs: 60_000 } } (a once-a-minute Cron Trigger)
    */
-  engine?: EngineOptions;
+  engine?: EngineOptions | undefined;
 }
 
 /** The composed deployment. */
@@ -116,7 +116,7 @@ export function createTickwork(config: TickworkConfig): Tickwork {
   const engine = createEngine({
     ...(settings?.degradation !== undefined ? { degradation: settings.degradation } : {}),
     ...engineOptions,
-    tick: { horizonMs: 60_000, ...engineOptions.tick },
+    tick: { ...engineOptions.tick, horizonMs: engineOptions.tick?.horizonMs ?? 60_000 },
     store,
     transport,
     handlers: config.handlers,

@@ -2,8 +2,7 @@
  * @module
  * The tickwork app for Vercel, built from an environment: state in Upstash Redis (REST), jobs
  * delivered by QStash to `/v1/worker`, and `/v1/tick` called once a minute by Vercel Cron
- * (`infra/vercel.json`) with `Authorization: Bearer $CRON_SECRET`. `index.ts` exports it for
- * Vercel; tests build it from an environment of their own.
+ * (`vercel.json`) with `Authorization: Bearer $CRON_SECRET`.
  *
  * The environment (`process.env` on Vercel):
  *
@@ -21,27 +20,39 @@
  */
 import { Redis } from "@upstash/redis";
 import { Hono } from "hono";
-import { createEngine } from "tickwork";
-import { hasKeys } from "tickwork/config";
-import { type AppEnv, createApp, PROBLEM_JSON, parseRoles, type Role } from "tickwork/http";
-import { ConfigError, type Env, loadConfig, selectQStash, selectStore } from "tickwork/node";
-import { QStashTransport } from "tickwork/qstash";
-import { RedisStore } from "tickwork/redis";
-import { handlers } from "../handlers.ts";
+import { hasKeys } from "../../config/index.ts";
+import type { Handlers } from "../../engine/handlers.ts";
+import { createEngine } from "../../engine/index.ts";
+import { type AppEnv, createApp, PROBLEM_JSON, parseRoles, type Role } from "../../http/index.ts";
+import { RedisStore } from "../../store/redis/index.ts";
+import { QStashTransport } from "../../transport/qstash/index.ts";
+import { loadConfig } from "../node/config.ts";
+import { type Env, selectQStash, selectStore } from "../node/env.ts";
+import { ConfigError } from "../node/errors.ts";
 
 /** Vercel Cron calls `/v1/tick` once a minute: dispatch a minute ahead, each at its time. */
 const TICK_HORIZON_MS = 60_000;
+
+/** What {@link createVercelApp} needs besides the environment. */
+export interface VercelAppOptions {
+  /** The handlers jobs and schedules may name. */
+  handlers: Handlers;
+}
 
 /**
  * The app for `env`. A configuration it cannot run with gives an app that answers every request
  * with a 500 problem naming the variables to set (the values are never shown), and logs it once.
  *
  * @example
- * export default createVercelApp(process.env);
+ * // src/index.ts — Vercel runs a Hono app exported by default with zero configuration
+ * import { createVercelApp } from "tickwork/vercel";
+ * import { handlers } from "./tickwork/handlers";
+ *
+ * export default createVercelApp(process.env, { handlers });
  */
-export function createVercelApp(env: Env): Hono<AppEnv> {
+export function createVercelApp(env: Env, options: VercelAppOptions): Hono<AppEnv> {
   try {
-    return buildApp(env);
+    return buildApp(env, options.handlers);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     console.error(`tickwork: ${error.message}`);
@@ -49,7 +60,7 @@ export function createVercelApp(env: Env): Hono<AppEnv> {
   }
 }
 
-function buildApp(env: Env): Hono<AppEnv> {
+function buildApp(env: Env, handlers: Handlers): Hono<AppEnv> {
   const store = selectStore(env);
   const qstash = selectQStash(env);
   const production = env.VERCEL_PROJECT_PRODUCTION_URL;

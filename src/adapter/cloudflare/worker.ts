@@ -1,0 +1,76 @@
+/**
+ * @module
+ * `createWorker`: a whole Worker from its bindings — the HTTP API on `fetch`, the tick on the Cron
+ * Trigger (`scheduled`) — so a Worker entry is three lines. Built on first use and kept for the
+ * isolate's life (clients, engine and app are reused across requests).
+ */
+import { Redis } from "@upstash/redis/cloudflare";
+import type { ExecutionContext } from "hono";
+import { parseConfig } from "../../config/index.ts";
+import type { Handlers } from "../../engine/handlers.ts";
+import type { EngineOptions } from "../../engine/options.ts";
+import { assertEnv, type TickworkEnv } from "./env.ts";
+import { createTickwork, type Tickwork } from "./tickwork.ts";
+
+/** What {@link createWorker} needs besides the bindings. */
+export interface WorkerOptions {
+  /** The handlers jobs and schedules may name. */
+  handlers: Handlers;
+  /**
+   * Engine settings. `tick.horizonMs` should be the period of the Cron Trigger.
+   * @default { tick: { horizonMs: 60_000 } } (`crons = ["* * * * *"]`)
+   */
+  engine?: EngineOptions | undefined;
+}
+
+/** The Worker: what `export default` hands to the runtime. */
+export interface TickworkWorker {
+  fetch(request: Request, env: TickworkEnv, ctx: ExecutionContext): Promise<Response>;
+  scheduled(controller: unknown, env: TickworkEnv, ctx: ExecutionContext): void;
+}
+
+/**
+ * The Worker for `handlers`, configured from its bindings (see {@link TickworkEnv}: Upstash Redis,
+ * QStash, `TICKWORK_PUBLIC_URL`, `TICKWORK_API_KEY` or `TICKWORK_CONFIG`, `CRON_SECRET`). A
+ * missing binding fails every request with a `MissingEnvError` naming it.
+ *
+ * @example
+ * // src/worker.ts (wrangler.toml: main = "src/worker.ts", [triggers] crons = ["* * * * *"])
+ * import { createWorker } from "tickwork/cloudflare";
+ * import { handlers } from "./tickwork/handlers";
+ *
+ * export default createWorker({ handlers });
+ */
+export function createWorker(options: WorkerOptions): TickworkWorker {
+  let tickwork: Tickwork | undefined;
+  const tickworkFor = (env: TickworkEnv): Tickwork => {
+    assertEnv(env);
+    tickwork ??= createTickwork({
+      handlers: options.handlers,
+      redis: new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
+      prefix: env.TICKWORK_PREFIX,
+      qstash: {
+        token: env.QSTASH_TOKEN,
+        baseUrl: env.QSTASH_URL || undefined,
+        currentSigningKey: env.QSTASH_CURRENT_SIGNING_KEY,
+        nextSigningKey: env.QSTASH_NEXT_SIGNING_KEY,
+      },
+      publicUrl: env.TICKWORK_PUBLIC_URL,
+      apiKeys: env.TICKWORK_API_KEY?.split(",") ?? [],
+      ...(env.TICKWORK_CONFIG
+        ? { config: parseConfig(env.TICKWORK_CONFIG, "TICKWORK_CONFIG") }
+        : {}),
+      tickSecret: env.CRON_SECRET,
+      engine: options.engine ?? { tick: { horizonMs: 60_000 } },
+    });
+    return tickwork;
+  };
+  return {
+    fetch(request, env, ctx) {
+      return tickworkFor(env).fetch(request, env, ctx);
+    },
+    scheduled(_controller, env, ctx) {
+      ctx.waitUntil(tickworkFor(env).engine.ticker.tick());
+    },
+  };
+}
