@@ -1,68 +1,13 @@
 /**
  * @module
- * The `tickwork` command line: `tickwork dev` and `tickwork start`. With `functions/`, the one
- * place that reads the environment; everything below gets its configuration passed in.
+ * The `tickwork` command line: `dev`, `start`, `init`, `redis-rest` and `hash-key`. With
+ * `functions/`, the one place that reads the environment; everything below gets its
+ * configuration passed in.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { DEV_HELP, GLOBAL_HELP, START_HELP } from "./cli/help.ts";
 import type { Handlers } from "./engine/handlers.ts";
-
-const HELP = `Usage: tickwork <command> [options]
-
-Commands:
-  dev         Local server, zero config: in-memory store (or Redis / Upstash from
-              the environment), in-process queue (or QStash), a tick every
-              second, auth off. Prints curl lines to try.
-  start       The same server for real use: state in Redis (REDIS_URL or
-              UPSTASH_REDIS_REST_URL required), API key required
-              (TICKWORK_API_KEY), binds 0.0.0.0.
-  redis-rest  An Upstash-REST-compatible bridge in front of a Redis
-              (tickwork redis-rest --help).
-  hash-key    Make an API key and the hash the configuration stores
-              (tickwork hash-key --help).
-  help        Show this help.
-
-Options:
-  -p, --port <n>        Port to listen on (default: $PORT or 8787; 0 = any free port)
-      --host <host>     Interface to bind (default: $HOST, else 127.0.0.1 for dev,
-                        0.0.0.0 for start)
-      --prefix <p>      Redis key prefix (default: $TICKWORK_PREFIX or "tw")
-      --role <roles>    Route sets to serve: all (default), api, tick, worker,
-                        observer; comma-separated or repeated (default:
-                        $TICKWORK_ROLES). Only servers with tick (or all) run
-                        the tick timer; every replica may, the lease picks one.
-      --handlers <file> Module exporting \`handlers\` (default: functions/handlers.ts)
-  -h, --help            Show this help
-  -v, --version         Show the version
-
-Environment (an option given on the command line wins):
-  PORT, HOST, TICKWORK_PREFIX, TICKWORK_ROLES   as the options above
-  UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN
-                     keep state in Upstash Redis over REST (checked first)
-  REDIS_URL          keep state in Redis over TCP, e.g. redis://127.0.0.1:6379
-  QSTASH_TOKEN       deliver jobs through QStash; then also needed:
-                     QSTASH_CURRENT_SIGNING_KEY, QSTASH_NEXT_SIGNING_KEY and
-                     TICKWORK_PUBLIC_URL (optional: QSTASH_URL)
-  TICKWORK_PUBLIC_URL  the URL the queue delivers to (required with QStash; with
-                     the local queue, the servers with the worker role)
-  TICKWORK_SIGNING_KEY key signing local-queue deliveries, the same on every
-                     server (needed when they go to TICKWORK_PUBLIC_URL)
-  TICKWORK_API_KEY   API key(s) clients send as "Authorization: Bearer <key>";
-                     comma-separated for several, each an admin key (start)
-  TICKWORK_CONFIG    a JSON file (or JSON) with tenants, hashed keys, scopes,
-                     manifests, CORS and degradation settings
-                     (schema/tickwork.config.schema.json)
-  CRON_SECRET        GET/POST /v1/tick needs "Authorization: Bearer <secret>"; with
-                     start and no secret, /v1/tick is not served over HTTP
-
-Examples:
-  tickwork dev
-  REDIS_URL=redis://127.0.0.1:6379 tickwork dev --port 3000
-  REDIS_URL=redis://cache:6379 TICKWORK_API_KEY=s3cret tickwork start --port 8080
-  tickwork start --role api,worker     # and elsewhere: tickwork start --role tick
-`;
 
 type Env = Record<string, string | undefined>;
 
@@ -79,6 +24,13 @@ class UsageError extends Error {
  * process.exitCode = await main(["dev", "--port", "3000"], process.env);
  */
 async function main(argv: string[], env: Env): Promise<number> {
+  // `tickwork help <command>`: that command's own help.
+  if (argv[0] === "help" && argv[1] !== undefined) return main([argv[1], "--help"], env);
+  // `tickwork init`: example handlers and a platform's entry, never overwriting a file.
+  if (argv[0] === "init") {
+    const { runInitCommand } = await import("./cli/init.ts");
+    return runInitCommand(argv.slice(1));
+  }
   // `tickwork redis-rest`: the Upstash REST bridge, with its own options and help.
   if (argv[0] === "redis-rest") {
     const { runRedisRestCommand } = await import("./adapter/redis-rest/cli.ts");
@@ -108,14 +60,19 @@ async function main(argv: string[], env: Env): Promise<number> {
       return 0;
     }
     const command = positionals[0];
-    if (values.help || command === undefined || command === "help") {
-      console.log(HELP);
+    if (command === "dev" || command === "start") {
+      if (values.help) {
+        console.log(command === "dev" ? DEV_HELP : START_HELP);
+        return 0;
+      }
+    } else if (values.help || command === undefined || command === "help") {
+      console.log(GLOBAL_HELP);
       return command === undefined && !values.help ? 1 : 0;
     }
     if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
     if (command !== "dev" && command !== "start") {
       throw new UsageError(
-        `unknown command "${command}" (commands: dev, start, redis-rest, hash-key, help)`,
+        `unknown command "${command}" (commands: dev, start, init, redis-rest, hash-key, help)`,
       );
     }
 
@@ -129,7 +86,7 @@ async function main(argv: string[], env: Env): Promise<number> {
     // Loaded here, not at the top: `--help` and usage and configuration errors stay fast.
     const { serverOptionsFromEnv } = await import("./adapter/node/env.ts");
     const options = serverOptionsFromEnv({ ...env, ...overrides }, command);
-    const handlers = await loadHandlers(values.handlers ?? "functions/handlers.ts");
+    const handlers = await loadHandlers(values.handlers);
     const { startServer } = await import("./adapter/node/start.ts");
     await startServer({ handlers, ...options });
     return 0;
@@ -140,7 +97,12 @@ async function main(argv: string[], env: Env): Promise<number> {
       return 1;
     }
     // A mistake in how it was called or configured: exit 2, pointing at the help.
-    if (error instanceof UsageError || isConfigError(error) || isArgError(error)) {
+    if (
+      error instanceof UsageError ||
+      isConfigError(error) ||
+      isArgError(error) ||
+      (error instanceof Error && error.name === "HandlersModuleError")
+    ) {
       console.error(`tickwork: ${(error as Error).message}`);
       console.error("Run `tickwork --help` for usage.");
       return 2;
@@ -149,20 +111,14 @@ async function main(argv: string[], env: Env): Promise<number> {
   }
 }
 
-/** Import the user's handlers module (TypeScript is fine: the CLI runs under tsx). */
-async function loadHandlers(file: string): Promise<Handlers> {
-  const path = resolve(file);
-  if (!existsSync(path)) {
-    throw new UsageError(
-      `no handlers module at ${path}: pass --handlers <file> (it exports \`handlers\`)`,
-    );
-  }
-  const mod = (await import(pathToFileURL(path).href)) as { handlers?: unknown; default?: unknown };
-  const handlers = mod.handlers ?? mod.default;
-  if (typeof handlers !== "object" || handlers === null) {
-    throw new UsageError(`${file} must export \`handlers\` (a map of name → { run })`);
-  }
-  return handlers as Handlers;
+/**
+ * The user's handlers: from `--handlers`, else the first conventional module in the working
+ * directory. Loaded lazily, like the server: `--help` and usage errors stay fast.
+ */
+async function loadHandlers(file: string | undefined): Promise<Handlers> {
+  const { loadHandlersModule, resolveHandlersModule } = await import("./cli/handlers-module.ts");
+  const cwd = process.cwd();
+  return loadHandlersModule(resolveHandlersModule(file, cwd), { cwd });
 }
 
 function readVersion(): string {

@@ -38,9 +38,33 @@ describe.concurrent("tickwork CLI", () => {
       "QSTASH_TOKEN",
       "TICKWORK_PUBLIC_URL",
       "TICKWORK_API_KEY",
+      "init",
     ]) {
       expect(stdout).toContain(text);
     }
+  });
+
+  test("each command has its own --help; tickwork help <command> prints the same", async () => {
+    for (const command of ["dev", "start", "init", "redis-rest", "hash-key"]) {
+      const { code, stdout } = await tickwork([command, "--help"]);
+      expect(code, command).toBe(0);
+      expect(stdout.startsWith(`Usage: tickwork ${command} `), command).toBe(true);
+      // Not the overview.
+      expect(stdout, command).not.toContain("Usage: tickwork <command>");
+      const viaHelp = await tickwork(["help", command]);
+      expect(viaHelp.stdout, command).toBe(stdout);
+    }
+    const dev = (await tickwork(["dev", "-h"])).stdout;
+    for (const text of [
+      "--handlers",
+      "src/tickwork/handlers.{ts,mts,js,mjs}",
+      "npx tickwork init",
+    ]) {
+      expect(dev).toContain(text);
+    }
+    expect((await tickwork(["start", "--help"])).stdout).toContain("TICKWORK_API_KEY");
+    expect((await tickwork(["init", "--help"])).stdout).toContain("--platform");
+    expect((await tickwork(["--help"])).stdout).toContain("Each command has its own help");
   });
 
   test("the bin works through npm from this repo (npx tickwork)", async () => {

@@ -1,5 +1,13 @@
-import { expect, test } from "vitest";
-import { curlLines, formatBanner, NO_SUBMIT_ROUTE_LINE, redactRedisUrl } from "./banner.ts";
+import { describe, expect, test } from "vitest";
+import * as z from "zod";
+import {
+  curlLines,
+  formatBanner,
+  NO_HANDLERS_LINE,
+  NO_SUBMIT_ROUTE_LINE,
+  redactRedisUrl,
+  sampleJob,
+} from "./banner.ts";
 
 test("redactRedisUrl drops the password and keeps the rest", () => {
   expect(redactRedisUrl("redis://user:secret@cache:6379/2")).toBe("redis://user@cache:6379/2");
@@ -79,4 +87,93 @@ test("a server without the api role prints no curl lines and says where to submi
   expect(banner).toMatch(/ {2}auth {7}no API routes here/);
   expect(banner).not.toContain("curl");
   expect(banner.trimEnd().endsWith(NO_SUBMIT_ROUTE_LINE)).toBe(true);
+});
+
+describe("the sample job of the curl lines", () => {
+  const run = () => null;
+
+  test("echo when registered, with {hello: world}", () => {
+    expect(
+      sampleJob({ sleep: { input: z.object({ ms: z.number() }), run }, echo: { run } }),
+    ).toEqual({ handler: "echo", input: { hello: "world" } });
+  });
+
+  test("else the first handler whose schema takes {} or no input", () => {
+    const handlers = {
+      "email.send": { input: z.object({ to: z.email() }), run },
+      report: { input: z.object({ day: z.string().optional() }), run },
+      cleanup: { run },
+    };
+    expect(sampleJob(handlers)).toEqual({ handler: "report", input: {} });
+    expect(sampleJob({ cleanup: { run }, report: handlers.report })).toEqual({
+      handler: "cleanup",
+    });
+    // No input at all reaches the schema as null (what the broker stores).
+    expect(sampleJob({ nightly: { input: z.null(), run } })).toEqual({ handler: "nightly" });
+  });
+
+  test("a placeholder when no cheap input passes, or a schema cannot decide synchronously", () => {
+    const refined = z.object({}).refine(async () => true);
+    expect(sampleJob({ "email.send": { input: z.object({ to: z.email() }), run } })).toEqual({
+      handler: "email.send",
+      placeholder: true,
+    });
+    expect(sampleJob({ slow: { input: refined, run } })).toEqual({
+      handler: "slow",
+      placeholder: true,
+    });
+    expect(sampleJob({})).toBeUndefined();
+  });
+
+  test("the banner submits and reads the sample's handler, never an unregistered one", () => {
+    const url = "http://127.0.0.1:8787";
+    const base = { mode: "dev" as const, url, store: "memory" as const, tickEveryMs: 1000 };
+    const info = { ...base, horizonMs: 1000, auth: false };
+    const report = formatBanner({
+      ...info,
+      handlers: ["report"],
+      sample: { handler: "report", input: {} },
+    });
+    expect(report).toContain(
+      `-d '{"handler":"report","input":{},"idempotencyKey":"hello-tickwork"}'`,
+    );
+    expect(report).toContain(`curl -sS '${url}/v1/jobs?handler=report&limit=1'`);
+    expect(report).not.toContain("echo");
+
+    // A sample naming a handler that is not registered is ignored.
+    const stale = formatBanner({ ...info, handlers: ["mail"], sample: { handler: "echo" } });
+    expect(stale).not.toContain("echo");
+    expect(stale).toContain('"input":<input>');
+    expect(stale).toContain("(replace <input> with an input mail accepts");
+    expect(stale.trimEnd()).toMatch(/answers 200 with the same job\.$/);
+
+    const none = formatBanner({ ...info, handlers: [] });
+    expect(none).not.toContain("curl");
+    expect(none.trimEnd().endsWith(NO_HANDLERS_LINE)).toBe(true);
+  });
+
+  test("quotes for the shell: a handler name with a quote stays one word", () => {
+    const [submit, read] = curlLines("http://x:1", false, { handler: "it's" });
+    expect(submit).toContain(`-d '{"handler":"it'\\''s","idempotencyKey":"hello-tickwork"}'`);
+    expect(read).toBe(`curl -sS 'http://x:1/v1/jobs?handler=it'\\''s&limit=1'`);
+  });
+});
+
+test("the banner shows the dashboard and metrics URLs where the server serves them", () => {
+  const url = "http://127.0.0.1:8787";
+  const info = { url, store: "memory" as const, tickEveryMs: 1000, horizonMs: 1000 };
+  const dev = formatBanner({ ...info, mode: "dev", auth: false, handlers: ["echo"] });
+  expect(dev).toContain(`  dashboard  ${url}/dashboard\n`);
+  expect(dev).toContain(`  metrics    ${url}/metrics (Prometheus text)\n`);
+  const keyed = formatBanner({ ...info, mode: "start", auth: true, handlers: ["echo"] });
+  expect(keyed).toContain(`  metrics    ${url}/metrics (Prometheus text; needs the API key)\n`);
+  const tickOnly = formatBanner({
+    ...info,
+    mode: "start",
+    auth: false,
+    roles: ["tick"],
+    handlers: [],
+  });
+  expect(tickOnly).not.toContain("/dashboard");
+  expect(tickOnly).not.toContain("/metrics");
 });

@@ -15,8 +15,9 @@ import { createApp } from "../../http/index.ts";
 import { normalizeRoles, type Role, type RouteSet, routeSet } from "../../http/roles.ts";
 import { LocalTransport } from "../../transport/local/index.ts";
 import type { Transport } from "../../transport/port.ts";
-import { DEFAULT_QSTASH_URL, QStashTransport } from "../../transport/qstash/index.ts";
-import { type BannerInfo, formatBanner } from "./banner.ts";
+import { DEFAULT_QSTASH_URL } from "../../transport/qstash/options.ts";
+import { loadPeer, MissingPeerError } from "../peer.ts";
+import { type BannerInfo, formatBanner, sampleJob } from "./banner.ts";
 import { StartError } from "./errors.ts";
 import { type FetchApp, serve } from "./serve.ts";
 import { nodeSignals } from "./signals.ts";
@@ -31,7 +32,7 @@ export interface QStashCredentials {
    * `QSTASH_URL`: a region, or a local QStash dev server.
    * @default "https://qstash.upstash.io"
    */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /** `QSTASH_CURRENT_SIGNING_KEY`. */
   currentSigningKey: string;
   /** `QSTASH_NEXT_SIGNING_KEY`. */
@@ -47,42 +48,42 @@ export interface StartServerOptions {
    * Outside dev, `apiKeys` is required when the roles serve API routes.
    * @default false
    */
-  dev?: boolean;
+  dev?: boolean | undefined;
   /** @default 8787 (`0` picks a free port; the banner shows it) */
-  port?: number;
+  port?: number | undefined;
   /**
    * Interface to bind.
    * @default "127.0.0.1" in dev, "0.0.0.0" otherwise
    */
-  hostname?: string;
+  hostname?: string | undefined;
   /**
    * The route sets this server serves (see `Role` in `tickwork/http`). The tick timer runs only
    * when they include `tick` (or `all`); every replica may run it, the tick lease picks one.
    * @default ["all"]
    * @example ["api", "worker"]
    */
-  roles?: readonly Role[];
+  roles?: readonly Role[] | undefined;
   /**
    * Redis over TCP (ioredis) for state. Exclusive with `upstash`; without either, the in-memory
    * store.
    * @example "redis://127.0.0.1:6379"
    */
-  redisUrl?: string;
+  redisUrl?: string | undefined;
   /**
    * Redis over Upstash's REST API (`@upstash/redis`) for state. Exclusive with `redisUrl`.
    * @example { url: "https://eu1-x.upstash.io", token: process.env.UPSTASH_REDIS_REST_TOKEN! }
    */
-  upstash?: { url: string; token: string };
+  upstash?: { url: string; token: string } | undefined;
   /**
    * Key prefix in Redis (every key lives under the hash tag `{prefix}`).
    * @default "tw"
    */
-  prefix?: string;
+  prefix?: string | undefined;
   /**
    * Deliver jobs through QStash instead of the in-process queue; needs `publicUrl`, which QStash
    * must be able to reach.
    */
-  qstash?: QStashCredentials;
+  qstash?: QStashCredentials | undefined;
   /**
    * The public URL of this app, where the queue delivers (`/v1/worker`, `/v1/dead`) and what
    * delivery signatures are checked against. Required with `qstash`. With the local queue it
@@ -91,44 +92,44 @@ export interface StartServerOptions {
    * @default this server's own URL (local queue only)
    * @example "https://jobs.example.com"
    */
-  publicUrl?: string;
+  publicUrl?: string | undefined;
   /**
    * Plain API keys (`TICKWORK_API_KEY`) for the API routes, each an `admin` key of the tenant
    * `"default"`. Outside dev, the API routes need these or tenant keys in `config`.
    */
-  apiKeys?: readonly string[];
+  apiKeys?: readonly string[] | undefined;
   /**
    * Tenants with hashed keys, scopes and manifests; CORS; degradation settings (the file
    * `TICKWORK_CONFIG` names, or `defineConfig(…)`). `config.degradation` applies unless
    * `engine.degradation` is given.
    */
-  config?: Config;
+  config?: Config | undefined;
   /**
    * Required as `Authorization: Bearer <tickSecret>` on `/v1/tick`. Outside dev, without it
    * `/v1/tick` is not served over HTTP (the server's own timer still ticks); in dev the route is
    * open.
    */
-  tickSecret?: string;
+  tickSecret?: string | undefined;
   /**
    * Period of the internal tick timer; also the tick's look-ahead horizon unless
    * `engine.tick.horizonMs` says otherwise.
    * @default 1_000
    */
-  tickEveryMs?: number;
+  tickEveryMs?: number | undefined;
   /** Engine settings (tick, job defaults, logger). */
-  engine?: EngineOptions;
+  engine?: EngineOptions | undefined;
   /**
    * Key signing the local queue's deliveries. Required when they leave this server (`publicUrl`
    * set, or roles without `worker`): the receiving server checks them with its own.
    * @default 32 random bytes per process
    */
-  signingKey?: string;
+  signingKey?: string | undefined;
   /** Signals that shut the server down (see {@link serve}). @default ["SIGINT", "SIGTERM"] */
-  signals?: readonly NodeJS.Signals[] | false;
+  signals?: readonly NodeJS.Signals[] | false | undefined;
   /** How long requests in flight may finish at shutdown. @default 2_000 in dev, 10_000 otherwise */
-  shutdownTimeoutMs?: number;
+  shutdownTimeoutMs?: number | undefined;
   /** Where the banner goes; `false` for none. @default console.log */
-  print?: ((text: string) => void) | false;
+  print?: ((text: string) => void) | false | undefined;
 }
 
 /** A running server. */
@@ -162,6 +163,16 @@ export interface RunningServer {
  * });
  */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
+  try {
+    return await start(options);
+  } catch (error) {
+    // A client the configuration asks for is not installed: a start error naming the package.
+    if (error instanceof MissingPeerError) throw new StartError(error.message, { cause: error });
+    throw error;
+  }
+}
+
+async function start(options: StartServerOptions): Promise<RunningServer> {
   const dev = options.dev ?? false;
   const roles = checkRoles(options.roles);
   const serves = routeSet(roles);
@@ -185,9 +196,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const tickEveryMs = options.tickEveryMs ?? 1_000;
   const engineOptions: EngineOptions = {
     ...(config?.degradation !== undefined ? { degradation: config.degradation } : {}),
-    localSignals: nodeSignals(),
     ...options.engine,
-    tick: { horizonMs: tickEveryMs, ...options.engine?.tick },
+    localSignals: options.engine?.localSignals ?? nodeSignals(),
+    tick: { ...options.engine?.tick, horizonMs: options.engine?.tick?.horizonMs ?? tickEveryMs },
   };
   const logger: Logger = options.engine?.logger ?? jsonLogger();
   engineOptions.logger = logger;
@@ -226,7 +237,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   let ticking: boolean;
   let transportBanner: BannerInfo["transport"];
   try {
-    const made = makeTransport(options, publicUrl ?? server.url);
+    const made = await makeTransport(options, publicUrl ?? server.url);
     const { transport } = made;
     transportBanner = made.banner;
     if (transport instanceof LocalTransport) cleanups.push(() => transport.close());
@@ -288,6 +299,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     ...(config?.tenants?.length ? { tenants: config.tenants.length } : {}),
     tickRoute: dev || Boolean(options.tickSecret),
     handlers: Object.keys(options.handlers),
+    sample: sampleJob(options.handlers),
   });
   if (options.print !== false) (options.print ?? console.log)(banner);
   return { url: server.url, port: server.port, engine, banner, close: server.close };
@@ -367,14 +379,20 @@ function storeTarget(options: StartServerOptions): StoreTarget {
 }
 
 /** QStash when configured, else the local queue; both deliver to `base` + `/v1/worker`. */
-function makeTransport(
+async function makeTransport(
   options: StartServerOptions,
   base: string,
-): { transport: Transport; banner: BannerInfo["transport"] } {
+): Promise<{ transport: Transport; banner: BannerInfo["transport"] }> {
   const workerUrl = `${base}/v1/worker`;
   const failureCallbackUrl = `${base}/v1/dead`;
   if (options.qstash) {
     const { token, baseUrl, currentSigningKey, nextSigningKey } = options.qstash;
+    // Loaded only when asked for: the local queue needs no QStash client installed.
+    const { QStashTransport } = await loadPeer(
+      "@upstash/qstash",
+      "QSTASH_TOKEN (delivery through QStash)",
+      () => import("../../transport/qstash/qstash-transport.ts"),
+    );
     const transport = new QStashTransport({
       token,
       ...(baseUrl ? { baseUrl } : {}),
