@@ -1,7 +1,8 @@
 /**
  * The deployment files can't run here (no Docker daemon, no cluster), so they are read and checked
- * for what matters: Vercel's cron calls the tick; the image installs only runtime dependencies
- * and everything it runs needs only those; Compose and Kubernetes run the roles they say, probe
+ * for what matters: Vercel's cron calls the tick; the image packs the package and installs the
+ * tarball into a fresh app (as test/package/consumer.test.ts does, where it runs) with the
+ * clients everything it runs imports; Compose and Kubernetes run the roles they say, probe
  * /ready and /health, tick on 2 replicas, and configure every variable tickwork reads.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -41,53 +42,79 @@ describe("infra/vercel.json", () => {
 
 describe("Dockerfile", () => {
   const dockerfile = read("Dockerfile");
+  const image = JSON.parse(read("infra/docker/package.json"));
 
-  it("is node:20-slim, installs without dev dependencies and runs `tickwork start` as a non-root user", () => {
+  it("packs the package, installs the tarball into a fresh app and runs `tickwork start` as a non-root user", () => {
+    expect(dockerfile).toMatch(/^FROM node:20-slim AS package$/m);
+    expect(dockerfile).toMatch(/^RUN npm run build && npm pack --ignore-scripts\b/m);
     expect(dockerfile).toMatch(/^FROM node:20-slim$/m);
-    expect(dockerfile).toMatch(/^RUN npm ci --omit=dev\b/m);
+    expect(dockerfile).toMatch(/^RUN npm install --omit=dev\b/m);
+    expect(image.dependencies.tickwork).toBe("file:/pack/tickwork.tgz");
     expect(dockerfile).toMatch(/^USER node$/m);
-    expect(dockerfile).toContain('ENTRYPOINT ["node", "bin/tickwork.js"]');
+    expect(dockerfile).toContain('ENTRYPOINT ["node", "node_modules/tickwork/bin/tickwork.js"]');
     expect(dockerfile).toContain('CMD ["start"]');
     expect(dockerfile).toMatch(/^HEALTHCHECK [\s\S]*?\/health/m);
-    for (const [, args] of dockerfile.matchAll(/^COPY (.+)$/gm)) {
+    // The example handlers land where `tickwork start` finds a handlers module by convention.
+    expect(dockerfile).toContain("COPY functions/handlers.ts ./src/tickwork/handlers.ts");
+    const ignored = read(".dockerignore").split("\n");
+    for (const [, args] of dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)) {
       const sources = (args as string).split(/\s+/).slice(0, -1);
-      for (const path of sources) expect(existsSync(join(ROOT, path)), path).toBe(true);
+      for (const path of sources) {
+        expect(existsSync(join(ROOT, path)), path).toBe(true);
+        expect(ignored, `${path} is copied but .dockerignore leaves it out`).not.toContain(
+          path.split("/")[0],
+        );
+      }
     }
   });
 
-  it("everything the image runs imports runtime dependencies only (tsx and ioredis included)", () => {
+  it("the image's app pins the clients at the versions this repository tests", () => {
+    const lock = JSON.parse(read("package-lock.json"));
+    for (const [name, version] of Object.entries(image.dependencies as Record<string, string>)) {
+      if (name === "tickwork") continue;
+      expect(version, name).toBe(lock.packages[`node_modules/${name}`].version);
+    }
+  });
+
+  it("everything the image runs imports only packages the image installs", () => {
     const pkg = JSON.parse(read("package.json"));
-    const runtime = new Set(Object.keys(pkg.dependencies));
+    const installed = new Set([
+      ...Object.keys(pkg.dependencies),
+      ...Object.keys(image.dependencies),
+    ]);
     const files = [
       "bin/tickwork.js",
-      "functions/node.ts",
       "functions/handlers.ts",
       ...walk("src").filter(
-        (file) => !file.endsWith(".test.ts") && !file.startsWith("src/adapter/cloudflare/"),
+        (file) =>
+          !file.endsWith(".test.ts") &&
+          !/^src\/adapter\/(cloudflare|vercel)\//.test(file) &&
+          // Templates of files `tickwork init` writes into a user's project.
+          !file.startsWith("src/cli/templates"),
       ),
     ];
     const used = new Set<string>();
     for (const file of files) {
       const code = read(file).replace(/^import type .*$/gm, "");
-      for (const [, specifier] of code.matchAll(/(?<![\w"'])(?:from|import)\s*\(?\s*"([^"]+)"/g)) {
+      for (const [, specifier] of code.matchAll(/(?<![\w"'`])(?:from|import)\s*\(?\s*"([^"]+)"/g)) {
         if (!specifier || /^(\.|node:|tickwork($|\/))/.test(specifier)) continue;
         const name = specifier.startsWith("@")
           ? specifier.split("/").slice(0, 2).join("/")
           : (specifier.split("/")[0] as string);
         used.add(name);
-        expect(runtime.has(name), `${file} imports ${specifier}, not a runtime dependency`).toBe(
+        expect(installed.has(name), `${file} imports ${specifier}, which the image lacks`).toBe(
           true,
         );
       }
     }
-    for (const name of ["tsx", "ioredis", "@upstash/redis", "@upstash/qstash", "hono"]) {
+    for (const name of ["ioredis", "@upstash/redis", "@upstash/qstash", "hono", "zod"]) {
       expect(used.has(name), name).toBe(true);
     }
   });
 
   it(".dockerignore keeps tests, node_modules and the repository out of the image", () => {
     const ignored = read(".dockerignore").split("\n");
-    for (const entry of ["node_modules", ".git", "test", "**/*.test.ts", "infra"]) {
+    for (const entry of ["node_modules", ".git", "test", "**/*.test.ts", "dist", "bench"]) {
       expect(ignored).toContain(entry);
     }
   });
