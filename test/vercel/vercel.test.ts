@@ -211,4 +211,34 @@ describe("the Vercel entry, misconfigured", () => {
     // Configured: the tick route exists and checks the secret (no store is called for a 401).
     expect((await app.fetch(cronRequest())).status).toBe(401);
   });
+  it("serves under TICKWORK_BASE_PATH (a Next.js route handler at app/api/tickwork/[...route])", async () => {
+    const env = {
+      UPSTASH_REDIS_REST_URL: "https://eu1-example.upstash.io",
+      UPSTASH_REDIS_REST_TOKEN: "t",
+      QSTASH_TOKEN: "q",
+      QSTASH_CURRENT_SIGNING_KEY: "c",
+      QSTASH_NEXT_SIGNING_KEY: "n",
+      TICKWORK_PUBLIC_URL: `${DEPLOYMENT}/api/tickwork`,
+      TICKWORK_BASE_PATH: "/api/tickwork",
+      CRON_SECRET,
+      TICKWORK_API_KEY: API_KEY,
+    };
+    const app = createVercelApp(env, { handlers });
+    const tick = (path: string) =>
+      app.fetch(
+        new Request(`${DEPLOYMENT}${path}`, { headers: { "user-agent": "vercel-cron/1.0" } }),
+      );
+    // The tick route exists under the base path (401 without the secret), not at the root.
+    expect((await tick("/api/tickwork/v1/tick")).status).toBe(401);
+    expect((await tick("/v1/tick")).status).toBe(404);
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const bad = createVercelApp({ ...env, TICKWORK_BASE_PATH: "api tickwork?" }, { handlers });
+      const res = await bad.fetch(new Request(`${DEPLOYMENT}/health`));
+      expect(res.status).toBe(500);
+      expect(((await res.json()) as { detail: string }).detail).toContain("basePath");
+    } finally {
+      errors.mockRestore();
+    }
+  });
 });

@@ -44,6 +44,11 @@ export interface TickworkEnv {
   CRON_SECRET: string;
   /** Redis key prefix, to share one database between deployments. @default "tw" */
   TICKWORK_PREFIX?: string;
+  /**
+   * Serve the routes under this path (a Worker on `example.com/api/tickwork/*`); then
+   * `TICKWORK_PUBLIC_URL` names it too. @default "/"
+   */
+  TICKWORK_BASE_PATH?: string;
 }
 
 /** The bindings that must be set (non-empty). */

@@ -50,6 +50,12 @@ export interface TickworkConfig {
    * is given.
    */
   config?: Config | undefined;
+  /**
+   * Serve every route under this path, e.g. a Worker on the route `example.com/api/tickwork/*`.
+   * `publicUrl` then names the same path (`https://example.com/api/tickwork`).
+   * @default "/"
+   */
+  basePath?: string | undefined;
   /** `/v1/tick` needs `Authorization: Bearer <tickSecret>`; without it, `/v1/tick` is not served. */
   tickSecret?: string | undefined;
   /**
@@ -125,6 +131,7 @@ export function createTickwork(config: TickworkConfig): Tickwork {
   const app = createApp({
     engine,
     publicUrl,
+    ...(config.basePath ? { basePath: config.basePath } : {}),
     ...(apiKeys.length > 0 ? { apiKeys } : {}),
     ...(tenants.length > 0 ? { tenants } : {}),
     ...(settings?.cors ? { cors: settings.cors } : {}),

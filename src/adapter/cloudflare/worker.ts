@@ -61,6 +61,7 @@ export function createWorker(options: WorkerOptions): TickworkWorker {
         ? { config: parseConfig(env.TICKWORK_CONFIG, "TICKWORK_CONFIG") }
         : {}),
       tickSecret: env.CRON_SECRET,
+      basePath: env.TICKWORK_BASE_PATH,
       engine: options.engine ?? { tick: { horizonMs: 60_000 } },
     });
     return tickwork;

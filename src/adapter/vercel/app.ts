@@ -16,7 +16,8 @@
  *   unless `TICKWORK_CONFIG` has tenant keys
  * - `TICKWORK_CONFIG` — tenants with hashed keys, scopes and manifests, CORS, degradation: a JSON
  *   file shipped with the function, or the JSON itself (schema `schema/tickwork.config.schema.json`)
- * - `TICKWORK_PREFIX` (default `tw`), `TICKWORK_ROLES` (default `all`)
+ * - `TICKWORK_PREFIX` (default `tw`), `TICKWORK_ROLES` (default `all`), `TICKWORK_BASE_PATH`
+ *   (default `/`: the routes' path when the app is served under one, e.g. `/api/tickwork`)
  */
 import { Redis } from "@upstash/redis";
 import { Hono } from "hono";
@@ -37,6 +38,12 @@ const TICK_HORIZON_MS = 60_000;
 export interface VercelAppOptions {
   /** The handlers jobs and schedules may name. */
   handlers: Handlers;
+  /**
+   * Serve every route under this path, e.g. from a Next.js route handler at
+   * `app/api/tickwork/[...route]/route.ts` (`"/api/tickwork"`); `TICKWORK_PUBLIC_URL` then names
+   * the same path. @default `TICKWORK_BASE_PATH`, else "/"
+   */
+  basePath?: string | undefined;
 }
 
 /**
@@ -52,7 +59,7 @@ export interface VercelAppOptions {
  */
 export function createVercelApp(env: Env, options: VercelAppOptions): Hono<AppEnv> {
   try {
-    return buildApp(env, options.handlers);
+    return buildApp(env, options);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     console.error(`tickwork: ${error.message}`);
@@ -60,7 +67,7 @@ export function createVercelApp(env: Env, options: VercelAppOptions): Hono<AppEn
   }
 }
 
-function buildApp(env: Env, handlers: Handlers): Hono<AppEnv> {
+function buildApp(env: Env, { handlers, basePath }: VercelAppOptions): Hono<AppEnv> {
   const store = selectStore(env);
   const qstash = selectQStash(env);
   const production = env.VERCEL_PROJECT_PRODUCTION_URL;
@@ -106,15 +113,22 @@ function buildApp(env: Env, handlers: Handlers): Hono<AppEnv> {
     tick: { horizonMs: TICK_HORIZON_MS },
     ...(config?.degradation !== undefined ? { degradation: config.degradation } : {}),
   });
-  return createApp({
-    engine,
-    publicUrl: base,
-    tickSecret: cronSecret,
-    ...(apiKeys.length > 0 ? { apiKeys } : {}),
-    ...(config?.tenants?.length ? { tenants: config.tenants } : {}),
-    ...(config?.cors ? { cors: config.cors } : {}),
-    ...(roles ? { roles } : {}),
-  });
+  try {
+    return createApp({
+      engine,
+      publicUrl: base,
+      tickSecret: cronSecret,
+      basePath: basePath ?? (env.TICKWORK_BASE_PATH || undefined),
+      ...(apiKeys.length > 0 ? { apiKeys } : {}),
+      ...(config?.tenants?.length ? { tenants: config.tenants } : {}),
+      ...(config?.cors ? { cors: config.cors } : {}),
+      ...(roles ? { roles } : {}),
+    });
+  } catch (error) {
+    // A base path (or another setting) createApp refuses: answer it like a missing variable.
+    if (error instanceof RangeError) throw new ConfigError(error.message);
+    throw error;
+  }
 }
 
 /** Every request: 500, with what to fix. */
