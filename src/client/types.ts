@@ -1,6 +1,6 @@
 /**
  * @module
- * Request and response bodies of the HTTP API (shared/API.md), as the client sends and receives
+ * Request and response bodies of the HTTP API (docs/api.md), as the client sends and receives
  * them: times are ISO-8601 strings in responses; requests take ISO strings, epoch ms or `Date`.
  * Durations are ms or strings like `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`.
  */

@@ -1,8 +1,8 @@
 /**
  * @module
- * What an API key may do (DESIGN §6). Scopes are independent of each other; `admin` implies every
- * other one. A client that submits and polls its jobs needs `["jobs:write", "read"]`; an observer
- * (a dashboard, a status page) needs `["read"]`.
+ * What an API key may do (docs/architecture.md, "Admission control"). Scopes are independent of
+ * each other; `admin` implies every other one. A client that submits and polls its jobs needs
+ * `["jobs:write", "read"]`; an observer (a dashboard, a status page) needs `["read"]`.
  */
 
 /** Every scope, in the order they are documented. */

@@ -1,6 +1,6 @@
 /**
  * @module
- * The HTTP app factory: the routes of shared/API.md over an engine, as one Hono app.
+ * The HTTP app factory: the routes of docs/api.md over an engine, as one Hono app.
  */
 import { Hono } from "hono";
 import { appPath } from "./middleware/app-path.ts";

@@ -1,6 +1,6 @@
 /**
  * @module
- * `tickwork/http`: the Hono app serving the HTTP API (shared/API.md) over an engine.
+ * `tickwork/http`: the Hono app serving the HTTP API (docs/api.md) over an engine.
  */
 export { createApp } from "./app.ts";
 export { tenantAuthorize } from "./middleware/auth.ts";

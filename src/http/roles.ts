@@ -1,7 +1,8 @@
 /**
  * @module
- * Roles (DESIGN §1): route sets of the one app, so a deployment mounts only what it is for — the
- * public API on one service, the tick on another, the queue's worker route on a third.
+ * Roles (docs/architecture.md, "Topologies and roles"): route sets of the one app, so a
+ * deployment mounts only what it is for — the public API on one service, the tick on another, the
+ * queue's worker route on a third.
  */
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Issue acceptance point 6: the typed client against real servers over real sockets — the dev
+ * The typed client against real servers over real sockets — the dev
  * server (memory) for jobs, long-polls, cursors, schedules and errors, and `tickwork start`
  * (Redis, API key, tick secret) for authentication. Imported as users do: `tickwork/client`.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue acceptance point 3, through the typed client against the dev server running as a child
+ * The dev server's promises, through the typed client against the dev server running as a child
  * process — once in memory, once with REDIS_URL (two test files, so they run in parallel). The
  * cases run concurrently against one server: each waits on real time (delays, backoff, "1s"
  * schedules), not on the others.

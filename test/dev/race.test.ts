@@ -1,5 +1,5 @@
 /**
- * Issue acceptance point 4: two dev servers (two processes, one Redis, one prefix) each ticking
+ * Two dev servers (two processes, one Redis, one prefix) each ticking
  * every second on their own, and ten callers racing `POST /v1/tick` at both. Every occurrence
  * must run exactly once: one succeeded job per fire time, each on its first attempt.
  */

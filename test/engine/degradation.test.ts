@@ -1,6 +1,7 @@
 /**
- * The degradation controller through the engine (DESIGN §6): the broker's submits and the leader
- * tick evaluate it from the shared store; the level moves only after the debounce and returns
+ * The degradation controller through the engine (docs/architecture.md, "Admission control"): the
+ * broker's submits and the leader tick evaluate it from the shared store; the level moves only
+ * after the debounce and returns
  * only below the lower threshold; at `critical` high-priority schedules keep running while the
  * others are held, and the held ones run again by their misfire policy once back to normal.
  *

@@ -13,7 +13,7 @@ import type { StartServerOptions } from "./start.ts";
 /** An environment: `process.env`, or any record of the same shape. */
 export type Env = Readonly<Record<string, string | undefined>>;
 
-/** The store the environment selects (DESIGN §1, "auto"). */
+/** The store the environment selects (docs/architecture.md, "Topologies and roles"). */
 export type StoreSelection =
   | { kind: "memory" }
   | { kind: "redis"; url: string }

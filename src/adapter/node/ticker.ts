@@ -1,6 +1,7 @@
 /**
  * @module
- * The tick timer of a Node process (DESIGN §1: "an internal timer, every second"). Every replica
+ * The tick timer of a Node process: an internal timer, every second (docs/architecture.md,
+ * "Topologies and roles"). Every replica
  * may run one: the tick lease picks the leader, an idle tick costs one round trip.
  */
 import type { Engine } from "../../engine/index.ts";
