@@ -10,15 +10,20 @@ import { deletePrefix, freshPrefix, REDIS_URL } from "./harness.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
-/** Runs `tickwork redis-rest …` with only the given tickwork variables; `until` ends it early. */
+/**
+ * Runs `tickwork redis-rest …` with only the given tickwork variables; `until` ends it early. The
+ * built bin (`dist/`, as users get it), or with `sources` the TypeScript sources through tsx.
+ */
 function tickwork(
   args: string[],
   env: Record<string, string>,
   until?: (output: string) => boolean,
+  { sources = false }: { sources?: boolean } = {},
 ): { output: Promise<string>; exited: Promise<number | null>; stop(): void } {
   const base = { ...process.env };
   for (const name of ["REDIS_URL", "TICKWORK_REST_TOKEN", "PORT", "HOST"]) delete base[name];
-  const child = spawn(process.execPath, ["bin/tickwork.js", "redis-rest", ...args], {
+  const entry = sources ? ["--import", "tsx", "src/cli.ts"] : ["bin/tickwork.js"];
+  const child = spawn(process.execPath, [...entry, "redis-rest", ...args], {
     cwd: ROOT,
     env: { ...base, ...env },
   });
@@ -91,5 +96,74 @@ describe.concurrent("tickwork redis-rest", () => {
     const output = await run.output;
     expect(output).toContain("cannot reach Redis at redis://127.0.0.1:1");
     expect(output).not.toContain("hunter2");
+  });
+});
+
+describe.concurrent("tickwork redis-rest caps (from the sources)", () => {
+  test("--max-body-bytes, --max-commands and --max-arguments answer 413 past them", async () => {
+    const token = `cli-${Math.random().toString(36).slice(2)}`;
+    const run = tickwork(
+      ["--port", "0", "--max-body-bytes", "200", "--max-commands", "2", "--max-arguments", "5"],
+      { REDIS_URL, TICKWORK_REST_TOKEN: token },
+      (out) => /UPSTASH_REDIS_REST_URL=\S+\n/.test(out),
+      { sources: true },
+    );
+    const url = /UPSTASH_REDIS_REST_URL=(\S+)/.exec(await run.output)?.[1];
+    try {
+      const post = async (path: string, body: unknown) => {
+        const res = await fetch(`${url}${path}`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", authorization: `Bearer ${token}` },
+          body: JSON.stringify(body),
+        });
+        return { status: res.status, json: await res.json() };
+      };
+      expect(await post("/pipeline", [["ping"], ["echo", "x"]])).toEqual({
+        status: 200,
+        json: [{ result: "PONG" }, { result: "x" }],
+      });
+      expect(await post("/pipeline", [["ping"], ["ping"], ["ping"]])).toEqual({
+        status: 413,
+        json: { error: expect.stringContaining("Limit: 2 commands") },
+      });
+      expect(await post("/", ["mget", "a", "b", "c", "d", "e"])).toEqual({
+        status: 413,
+        json: { error: expect.stringContaining("Limit: 5 arguments") },
+      });
+      expect(await post("/", ["echo", "x".repeat(300)])).toEqual({
+        status: 413,
+        json: { error: "ERR max request size exceeded. Limit: 200 bytes" },
+      });
+    } finally {
+      run.stop();
+    }
+    expect(await run.exited).toBe(0);
+  });
+
+  test("--help explains the caps and what the token reaches; bad caps are usage errors", async () => {
+    const help = tickwork(["--help"], {}, undefined, { sources: true });
+    expect(await help.exited).toBe(0);
+    const output = await help.output;
+    for (const text of [
+      "--max-body-bytes",
+      "--max-commands",
+      "--max-arguments",
+      "10485760",
+      "one database",
+      "Command is not available",
+    ]) {
+      expect(output).toContain(text);
+    }
+    for (const [flag, value] of [
+      ["--max-commands", "0"],
+      ["--max-arguments", "lots"],
+      ["--max-body-bytes", "1.5"],
+    ] as const) {
+      const run = tickwork([flag, value], { REDIS_URL, TICKWORK_REST_TOKEN: "t" }, undefined, {
+        sources: true,
+      });
+      expect(await run.exited, flag).toBe(2);
+      expect(await run.output).toContain(`${flag} must be a whole number of at least 1`);
+    }
   });
 });

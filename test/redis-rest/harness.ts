@@ -2,12 +2,22 @@
  * @module
  * The REST bridge for tests: one per test file (vitest gives each file its own modules), started
  * on a free port on first use, in front of the shared Redis at 127.0.0.1:6379, and closed after
- * the file's tests; plus `@upstash/redis` clients pointed at it and prefix cleanup.
+ * the file's tests; plus `@upstash/redis` clients pointed at it and prefix cleanup. For tests that
+ * send server-wide commands, `privateBridge` puts a bridge in front of a private redis-server.
  */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Redis } from "@upstash/redis";
 import { Redis as IORedis } from "ioredis";
 import { afterAll } from "vitest";
-import { type RedisRestServer, serveRedisRest } from "../../src/adapter/redis-rest/index.ts";
+import {
+  type RedisRestServer,
+  type ServeRedisRestOptions,
+  serveRedisRest,
+} from "../../src/adapter/redis-rest/index.ts";
 
 export const REDIS_URL = "redis://127.0.0.1:6379";
 export const BRIDGE_TOKEN = `test-${Math.random().toString(36).slice(2)}`;
@@ -64,8 +74,121 @@ export async function deletePrefix(prefix: string): Promise<void> {
   }
 }
 
+/** What `privateBridge` started, stopped after the file's tests. */
+const cleanups: (() => Promise<void>)[] = [];
+
 afterAll(async () => {
   const started = bridge;
   bridge = undefined;
   await (await started)?.close();
+  for (const cleanup of cleanups.splice(0)) await cleanup();
 });
+
+/** A private redis-server: its URL, and how to stop it. */
+export interface PrivateRedis {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * `redis-server` on a free loopback port, without persistence, its working directory (where a
+ * SAVE would write) a fresh temporary one; resolves once it logs that it accepts connections.
+ */
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "tickwork-redis-rest-"));
+  const child = spawn(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    { cwd: dir, stdio: ["ignore", "pipe", "ignore"] },
+  );
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let log = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      log += chunk.toString();
+      if (log.includes("Ready to accept connections")) resolve();
+    });
+    exited.then(() => reject(new Error(`redis-server exited before it was ready:\n${log}`)));
+  });
+  child.stdout?.resume();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    async stop() {
+      child.kill("SIGKILL");
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A bridge in front of a private redis-server, and that server. */
+export interface PrivateBridge {
+  bridge: RedisRestServer;
+  server: PrivateRedis;
+  /** ioredis on the private server's database `db`, straight (not through the bridge). */
+  direct(db?: number): IORedis;
+  /** `@upstash/redis` on the bridge (no retries, no telemetry). */
+  client(options?: UpstashOptions): Redis;
+  /** POST `body` as JSON with the token to `path` over real HTTP. */
+  post(path: string, body: unknown): Promise<{ status: number; json: unknown }>;
+}
+
+/**
+ * A private redis-server and a bridge on it, both stopped after the file's tests (call it in a
+ * `beforeAll`): for commands that would harm a shared Redis.
+ */
+export async function privateBridge(
+  options: Partial<Omit<ServeRedisRestOptions, "redisUrl">> = {},
+): Promise<PrivateBridge> {
+  const server = await startPrivateRedis();
+  const connections = new Map<number, IORedis>();
+  const direct = (db = 0) => {
+    let redis = connections.get(db);
+    if (!redis) {
+      redis = new IORedis(`${server.url}/${db}`);
+      connections.set(db, redis);
+    }
+    return redis;
+  };
+  const token = options.token ?? BRIDGE_TOKEN;
+  const bridge = await serveRedisRest({
+    redisUrl: server.url,
+    token,
+    port: 0,
+    signals: false,
+    log: () => {},
+    ...options,
+  });
+  cleanups.push(async () => {
+    await bridge.close();
+    for (const redis of connections.values()) redis.disconnect();
+    await server.stop();
+  });
+  return {
+    bridge,
+    server,
+    direct,
+    client: (clientOptions = {}) =>
+      new Redis({ url: bridge.url, token, retry: false, enableTelemetry: false, ...clientOptions }),
+    async post(path, body) {
+      const res = await fetch(`${bridge.url}${path}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, json: await res.json() };
+    },
+  };
+}

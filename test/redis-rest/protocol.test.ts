@@ -202,7 +202,9 @@ describe("POST /multi-exec", () => {
       ["select", "1"],
     ]);
     expect(status).toBe(400);
-    expect(json).toEqual({ error: expect.stringMatching(/^EXECABORT .*SELECT is not supported/) });
+    expect(json).toEqual({
+      error: expect.stringMatching(/^EXECABORT .*Command is not available: 'SELECT'/),
+    });
     expect(await redis.exists(k)).toBe(0);
   });
 });

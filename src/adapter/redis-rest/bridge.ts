@@ -5,10 +5,15 @@
  * `/` runs one command (`{ result }`, or 400 `{ error }` with Redis's message), `/pipeline` runs
  * commands in order (200, one `{ result }` or `{ error }` each) and `/multi-exec` runs them as one
  * MULTI … EXEC transaction (200 as a pipeline, or 400 `{ error }` when Redis discards it).
+ *
+ * What the token reaches: the data and scripting commands of the one database the Redis client is
+ * on (`commands.ts`: everything server-wide, administrative or cross-database is refused with
+ * Upstash's `ERR Command is not available: …`), scripts kept in that database (`scripts.ts`), and
+ * requests of bounded size (`body.ts`: 413 past `maxBodyBytes`, `maxCommands` or `maxArguments`).
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { readBoundedJson } from "./body.ts";
 import { parseCommand, parseCommands } from "./commands.ts";
 import { encodeBase64, wantsBase64 } from "./encoding.ts";
 import { RedisRestError } from "./errors.ts";
@@ -18,13 +23,16 @@ import {
   runCommand,
   runPipeline,
   runTransaction,
+  type Target,
 } from "./execute.ts";
+import { ScriptSandbox } from "./scripts.ts";
 
 /** Options of {@link createRedisRestBridge}. */
 export interface RedisRestBridgeOptions {
   /**
    * The Redis to forward to: an ioredis client. One connection serves every request (commands
-   * are pipelined on it; a transaction is written in one piece, so nothing interleaves).
+   * are pipelined on it; a transaction is written in one piece, so nothing interleaves). Its
+   * database (`redis://…/3`, or `db`) is the only one clients reach.
    * @example new Redis("redis://127.0.0.1:6379")
    */
   redis: BridgeRedis;
@@ -34,11 +42,34 @@ export interface RedisRestBridgeOptions {
    */
   token: string;
   /**
-   * Largest request body accepted, in bytes; larger ones get 413.
+   * Largest request body accepted, in bytes; larger ones get 413 (`ERR max request size
+   * exceeded`), before the rest is read.
    * @default 10_485_760 (10 MiB, Upstash's request limit on its free and pay-as-you-go plans)
    */
   maxBodyBytes?: number;
+  /**
+   * Most commands in one `/pipeline` or `/multi-exec` request; more get 413, counted while the
+   * body arrives (before it is parsed). Upstash documents no count limit; this bounds the
+   * bridge's memory (a command costs far more parsed and in flight than its bytes on the wire).
+   * @default 10_000 (ten of `@upstash/redis`'s auto-pipelining batches, at most 1,000 each)
+   */
+  maxCommands?: number;
+  /**
+   * Most arguments in one request, all its commands together (their names included); more get
+   * 413, counted while the body arrives. What an argument costs the bridge (about 100 bytes
+   * parsed and in flight, however short it is on the wire) is what this bounds: 10 MiB of
+   * one-letter keys would be 2.5 million arguments and 400 MB.
+   * @default 500_000 (measured: 70 to 90 MB of the bridge's memory at the most)
+   */
+  maxArguments?: number;
 }
+
+/** Defaults of {@link RedisRestBridgeOptions}. */
+export const REDIS_REST_DEFAULTS = {
+  maxBodyBytes: 10 * 1024 * 1024,
+  maxCommands: 10_000,
+  maxArguments: 500_000,
+} as const;
 
 /** The paths the bridge serves, each with `POST` only. */
 const ROUTES = ["/", "/pipeline", "/multi-exec"] as const;
@@ -54,25 +85,43 @@ const ROUTES = ["/", "/pipeline", "/multi-exec"] as const;
  */
 export function createRedisRestBridge(options: RedisRestBridgeOptions): Hono {
   if (options.token === "") throw new RangeError("createRedisRestBridge needs a non-empty token");
-  const { redis } = options;
-  const guard = [
-    requireToken(options.token),
-    limitBody(options.maxBodyBytes ?? 10 * 1024 * 1024),
-  ] as const;
+  const limits = {
+    maxBytes: positiveInteger(
+      "maxBodyBytes",
+      options.maxBodyBytes,
+      REDIS_REST_DEFAULTS.maxBodyBytes,
+    ),
+    maxCommands: positiveInteger(
+      "maxCommands",
+      options.maxCommands,
+      REDIS_REST_DEFAULTS.maxCommands,
+    ),
+    maxArguments: positiveInteger(
+      "maxArguments",
+      options.maxArguments,
+      REDIS_REST_DEFAULTS.maxArguments,
+    ),
+  };
+  const target: Target = { redis: options.redis, scripts: new ScriptSandbox() };
+  const guard = requireToken(options.token);
+  const readJson = (c: Context, commands: boolean) => {
+    checkContentType(c);
+    return readBoundedJson(c.req.raw, limits, commands);
+  };
 
   const app = new Hono();
-  app.post("/", ...guard, async (c) => {
-    const outcome = await runCommand(redis, parseCommand(await readJson(c)));
+  app.post("/", guard, async (c) => {
+    const outcome = await runCommand(target, parseCommand(await readJson(c, false)));
     if ("error" in outcome) return c.json(outcome, 400);
     return c.json(encodeOutcome(outcome, wantsBase64(c.req.header("upstash-encoding"))));
   });
-  app.post("/pipeline", ...guard, async (c) => {
-    const outcomes = await runPipeline(redis, parseCommands(await readJson(c)));
+  app.post("/pipeline", guard, async (c) => {
+    const outcomes = await runPipeline(target, parseCommands(await readJson(c, true)));
     const base64 = wantsBase64(c.req.header("upstash-encoding"));
     return c.json(outcomes.map((outcome) => encodeOutcome(outcome, base64)));
   });
-  app.post("/multi-exec", ...guard, async (c) => {
-    const outcomes = await runTransaction(redis, parseCommands(await readJson(c)));
+  app.post("/multi-exec", guard, async (c) => {
+    const outcomes = await runTransaction(target, parseCommands(await readJson(c, true)));
     const base64 = wantsBase64(c.req.header("upstash-encoding"));
     return c.json(outcomes.map((outcome) => encodeOutcome(outcome, base64)));
   });
@@ -121,26 +170,22 @@ function sha256(text: string): Buffer {
   return createHash("sha256").update(text).digest();
 }
 
-/** 413 for a body over `maxBytes` (declared or actually sent). */
-function limitBody(maxBytes: number): MiddlewareHandler {
-  return bodyLimit({
-    maxSize: maxBytes,
-    onError: (c) => c.json({ error: `request body is larger than ${maxBytes} bytes` }, 413),
-  });
+/** A whole number ≥ 1, or `fallback` when not given; a RangeError otherwise. */
+function positiveInteger(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`createRedisRestBridge: ${name} must be a whole number ≥ 1, got ${value}`);
+  }
+  return value;
 }
 
-/** The JSON body; 400 unless the request says `Content-Type: application/json` and is JSON. */
-async function readJson(c: Context): Promise<unknown> {
+/** 400 unless the request says `Content-Type: application/json`. */
+function checkContentType(c: Context): void {
   const type = c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase();
   if (type !== "application/json") {
     throw new RedisRestError(
       400,
       `Content-Type must be application/json, got ${type ? JSON.stringify(type) : "none"}`,
     );
-  }
-  try {
-    return await c.req.json();
-  } catch (error) {
-    throw new RedisRestError(400, "ERR the request body is not valid JSON", { cause: error });
   }
 }

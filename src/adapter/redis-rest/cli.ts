@@ -17,7 +17,22 @@ Options:
       --redis <url>   The Redis to serve (default: $REDIS_URL)
       --token <t>     Bearer token clients must send (default: $TICKWORK_REST_TOKEN;
                       prefer the variable: arguments show in the process list)
+      --max-body-bytes <n>
+                      Largest request body, in bytes (default: 10485760, Upstash's
+                      10 MiB); larger requests get 413 before the rest is read
+      --max-commands <n>
+                      Most commands in one /pipeline or /multi-exec request
+                      (default: 10000); more get 413
+      --max-arguments <n>
+                      Most arguments in one request, all commands together
+                      (default: 500000, under 100 MB of the bridge's memory); more get 413
   -h, --help          Show this help
+
+What the token reaches: the data and scripting commands of one database (the one in
+the Redis URL, e.g. redis://127.0.0.1:6379/3; default 0). Server-wide and admin
+commands (FLUSHALL, CONFIG, SHUTDOWN, SWAPDB, CLIENT, SCRIPT FLUSH, FUNCTION, INFO, ...),
+SELECT and MOVE are refused with "ERR Command is not available"; scripts run in a
+sandbox that refuses the same commands (Redis 7 or later needed for scripts).
 
 Then point @upstash/redis at it:
   UPSTASH_REDIS_REST_URL=http://127.0.0.1:8079
@@ -52,6 +67,9 @@ export async function runRedisRestCommand(
         host: { type: "string" },
         redis: { type: "string" },
         token: { type: "string" },
+        "max-body-bytes": { type: "string" },
+        "max-commands": { type: "string" },
+        "max-arguments": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -73,6 +91,9 @@ export async function runRedisRestCommand(
       );
     }
     const port = parsePort(values.port);
+    const maxBodyBytes = parseCount("--max-body-bytes", values["max-body-bytes"]);
+    const maxCommands = parseCount("--max-commands", values["max-commands"]);
+    const maxArguments = parseCount("--max-arguments", values["max-arguments"]);
     // Loaded here, not at the top: `--help` and usage errors stay fast.
     const { serveRedisRest } = await import("./serve.ts");
     const server = await serveRedisRest({
@@ -80,6 +101,9 @@ export async function runRedisRestCommand(
       token,
       port,
       ...(values.host ? { hostname: values.host } : {}),
+      ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+      ...(maxCommands !== undefined ? { maxCommands } : {}),
+      ...(maxArguments !== undefined ? { maxArguments } : {}),
     });
     console.log(
       [
@@ -110,6 +134,16 @@ function parsePort(value: string | undefined): number {
     throw new UsageError(`port must be a whole number from 0 to 65535, got "${value}"`);
   }
   return Number(value);
+}
+
+/** A whole number ≥ 1 (digits only), or `undefined` when the option is not given. */
+function parseCount(option: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const count = /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(count >= 1)) {
+    throw new UsageError(`${option} must be a whole number of at least 1, got "${value}"`);
+  }
+  return count;
 }
 
 /** `parseArgs` rejects unknown options and missing values with `ERR_PARSE_ARGS_*` codes. */

@@ -2,9 +2,11 @@
  * @module
  * Request bodies into Redis commands. `@upstash/redis` sends a command as a JSON array whose
  * arguments are JSON scalars (`["set","k",1,"px",30000]`); Redis takes strings, so numbers and
- * booleans are turned into their text. Also which commands the bridge will not forward: it serves
- * every request over one shared connection, so nothing may change that connection's state or
- * block it.
+ * booleans are turned into their text. Also which commands the bridge forwards: an allowlist of the
+ * data and scripting commands of one database. Everything else (server-wide and admin commands,
+ * anything that reaches another database or changes the one connection every request shares) is
+ * refused with the answer Upstash gives for a command it does not offer,
+ * `ERR Command is not available: '<NAME>'…` (400 on `/`, an `{ error }` entry in `/pipeline`).
  */
 import { RedisRestError } from "./errors.ts";
 
@@ -58,27 +60,77 @@ function toCommand(value: unknown, where: string): RedisCommand {
   ];
 }
 
-/** Commands that change the state of the connection they run on: never on a shared one. */
-const CONNECTION_STATE = new Set([
-  "auth",
-  "hello",
-  "monitor",
-  "psubscribe",
-  "punsubscribe",
-  "quit",
-  "reset",
-  "select",
-  "ssubscribe",
-  "subscribe",
-  "sunsubscribe",
-  "unsubscribe",
+/**
+ * The commands the bridge forwards (lower case), at the top level and from inside scripts: what
+ * `@upstash/redis` and tickwork's store send, and the common data commands of one database.
+ * Left out on purpose: everything server-wide or administrative (FLUSHALL, SHUTDOWN, SWAPDB,
+ * REPLICAOF/SLAVEOF, CONFIG, CLIENT, DEBUG, SAVE/BGSAVE/BGREWRITEAOF, ACL, MODULE, FUNCTION/FCALL,
+ * INFO, MONITOR, …), anything that reaches another database (SELECT, MOVE, MIGRATE; COPY … DB is
+ * refused by its option), pub/sub (channels are server-wide, not per database), DUMP/RESTORE and
+ * WAIT. Names a given Redis does not know (newer commands, RedisJSON without the module) are
+ * forwarded and answered by Redis as unknown.
+ */
+export const ALLOWED_COMMANDS: ReadonlySet<string> = new Set([
+  // Connection and server, limited to this database.
+  ..."ping echo time dbsize flushdb".split(" "),
+  // Keys.
+  ..."del unlink exists type touch expire expireat pexpire pexpireat persist ttl pttl expiretime pexpiretime rename renamenx copy keys scan randomkey object sort sort_ro".split(
+    " ",
+  ),
+  // Strings, bitmaps, HyperLogLog.
+  ..."append decr decrby get getdel getex getrange getset incr incrby incrbyfloat lcs mget mset msetnx psetex set setex setnx setrange strlen substr".split(
+    " ",
+  ),
+  ..."bitcount bitfield bitfield_ro bitop bitpos getbit setbit pfadd pfcount pfmerge".split(" "),
+  // Hashes (field expiry and HGETDEL/HGETEX/HSETEX are Redis 7.4 and 8).
+  ..."hdel hexists hget hgetall hincrby hincrbyfloat hkeys hlen hmget hmset hrandfield hscan hset hsetnx hstrlen hvals".split(
+    " ",
+  ),
+  ..."hexpire hexpireat hexpiretime hpersist hpexpire hpexpireat hpexpiretime hpttl httl hgetdel hgetex hsetex".split(
+    " ",
+  ),
+  // Lists.
+  ..."blmove blmpop blpop brpop brpoplpush lindex linsert llen lmove lmpop lpop lpos lpush lpushx lrange lrem lset ltrim rpop rpoplpush rpush rpushx".split(
+    " ",
+  ),
+  // Sets.
+  ..."sadd scard sdiff sdiffstore sinter sintercard sinterstore sismember smembers smismember smove spop srandmember srem sscan sunion sunionstore".split(
+    " ",
+  ),
+  // Sorted sets.
+  ..."bzmpop bzpopmax bzpopmin zadd zcard zcount zdiff zdiffstore zincrby zinter zintercard zinterstore zlexcount zmpop zmscore zpopmax zpopmin zrandmember zrange zrangebylex zrangebyscore zrangestore zrank zrem zremrangebylex zremrangebyrank zremrangebyscore zrevrange zrevrangebylex zrevrangebyscore zrevrank zscan zscore zunion zunionstore".split(
+    " ",
+  ),
+  // Streams.
+  ..."xack xackdel xadd xautoclaim xclaim xdel xdelex xgroup xinfo xlen xpending xrange xread xreadgroup xrevrange xsetid xtrim".split(
+    " ",
+  ),
+  // Geo.
+  ..."geoadd geodist geohash geopos geosearch geosearchstore georadius georadius_ro georadiusbymember georadiusbymember_ro".split(
+    " ",
+  ),
+  // RedisJSON, as @upstash/redis sends it (redis.json.*).
+  ..."arrappend arrindex arrinsert arrlen arrpop arrtrim clear del forget get merge mget mset numincrby nummultby objkeys objlen resp set strappend strlen toggle type"
+    .split(" ")
+    .map((name) => `json.${name}`),
+  // Scripts (run in one database: see scripts.ts). SCRIPT takes LOAD and EXISTS only.
+  ..."eval evalsha eval_ro evalsha_ro script".split(" "),
 ]);
+
+/** The commands that manage or run scripts: never callable from inside a script. */
+export const SCRIPT_COMMANDS: ReadonlySet<string> = new Set([
+  "eval",
+  "evalsha",
+  "eval_ro",
+  "evalsha_ro",
+  "script",
+]);
+
+/** `SCRIPT` subcommands the bridge forwards (FLUSH, KILL and DEBUG are server-wide). */
+const SCRIPT_SUBCOMMANDS = new Set(["load", "exists"]);
 
 /** Transaction commands: `POST /multi-exec` is how a REST client runs a transaction. */
 const TRANSACTION = new Set(["discard", "exec", "multi", "unwatch", "watch"]);
-
-/** `CLIENT` subcommands that change the connection (the others only read or label it). */
-const CLIENT_STATE = new Set(["caching", "no-evict", "no-touch", "reply", "setname", "tracking"]);
 
 /** Commands that can wait for data, holding the shared connection (not inside MULTI, where they don't). */
 const BLOCKING = new Set([
@@ -90,38 +142,61 @@ const BLOCKING = new Set([
   "bzmpop",
   "bzpopmax",
   "bzpopmin",
-  "wait",
-  "waitaof",
 ]);
+
+/** Why a command is not available: the tail of every refusal that has no more specific reason. */
+export const NOT_AVAILABLE_REASON =
+  "This REST bridge forwards only the data and scripting commands of its one Redis database";
+
+/**
+ * Upstash's answer for a command it does not offer, `ERR Command is not available: '<NAME>'`,
+ * then why. The name is shown upper case and cut short (it is the client's text).
+ *
+ * @example
+ * notAvailable("flushall"); // "ERR Command is not available: 'FLUSHALL'. This REST bridge …"
+ */
+export function notAvailable(name: string, reason: string = NOT_AVAILABLE_REASON): string {
+  const shown = (name.length > 64 ? `${name.slice(0, 64)}…` : name).replace(/\p{Cc}/gu, "?");
+  return `ERR Command is not available: '${shown.toUpperCase()}'. ${reason}`;
+}
 
 /**
  * Why the bridge will not forward `command`, as the error text the client gets; `undefined` when
  * it will. Blocking commands are accepted inside a transaction, where Redis never blocks.
  *
  * @example
- * refusal(["select", "1"], { inTransaction: false }); // "ERR SELECT is not supported …"
+ * refusal(["flushall"], { inTransaction: false }); // "ERR Command is not available: 'FLUSHALL'. …"
+ * refusal(["get", "k"], { inTransaction: false }); // undefined
  */
 export function refusal(
   [name, ...args]: RedisCommand,
   { inTransaction }: { inTransaction: boolean },
 ): string | undefined {
   const lower = name.toLowerCase();
-  const shown = name.toUpperCase();
-  if (CONNECTION_STATE.has(lower)) {
-    return `ERR ${shown} is not supported by this REST bridge: it would change the Redis connection every request shares`;
-  }
-  if (lower === "client" && CLIENT_STATE.has(args[0]?.toLowerCase() ?? "")) {
-    return `ERR CLIENT ${args[0]?.toUpperCase()} is not supported by this REST bridge: it would change the Redis connection every request shares`;
-  }
   if (TRANSACTION.has(lower)) {
-    return `ERR ${shown} is not supported as a command: send the transaction to /multi-exec (redis.multi() in @upstash/redis)`;
+    return notAvailable(
+      name,
+      "Send the transaction to /multi-exec (redis.multi() in @upstash/redis)",
+    );
+  }
+  if (!ALLOWED_COMMANDS.has(lower)) return notAvailable(name);
+  if (lower === "script" && !SCRIPT_SUBCOMMANDS.has(args[0]?.toLowerCase() ?? "")) {
+    return notAvailable(`${name} ${args[0] ?? ""}`.trim());
+  }
+  if (lower === "copy" && copiesToAnotherDatabase(args)) {
+    return notAvailable(`${name} … DB`, NOT_AVAILABLE_REASON);
   }
   const blocks =
     BLOCKING.has(lower) || ((lower === "xread" || lower === "xreadgroup") && hasBlockOption(args));
   if (blocks && !inTransaction) {
-    return `ERR ${shown} may block, and this REST bridge does not run blocking commands: every request shares one Redis connection`;
+    return `ERR ${name.toUpperCase()} may block, and this REST bridge does not run blocking commands: every request shares one Redis connection`;
   }
   return undefined;
+}
+
+/** `COPY source destination [DB n] [REPLACE]`: whether the DB option is there (from the third argument). */
+function copiesToAnotherDatabase(args: string[]): boolean {
+  return args.slice(2).some((arg) => arg.toLowerCase() === "db");
 }
 
 /** Whether an XREAD / XREADGROUP asks to block: a `BLOCK` option before `STREAMS`. */

@@ -3,11 +3,13 @@
  * Running commands on Redis through ioredis (RESP2, string replies), and telling Redis's answers
  * apart from failures to reach it: a Redis error reply (`ReplyError`) is the command's answer and
  * goes back to the client as `{ error }`; anything else (connection refused, closed, retries
- * exhausted) means Redis could not be asked and becomes a 503.
+ * exhausted) means Redis could not be asked and becomes a 503. Every command is checked against
+ * the allowlist (`commands.ts`) first, and scripts go in their sandboxed form (`scripts.ts`).
  */
 import { type Redis, ReplyError } from "ioredis";
 import { type RedisCommand, refusal } from "./commands.ts";
 import { RedisRestError } from "./errors.ts";
+import { isScriptCommand, type Prepared, type ScriptSandbox } from "./scripts.ts";
 
 /** What the bridge needs of an ioredis client. */
 export type BridgeRedis = Pick<Redis, "call" | "pipeline" | "multi">;
@@ -18,23 +20,33 @@ export type Reply = string | number | null | Reply[];
 /** One command's outcome, in the shape of Upstash's `/pipeline` entries. */
 export type Outcome = { result: Reply } | { error: string };
 
+/** Where commands go: the Redis, and the sandbox every script runs in. */
+export interface Target {
+  redis: BridgeRedis;
+  scripts: ScriptSandbox;
+}
+
 /**
  * Run one command. A refused command or a Redis error is an `{ error }` outcome; throws a 503
  * {@link RedisRestError} when Redis cannot be reached.
  *
  * @example
- * await runCommand(redis, ["get", "k"]); // { result: "v" }
+ * await runCommand(target, ["get", "k"]); // { result: "v" }
  */
-export async function runCommand(redis: BridgeRedis, command: RedisCommand): Promise<Outcome> {
-  const refused = refusal(command, { inTransaction: false });
-  if (refused) return { error: refused };
-  const [name, ...args] = command;
+export async function runCommand(target: Target, command: RedisCommand): Promise<Outcome> {
+  const [prepared] = await prepareAll(target, [command], { inTransaction: false });
+  if (prepared === undefined) throw new Error("no command");
+  if ("refused" in prepared) return { error: prepared.refused };
+  if ("answer" in prepared) return prepared.answer;
+  const [name, ...args] = prepared.wire;
+  let outcome: Outcome;
   try {
-    return { result: toReply(await redis.call(wireName(name), args)) };
+    outcome = { result: toReply(await target.redis.call(wireName(name), args)) };
   } catch (error) {
-    if (error instanceof ReplyError) return { error: (error as Error).message };
-    throw unavailable(error);
+    if (!(error instanceof ReplyError)) throw unavailable(error);
+    outcome = { error: (error as Error).message };
   }
+  return prepared.finish ? prepared.finish(outcome) : outcome;
 }
 
 /**
@@ -42,69 +54,110 @@ export async function runCommand(redis: BridgeRedis, command: RedisCommand): Pro
  * outcome per command. Throws a 503 {@link RedisRestError} when Redis cannot be reached.
  *
  * @example
- * await runPipeline(redis, [["incr", "n"], ["get", "n"]]); // [{ result: 1 }, { result: "1" }]
+ * await runPipeline(target, [["incr", "n"], ["get", "n"]]); // [{ result: 1 }, { result: "1" }]
  */
-export async function runPipeline(
-  redis: BridgeRedis,
-  commands: RedisCommand[],
-): Promise<Outcome[]> {
-  const refusals = commands.map((command) => refusal(command, { inTransaction: false }));
-  const pipeline = redis.pipeline();
-  for (const [i, [name, ...args]] of commands.entries()) {
-    if (refusals[i] === undefined) pipeline.call(wireName(name), args);
+export async function runPipeline(target: Target, commands: RedisCommand[]): Promise<Outcome[]> {
+  const prepared = await prepareAll(target, commands, { inTransaction: false });
+  const pipeline = target.redis.pipeline();
+  for (const entry of prepared) {
+    if ("wire" in entry) {
+      const [name, ...args] = entry.wire;
+      pipeline.call(wireName(name), args);
+    }
   }
   const replies = pipeline.length > 0 ? await pipeline.exec().catch(rethrowUnavailable) : [];
   if (replies === null) throw unavailable(new Error("the pipeline was not run"));
   let next = 0;
-  return refusals.map((refused) => {
-    if (refused !== undefined) return { error: refused };
+  return prepared.map((entry) => {
+    if ("refused" in entry) return { error: entry.refused };
+    if ("answer" in entry) return entry.answer;
     const [error, value] = replies[next++] ?? [new Error("no reply"), null];
-    if (error === null) return { result: toReply(value) };
-    if (error instanceof ReplyError) return { error: error.message };
-    throw unavailable(error);
+    return finish(entry, error, value);
   });
 }
 
 /**
  * Run commands as one MULTI … EXEC transaction (ioredis sends it as one write on its connection,
  * so no other request's command interleaves). Runtime errors are per-command outcomes; a command
- * Redis refuses to queue discards the whole transaction: a 400 {@link RedisRestError} carrying
- * `EXECABORT …` and the first refusal. Throws a 503 when Redis cannot be reached.
+ * Redis refuses to queue, or the bridge refuses, discards the whole transaction: a 400
+ * {@link RedisRestError} carrying `EXECABORT …` and the first refusal. Throws a 503 when Redis
+ * cannot be reached.
  *
  * @example
- * await runTransaction(redis, [["set", "k", "v"], ["incr", "k"]]);
+ * await runTransaction(target, [["set", "k", "v"], ["incr", "k"]]);
  * // [{ result: "OK" }, { error: "ERR value is not an integer or out of range" }]
  */
-export async function runTransaction(
-  redis: BridgeRedis,
-  commands: RedisCommand[],
-): Promise<Outcome[]> {
-  for (const command of commands) {
-    const refused = refusal(command, { inTransaction: true });
-    if (refused) {
-      throw new RedisRestError(400, `EXECABORT Transaction discarded: ${refused}`);
+export async function runTransaction(target: Target, commands: RedisCommand[]): Promise<Outcome[]> {
+  const prepared = await prepareAll(target, commands, { inTransaction: true });
+  for (const entry of prepared) {
+    if ("refused" in entry) {
+      throw new RedisRestError(400, `EXECABORT Transaction discarded: ${entry.refused}`);
     }
   }
-  const transaction = redis.multi();
-  for (const [name, ...args] of commands) transaction.call(wireName(name), args);
-  let replies: [error: Error | null, value: unknown][] | null;
-  try {
-    replies = await transaction.exec();
-  } catch (error) {
-    if (!(error instanceof ReplyError)) throw unavailable(error);
-    const first = (error as { previousErrors?: Error[] }).previousErrors?.[0];
-    const message = first
-      ? `${(error as Error).message} ${first.message}`
-      : (error as Error).message;
-    throw new RedisRestError(400, message, { cause: error });
+  // Commands the bridge answers itself (EVALSHA of a script it has not seen: NOSCRIPT) fail at
+  // run time in Redis too, without stopping the others: they are left out of the MULTI.
+  const sent = prepared.filter((entry) => "wire" in entry);
+  let replies: [error: Error | null, value: unknown][] | null = [];
+  if (sent.length > 0) {
+    const transaction = target.redis.multi();
+    for (const { wire } of sent) {
+      const [name, ...args] = wire;
+      transaction.call(wireName(name), args);
+    }
+    try {
+      replies = await transaction.exec();
+    } catch (error) {
+      if (!(error instanceof ReplyError)) throw unavailable(error);
+      const first = (error as { previousErrors?: Error[] }).previousErrors?.[0];
+      const message = first
+        ? `${(error as Error).message} ${first.message}`
+        : (error as Error).message;
+      throw new RedisRestError(400, message, { cause: error });
+    }
   }
   // EXEC answers nil only when a WATCHed key changed, and the bridge runs no WATCH.
   if (replies === null) throw new RedisRestError(400, "EXECABORT the transaction was aborted");
-  return replies.map(([error, value]) => {
-    if (error === null) return { result: toReply(value) };
-    if (error instanceof ReplyError) return { error: error.message };
-    throw unavailable(error);
+  let next = 0;
+  return prepared.map((entry) => {
+    if ("refused" in entry) return { error: entry.refused };
+    if ("answer" in entry) return entry.answer;
+    const [error, value] = replies[next++] ?? [new Error("no reply"), null];
+    return finish(entry, error, value);
   });
+}
+
+/**
+ * Each command checked against the allowlist and, when it is a script command, put in its
+ * sandboxed form (after checking once that this Redis can run sandboxed scripts).
+ */
+async function prepareAll(
+  { redis, scripts }: Target,
+  commands: RedisCommand[],
+  context: { inTransaction: boolean },
+): Promise<Prepared[]> {
+  const scriptsRefused = commands.some(isScriptCommand)
+    ? await scripts.supportsScripts(redis).catch(rethrowUnavailable)
+    : undefined;
+  return commands.map((command): Prepared => {
+    const refused = refusal(command, context);
+    if (refused !== undefined) return { refused };
+    if (!isScriptCommand(command)) return { wire: command };
+    if (scriptsRefused !== undefined) return { refused: scriptsRefused };
+    return scripts.prepare(command);
+  });
+}
+
+/** One pipelined or transaction reply as the client's outcome. */
+function finish(
+  entry: Extract<Prepared, { wire: RedisCommand }>,
+  error: Error | null,
+  value: unknown,
+): Outcome {
+  let outcome: Outcome;
+  if (error === null) outcome = { result: toReply(value) };
+  else if (error instanceof ReplyError) outcome = { error: error.message };
+  else throw unavailable(error);
+  return entry.finish ? entry.finish(outcome) : outcome;
 }
 
 /**

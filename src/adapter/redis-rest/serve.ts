@@ -2,6 +2,7 @@
  * @module
  * `serveRedisRest`: the REST bridge on a Node HTTP server, in front of the Redis at `redisUrl`
  * (checked with a PING first, so a wrong URL fails at start rather than on the first request).
+ * Clients reach that URL's database only (`redis://host:6379/3` serves database 3).
  */
 import {
   type NodeServer,
@@ -14,7 +15,10 @@ import { createRedisRestBridge } from "./bridge.ts";
 
 /** Options of {@link serveRedisRest}. */
 export interface ServeRedisRestOptions {
-  /** The Redis to put behind the bridge. @example "redis://127.0.0.1:6379" */
+  /**
+   * The Redis to put behind the bridge; its database (the path, default 0) is the only one
+   * clients reach. @example "redis://127.0.0.1:6379"
+   */
   redisUrl: string;
   /** The bearer token clients must send (their `UPSTASH_REDIS_REST_TOKEN`). */
   token: string;
@@ -30,10 +34,20 @@ export interface ServeRedisRestOptions {
    */
   hostname?: string;
   /**
-   * Largest request body accepted, in bytes.
-   * @default 10_485_760
+   * Largest request body accepted, in bytes; larger ones get 413 before the rest is read.
+   * @default 10_485_760 (10 MiB, Upstash's request limit on its free and pay-as-you-go plans)
    */
   maxBodyBytes?: number;
+  /**
+   * Most commands in one `/pipeline` or `/multi-exec` request; more get 413.
+   * @default 10_000
+   */
+  maxCommands?: number;
+  /**
+   * Most arguments in one request, all its commands together; more get 413.
+   * @default 500_000
+   */
+  maxArguments?: number;
   /**
    * Signals that shut the bridge down and exit the process; `false` for none (call `close()`).
    * @default ["SIGINT", "SIGTERM"]
@@ -102,6 +116,8 @@ export async function serveRedisRest(options: ServeRedisRestOptions): Promise<Re
     redis,
     token: options.token,
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    ...(options.maxCommands !== undefined ? { maxCommands: options.maxCommands } : {}),
+    ...(options.maxArguments !== undefined ? { maxArguments: options.maxArguments } : {}),
   });
   let server: NodeServer;
   try {
