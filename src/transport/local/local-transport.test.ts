@@ -174,6 +174,8 @@ describe("LocalTransport delivery", () => {
       callbacksFailed: 0,
       pending: 0,
       inFlight: 0,
+      dedupIds: 1,
+      dedupEvictedEarly: 0,
     });
   });
 
@@ -252,6 +254,41 @@ describe("LocalTransport delivery", () => {
     expect(afterWindow!.ok && afterWindow!.messageId).not.toBe(firstId);
     await t.idle();
     expect(server.received).toHaveLength(3);
+  });
+
+  it("past dedupMaxEntries forgets the oldest dedup id early (a duplicate of it gets through)", async () => {
+    const server = await startServer({ "/v1/worker": ok });
+    const t = transport({ workerUrl: `${server.base}/v1/worker`, dedupMaxEntries: 2 });
+    await t.publish([message({ dedupId: "d1" }), message({ dedupId: "d2" })]);
+    expect(t.stats()).toMatchObject({ dedupIds: 2, dedupEvictedEarly: 0 });
+    await t.publish([message({ dedupId: "d3" })]);
+    const [d1, d3] = await t.publish([message({ dedupId: "d1" }), message({ dedupId: "d3" })]);
+    await t.idle();
+    expect(d1).toMatchObject({ ok: true, deduplicated: false });
+    expect(d3).toMatchObject({ ok: true, deduplicated: true });
+    expect(server.received).toHaveLength(4);
+    expect(t.stats()).toMatchObject({ dedupIds: 2, dedupEvictedEarly: 2, deduplicated: 1 });
+  });
+
+  it("gives every message its own id and forgets dedup ids after the window", async () => {
+    let now = 1_000_000;
+    const t = transport({
+      workerUrl: "http://worker.local/v1/worker",
+      deliver: () => new Response(null, { status: 204 }),
+      dedupWindowMs: 1_000,
+      now: () => now,
+    });
+    const outcomes = await t.publish(Array.from({ length: 50 }, () => message()));
+    const ids = outcomes.map((o) => (o.ok ? o.messageId : ""));
+    expect(new Set(ids).size).toBe(50);
+    for (const id of ids) expect(id).toMatch(/^msg_[0-9a-f]{32}$/);
+    await t.idle();
+    expect(t.stats()).toMatchObject({ delivered: 50, dedupIds: 50 });
+    now += 1_000;
+    await t.publish([message()]);
+    expect(t.stats()).toMatchObject({ dedupIds: 1 });
+    await t.close();
+    expect(t.stats()).toMatchObject({ dedupIds: 0 });
   });
 
   it("answers each bad message with ok: false and still accepts the rest", async () => {
@@ -529,5 +566,10 @@ describe("LocalTransport lifecycle", () => {
     expect(
       () => new LocalTransport({ workerUrl: "http://x/w", signingKey, parallelism: 0 }),
     ).toThrow(RangeError);
+    for (const dedupMaxEntries of [0, 1.5, 2 ** 28 + 1]) {
+      expect(
+        () => new LocalTransport({ workerUrl: "http://x/w", signingKey, dedupMaxEntries }),
+      ).toThrow(RangeError);
+    }
   });
 });

@@ -39,6 +39,15 @@ export interface LocalTransportOptions {
    */
   dedupWindowMs?: number | undefined;
   /**
+   * Most dedup ids remembered at once (about 100 bytes each). Past it, the oldest id is forgotten
+   * before its window ends — a duplicate of it published in the rest of that window would be
+   * delivered again — and `stats().dedupEvictedEarly` counts it. The default holds a full
+   * 10-minute window at over 1,600 messages/s (about 100 MB at most); lower it to bound memory
+   * tighter, at the risk of duplicates under a higher rate.
+   * @default 1_000_000
+   */
+  dedupMaxEntries?: number | undefined;
+  /**
    * Retries of the failure callback itself (it is not reported anywhere if it gives up).
    * @default 3
    */
@@ -81,6 +90,7 @@ export interface ResolvedOptions {
   deliver: (request: Request) => Response | Promise<Response>;
   backoff: (retried: number) => number;
   dedupWindowMs: number;
+  dedupMaxEntries: number;
   failureCallbackRetries: number;
   requestTimeoutMs: number;
   parallelism: number;
@@ -102,6 +112,7 @@ export function resolveOptions(options: LocalTransportOptions): ResolvedOptions 
     deliver: options.deliver ?? ((request) => fetch(request)),
     backoff: options.backoff ?? defaultBackoff,
     dedupWindowMs: options.dedupWindowMs ?? 600_000,
+    dedupMaxEntries: options.dedupMaxEntries ?? 1_000_000,
     failureCallbackRetries: options.failureCallbackRetries ?? 3,
     requestTimeoutMs: options.requestTimeoutMs ?? 900_000,
     parallelism: options.parallelism ?? Number.POSITIVE_INFINITY,
