@@ -5,6 +5,7 @@
  * (`schema/tickwork.config.schema.json`) is generated from {@link configSchema}.
  */
 import * as z from "zod";
+import { MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import { GLOB_PATTERN } from "./glob.ts";
 import { SCOPES } from "./scopes.ts";
 
@@ -47,7 +48,10 @@ export const quotaLimitsSchema = z
   })
   .strict();
 
-/** What a tenant may do besides its scopes (DESIGN §6). Every field is optional. */
+/**
+ * What a tenant may do besides its scopes (docs/architecture.md, "Admission control"). Every field
+ * is optional.
+ */
 export const manifestSchema = z
   .object({
     submit: handlerPatterns.optional().meta({
@@ -65,9 +69,9 @@ export const manifestSchema = z
       })
       .strict()
       .optional(),
-    maxTimeoutMs: count.optional().meta({
+    maxTimeoutMs: z.number().int().min(MIN_TIMEOUT_MS).max(MAX_TIMEOUT_MS).optional().meta({
       description:
-        "Largest handler timeout a job or schedule may ask for (a larger default is lowered to it).",
+        "Largest handler timeout a job or schedule may ask for (a larger default is lowered to it); 1000–900000 ms.",
     }),
     minIntervalMs: count.optional().meta({
       description: "Smallest gap allowed between two occurrences of a schedule.",

@@ -2,50 +2,210 @@
  * @module
  * Zod schemas of what users send: a job to submit, a schedule to create or change.
  * Shared by the engine (programmatic use) and the HTTP layer (request bodies).
+ *
+ * Validation happens before any write: a malformed value is a {@link ValidationError} (400), a
+ * well-formed time or duration outside its bounds an {@link UnprocessableError} (422
+ * `out_of_range`), each naming the field.
  */
 import * as z from "zod";
 import { parseDuration } from "./duration.ts";
-import { ValidationError } from "./errors.ts";
+import { UnprocessableError, ValidationError } from "./errors.ts";
+
+// ── bounds (docs/api.md, "Bounds") ──────────────────────────────────────────
+
+const MINUTE_MS = 60_000;
+const DAY_MS = 24 * 60 * MINUTE_MS;
+
+/** Earliest instant a request may name: the Unix epoch, 1970-01-01T00:00:00.000Z. */
+export const MIN_INSTANT_MS = 0;
+/**
+ * Latest instant a request may name: 9999-12-31T23:59:59.999Z, the last one a four-digit year
+ * writes (`new Date(ms).toISOString()` throws past ±8.64e15 ms; this stays well inside it).
+ */
+export const MAX_INSTANT_MS = 253_402_300_799_999;
+/** Longest `delay`, and how far past now a job's `runAt` may be: 365 days. */
+export const MAX_DELAY_MS = 365 * DAY_MS;
+/** Shortest handler timeout: 1 s. */
+export const MIN_TIMEOUT_MS = 1_000;
+/**
+ * Longest handler timeout: 15 minutes — the longest HTTP response QStash's free plan waits for
+ * a delivery, and a Cloudflare cron invocation's wall-clock limit. Far below Node's timer limit
+ * (2^31−1 ms), and the run lease (timeout + `leaseGraceMs`) stays well under the reaper's
+ * default `reapAfterMs` (1 h).
+ */
+export const MAX_TIMEOUT_MS = 15 * MINUTE_MS;
+/** Largest schedule `jitter`: 1 day. */
+export const MAX_JITTER_MS = DAY_MS;
+/** Most retries of a job (after the first attempt). */
+export const MAX_RETRIES = 100;
+
+/** Marks an issue as "well-formed, but out of range": {@link parseOrThrow} answers it with 422. */
+const OUT_OF_RANGE = { outOfRange: true } as const;
+
+/** A lone surrogate: a high one not followed by a low one, or a low one not after a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * True when `text` is well-formed UTF-16 (no lone surrogates), like
+ * `String.prototype.isWellFormed`. A lone surrogate has no UTF-8 encoding: as bytes (a Redis key)
+ * it becomes U+FFFD, so `"k-\ud800"` and `"k-\udbff"` would be the same key.
+ *
+ * @example
+ * isWellFormedText("k-😀");     // true
+ * isWellFormedText("k-\ud800"); // false
+ */
+export function isWellFormedText(text: string): boolean {
+  return !LONE_SURROGATE.test(text);
+}
+
+const WELL_FORMED = "must be well-formed Unicode (no lone surrogates)";
+
+/** A string schema that also refuses text that is not well-formed Unicode. */
+export function wellFormed<S extends z.ZodString>(schema: S) {
+  return schema.refine(isWellFormedText, WELL_FORMED);
+}
+
+/** `value` for a message: JSON, cut short. */
+function show(value: unknown): string {
+  const text = value instanceof Date ? value.toString() : (JSON.stringify(value) ?? String(value));
+  return text.length > 64 ? `${text.slice(0, 61)}...` : text;
+}
+
+/** `ms` as a duration for a message: `"15m"`, `"1s"`, `"365d"`, else ms. */
+function showMs(ms: number): string {
+  for (const [unit, size] of [
+    ["d", DAY_MS],
+    ["h", 60 * MINUTE_MS],
+    ["m", MINUTE_MS],
+    ["s", 1_000],
+  ] as const) {
+    if (ms > 0 && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
 
 /** Handler names: dotted words, e.g. `email.send`. */
 export const handlerName = z
   .string()
   .regex(/^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/, "handler must match [A-Za-z0-9_.:-], 1–128 chars");
 
+const USER_ID = "[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}";
+const TENANT_ID = "[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}";
+
 /** Ids users choose (schedules): URL-safe, no `@` (reserved for occurrence ids). */
 export const userId = z
   .string()
-  .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/, "id must match [A-Za-z0-9_.-], 1–128 chars");
+  .regex(new RegExp(`^${USER_ID}$`), "id must match [A-Za-z0-9_.-], 1–128 chars");
 
-/** A duration: ms or `"500ms" | "30s" | "5m" | "1h" | "1d"`, parsed to ms. */
+/**
+ * What a job id can be: one `newJobId` made (`j_` + 21 base-36 characters), or an occurrence's
+ * `<scheduleId>@<fireAtMs>`, its schedule id qualified by at most one `<tenant>:`.
+ */
+const JOB_ID = new RegExp(`^(?:j_[0-9a-z]{21,30}|(?:${TENANT_ID}:)?${USER_ID}@\\d{1,16})$`);
+const SCHEDULE_ID = new RegExp(`^${USER_ID}$`);
+
+/**
+ * True when `id` could name a job (or a dead letter): anything else names none, and is answered
+ * like an unknown id without asking the store.
+ *
+ * @example
+ * isJobId("j_0mwxa9xfphc7zv0crypps");   // true
+ * isJobId("acme:report@1700000000000"); // true
+ * isJobId("report:running");            // false
+ */
+export function isJobId(id: string): boolean {
+  return JOB_ID.test(id);
+}
+
+/** True when `id` is a schedule id a create would accept (see {@link userId}). */
+export function isScheduleId(id: string): boolean {
+  return SCHEDULE_ID.test(id);
+}
+
+/**
+ * A duration: ms or `"500ms" | "30s" | "5m" | "1h" | "1d"`, parsed to ms (any size; the request
+ * fields use {@link boundedDuration}).
+ */
 export const duration = z.union([z.number(), z.string()]).transform((v, ctx) => {
   const ms = parseDuration(v);
   if (ms === undefined) {
-    ctx.addIssue({ code: "custom", message: `not a duration: ${JSON.stringify(v)}` });
+    ctx.addIssue({ code: "custom", message: `not a duration: ${show(v)}` });
     return z.NEVER;
   }
   return ms;
 });
 
-/** A point in time: epoch ms, ISO-8601 string or Date, parsed to epoch ms. */
-export const instant = z.union([z.number(), z.string(), z.date()]).transform((v, ctx) => {
-  const ms = typeof v === "number" ? v : typeof v === "string" ? Date.parse(v) : v.getTime();
-  if (!Number.isFinite(ms) || ms < 0) {
-    ctx.addIssue({ code: "custom", message: `not a time: ${JSON.stringify(v)}` });
-    return z.NEVER;
-  }
-  return ms;
-});
+/**
+ * A duration from `minMs` to `maxMs`: malformed → a 400 issue, out of range → a 422 one.
+ *
+ * @example
+ * boundedDuration(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS).parse("30s"); // 30000
+ */
+export function boundedDuration(minMs: number, maxMs: number) {
+  return z.union([z.number(), z.string()]).transform((v, ctx) => {
+    const ms = parseDuration(v);
+    if (ms === undefined) {
+      ctx.addIssue({ code: "custom", message: `not a duration: ${show(v)}` });
+      return z.NEVER;
+    }
+    if (!(ms >= minMs && ms <= maxMs)) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must be from ${showMs(minMs)} to ${showMs(maxMs)}, got ${show(v)}`,
+        params: OUT_OF_RANGE,
+      });
+      return z.NEVER;
+    }
+    return ms + 0; // -0 → 0
+  });
+}
+
+/**
+ * A point in time: epoch ms, ISO-8601 string or Date, parsed to epoch ms, within
+ * {@link MIN_INSTANT_MS}–{@link MAX_INSTANT_MS} and, with `maxAheadMs`, at most that long after
+ * now.
+ */
+function boundedInstant(maxAheadMs?: number) {
+  return z.union([z.number(), z.string(), z.date()]).transform((v, ctx) => {
+    const ms = typeof v === "number" ? v : typeof v === "string" ? Date.parse(v) : v.getTime();
+    if (Number.isNaN(ms)) {
+      ctx.addIssue({ code: "custom", message: `not a time: ${show(v)}` });
+      return z.NEVER;
+    }
+    if (!(ms >= MIN_INSTANT_MS && ms <= MAX_INSTANT_MS)) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must be from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z, got ${show(v)}`,
+        params: OUT_OF_RANGE,
+      });
+      return z.NEVER;
+    }
+    if (maxAheadMs !== undefined && ms > Date.now() + maxAheadMs) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must be at most ${showMs(maxAheadMs)} from now, got ${show(v)}`,
+        params: OUT_OF_RANGE,
+      });
+      return z.NEVER;
+    }
+    return ms + 0;
+  });
+}
+
+/** A point in time: epoch ms, ISO-8601 string or Date, parsed to epoch ms (years 1970–9999). */
+export const instant = boundedInstant();
 
 const priority = z.number().int().min(1).max(10);
-const retries = z.number().int().min(0).max(100);
-/** Text without control characters (tags, idempotency keys). */
+const retries = z.number().int().min(0).max(MAX_RETRIES);
+/** Well-formed text without control characters (tags, idempotency keys). */
 const printable = (max: number) =>
-  z
-    .string()
-    .min(1)
-    .max(max)
-    .regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
+  wellFormed(
+    z
+      .string()
+      .min(1)
+      .max(max)
+      .regex(/^[^\p{Cc}]*$/u, "must not contain control characters"),
+  );
 /** Largest number of tags on a job or schedule. */
 export const MAX_TAGS = 20;
 /** Longest idempotency key. */
@@ -59,9 +219,9 @@ export const submitJobSchema = z
     handler: handlerName,
     input: z.unknown().optional(),
     priority: priority.optional(),
-    delay: duration.optional(),
-    runAt: instant.nullish(),
-    timeout: duration.optional(),
+    delay: boundedDuration(0, MAX_DELAY_MS).optional(),
+    runAt: boundedInstant(MAX_DELAY_MS).nullish(),
+    timeout: boundedDuration(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS).optional(),
     retries: retries.optional(),
     tags: tags.optional(),
     idempotencyKey: printable(MAX_IDEMPOTENCY_KEY).optional(),
@@ -77,18 +237,18 @@ export type SubmitJobParsed = z.output<typeof submitJobSchema>;
 
 const scheduleFields = {
   handler: handlerName,
-  schedule: z.string().min(1).max(256),
-  tz: z.string().min(1).max(64).optional(),
+  schedule: wellFormed(z.string().min(1).max(256)),
+  tz: wellFormed(z.string().min(1).max(64)).optional(),
   input: z.unknown().optional(),
   priority: priority.optional(),
-  timeout: duration.optional(),
+  timeout: boundedDuration(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS).optional(),
   retries: retries.optional(),
   maxRuns: z.number().int().min(1).nullish(),
   startAt: instant.nullish(),
   endAt: instant.nullish(),
   misfire: z.enum(["skip", "once", "all"]).optional(),
   overlap: z.enum(["allow", "skip"]).optional(),
-  jitter: duration.optional(),
+  jitter: boundedDuration(0, MAX_JITTER_MS).optional(),
   tags: tags.optional(),
 };
 
@@ -110,7 +270,11 @@ export const patchScheduleSchema = z.object(scheduleFields).partial().strict();
 export type PatchScheduleInput = z.input<typeof patchScheduleSchema>;
 export type PatchScheduleParsed = z.output<typeof patchScheduleSchema>;
 
-/** Parse with a schema or throw a {@link ValidationError} listing every issue. */
+/**
+ * Parse with a schema, or throw listing every issue: an {@link UnprocessableError} (422
+ * `out_of_range`) when each issue is a well-formed value out of its bounds, else a
+ * {@link ValidationError} (400).
+ */
 export function parseOrThrow<S extends z.ZodType>(
   schema: S,
   value: unknown,
@@ -118,9 +282,18 @@ export function parseOrThrow<S extends z.ZodType>(
 ): z.output<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  throw new ValidationError(
-    `invalid ${what}`,
-    result.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
+  const errors = result.error.issues.map((i) => ({ path: i.path.join("."), message: i.message }));
+  if (result.error.issues.every(isOutOfRange)) {
+    const fields = [...new Set(errors.map((e) => e.path || what))].join(", ");
+    throw new UnprocessableError("out_of_range", `${what}: ${fields} out of range`, { errors });
+  }
+  throw new ValidationError(`invalid ${what}`, errors);
+}
+
+function isOutOfRange(issue: z.core.$ZodIssue): boolean {
+  return (
+    issue.code === "custom" &&
+    (issue.params as { outOfRange?: unknown } | undefined)?.outOfRange === true
   );
 }
 

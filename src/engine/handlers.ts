@@ -3,8 +3,9 @@
  * Handlers: what runs when a job or an occurrence is delivered. A map of name → definition.
  */
 import type { z } from "zod";
-import type { Duration } from "../core/duration.ts";
+import { type Duration, parseDuration } from "../core/duration.ts";
 import type { JobRecord } from "../core/model.ts";
+import { MAX_RETRIES, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import type { Logger } from "./logger.ts";
 
 /** What a handler sees besides its input. */
@@ -40,7 +41,7 @@ export interface HandlerContext {
 export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType> {
   /** Validates input at submit and again before running; invalid input never retries. */
   input?: Schema;
-  /** Default timeout for jobs of this handler. @default "60s" */
+  /** Default timeout for jobs of this handler, from 1 s to 15 min. @default "60s" */
   timeout?: Duration;
   /** Default retries for jobs of this handler. @default 3 */
   retries?: number;
@@ -81,6 +82,59 @@ export function defineHandlers<S>(
   },
 ): { [K in keyof S]: HandlerDefinition<AsSchema<S[K]>> } {
   return handlers as { [K in keyof S]: HandlerDefinition<AsSchema<S[K]>> };
+}
+
+/**
+ * The handler registered under `name`: an own property of the map only, so names a plain object
+ * inherits (`constructor`, `toString`, `__proto__`, `hasOwnProperty`, …) are no handler. Every
+ * lookup by name goes through here.
+ *
+ * @example
+ * handlerOf({ echo: { run: (x) => x } }, "echo");        // the definition
+ * handlerOf({ echo: { run: (x) => x } }, "constructor"); // undefined
+ */
+export function handlerOf(handlers: Handlers, name: string): HandlerDefinition | undefined {
+  return Object.hasOwn(handlers, name) ? handlers[name] : undefined;
+}
+
+/**
+ * Check a handler map as {@link createEngine} gets it: each entry has a `run` function, a
+ * `timeout` (when set) from 1 s to 15 min, and `retries` (when set) a whole number from 0 to 100 —
+ * the bounds a request's own `timeout` and `retries` have.
+ *
+ * @throws TypeError or RangeError naming the handler and the option, e.g.
+ * `handlers["report"].timeout must be a duration from 1s to 15m, got "1h"`.
+ */
+export function validateHandlers(handlers: Handlers): void {
+  if (typeof handlers !== "object" || handlers === null) {
+    throw new TypeError("handlers must be an object of name → { run }");
+  }
+  for (const name of Object.keys(handlers)) {
+    const at = `handlers[${JSON.stringify(name)}]`;
+    const def = handlers[name] as Partial<HandlerDefinition> | null | undefined;
+    if (typeof def !== "object" || def === null || typeof def.run !== "function") {
+      throw new TypeError(`${at}.run must be a function`);
+    }
+    if (def.timeout !== undefined) {
+      const ms =
+        typeof def.timeout === "number" || typeof def.timeout === "string"
+          ? parseDuration(def.timeout)
+          : undefined;
+      if (ms === undefined || ms < MIN_TIMEOUT_MS || ms > MAX_TIMEOUT_MS) {
+        throw new RangeError(
+          `${at}.timeout must be a duration from 1s to 15m, got ${JSON.stringify(def.timeout)}`,
+        );
+      }
+    }
+    if (
+      def.retries !== undefined &&
+      !(Number.isInteger(def.retries) && def.retries >= 0 && def.retries <= MAX_RETRIES)
+    ) {
+      throw new RangeError(
+        `${at}.retries must be an integer from 0 to ${MAX_RETRIES}, got ${def.retries}`,
+      );
+    }
+  }
 }
 
 /** The handler names of a handler map (`string` for an untyped {@link Handlers}). */

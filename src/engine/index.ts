@@ -5,7 +5,7 @@
 import type { Store, StoreStats } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
 import { Broker } from "./broker.ts";
-import type { Handlers } from "./handlers.ts";
+import { type Handlers, validateHandlers } from "./handlers.ts";
 import { type EngineOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
 import { Runner } from "./runner.ts";
 import { Ticker } from "./ticker.ts";
@@ -49,6 +49,9 @@ export interface Engine<H extends Handlers = Handlers> {
 /**
  * Compose the engine.
  *
+ * @throws RangeError naming an option out of range; TypeError or RangeError naming a handler
+ * whose definition is not usable (no `run`, a `timeout` outside 1 s – 15 min, bad `retries`).
+ *
  * @example
  * const engine = createEngine({ store: new MemoryStore(), transport, handlers });
  * await engine.broker.submit({ handler: "echo", input: { hi: 1 } });
@@ -57,6 +60,7 @@ export interface Engine<H extends Handlers = Handlers> {
 export function createEngine<H extends Handlers>(config: EngineConfig<H>): Engine<H> {
   const options = resolveOptions(config);
   const { store, transport, handlers } = config;
+  validateHandlers(handlers);
   const broker = new Broker<H>({
     store,
     transport,

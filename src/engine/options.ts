@@ -2,6 +2,8 @@
  * @module
  * Engine settings with their defaults, resolved once.
  */
+
+import { MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import {
   type Admission,
   DEFAULT_REAP_AFTER_MS,
@@ -10,6 +12,13 @@ import {
 } from "../store/port.ts";
 import type { Logger } from "./logger.ts";
 import { jsonLogger } from "./logger.ts";
+
+/**
+ * Largest job or schedule input by default (as JSON, in UTF-8 bytes): 960 KiB, QStash's 1 MB
+ * message limit less room for the rest of the message (the job's id, handler, tags,
+ * idempotency key: a few KiB at most).
+ */
+export const DEFAULT_MAX_INPUT_BYTES = 960 * 1024;
 
 /** Tick settings. */
 export interface TickOptions {
@@ -47,7 +56,7 @@ export interface TickOptions {
 
 /** Defaults for jobs whose handler and request say nothing. */
 export interface JobDefaults {
-  /** @default 60_000 */
+  /** From 1_000 to 900_000 (1 s – 15 min, as a request's `timeout`). @default 60_000 */
   timeoutMs?: number | undefined;
   /** @default 3 */
   retries?: number | undefined;
@@ -56,11 +65,12 @@ export interface JobDefaults {
 }
 
 /**
- * The degradation controller (DESIGN §6). Thresholds: enter a level at or above it, return to
- * normal only below `normal` (hysteresis); a change must hold for `debounceMs`.
+ * The degradation controller (docs/architecture.md, "Admission control"). Thresholds: enter a
+ * level at or above it, return to normal only below `normal` (hysteresis); a change must hold for
+ * `debounceMs`.
  */
 export interface DegradationOptions {
-  /** Due jobs not started. @default { normal: 50, degraded: 100, critical: 500 } (the seed's) */
+  /** Due jobs not started. @default { normal: 50, degraded: 100, critical: 500 } */
   queueDepth?: Thresholds | undefined;
   /** Dispatch lag moving average. @default { normal: 10_000, degraded: 30_000, critical: 300_000 } */
   lagMs?: Thresholds | undefined;
@@ -115,6 +125,13 @@ export interface EngineOptions {
   maxReaps?: number | undefined;
   logger?: Logger | undefined;
   /**
+   * Largest job or schedule input, as JSON in UTF-8 bytes (413 `input_too_large` above it), for
+   * submits and schedule creates, replaces and patches. A tenant manifest's `maxInputBytes` still
+   * applies when it is lower. A positive integer, or `Infinity` for no limit of the engine's own
+   * (the HTTP body limit still bounds requests). @default 983_040 (960 KiB)
+   */
+  maxInputBytes?: number | undefined;
+  /**
    * CPU and memory use of this process in percent, for the degradation controller, where the
    * runtime exposes them (the Node adapter passes one; Workers have none). Called on every submit:
    * keep it cheap (sample in the background, return the last sample).
@@ -135,6 +152,7 @@ export interface ResolvedOptions {
   leaseGraceMs: number;
   reapAfterMs: number;
   maxReaps: number;
+  maxInputBytes: number;
   logger: Logger;
   localSignals: (() => { cpu?: number; memory?: number } | undefined) | undefined;
 }
@@ -176,6 +194,7 @@ function withDefaults(opts: EngineOptions): ResolvedOptions {
     leaseGraceMs: opts.leaseGraceMs ?? 5_000,
     reapAfterMs: opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS,
     maxReaps: opts.maxReaps ?? 24,
+    maxInputBytes: opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES,
     logger: opts.logger ?? jsonLogger(),
     localSignals: opts.localSignals,
   };
@@ -227,13 +246,14 @@ function validate(o: ResolvedOptions): void {
   };
   for (const key of AT_LEAST_ONE) check(`tick.${key}`, o.tick[key], 1);
   for (const key of AT_LEAST_ZERO) check(`tick.${key}`, o.tick[key], 0);
-  check("jobs.timeoutMs", o.jobs.timeoutMs, 1);
+  check("jobs.timeoutMs", o.jobs.timeoutMs, MIN_TIMEOUT_MS, MAX_TIMEOUT_MS);
   check("jobs.retries", o.jobs.retries, 0);
   check("jobs.priority", o.jobs.priority, 1, 10);
   check("leaseGraceMs", o.leaseGraceMs, 0);
   // Below the recover grace, an accepted message would be re-published on every tick.
   check("reapAfterMs", o.reapAfterMs, Math.max(1, o.tick.recoverGraceMs));
   check("maxReaps", o.maxReaps, 1);
+  if (o.maxInputBytes !== Number.POSITIVE_INFINITY) check("maxInputBytes", o.maxInputBytes, 1);
   const d = o.degradation;
   if (!d) return;
   check("degradation.debounceMs", d.debounceMs, 0);

@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import * as z from "zod";
 import { parseDuration } from "../core/duration.ts";
 import type { JobStatus } from "../core/model.ts";
-import { handlerName, parseOrThrow } from "../core/schemas.ts";
+import { handlerName, parseOrThrow, userId, wellFormed } from "../core/schemas.ts";
 import type { AppEnv } from "./options.ts";
 
 /** Page size when `limit` is not given. */
@@ -32,7 +32,7 @@ const limit = z
   .pipe(z.number().int().min(1).max(MAX_LIMIT))
   .default(DEFAULT_LIMIT);
 
-const cursor = z.string().min(1).max(1024).optional();
+const cursor = wellFormed(z.string().min(1).max(1024)).optional();
 
 /** `?limit=&cursor=` */
 export const pageQuery = z.object({ limit, cursor });
@@ -41,7 +41,8 @@ export const pageQuery = z.object({ limit, cursor });
 export const listJobsQuery = pageQuery.extend({
   status: z.enum(JOB_STATUSES).optional(),
   handler: handlerName.optional(),
-  scheduleId: z.string().min(1).max(300).optional(),
+  /** The tenant's own schedule id, as a create accepts it. */
+  scheduleId: userId.optional(),
 });
 
 /** `GET /v1/schedules?status=&handler=&limit=&cursor=` */

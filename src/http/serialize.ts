@@ -1,6 +1,6 @@
 /**
  * @module
- * How records look on the wire (shared/API.md): times as ISO-8601 strings, durations in ms, the
+ * How records look on the wire (docs/api.md): times as ISO-8601 strings, durations in ms, the
  * API's field names (`timeout`, `jitter`). Internal fields (`tenant`, `rev`, a job's inherited
  * `overlap`) are left out. An absent optional value is omitted, never `null` — except a
  * schedule's `nextRunAt`, which is `null` once it is completed.
@@ -87,8 +87,22 @@ export interface PageResource<T> {
   cursor?: string;
 }
 
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
+/** The largest |ms| a `Date` holds (±100,000,000 days from the epoch). */
+const DATE_LIMIT_MS = 8.64e15;
+
+/**
+ * `ms` as ISO-8601. Requests can only store years 1970–9999, but a record written before those
+ * bounds may hold a time no `Date` can: it is shown clamped to the nearest one a `Date` holds
+ * (`+275760-09-13T00:00:00.000Z`), and one that is not a number at all as the epoch — never
+ * thrown over: one such record must not fail a listing.
+ *
+ * @example
+ * iso(0);     // "1970-01-01T00:00:00.000Z"
+ * iso(1e300); // "+275760-09-13T00:00:00.000Z"
+ */
+export function iso(ms: number): string {
+  if (typeof ms !== "number" || Number.isNaN(ms)) return new Date(0).toISOString();
+  return new Date(Math.min(Math.max(ms, -DATE_LIMIT_MS), DATE_LIMIT_MS)).toISOString();
 }
 
 function isoIf<K extends string>(key: K, ms: number | undefined): { [P in K]?: string } {
@@ -119,7 +133,10 @@ export function jobResource(job: JobRecord): JobResource {
   };
 }
 
-/** A job as a submit answers it (API.md: `{ id, handler, status, runAt, priority, attempts, createdAt }`). */
+/**
+ * A job as a submit answers it (docs/api.md:
+ * `{ id, handler, status, runAt, priority, attempts, createdAt }`).
+ */
 export function jobSummary(job: JobRecord): JobSummary {
   return {
     id: job.id,

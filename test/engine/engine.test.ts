@@ -44,7 +44,7 @@ describe.each(storeFactories)("engine on $name", (factory) => {
     fatal: { run: () => Promise.reject(new NonRetryableError("bad data")) },
     later: { run: () => Promise.reject(new RetryAfterError("slow down", 7_000)) },
     slow: {
-      timeout: "100ms",
+      timeout: "1s",
       run: (_input, ctx) =>
         new Promise((resolve, reject) => {
           ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason));

@@ -1,5 +1,6 @@
 /**
- * Invariants I1–I3 (DESIGN §5) under injected faults, on the memory store and on real Redis.
+ * Invariants I1–I3 (docs/architecture.md, "Invariants") under injected faults, on the memory
+ * store and on real Redis.
  *
  * Each fast-check run builds a scenario from a seed: schedules whose ticker was "down" long enough
  * that dozens of occurrences are due at once (misfire `all`), jobs submitted through crashes with
@@ -115,7 +116,7 @@ function engineOn(store: Store, queue: ChaosQueue, handlers: Handlers, rng: Prng
     logger: silentLogger,
     leaseGraceMs: 50,
     reapAfterMs: 1_000,
-    jobs: { timeoutMs: 200, retries: 40 },
+    jobs: { timeoutMs: 1_000, retries: 40 },
     tick: {
       leaseMs: LEASE_MS,
       horizonMs: 1_000,

@@ -1,6 +1,7 @@
 /**
- * The reaper (I1 when the queue gives up silently): a job whose attempt started and then saw no
- * delivery and no failure callback — the worker died or its retries were never delivered, the
+ * The reaper (invariant I1 of docs/architecture.md, when the queue gives up silently): a job whose
+ * attempt started and then saw no delivery and no failure callback — the worker died or its
+ * retries were never delivered, the
  * queue gave up, and its failure callback was lost too — is re-dispatched by a tick once its
  * watch is due (`reapAfterMs` after the run lease ended, or after a failed attempt), or
  * dead-lettered when its retries are spent. Each case loses the queue's messages on purpose (the
@@ -15,7 +16,7 @@ import { storeFactories } from "../support/stores.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const TIMEOUT_MS = 100;
+const TIMEOUT_MS = 1_000;
 const GRACE_MS = 50;
 const REAP_MS = 150;
 const MAX_REAPS = 3;

@@ -2,7 +2,7 @@
  * The runner never starts a handler on a run lease that may have run out: when `beginRun`'s
  * answer arrives later than the lease is long (this process or the store stalled, as a loaded
  * machine does for hundreds of milliseconds), another delivery may already run a newer attempt,
- * and running this one too would run the handler twice (I2).
+ * and running this one too would run the handler twice (invariant I2, docs/architecture.md).
  */
 import { describe, expect, it } from "vitest";
 import { createEngine, silentLogger } from "../../src/engine/index.ts";
@@ -13,7 +13,7 @@ import { storeFactories } from "../support/stores.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const TIMEOUT_MS = 100;
+const TIMEOUT_MS = 1_000;
 const GRACE_MS = 50;
 
 describe.each(storeFactories)("run lease on $name", (factory) => {

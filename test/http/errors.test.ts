@@ -1,7 +1,7 @@
 /**
- * Every status of API.md's "bad input" table, over a real socket, on the memory store and on
- * Redis: each answer is RFC 9457 problem+json with an `x-request-id`, and a refused request leaves
- * the store as it was.
+ * Every status of docs/api.md's "Status codes on bad input", over a real socket, on the memory
+ * store and on Redis: each answer is RFC 9457 problem+json with an `x-request-id`, and a refused
+ * request leaves the store as it was.
  */
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -403,7 +403,7 @@ describe("503: store unreachable", () => {
       for (const [method, path, json] of [
         ["GET", "/ready"],
         ["GET", "/v1/jobs"],
-        ["GET", "/v1/jobs/j_x"],
+        ["GET", "/v1/jobs/j_0000000000000000000xx"],
         ["POST", "/v1/jobs", { handler: "echo" }],
         ["POST", "/v1/schedules", { handler: "echo", schedule: "1h" }],
         ["POST", "/v1/tick"],

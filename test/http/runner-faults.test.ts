@@ -52,7 +52,7 @@ describe.each(storeFactories)("runner under faults on $name", (factory) => {
     });
     servers.push(h);
     const { body } = await call(h.origin, "POST", "/v1/jobs", {
-      json: { handler: "echo", retries: 0, timeout: "400ms" },
+      json: { handler: "echo", retries: 0, timeout: "1s" },
     });
     const spec = queue.pending[0]!.message.job;
     // A worker began the attempt and died mid-handler: the job is running under a lease.

@@ -4,7 +4,7 @@
  * (store, queue, tick), where the dashboard and metrics are, and two curl lines that work exactly
  * as printed — for a handler the server has.
  */
-import type { Handlers } from "../../engine/handlers.ts";
+import { type Handlers, handlerOf } from "../../engine/handlers.ts";
 import { type Role, routeSet } from "../../http/roles.ts";
 
 /** What the banner shows. */
@@ -90,7 +90,7 @@ export function sampleJob(handlers: Handlers): BannerSample | undefined {
   const names = Object.keys(handlers);
   const order = names.includes("echo") ? ["echo", ...names.filter((n) => n !== "echo")] : names;
   for (const handler of order) {
-    const found = acceptedInput(handler, handlers[handler]?.input);
+    const found = acceptedInput(handler, handlerOf(handlers, handler)?.input);
     if (found) return found.input === undefined ? { handler } : { handler, input: found.input };
   }
   const first = order[0];
