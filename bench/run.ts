@@ -1,9 +1,10 @@
 /**
  * @module
- * `npm run bench [-- --quick] [-- --only submit,tick,scale,idle,memory]`: tickwork beside the
- * alternatives, measured side by side in one run (issue 7). Prints each section's rows, a summary
- * table with the targets (met or not, as measured), and writes `bench/results.json` (a full set
- * of sections only). `--quick` shortens every section (whole run under 2 minutes on 2 cores).
+ * `npm run bench [-- --quick] [-- --only submit,tick,scale,idle,memory,retention]`: tickwork
+ * beside the alternatives, measured side by side in one run. Prints each section's rows, a
+ * summary table with the targets (met or not, as measured), and writes `bench/results.json` (a
+ * full set of sections only). `--quick` shortens every section (whole run under 2 minutes on 2
+ * cores).
  * What is measured and how: `docs/adr/0008-benchmarks.md`.
  */
 import { writeFileSync } from "node:fs";
@@ -11,11 +12,12 @@ import { killAll } from "./lib/children.ts";
 import { loadNow, machine } from "./lib/machine.ts";
 import { benchIdle, type IdleFigures } from "./sections/idle.ts";
 import { benchMemory, type MemoryFigures } from "./sections/memory.ts";
+import { benchRetention, type RetentionFigures } from "./sections/retention.ts";
 import { benchScale, type ScaleFigures, sizeLabel } from "./sections/scale.ts";
 import { benchSubmit, type SubmitFigures } from "./sections/submit.ts";
 import { benchTick, type TickFigures } from "./sections/tick.ts";
 
-const SECTIONS = ["submit", "tick", "scale", "idle", "memory"] as const;
+const SECTIONS = ["submit", "tick", "scale", "idle", "memory", "retention"] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Results {
@@ -27,6 +29,7 @@ interface Results {
   scale?: ScaleFigures | undefined;
   idle?: IdleFigures | undefined;
   memory?: MemoryFigures | undefined;
+  retention?: RetentionFigures | undefined;
   targets: Target[];
   took_s: number;
   /** Seconds each section took. */
@@ -162,6 +165,20 @@ function summary(r: Results): string {
       `${r.memory.bytes_per_schedule} · ${r.memory.bytes_per_job}`,
     );
   }
+  if (r.retention) {
+    const t = r.retention;
+    const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+    add(
+      "retention",
+      `"1s" schedule, ${t.input_bytes / 1024} KB input, before: MiB/day · 7-day GiB`,
+      `${mib(t.before_bytes_per_day)} · ${(t.before_bytes_7d / 2 ** 30).toFixed(1)}`,
+    );
+    add(
+      "retention",
+      `after: MiB at ${t.runs / 2} · ${t.runs} runs · steady (runs kept)`,
+      `${mib(t.after_bytes_half)} · ${mib(t.after_bytes_full)} · ${mib(t.after_steady_bytes)} (${t.after_job_records}${t.after_cap_held ? "" : ", CAP NOT HELD"})`,
+    );
+  }
   const targetRows = [["target", "measured", "status"]];
   for (const t of r.targets) targetRows.push([t.target, t.measured, t.met ? "met" : "NOT MET"]);
   return `${table(rows)}\n\n${table(targetRows)}\n(chaos targets: npm run chaos)`;
@@ -197,11 +214,12 @@ async function main(): Promise<void> {
   results.scale = await timed("scale", () => benchScale(quick, log));
   results.idle = await timed("idle", () => benchIdle(quick, log));
   results.memory = await timed("memory", () => benchMemory(quick, log));
+  results.retention = await timed("retention", () => benchRetention(quick, log));
   results.targets = targets(results);
   results.took_s = Math.round((performance.now() - started) / 100) / 10;
   log("");
   log(summary(results));
-  if (only.length === SECTIONS.length) {
+  if (SECTIONS.every((section) => only.includes(section))) {
     const path = new URL("./results.json", import.meta.url);
     const { targets: met, took_s, section_s, ...figures } = results;
     const ordered = { ...figures, targets: met, took_s, section_s, load_at_end: loadNow() };

@@ -48,7 +48,7 @@ async function measureSize(
     const template = await farTemplate(engine, await store.now());
     await cloneFar(bench, template, size - DUE - 1);
     const seedS = (performance.now() - s0) / 1000;
-    const stored = await redis.admin.zcard(keys().schedules);
+    const stored = await redis.admin.zcard(keys().schedules("default"));
     if (stored !== size - DUE)
       throw new Error(`scale: ${stored} schedules stored, not ${size - DUE}`);
     const samples: number[] = [];
@@ -72,7 +72,7 @@ async function measureSize(
       redisSamples.push(redisMs);
       roundTrips.push(counter.roundTrips - rt0);
     }
-    const total = await redis.admin.zcard(keys().schedules);
+    const total = await redis.admin.zcard(keys().schedules("default"));
     log(
       `  ${sizeLabel(size).padStart(5)} stored (seeded in ${seedS.toFixed(1)} s, ${total} in the index): ticks ${samples.map((s) => s.toFixed(1)).join(", ")} ms (Redis script time ${redisSamples.map((s) => s.toFixed(1)).join(", ")} ms), round trips ${roundTrips.join(", ")}`,
     );

@@ -22,6 +22,9 @@ export const FINAL_JOB_STATUSES: readonly JobStatus[] = [
   "skipped",
 ];
 
+/** The tenant of records written without one (auth off, or plain API keys). */
+export const DEFAULT_TENANT = "default";
+
 /** An error as stored on a job. */
 export interface JobError {
   /** Error class name, e.g. `"TypeError"`, `"NonRetryableError"`, `"TimeoutError"`. */
@@ -60,6 +63,11 @@ export interface JobRecord extends JobSpec {
   status: JobStatus;
   /** Attempts begun so far. */
   attempts: number;
+  /**
+   * Attempts made before the job was last re-dispatched from the dead-letter list: its retry
+   * budget (`retries`) counts from here. Absent until then.
+   */
+  attemptBase?: number;
   startedAt?: number;
   finishedAt?: number;
   result?: unknown;
@@ -136,8 +144,45 @@ export interface OutboxMessage {
   reaps?: number;
 }
 
+/**
+ * What identifies one signed delivery: its signature's id (`jti`) and when that signature stops
+ * being valid (ms). A worker that remembers `id` until `expiresAt` tells a replay of a captured
+ * delivery from a new one.
+ */
+export interface DeliveryToken {
+  id: string;
+  expiresAt: number;
+}
+
 /** A job as the broker hands it to the store: the store stamps `createdAt` and `runAt` with its clock. */
 export type NewJob = Omit<JobSpec, "createdAt" | "runAt">;
+
+/**
+ * The id a schedule is stored under: the tenant's own id, qualified by the tenant (`acme:report`)
+ * so that every tenant has a namespace of its own — two tenants may both have a schedule
+ * `report`, and neither can learn the other's ids. The default tenant's ids are unqualified.
+ * Tenant ids contain no `:` and schedule ids none, so the split is unambiguous.
+ *
+ * @example
+ * scheduleStoreId("acme", "report");    // "acme:report"
+ * scheduleStoreId("default", "report"); // "report"
+ */
+export function scheduleStoreId(tenant: string, id: string): string {
+  return tenant === DEFAULT_TENANT ? id : `${tenant}:${id}`;
+}
+
+/**
+ * The tenant's own id of a schedule stored under `storeId` (see {@link scheduleStoreId}).
+ *
+ * @example
+ * scheduleUserId("acme", "acme:report"); // "report"
+ */
+export function scheduleUserId(tenant: string, storeId: string): string {
+  const prefix = `${tenant}:`;
+  return tenant !== DEFAULT_TENANT && storeId.startsWith(prefix)
+    ? storeId.slice(prefix.length)
+    : storeId;
+}
 
 /** Occurrence job id: deterministic, so any number of racing dispatches make one job. */
 export function occurrenceId(scheduleId: string, fireAt: number): string {

@@ -16,7 +16,15 @@ import {
   QuotaExceededError,
   UnprocessableError,
 } from "../core/errors.ts";
-import type { JobRecord, NewJob, ScheduleDef, ScheduleRecord } from "../core/model.ts";
+import {
+  DEFAULT_TENANT,
+  type JobRecord,
+  type NewJob,
+  type ScheduleDef,
+  type ScheduleRecord,
+  scheduleStoreId,
+  scheduleUserId,
+} from "../core/model.ts";
 import {
   firstRunAt,
   nextAfter,
@@ -36,6 +44,9 @@ import {
 import type {
   Admission,
   Denied,
+  ListJobsQuery,
+  ListSchedulesQuery,
+  Page,
   QuotaCheck,
   QuotaState,
   QuotaWindow,
@@ -47,6 +58,7 @@ import {
   type HandlerInput,
   type HandlerName,
   type Handlers,
+  handlerOf,
   type InputField,
   parseInput,
 } from "./handlers.ts";
@@ -54,7 +66,10 @@ import { newJobId } from "./ids.ts";
 import type { ResolvedOptions } from "./options.ts";
 import { PublishCoalescer, publishAll } from "./publish.ts";
 
-/** What an API key may do (DESIGN §6). `admin` may do everything; an observer key has `read` only. */
+/**
+ * What an API key may do (docs/architecture.md, "Admission control"). `admin` may do everything;
+ * an observer key has `read` only.
+ */
 export type { Scope };
 
 /**
@@ -197,7 +212,7 @@ export class Broker<H extends Handlers = Handlers> {
     }
     const handler = this.handler(req.handler);
     const input = req.input === undefined ? null : req.input;
-    checkInputSize(input, rules, "job");
+    checkInputSize(input, rules, "job", this.deps.options.maxInputBytes);
     checkInput(req.handler, handler, input);
     const { jobs, tick, logger } = this.deps.options;
     const job: NewJob = {
@@ -237,7 +252,7 @@ export class Broker<H extends Handlers = Handlers> {
       else await this.#coalescer.publish(result.message);
     }
     return {
-      job: result.job,
+      job: presentJob(result.job),
       replayed: result.replayed,
       ...(result.quota && quota ? { quota: { ...result.quota, policy: quota.windows } } : {}),
     };
@@ -263,7 +278,7 @@ export class Broker<H extends Handlers = Handlers> {
         `job "${id}" is ${res.job.status}; only queued jobs can be cancelled`,
       );
     }
-    return res.job;
+    return presentJob(res.job);
   }
 
   /** Re-run a dead job (404 when it is another tenant's). */
@@ -274,7 +289,7 @@ export class Broker<H extends Handlers = Handlers> {
     });
     if (!res) throw new NotFoundError("dead job", id);
     await publishAll(this.deps.transport, [res.message], 1, this.deps.options.logger);
-    return res.job;
+    return presentJob(res.job);
   }
 
   /** Delete a dead job (404 when it is not dead, or another tenant's). */
@@ -298,11 +313,12 @@ export class Broker<H extends Handlers = Handlers> {
     const req = parseOrThrow(createScheduleSchema, body, "schedule");
     const rules = this.permitSchedule(req.handler, actor);
     const handler = this.handler(req.handler);
-    const id = req.id ?? newJobId().replace(/^j_/, "s_");
+    const tenant = actor.tenant ?? DEFAULT_TENANT;
+    const id = scheduleStoreId(tenant, req.id ?? newJobId().replace(/^j_/, "s_"));
     const { jobs } = this.deps.options;
     const def: ScheduleDef = {
       id,
-      tenant: actor.tenant ?? "default",
+      tenant,
       handler: req.handler,
       schedule: req.schedule.trim(),
       tz: req.tz ?? "UTC",
@@ -322,7 +338,7 @@ export class Broker<H extends Handlers = Handlers> {
       jitterMs: req.jitter ?? 0,
       tags: req.tags ?? [],
     };
-    checkInputSize(def.input, rules, "schedule");
+    checkInputSize(def.input, rules, "schedule", this.deps.options.maxInputBytes);
     // Checked here as at submit: every occurrence runs with this input, so one the handler's
     // schema refuses would only ever produce dead jobs.
     checkInput(def.handler, handler, def.input);
@@ -335,15 +351,18 @@ export class Broker<H extends Handlers = Handlers> {
    * or `input`, the resulting pair against the handler's input schema (422 `invalid_input`).
    */
   async updateSchedule(
-    id: string,
+    userId: string,
     body: SchedulePatch<H>,
     actor: Actor = {},
   ): Promise<ScheduleRecord> {
+    const id = storeIdOf(userId, actor);
     const patch = parseOrThrow(patchScheduleSchema, body, "schedule patch");
     const rules = patch.handler ? this.permitSchedule(patch.handler, actor) : this.rules(actor);
     if (patch.handler) this.handler(patch.handler);
     if (patch.timeout !== undefined) timeoutWithin(patch.timeout, 0, rules?.maxTimeoutMs);
-    if (patch.input !== undefined) checkInputSize(patch.input, rules, "schedule");
+    if (patch.input !== undefined) {
+      checkInputSize(patch.input, rules, "schedule", this.deps.options.maxInputBytes);
+    }
     const { schedule } = await this.writeSchedule(
       id,
       (existing) => {
@@ -378,26 +397,96 @@ export class Broker<H extends Handlers = Handlers> {
       actor,
       rules,
     );
-    return schedule;
+    return presentSchedule(schedule);
   }
 
   /** Stop dispatching a schedule's occurrences until it is resumed. */
   async pauseSchedule(id: string, actor: Actor = {}): Promise<ScheduleRecord> {
-    return this.setStatus(id, "paused", actor);
+    return presentSchedule(await this.setStatus(storeIdOf(id, actor), "paused", actor));
   }
 
   /** Dispatch again, from now on: occurrences that fell in the pause are not replayed. */
   async resumeSchedule(id: string, actor: Actor = {}): Promise<ScheduleRecord> {
-    return this.setStatus(id, "active", actor);
+    return presentSchedule(await this.setStatus(storeIdOf(id, actor), "active", actor));
   }
 
-  /** Delete a schedule; its jobs already dispatched still run. */
-  async deleteSchedule(id: string, actor: Actor = {}): Promise<void> {
-    if (actor.scopes !== undefined) {
-      const existing = await this.deps.store.getSchedule(id);
-      if (!existing || !sees(actor, existing.tenant)) throw new NotFoundError("schedule", id);
-    }
-    if (!(await this.deps.store.deleteSchedule(id))) throw new NotFoundError("schedule", id);
+  /**
+   * Delete a schedule, and with it the list of its runs (a schedule created again under the id
+   * starts with none); jobs it already dispatched still run.
+   */
+  async deleteSchedule(userId: string, actor: Actor = {}): Promise<void> {
+    const id = storeIdOf(userId, actor);
+    if (!(await this.deps.store.deleteSchedule(id))) throw new NotFoundError("schedule", userId);
+  }
+
+  // ── reads, each of the actor's own tenant ──────────────────────────────
+
+  /** A job by id (404 when it is another tenant's, see {@link Actor}). */
+  async getJob(id: string, actor: Actor = {}): Promise<JobRecord> {
+    const job = await this.deps.store.getJob(id);
+    if (!job || !sees(actor, job.tenant)) throw new NotFoundError("job", id);
+    return presentJob(job);
+  }
+
+  /**
+   * The actor's tenant's jobs, newest first. Read from that tenant's own index: a page holds only
+   * its records, and a cursor names only them.
+   */
+  async listJobs(
+    query: Omit<ListJobsQuery, "tenant">,
+    actor: Actor = {},
+  ): Promise<Page<JobRecord>> {
+    const tenant = actor.tenant ?? DEFAULT_TENANT;
+    const page = await this.deps.store.listJobs({
+      ...query,
+      tenant,
+      ...(query.scheduleId !== undefined
+        ? { scheduleId: scheduleStoreId(tenant, query.scheduleId) }
+        : {}),
+    });
+    return { ...page, items: page.items.map(presentJob) };
+  }
+
+  /** A schedule by the tenant's own id (404 when the actor's tenant has none of that id). */
+  async getSchedule(userId: string, actor: Actor = {}): Promise<ScheduleRecord> {
+    const schedule = await this.deps.store.getSchedule(storeIdOf(userId, actor));
+    if (!schedule || !sees(actor, schedule.tenant)) throw new NotFoundError("schedule", userId);
+    return presentSchedule(schedule);
+  }
+
+  /** The actor's tenant's schedules, newest first (its own index, as {@link listJobs}). */
+  async listSchedules(
+    query: Omit<ListSchedulesQuery, "tenant">,
+    actor: Actor = {},
+  ): Promise<Page<ScheduleRecord>> {
+    const page = await this.deps.store.listSchedules({
+      ...query,
+      tenant: actor.tenant ?? DEFAULT_TENANT,
+    });
+    return { ...page, items: page.items.map(presentSchedule) };
+  }
+
+  /** The jobs a schedule of the actor's tenant fired, newest fire time first. */
+  async listRuns(
+    userId: string,
+    query: { limit: number; cursor?: string | undefined },
+    actor: Actor = {},
+  ): Promise<Page<JobRecord>> {
+    await this.getSchedule(userId, actor);
+    const page = await this.deps.store.listRuns(storeIdOf(userId, actor), query);
+    return { ...page, items: page.items.map(presentJob) };
+  }
+
+  /** The actor's tenant's dead letters, newest death first. */
+  async listDead(
+    query: { limit: number; cursor?: string | undefined },
+    actor: Actor = {},
+  ): Promise<Page<JobRecord>> {
+    const page = await this.deps.store.listDead({
+      ...query,
+      tenant: actor.tenant ?? DEFAULT_TENANT,
+    });
+    return { ...page, items: page.items.map(presentJob) };
   }
 
   private async setStatus(
@@ -407,7 +496,9 @@ export class Broker<H extends Handlers = Handlers> {
   ): Promise<ScheduleRecord> {
     for (let i = 0; i < CAS_ATTEMPTS; i++) {
       const existing = await this.deps.store.getSchedule(id);
-      if (!existing || !sees(actor, existing.tenant)) throw new NotFoundError("schedule", id);
+      if (!existing || !sees(actor, existing.tenant)) {
+        throw new NotFoundError("schedule", scheduleUserId(actor.tenant ?? DEFAULT_TENANT, id));
+      }
       if (existing.status === status || existing.status === "completed") return existing;
       const now = await this.deps.store.now();
       let record: ScheduleRecord = { ...existing, status, updatedAt: now };
@@ -432,15 +523,11 @@ export class Broker<H extends Handlers = Handlers> {
     const tenant = actor.tenant ?? "default";
     const quota = quotaCheck("schedule", tenant, rules?.scheduleWindows ?? []);
     for (let i = 0; i < CAS_ATTEMPTS; i++) {
+      const userId = scheduleUserId(tenant, id);
       const found = await this.deps.store.getSchedule(id);
-      if (found && !sees(actor, found.tenant)) {
-        // Ids are global: another tenant's schedule is invisible, and its id is not free.
-        if (!upsert) throw new NotFoundError("schedule", id);
-        throw new ConflictError(
-          "id_taken",
-          `schedule id "${id}" is not available; choose another id`,
-        );
-      }
+      // Stored under the tenant's own namespace (see `scheduleStoreId`): another tenant's schedule
+      // can never be found here; this only guards a record written by other means.
+      if (found && found.tenant !== tenant) throw new NotFoundError("schedule", userId);
       const existing = found;
       const def = build(existing);
       if (rules && !rules.schedules(def.handler)) this.permitSchedule(def.handler, actor);
@@ -470,7 +557,7 @@ export class Broker<H extends Handlers = Handlers> {
         if (def[key] === undefined) delete base[key];
       }
       const record = withTiming(base, now, timingChanged);
-      if (!existing && !upsert) throw new NotFoundError("schedule", id);
+      if (!existing && !upsert) throw new NotFoundError("schedule", userId);
       const admission = quota ? { quota } : undefined;
       const res = admission
         ? await this.deps.store.putSchedule(record, existing?.rev, admission)
@@ -480,7 +567,7 @@ export class Broker<H extends Handlers = Handlers> {
       if (res.kind === "denied") throw deniedError(res.denied, "schedule", quota);
       if (res.kind === "ok") {
         return {
-          schedule: res.schedule,
+          schedule: presentSchedule(res.schedule),
           created: res.created,
           ...(res.quota && quota ? { quota: { ...res.quota, policy: quota.windows } } : {}),
         };
@@ -525,7 +612,7 @@ export class Broker<H extends Handlers = Handlers> {
   }
 
   private handler(name: string) {
-    const handler = this.deps.handlers[name];
+    const handler = handlerOf(this.deps.handlers, name);
     if (!handler) {
       throw new UnprocessableError("unknown_handler", `no handler named "${name}" is registered`);
     }
@@ -543,17 +630,28 @@ function deniedError(
   return new QuotaExceededError(what, denied.quota, quota?.windows ?? []);
 }
 
-/** 413 when `input` is larger (as UTF-8 JSON) than the manifest allows. */
+/**
+ * 413 when `input` is larger (as UTF-8 JSON) than the manifest allows, or than the engine's
+ * `maxInputBytes` (whichever is lower).
+ */
 function checkInputSize(
   input: unknown,
   rules: ManifestRules | undefined,
   what: "job" | "schedule",
+  engineMax: number,
 ): void {
-  if (rules?.maxInputBytes === undefined) return;
-  const bytes = new TextEncoder().encode(JSON.stringify(input ?? null)).byteLength;
-  if (bytes > rules.maxInputBytes) {
+  const tenantMax = rules?.maxInputBytes ?? Number.POSITIVE_INFINITY;
+  const max = Math.min(tenantMax, engineMax);
+  if (max === Number.POSITIVE_INFINITY) return;
+  const text = JSON.stringify(input ?? null);
+  // A UTF-16 unit is 1–3 UTF-8 bytes: most inputs are decided without encoding them.
+  if (text.length * 3 <= max) return;
+  const bytes = new TextEncoder().encode(text).byteLength;
+  if (bytes > max) {
     throw new InputTooLargeError(
-      `${what} input is ${bytes} bytes; this tenant may send at most ${rules.maxInputBytes}`,
+      tenantMax <= engineMax
+        ? `${what} input is ${bytes} bytes; this tenant may send at most ${max}`
+        : `${what} input is ${bytes} bytes; at most ${max} are accepted`,
     );
   }
 }
@@ -700,4 +798,22 @@ function setOptional<K extends "maxRuns" | "startAt" | "endAt">(
 
 function durationOr(value: string | number | undefined, fallback: number): number {
   return value === undefined ? fallback : (parseDuration(value) ?? fallback);
+}
+
+/** The store id of the actor's schedule `userId` (see `scheduleStoreId`). */
+function storeIdOf(userId: string, actor: Actor): string {
+  return scheduleStoreId(actor.tenant ?? DEFAULT_TENANT, userId);
+}
+
+/** A schedule as its tenant knows it: its own id. */
+function presentSchedule(schedule: ScheduleRecord): ScheduleRecord {
+  const id = scheduleUserId(schedule.tenant, schedule.id);
+  return id === schedule.id ? schedule : { ...schedule, id };
+}
+
+/** A job as its tenant knows it: an occurrence names its schedule by the tenant's own id. */
+export function presentJob(job: JobRecord): JobRecord {
+  if (job.scheduleId === undefined) return job;
+  const scheduleId = scheduleUserId(job.tenant, job.scheduleId);
+  return scheduleId === job.scheduleId ? job : { ...job, scheduleId };
 }

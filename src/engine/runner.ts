@@ -1,6 +1,7 @@
 /**
  * @module
- * The runner: what the worker route does with a delivery (DESIGN §4).
+ * The runner: what the worker route does with a delivery (docs/architecture.md, "The life of a
+ * job and of an occurrence").
  * verify signature → `beginRun` (a run that succeeded is never run again; another live attempt
  * → 409; a run lease that ran out before its answer arrived → 409, not run) → handler with an
  * `AbortSignal` timeout → `finishRun`.
@@ -11,11 +12,18 @@
  */
 import * as z from "zod";
 import { NonRetryableError, RetryAfterError, TimeoutError } from "../core/errors.ts";
-import type { JobError, JobRecord, JobSpec } from "../core/model.ts";
+import {
+  type DeliveryToken,
+  type JobError,
+  type JobRecord,
+  type JobSpec,
+  scheduleUserId,
+} from "../core/model.ts";
+import { MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import type { FinishRunResult, RunOutcome, Store } from "../store/port.ts";
 import type { Delivery, Transport } from "../transport/port.ts";
 import type { Broker } from "./broker.ts";
-import { type HandlerContext, type Handlers, parseInput } from "./handlers.ts";
+import { type HandlerContext, type Handlers, handlerOf, parseInput } from "./handlers.ts";
 import type { Logger } from "./logger.ts";
 import type { ResolvedOptions } from "./options.ts";
 
@@ -36,7 +44,8 @@ const jobSpecSchema = z.object({
   handler: z.string(),
   input: z.unknown(),
   priority: z.number(),
-  timeoutMs: z.number().int().positive(),
+  // Any number: a job stored before timeouts were bounded still runs (see `runnableTimeoutMs`).
+  timeoutMs: z.number(),
   retries: z.number().int().min(0),
   tags: z.array(z.string()),
   runAt: z.number(),
@@ -71,7 +80,8 @@ export class Runner {
    * to `logger`, e.g. the delivering request's.
    */
   async deliver(delivery: Delivery, logger: Logger = this.deps.options.logger): Promise<Response> {
-    if (!(await this.deps.transport.verify(delivery))) {
+    const token = await this.#verify(delivery);
+    if (token === false) {
       return problem(401, "unauthorized", "invalid or missing delivery signature");
     }
     const spec = parseSpec(delivery.body);
@@ -82,8 +92,12 @@ export class Runner {
     const leaseMs = spec.timeoutMs + options.leaseGraceMs;
     // The run lease starts no earlier than the request does: time it from here.
     const asked = performance.now();
-    const begun = await store.beginRun(spec, leaseMs, this.deps.options.reapAfterMs);
+    const begun = await store.beginRun(spec, leaseMs, this.deps.options.reapAfterMs, token);
     switch (begun.kind) {
+      case "replayed":
+        // A captured delivery sent again: acknowledged, nothing run, nothing changed.
+        logger.warn("delivery replayed; ignored", { jobId: spec.id });
+        return json(200, { id: spec.id, status: "replayed" });
       case "final":
       case "skipped":
         return json(200, { id: spec.id, status: begun.job.status });
@@ -109,16 +123,15 @@ export class Runner {
             "Retry-After": "1",
           });
         }
-        return this.run(begun.job, begun.attempt, retriedSoFar(delivery.headers), logger, {
-          leaseEndsAt: asked + leaseMs,
-        });
+        return this.run(begun.job, begun.attempt, logger, { leaseEndsAt: asked + leaseMs });
       }
     }
   }
 
   /** Handle the queue's failure callback: the job is dead and listed in the dead-letter list. */
   async dead(delivery: Delivery): Promise<Response> {
-    if (!(await this.deps.transport.verify(delivery))) {
+    const token = await this.#verify(delivery);
+    if (token === false) {
       return problem(401, "unauthorized", "invalid or missing delivery signature");
     }
     const callback = failureCallbackSchema.safeParse(safeJson(delivery.body));
@@ -126,10 +139,15 @@ export class Runner {
     if (!callback.success || !spec)
       return problem(400, "invalid_request", "not a failure callback for a tickwork job");
     const last = callback.data.body ? decodeBase64(callback.data.body) : "";
-    const job = await this.deps.store.markDead(spec, {
-      name: "DeliveryFailed",
-      message: `delivery failed after ${(callback.data.retried ?? 0) + 1} attempts (last status ${callback.data.status ?? "unknown"})${last ? `: ${last.slice(0, 500)}` : ""}`,
-    });
+    const job = await this.deps.store.markDead(
+      spec,
+      {
+        name: "DeliveryFailed",
+        message: `delivery failed after ${(callback.data.retried ?? 0) + 1} attempts (last status ${callback.data.status ?? "unknown"})${last ? `: ${last.slice(0, 500)}` : ""}`,
+      },
+      undefined,
+      token,
+    );
     // The dispatch the callback reports is still running under an unexpired lease (its worker may
     // have died mid-handler on the last retry): answering 200 would leave it `running` with nobody
     // to deliver it again. Ask the queue to retry the callback once the lease has run out; then
@@ -144,18 +162,30 @@ export class Runner {
     return json(200, { id: spec.id, status: job ? job.status : "gone" });
   }
 
+  /**
+   * The delivery's token when it verifies (`undefined` from a transport that has none), or
+   * `false`. A transport that issues tokens must give one: a signature without a usable id, or one
+   * that claims a longer life than the queue issues, is refused.
+   */
+  async #verify(delivery: Delivery): Promise<DeliveryToken | undefined | false> {
+    const { transport } = this.deps;
+    if (!(await transport.verify(delivery))) return false;
+    if (!transport.deliveryToken) return undefined;
+    return transport.deliveryToken(delivery) ?? false;
+  }
+
   private async run(
     job: JobRecord,
     attempt: number,
-    retried: number | undefined,
     parent: Logger,
     { leaseEndsAt }: { leaseEndsAt: number },
   ): Promise<Response> {
     const { store, handlers, broker } = this.deps;
     const logger = parent.child({ jobId: job.id, handler: job.handler, attempt });
-    // The queue's own count (Upstash-Retried) says whether it will retry again; without it, count
-    // attempts (a job re-dispatched from the dead-letter list gets a fresh budget from the queue).
-    const lastAttempt = retried !== undefined ? retried >= job.retries : attempt > job.retries;
+    // Counted from the job's own record, never from the delivery's headers (`Upstash-Retried` is
+    // not signed): the last attempt is the one past `retries`, counted from the last re-dispatch
+    // out of the dead-letter list (which gets a fresh budget from the queue).
+    const lastAttempt = attempt - (job.attemptBase ?? 0) > job.retries;
     const outcome = await this.execute(job, attempt, lastAttempt, handlers, logger, broker);
     const finished = await finishWhileLeased(
       () =>
@@ -190,7 +220,7 @@ export class Runner {
     logger: HandlerContext["logger"],
     broker: Broker,
   ): Promise<RunOutcome & { retryAfterMs?: number }> {
-    const handler = handlers[job.handler];
+    const handler = handlerOf(handlers, job.handler);
     if (!handler) {
       return {
         ok: false,
@@ -211,19 +241,22 @@ export class Runner {
       input = parsed.data;
     }
     const controller = new AbortController();
+    const timeoutMs = runnableTimeoutMs(job.timeoutMs);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        const error = new TimeoutError(`handler timed out after ${job.timeoutMs} ms`);
+        const error = new TimeoutError(`handler timed out after ${timeoutMs} ms`);
         controller.abort(error);
         reject(error);
-      }, job.timeoutMs);
+      }, timeoutMs);
     });
     const ctx: HandlerContext = {
       jobId: job.id,
       attempt,
       signal: controller.signal,
-      ...(job.scheduleId !== undefined ? { scheduleId: job.scheduleId } : {}),
+      ...(job.scheduleId !== undefined
+        ? { scheduleId: scheduleUserId(job.tenant, job.scheduleId) }
+        : {}),
       ...(job.fireAt !== undefined ? { fireAt: job.fireAt } : {}),
       logger,
       jobs: { submit: (next) => broker.submit(next, { tenant: job.tenant }) },
@@ -248,19 +281,32 @@ export class Runner {
 }
 
 /** The queue's retry counter for this delivery (`Upstash-Retried`, 0 on the first), if present. */
-function retriedSoFar(headers: Headers): number | undefined {
-  const value = headers.get("upstash-retried");
-  if (value === null) return undefined;
-  const n = Number(value);
-  return Number.isInteger(n) && n >= 0 ? n : undefined;
+
+/** Longest timer Node (and browsers) can set: a longer delay fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The timeout a job runs with. Requests only store 1 s – 15 min, but a job stored before that
+ * bound may hold anything: zero, a negative or non-finite one runs with 1 s; one beyond Node's
+ * timer limit (2^31−1 ms, about 24.8 days — `setTimeout` would fire at once) with that limit.
+ * Used for the handler's timer and for the run lease alike.
+ *
+ * @example
+ * runnableTimeoutMs(0);    // 1000
+ * runnableTimeoutMs(1e300); // 2147483647
+ */
+export function runnableTimeoutMs(stored: number): number {
+  if (!(stored > 0)) return MIN_TIMEOUT_MS;
+  return Math.min(Math.ceil(stored), MAX_TIMER_MS);
 }
 
 function parseSpec(body: string): JobSpec | null {
   const parsed = jobSpecSchema.safeParse(safeJson(body));
   if (!parsed.success) return null;
-  const { scheduleId, fireAt, overlap, idempotencyKey, ...rest } = parsed.data;
+  const { scheduleId, fireAt, overlap, idempotencyKey, timeoutMs, ...rest } = parsed.data;
   return {
     ...rest,
+    timeoutMs: runnableTimeoutMs(timeoutMs),
     ...(scheduleId !== undefined ? { scheduleId } : {}),
     ...(fireAt !== undefined ? { fireAt } : {}),
     ...(overlap !== undefined ? { overlap } : {}),
@@ -317,7 +363,9 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 
 /** Ms left of a running job's run lease (`startedAt + timeoutMs + leaseGraceMs`), by this clock. */
 function leaseLeftMs(job: JobRecord, leaseGraceMs: number): number {
-  return (job.startedAt ?? Date.now()) + job.timeoutMs + leaseGraceMs - Date.now();
+  return (
+    (job.startedAt ?? Date.now()) + runnableTimeoutMs(job.timeoutMs) + leaseGraceMs - Date.now()
+  );
 }
 
 /**

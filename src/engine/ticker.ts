@@ -1,17 +1,17 @@
 /**
  * @module
- * The tick (DESIGN §3): lease → recover outbox → read due (Redis time) → plan in TS →
- * fenced commit → publish → ack, in chunks while time is left → release.
+ * The tick (docs/architecture.md, "The tick"): lease → recover outbox → read due (Redis time) →
+ * plan in TS → fenced commit → publish → ack, in chunks while time is left → release.
  *
  * It may run twice at once, die at any line, or resume on a stale process; dispatch stays
  * correct because the commit is fenced by the lease token, every occurrence has a deterministic
  * id (`<scheduleId>@<fireAtMs>`) used as the queue's dedup id, and what was committed but not
  * yet acknowledged by the queue sits in the outbox until a later tick re-publishes it.
  *
- * Degradation (DESIGN §6): the leader tick evaluates the shared controller; at `critical` it
- * holds schedules with priority below {@link HIGH_PRIORITY} (their due score moves past this
- * tick's horizon, `nextRunAt` stays, so their misfire policy applies once they run again) while
- * high-priority schedules dispatch as usual.
+ * Degradation (docs/architecture.md, "Admission control"): the leader tick evaluates the shared
+ * controller; at `critical` it holds schedules with priority below {@link HIGH_PRIORITY} (their
+ * due score moves past this tick's horizon, `nextRunAt` stays, so their misfire policy applies
+ * once they run again) while high-priority schedules dispatch as usual.
  */
 import type { JobSpec, OutboxMessage, ScheduleRecord } from "../core/model.ts";
 import { occurrenceId } from "../core/model.ts";
@@ -195,8 +195,9 @@ export class Ticker {
   }
 
   /**
-   * Re-publish what the outbox holds past its `recoverAt` (DESIGN §3 step 2): messages a submit or
-   * tick never got accepted (acked once accepted), and the reaper's part — watches (see
+   * Re-publish what the outbox holds past its `recoverAt` (docs/architecture.md, "The tick",
+   * step 3): messages a submit or tick never got accepted (acked once accepted), and the reaper's
+   * part — watches (see
    * {@link Store.ackOutbox} and {@link Store.beginRun}) of jobs that saw no progress for
    * `reapAfterMs`: the queue gave up and its failure callback never came. A watch is
    * re-dispatched while the job has retries left (with a dedup id of its own, so no dedup window

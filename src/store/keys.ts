@@ -12,8 +12,11 @@ export function keys(prefix = "tw") {
     root: p,
     /** zset: active schedule id → nextRunAt (ms). */
     due: `${p}:sched`,
-    /** zset: every schedule id → createdAt (ms), for listing. */
-    schedules: `${p}:schedules`,
+    /**
+     * zset: a tenant's schedule ids → createdAt (ms), for listing. One index per tenant, so a
+     * listing reads only the caller's records (the tenant is length-prefixed, as below).
+     */
+    schedules: (tenant: string) => `${p}:schedules:${utf8Length(tenant)}:${tenant}`,
     /** hash: one schedule. */
     schedule: (id: string) => `${p}:s:${id}`,
     /** string: job id of the occurrence currently running for an overlap-`skip` schedule. */
@@ -22,8 +25,8 @@ export function keys(prefix = "tw") {
     runs: (scheduleId: string) => `${p}:runs:${scheduleId}`,
     /** hash: one job. */
     job: (id: string) => `${p}:j:${id}`,
-    /** zset: job ids → createdAt (ms), for listing. */
-    jobs: `${p}:jobs`,
+    /** zset: a tenant's job ids → createdAt (ms), for listing (one index per tenant). */
+    jobs: (tenant: string) => `${p}:jobs:${utf8Length(tenant)}:${tenant}`,
     /** zset: message id → recoverAt (ms). */
     outbox: `${p}:outbox`,
     /** hash: message id → message JSON. */
@@ -32,6 +35,13 @@ export function keys(prefix = "tw") {
     lease: (name: string) => `${p}:lease:${name}`,
     /** string: fencing-token sequence (INCR). */
     leaseSeq: `${p}:lease:seq`,
+    /**
+     * string: a delivery's signature id (`jti`), kept until the signature expires; a delivery whose
+     * id is already here is a replay and changes nothing.
+     */
+    delivery: (tokenId: string) => `${p}:delivery:${tokenId}`,
+    /** string: a job deleted from the dead-letter list (kept for the retention), never re-created. */
+    gone: (id: string) => `${p}:gone:${id}`,
     /**
      * string: job id for a tenant's idempotency key. The tenant is prefixed with its length in
      * UTF-8 bytes (as Lua's `#` counts), so a `:` in a tenant cannot collide with another's key.
@@ -43,12 +53,12 @@ export function keys(prefix = "tw") {
      * deleteSchedule raises it to the deleted rev, so a re-created id never repeats a rev.
      */
     revSeq: `${p}:rev:seq`,
-    /** zset: dead job ids → time they died (ms). */
-    dlq: `${p}:dlq`,
+    /** zset: a tenant's dead job ids → time they died (ms) (one list per tenant). */
+    dlq: (tenant: string) => `${p}:dlq:${utf8Length(tenant)}:${tenant}`,
     /**
-     * zset: retained (final) jobs → time their record expires (ms). Member: JSON `[jobId]` or
-     * `[jobId, scheduleId]`. Lets the store drop expired jobs from the listing indexes
-     * (`jobs`, `dlq`, `runs`) in bounded steps instead of scanning them.
+     * zset: retained (final) jobs → time their record expires (ms). Member: JSON
+     * `[jobId, tenant]` or `[jobId, tenant, scheduleId]`. Lets the store drop expired jobs from
+     * the listing indexes (`jobs`, `dlq`, `runs`) in bounded steps instead of scanning them.
      */
     expiring: `${p}:expiring`,
     /**

@@ -7,6 +7,7 @@
  * the memory store's injected clock). Callers never pass "now" — except where noted.
  */
 import type {
+  DeliveryToken,
   JobError,
   JobRecord,
   JobSpec,
@@ -120,7 +121,7 @@ export type CommitResult =
       /** Ids skipped because the schedule was deleted, paused or its rev changed. */
       skipped: string[];
     }
-  /** The lease token no longer matches: nothing was written (I3). */
+  /** The lease token no longer matches: nothing was written (I3 in docs/architecture.md). */
   | { kind: "fenced" };
 
 /**
@@ -187,7 +188,12 @@ export type BeginRunResult =
    * The job is missing and has no `scheduleId`: a submitted job exists before it is published, so
    * it expired after it was cancelled or finished. Nothing was written: do not run, answer 200.
    */
-  | { kind: "missing" };
+  | { kind: "missing" }
+  /**
+   * The delivery's token (see {@link Store.beginRun}) was used before: a replay of a captured
+   * delivery. Nothing was written: do not run, answer 200.
+   */
+  | { kind: "replayed" };
 
 /** How an attempt ended. */
 export type RunOutcome =
@@ -220,7 +226,10 @@ export interface Page<T> {
   cursor?: string;
 }
 
+/** A listing reads one tenant's index: a page holds only that tenant's records. */
 export interface ListJobsQuery {
+  /** Whose jobs. @default "default" */
+  tenant?: string | undefined;
   status?: JobStatus | undefined;
   handler?: string | undefined;
   scheduleId?: string | undefined;
@@ -229,8 +238,18 @@ export interface ListJobsQuery {
 }
 
 export interface ListSchedulesQuery {
+  /** Whose schedules. @default "default" */
+  tenant?: string | undefined;
   status?: ScheduleStatus | undefined;
   handler?: string | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+/** The dead-letter listing's query. */
+export interface DeadQuery {
+  /** Whose dead letters. @default "default" */
+  tenant?: string | undefined;
   limit: number;
   cursor?: string | undefined;
 }
@@ -260,15 +279,32 @@ export interface StoreRetention {
   jobMs: number;
   /** How long an idempotency key maps to its job. @default 24 h */
   idempotencyMs: number;
+  /**
+   * At most this many finished jobs are kept, deployment-wide: past it the oldest finished ones
+   * are dropped early (BullMQ's `removeOnComplete` by count). `0` or `Infinity`: no cap. A dropped
+   * job's idempotency key no longer replays it. @default 50_000 (≈ 75 MB of Redis at 1.5 KB each)
+   */
+  maxFinishedJobs: number;
+  /**
+   * At most this many finished runs are kept per schedule (its runs list and the job records):
+   * a `"1s"` schedule would otherwise keep 86,400 a day. `0` or `Infinity`: no cap. @default 100
+   */
+  maxRunsPerSchedule: number;
 }
 
-/** Retention both stores apply unless told otherwise: finished jobs 7 days, idempotency keys 24 h. */
+/**
+ * Retention both stores apply unless told otherwise: finished jobs 7 days but at most 50,000 of
+ * them, and the last 100 runs of each schedule; idempotency keys 24 h. Sized for a small Redis
+ * (a 256 MB Upstash database): finished jobs take at most about 75 MB whatever the daily volume.
+ */
 export const DEFAULT_RETENTION: StoreRetention = {
   jobMs: 7 * 24 * 60 * 60 * 1000,
   idempotencyMs: 24 * 60 * 60 * 1000,
+  maxFinishedJobs: 50_000,
+  maxRunsPerSchedule: 100,
 };
 
-/** The lease `beginTick` takes (DESIGN §7: `{tw}:lease:tick`). */
+/** The lease `beginTick` takes (docs/architecture.md, "Keys": `{tw}:lease:tick`). */
 export const TICK_LEASE = "tick";
 
 // ── admission (quotas, degradation) ──────────────────────────────────────────
@@ -699,7 +735,12 @@ export interface Store {
    * counts nothing either but drops a leftover `{p}:pending` entry (an occurrence committed again
    * after it finished, e.g. by a re-created schedule), decrementing `queued` if there was one.
    */
-  beginRun(spec: JobSpec, leaseMs: number, reapAfterMs?: number): Promise<BeginRunResult>;
+  beginRun(
+    spec: JobSpec,
+    leaseMs: number,
+    reapAfterMs?: number,
+    token?: DeliveryToken,
+  ): Promise<BeginRunResult>;
   /**
    * Record how `attempt` ended, only if the job is `running` as that attempt.
    * Success → `succeeded` with `result` (and no `error`); failure → `failed` with `error`, or `dead`
@@ -742,8 +783,10 @@ export interface Store {
     spec: JobSpec,
     error: JobError,
     expect?: { attempts: number },
+    token?: DeliveryToken,
   ): Promise<JobRecord | null>;
-  listDead(query: { limit: number; cursor?: string | undefined }): Promise<Page<JobRecord>>;
+  /** One tenant's dead-letter list, newest death first. */
+  listDead(query: DeadQuery): Promise<Page<JobRecord>>;
   /**
    * `dead` → `queued` again (attempts and last `error` kept, `runAt = now`, `finishedAt` cleared,
    * no longer expiring), removed from the dead-letter list, and

@@ -3,7 +3,9 @@
  * The Transport port: how due work reaches a worker. QStash in production; the local transport
  * (in-process, same semantics) for dev and tests. The engine cannot tell them apart.
  */
-import type { OutboxMessage } from "../core/model.ts";
+import type { DeliveryToken, OutboxMessage } from "../core/model.ts";
+
+export type { DeliveryToken };
 
 /** Outcome of publishing one message. */
 export type PublishOutcome =
@@ -28,6 +30,12 @@ export interface Transport {
   publish(messages: OutboxMessage[]): Promise<PublishOutcome[]>;
   /** True if the delivery carries a valid signature from this transport. */
   verify(delivery: Delivery): Promise<boolean>;
+  /**
+   * What identifies this one delivery (a verified one), so the worker can refuse a replay of it:
+   * its token's id and expiry. A transport without it gets no replay protection beyond the job's
+   * own state; both built-in transports have it (the signature's `jti` and `exp`).
+   */
+  deliveryToken?(delivery: Delivery): DeliveryToken | undefined;
 }
 
 /**

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { Receiver } from "@upstash/qstash";
 import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
-import { checkSignature, signDelivery, verifySignature } from "./signing.ts";
+import { checkSignature, deliveryToken, signDelivery, verifySignature } from "./signing.ts";
 
 const currentSigningKey = "sig_current_7kYjw48mhY7kAjqNGcy6cr29RJ6r";
 const nextSigningKey = "sig_next_5ZB6DVzB1wjE8S6rZ7eenA8Pdnhs";
@@ -150,6 +150,39 @@ describe("verifySignature", () => {
       valid: false,
       reason: "not-yet-valid",
     });
+  });
+
+  it("refuses a token claiming a longer life than the queue issues (exp in the year 3000)", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const year3000 = Math.floor(Date.UTC(3000, 0, 1) / 1000);
+    for (const claims of [
+      { exp: year3000 },
+      { exp: now + 301 },
+      { iat: now + 100_000, nbf: now - 10, exp: now + 100_100 },
+      { iat: undefined },
+    ]) {
+      const token = await sdkSignature({ key: currentSigningKey, url, body, claims });
+      expect(
+        await checkSignature({ signature: token, body, url, ...keys }),
+        JSON.stringify(claims),
+      ).toEqual({
+        valid: false,
+        reason: "too-long-lived",
+      });
+      expect(deliveryToken(token)).toBeUndefined();
+    }
+    const fine = await sdkSignature({ key: currentSigningKey, url, body });
+    expect(deliveryToken(fine)).toEqual({
+      id: decodePart(fine, 1).jti,
+      expiresAt: (decodePart(fine, 1).exp as number) * 1000,
+    });
+    const noJti = await sdkSignature({
+      key: currentSigningKey,
+      url,
+      body,
+      claims: { jti: undefined },
+    });
+    expect(deliveryToken(noJti)).toBeUndefined();
   });
 
   it("refuses another issuer", async () => {

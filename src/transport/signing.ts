@@ -9,6 +9,8 @@
  * the UTF-8 bytes of the signing-key string. Web Crypto only: runs on Node ≥ 20, Workers, browsers.
  */
 
+import type { DeliveryToken } from "../core/model.ts";
+
 const ISSUER = "Upstash";
 const JWT_HEADER = { alg: "HS256", typ: "JWT" } as const;
 const encoder = new TextEncoder();
@@ -16,6 +18,15 @@ const decoder = new TextDecoder("utf-8", { fatal: true });
 
 /** Lifetime QStash gives its signatures, in seconds. */
 export const SIGNATURE_TTL_SEC = 300;
+
+/**
+ * The longest lifetime (`exp - iat`) a delivery signature may claim: what QStash issues. A token
+ * that claims more (say, `exp` in the year 3000) is refused: a captured delivery could otherwise be
+ * replayed for as long as it claims.
+ */
+export const MAX_SIGNATURE_LIFETIME_SEC = SIGNATURE_TTL_SEC;
+
+export type { DeliveryToken };
 
 /** Claims of a delivery signature. Times are epoch seconds. */
 export interface SignatureClaims {
@@ -102,6 +113,7 @@ export type SignatureFailure =
   | "bad-signature"
   | "wrong-issuer"
   | "expired"
+  | "too-long-lived"
   | "not-yet-valid"
   | "wrong-url"
   | "body-mismatch";
@@ -139,6 +151,8 @@ export async function checkSignature(options: VerifySignatureOptions): Promise<S
     return { valid: false, reason: "not-yet-valid" };
   }
   if (claims.exp <= now - tolerance) return { valid: false, reason: "expired" };
+  if (!lifetimeWithinBounds(claims, now, tolerance))
+    return { valid: false, reason: "too-long-lived" };
   if (options.url !== undefined && claims.sub !== options.url) {
     return { valid: false, reason: "wrong-url" };
   }
@@ -164,6 +178,43 @@ export async function checkSignature(options: VerifySignatureOptions): Promise<S
  */
 export async function verifySignature(options: VerifySignatureOptions): Promise<boolean> {
   return (await checkSignature(options)).valid;
+}
+
+/**
+ * The {@link DeliveryToken} of a delivery signature that has been verified (this reads its claims
+ * without checking the MAC): `undefined` when it has no `jti`, no `iat`, or claims a lifetime
+ * longer than {@link MAX_SIGNATURE_LIFETIME_SEC}.
+ *
+ * @example
+ * if (await transport.verify(delivery)) token = deliveryToken(delivery.headers.get("upstash-signature")!);
+ */
+export function deliveryToken(
+  signature: string,
+  options: { now?: number | undefined; clockToleranceSec?: number | undefined } = {},
+): DeliveryToken | undefined {
+  const token = parseToken(signature);
+  if (!token) return undefined;
+  const { jti, exp } = token.claims;
+  if (typeof jti !== "string" || jti.length === 0 || jti.length > 256) return undefined;
+  const now = Math.floor((options.now ?? Date.now()) / 1000);
+  if (!lifetimeWithinBounds(token.claims, now, options.clockToleranceSec ?? 0)) return undefined;
+  return { id: jti, expiresAt: exp * 1000 };
+}
+
+/**
+ * True when a token claims no more than the queue issues: `iat` present, `exp - iat` at most
+ * {@link MAX_SIGNATURE_LIFETIME_SEC}, and `exp` no further ahead of `now` than that (plus skew).
+ */
+function lifetimeWithinBounds(
+  claims: { iat?: number | undefined; exp: number },
+  now: number,
+  tolerance: number,
+): boolean {
+  if (typeof claims.iat !== "number") return false;
+  return (
+    claims.exp - claims.iat <= MAX_SIGNATURE_LIFETIME_SEC &&
+    claims.exp <= now + MAX_SIGNATURE_LIFETIME_SEC + tolerance
+  );
 }
 
 /** base64url SHA-256 of `body`, padded as QStash pads it. */

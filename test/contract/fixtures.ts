@@ -12,7 +12,12 @@ import type { Store, StoreRetention, SubmitDenied, SubmitResult } from "../../sr
  * expiry tests can wait it out, long enough that no other test sees a record vanish.
  */
 /** Short enough to wait out in a test, long enough that a loaded CI machine's round trips fit inside. */
-export const CONTRACT_RETENTION: StoreRetention = { jobMs: 1_500, idempotencyMs: 1_000 };
+export const CONTRACT_RETENTION: StoreRetention = {
+  jobMs: 1_500,
+  idempotencyMs: 1_000,
+  maxFinishedJobs: 0,
+  maxRunsPerSchedule: 0,
+};
 
 let counter = 0;
 const run = Math.random().toString(36).slice(2, 8);
@@ -115,6 +120,8 @@ export function accepted(result: SubmitResult | SubmitDenied): SubmitResult {
 export interface ContractStoreOptions {
   /** Events kept in the capped event log (`0`: none). */
   eventsMaxLen?: number;
+  /** Replaces {@link CONTRACT_RETENTION}. */
+  retention?: StoreRetention;
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * @module
- * The Store contract (DESIGN I6): one suite every Store implementation runs, pinning the
- * semantics documented in `src/store/port.ts`. Real time throughout (short TTLs and real sleeps),
+ * The Store contract (invariant I6, docs/architecture.md): one suite every Store implementation
+ * runs, pinning the semantics documented in `src/store/port.ts`. Real time throughout (short TTLs
+ * and real sleeps),
  * because the Redis store judges expiry by Redis's own clock; every time a test reasons about is
  * taken from `store.now()`.
  *
@@ -27,10 +28,12 @@ import {
   CONTRACT_RETENTION,
   fullJobSpec,
   jobSpec,
+  type MakeContractStore,
   occurrenceSpec,
   outboxMessage,
   scheduleRecord,
   sleep,
+  uid,
 } from "./fixtures.ts";
 
 /** A far-future time: a schedule due then is never due in a test. */
@@ -42,10 +45,7 @@ const FAR = 4_000_000_000_000;
  * `make` is called before every test and must return a fresh, empty store (its own prefix on a
  * shared Redis is fine) built with {@link CONTRACT_RETENTION}; `cleanup` runs after the test.
  */
-export function describeStoreContract(
-  name: string,
-  make: () => Promise<{ store: Store; cleanup: () => Promise<void> }>,
-): void {
+export function describeStoreContract(name: string, make: MakeContractStore): void {
   describe(`Store contract: ${name}`, () => {
     let store: Store;
     let cleanup: (() => Promise<void>) | undefined;
@@ -892,8 +892,57 @@ export function describeStoreContract(
     });
 
     describe("beginRun", () => {
+      it("a delivery token used before is a replay: nothing written, nothing counted", async () => {
+        const s = scheduleRecord();
+        await store.putSchedule(s);
+        const spec = occurrenceSpec(s, 1_800_000_000_000);
+        const token = { id: uid("jwt"), expiresAt: Date.now() + 300_000 };
+        const first = await store.beginRun(spec, 5_000, undefined, token);
+        expect(first.kind).toBe("run");
+        const job = await store.getJob(spec.id);
+        const totals = (await store.stats()).totals;
+        // The same token again — after the attempt finished, and while it runs — changes nothing.
+        expect(await store.beginRun(spec, 5_000, undefined, token)).toEqual({ kind: "replayed" });
+        await store.finishRun(spec.id, 1, {
+          ok: false,
+          error: { name: "E", message: "x" },
+          final: false,
+        });
+        const failed = await store.getJob(spec.id);
+        expect(await store.beginRun(spec, 5_000, undefined, token)).toEqual({ kind: "replayed" });
+        expect(await store.markDead(spec, { name: "E", message: "y" }, undefined, token)).toEqual(
+          failed,
+        );
+        expect(await store.getJob(spec.id)).toEqual(failed);
+        expect(failed).toMatchObject({ status: "failed", attempts: 1 });
+        expect(job?.attempts).toBe(1);
+        expect((await store.stats()).totals).toEqual({ ...totals, failed: totals.failed + 1 });
+        // A new token is a new delivery.
+        const next = await store.beginRun(spec, 5_000, undefined, { ...token, id: uid("jwt") });
+        expect(next).toMatchObject({ kind: "run", attempt: 2 });
+        // A replayed delivery of a job that does not exist creates nothing.
+        const other = occurrenceSpec(s, 1_800_000_060_000);
+        const used = { id: uid("jwt"), expiresAt: Date.now() + 300_000 };
+        await store.markDead(fullJobSpec(), { name: "E", message: "z" }, undefined, used);
+        expect(await store.beginRun(other, 5_000, undefined, used)).toEqual({ kind: "replayed" });
+        expect(await store.getJob(other.id)).toBeNull();
+      });
+
+      it("a dead letter deleted stays deleted: a later delivery of the occurrence creates nothing", async () => {
+        const s = scheduleRecord();
+        await store.putSchedule(s);
+        const spec = occurrenceSpec(s, 1_800_000_000_000);
+        await store.markDead(spec, { name: "E", message: "x" });
+        expect(await store.deleteDead(spec.id)).toBe(true);
+        expect(await store.beginRun(spec, 5_000)).toEqual({ kind: "missing" });
+        expect(await store.markDead(spec, { name: "E", message: "again" })).toBeNull();
+        expect(await store.getJob(spec.id)).toBeNull();
+        expect((await store.listDead({ limit: 10 })).items).toEqual([]);
+      });
+
       it("creates an occurrence from its spec and runs attempt 1", async () => {
         const s = scheduleRecord();
+        await store.putSchedule(s);
         const spec = occurrenceSpec(s, 1_800_000_000_000);
         const t0 = await store.now();
         const begun = await store.beginRun(spec, 5_000);
@@ -1493,6 +1542,7 @@ export function describeStoreContract(
 
       it("creates a missing job from its spec, as dead", async () => {
         const s = scheduleRecord();
+        await store.putSchedule(s);
         const spec = occurrenceSpec(s, 1_800_000_000_000);
         const error = { name: "Error", message: "never delivered" };
         const dead = await store.markDead(spec, error);
@@ -1577,7 +1627,7 @@ export function describeStoreContract(
         const runAt = retried.job.runAt;
         expectBetween(runAt, t0, t1);
         const { finishedAt: _gone, ...kept } = dead;
-        expect(retried.job).toEqual({ ...kept, status: "queued", runAt });
+        expect(retried.job).toEqual({ ...kept, status: "queued", runAt, attemptBase: 2 });
         expect(retried.job).not.toHaveProperty("finishedAt");
         expect(retried.message).toEqual({
           id: spec.id,
@@ -1796,6 +1846,8 @@ export function describeStoreContract(
       it("lists a schedule's jobs newest fire time first, and pages", async () => {
         const s = scheduleRecord({ overlap: "allow" });
         const other = scheduleRecord();
+        await store.putSchedule(s);
+        await store.putSchedule(other);
         const base = 1_800_000_000_000;
         const f2 = await run(occurrenceSpec(s, base + 2 * 60_000));
         const f1 = await run(occurrenceSpec(s, base + 60_000));
@@ -1814,6 +1866,170 @@ export function describeStoreContract(
           [f2.job, f1.job],
         ]);
         expect(await store.listRuns("no-such-schedule", { limit: 10 })).toEqual({ items: [] });
+      });
+
+      it("belong to the schedule as it exists: deleting it drops them, a late run is not listed", async () => {
+        const s = scheduleRecord();
+        await store.putSchedule(s);
+        const base = 1_800_000_000_000;
+        const first = await run(occurrenceSpec(s, base));
+        expect((await store.listRuns(s.id, { limit: 10 })).items).toEqual([first.job]);
+        expect(await store.deleteSchedule(s.id)).toBe(true);
+        expect(await store.listRuns(s.id, { limit: 10 })).toEqual({ items: [] });
+        // A delivery of the deleted schedule's occurrence arriving late is not indexed as a run…
+        const late = await store.beginRun(occurrenceSpec(s, base + 60_000), 5_000);
+        expect(late.kind).toBe("run");
+        // …so a schedule re-created under the id (here by another tenant's qualified twin, or the
+        // same tenant) starts with none.
+        await store.putSchedule(scheduleRecord({ id: s.id, tenant: s.tenant }));
+        expect(await store.listRuns(s.id, { limit: 10 })).toEqual({ items: [] });
+        const fresh = await run(occurrenceSpec(s, base + 120_000));
+        expect((await store.listRuns(s.id, { limit: 10 })).items).toEqual([fresh.job]);
+      });
+    });
+
+    describe("retention caps", () => {
+      let capped: Store;
+      let cleanupCapped: () => Promise<void>;
+      beforeEach(async () => {
+        const made = await make({
+          retention: {
+            ...CONTRACT_RETENTION,
+            jobMs: 60_000,
+            maxFinishedJobs: 3,
+            maxRunsPerSchedule: 2,
+          },
+        });
+        capped = made.store;
+        cleanupCapped = made.cleanup;
+      });
+      afterEach(() => cleanupCapped());
+
+      it("keep at most maxFinishedJobs finished jobs, dropping the oldest", async () => {
+        const ids: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          const { message } = accepted(
+            await capped.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 }),
+          );
+          asRun(await capped.beginRun(message!.job, 5_000));
+          await capped.finishRun(message!.job.id, 1, { ok: true, result: i });
+          ids.push(message!.job.id);
+        }
+        const kept = (await capped.listJobs({ limit: 10 })).items.map((j) => j.id);
+        expect(kept).toEqual(ids.slice(2).reverse());
+        for (const id of ids.slice(0, 2)) expect(await capped.getJob(id)).toBeNull();
+        // A job still queued is never dropped for the cap.
+        const { job } = accepted(
+          await capped.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 }),
+        );
+        expect(await capped.getJob(job.id)).toMatchObject({ status: "queued" });
+      });
+
+      it("keep at most maxRunsPerSchedule finished runs per schedule; a dropped run is not re-created", async () => {
+        const s = scheduleRecord({ overlap: "allow" });
+        await capped.putSchedule(s);
+        const base = 1_800_000_000_000;
+        const specs = [0, 1, 2, 3].map((i) => occurrenceSpec(s, base + i * 60_000));
+        for (const spec of specs) {
+          asRun(await capped.beginRun(spec, 5_000));
+          await capped.finishRun(spec.id, 1, { ok: true, result: null });
+        }
+        const runs = (await capped.listRuns(s.id, { limit: 10 })).items.map((j) => j.id);
+        expect(runs).toEqual([specs[3]!.id, specs[2]!.id]);
+        for (const spec of specs.slice(0, 2)) {
+          expect(await capped.getJob(spec.id)).toBeNull();
+          // A late delivery of a dropped run finds its tombstone: nothing runs again.
+          expect(await capped.beginRun(spec, 5_000)).toEqual({ kind: "missing" });
+        }
+      });
+
+      it("unfinished oldest runs do not hold the runs cap open", async () => {
+        const s = scheduleRecord({ overlap: "allow" });
+        await capped.putSchedule(s);
+        const base = 1_800_000_000_000;
+        const specs = [0, 1, 2, 3, 4, 5].map((i) => occurrenceSpec(s, base + i * 60_000));
+        // The two oldest start and stay running (a retry far away, or a slow handler).
+        for (const spec of specs.slice(0, 2)) asRun(await capped.beginRun(spec, 60_000));
+        for (const spec of specs.slice(2)) {
+          asRun(await capped.beginRun(spec, 5_000));
+          await capped.finishRun(spec.id, 1, { ok: true, result: null });
+        }
+        const runs = (await capped.listRuns(s.id, { limit: 10 })).items.map((j) => j.id);
+        expect(runs).toEqual([specs[5]!.id, specs[1]!.id, specs[0]!.id]);
+      });
+    });
+
+    describe("listings are per tenant", () => {
+      it("jobs, dead letters and schedules of one tenant never appear in another's pages or cursors", async () => {
+        const mine = "tenant-a";
+        const theirs = "tenant-b";
+        const own: string[] = [];
+        const foreign: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          for (const [tenant, ids] of [
+            [mine, own],
+            [theirs, foreign],
+          ] as const) {
+            const { job } = accepted(
+              await store.submitJob(jobSpec({ tenant, handler: `h${i % 2}` }), {
+                delayMs: 0,
+                recoverGraceMs: 60_000,
+              }),
+            );
+            ids.push(job.id);
+          }
+        }
+        const sA = scheduleRecord({ tenant: mine });
+        const sB = scheduleRecord({ tenant: theirs });
+        await store.putSchedule(sA);
+        await store.putSchedule(sB);
+        const deadA = await store.markDead(occurrenceSpec(sA, 1_800_000_000_000), {
+          name: "E",
+          message: "x",
+        });
+        const deadB = await store.markDead(occurrenceSpec(sB, 1_800_000_000_000), {
+          name: "E",
+          message: "x",
+        });
+        own.push(deadA!.id);
+        foreign.push(deadB!.id);
+
+        const seen = (page: { items: { id: string }[]; cursor?: string }) => JSON.stringify(page);
+        const pages: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await store.listJobs({ tenant: mine, limit: 1, cursor });
+          expect(page.items.length).toBe(1); // a page is full until the last
+          pages.push(seen(page));
+          cursor = page.cursor;
+        } while (cursor);
+        expect(pages).toHaveLength(own.length);
+        for (const handler of ["h0", "h1"]) {
+          cursor = undefined;
+          do {
+            const page = await store.listJobs({ tenant: mine, handler, limit: 1, cursor });
+            pages.push(seen(page));
+            cursor = page.cursor;
+          } while (cursor);
+        }
+        pages.push(seen(await store.listDead({ tenant: mine, limit: 10 })));
+        pages.push(seen(await store.listSchedules({ tenant: mine, limit: 10 })));
+        const text = pages.join("\n");
+        for (const id of own) expect(text).toContain(id);
+        for (const id of [...foreign, sB.id]) {
+          expect(text).not.toContain(id);
+          // Cursors too: decoded, none names the other tenant's records.
+          for (const page of pages) {
+            const c = (JSON.parse(page) as { cursor?: string }).cursor;
+            if (c) expect(Buffer.from(c, "base64url").toString()).not.toContain(id);
+          }
+        }
+        expect(
+          (await store.listDead({ tenant: theirs, limit: 10 })).items.map((j) => j.id),
+        ).toEqual([deadB!.id]);
+        expect((await store.listSchedules({ tenant: theirs, limit: 10 })).items).toEqual([
+          expect.objectContaining({ id: sB.id }),
+        ]);
       });
     });
   });

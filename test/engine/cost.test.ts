@@ -1,6 +1,7 @@
 /**
- * Cost is counted, not guessed (I4): round trips through a counting Redis client, and billed
- * commands (EVAL/EVALSHA plus every `redis.call` inside, as Upstash bills) from a private Redis's
+ * Cost is counted, not guessed (invariant I4, docs/architecture.md): round trips through a
+ * counting Redis client, and billed commands (EVAL/EVALSHA plus every `redis.call` inside, as
+ * Upstash bills) from a private Redis's
  * `INFO commandstats`. Admission control (quotas, degradation) and observability (counters,
  * histograms, the event stream) live inside the same scripts: they add billed commands, never
  * round trips. The billed figures asserted here are the ones README's cost table shows.
@@ -159,11 +160,12 @@ describe("cost (I4)", () => {
     console.log("worker delivery:", m);
     expect(queue.stats.delivered).toBe(1);
     expect(m.roundTrips).toBe(2);
-    // beginRun 10: EVALSHA, TIME, HMGET job, ZREM pending, HSET job, ZADD + HSET the attempt's
-    // watch (the outbox message), HMGET + HSET metrics, XADD. finishRun 13: EVALSHA, HMGET job,
-    // TIME, HDEL run lease, HSET job, PEXPIRE + ZADD retention, ZREM + HDEL the watch,
+    // beginRun 11: EVALSHA, TIME, SET NX the delivery's token (replay guard), HMGET job,
+    // ZREM pending, HSET job, ZADD + HSET the attempt's watch (the outbox message), HMGET + HSET
+    // metrics, XADD. finishRun 14: EVALSHA, HMGET job, TIME, HDEL run lease, HSET job,
+    // PEXPIRE + ZADD retention, ZCARD (the finished-jobs cap), ZREM + HDEL the watch,
     // HMGET + HSET metrics, XADD, ZRANGEBYSCORE sweep.
-    expect(m.billed).toBe(23);
+    expect(m.billed).toBe(25);
   });
 
   it("a tick costs the same with 10 and with 10,000 stored schedules (same number due)", async () => {

@@ -184,13 +184,19 @@ describe.each(storeFactories)("auth on $name", (factory) => {
     }
     const ownJobs = await call(h.origin, "GET", "/v1/jobs", { headers: bearer(acme.keys.read!) });
     expect(ownJobs.body.items.map((j: { id: string }) => j.id)).toEqual([jobId]);
-    // A schedule id is global: another tenant cannot take it over.
-    const takeover = await call(h.origin, "POST", "/v1/schedules", {
+    expect(await storeState(h.store)).toBe(before);
+    // Each tenant has its own schedule ids: the other tenant's "s1" is a schedule of its own,
+    // created without learning that acme has one, and neither sees the other's.
+    const twin = await call(h.origin, "POST", "/v1/schedules", {
       json: { id: "s1", handler: "echo", schedule: "1m" },
       headers: other,
     });
-    expectProblem(takeover, 409, /not available/);
-    expect(await storeState(h.store)).toBe(before);
+    expect(twin.status).toBe(201);
+    const mine = await call(h.origin, "GET", "/v1/schedules/s1", {
+      headers: bearer(acme.keys.read!),
+    });
+    const theirs = await call(h.origin, "GET", "/v1/schedules/s1", { headers: other });
+    expect([mine.body.schedule, theirs.body.schedule]).toEqual(["1h", "1m"]);
   });
 });
 

@@ -188,7 +188,7 @@ describe("quotas on Redis", () => {
       if ((await submit(h.origin, acme)).status === 202) admitted++;
       return admitted === 3;
     }, 10_000);
-    expect((await h.store.listJobs({ limit: 100 })).items).toHaveLength(6);
+    expect((await h.store.listJobs({ tenant: "acme", limit: 100 })).items).toHaveLength(6);
   });
 
   it("two app instances on one Redis admit exactly the quota of 200 concurrent submits", async () => {
@@ -224,7 +224,7 @@ describe("quotas on Redis", () => {
     let stored = 0;
     let cursor: string | undefined;
     do {
-      const page = await first.store.listJobs({ limit: 100, ...(cursor ? { cursor } : {}) });
+      const page = await first.store.listJobs({ tenant: "acme", limit: 100, cursor });
       stored += page.items.length;
       cursor = page.cursor;
     } while (cursor);

@@ -21,6 +21,9 @@ export interface TestKey {
   scopes: Scope[];
 }
 
+/** Every tenant made by {@link tenant} in this process, and the default one. */
+const TENANTS = new Set<string>(["default"]);
+
 /** A tenant for a test: its configuration and its plain keys by name. */
 export interface TestTenant {
   config: TenantConfig;
@@ -38,6 +41,7 @@ export async function tenant(
   keys: Record<string, Scope[]>,
   manifest?: Manifest,
 ): Promise<TestTenant> {
+  TENANTS.add(id);
   const plain: Record<string, TestKey> = {};
   const configKeys: TenantConfig["keys"] = [];
   for (const [name, scopes] of Object.entries(keys)) {
@@ -93,14 +97,19 @@ export async function storeState(store: Store): Promise<string> {
     } while (cursor !== undefined);
     return items;
   };
-  const [jobs, schedules, dead, stats] = await Promise.all([
-    all((cursor) => store.listJobs({ limit: 100, ...(cursor ? { cursor } : {}) })),
-    all((cursor) => store.listSchedules({ limit: 100, ...(cursor ? { cursor } : {}) })),
-    all((cursor) => store.listDead({ limit: 100, ...(cursor ? { cursor } : {}) })),
-    store.stats(),
-  ]);
+  // Listings are per tenant: read every tenant the tests made.
+  const tenants = [...TENANTS].sort();
+  const perTenant = await Promise.all(
+    tenants.map(async (tenant) => ({
+      tenant,
+      jobs: await all((cursor) => store.listJobs({ tenant, limit: 100, cursor })),
+      schedules: await all((cursor) => store.listSchedules({ tenant, limit: 100, cursor })),
+      dead: await all((cursor) => store.listDead({ tenant, limit: 100, cursor })),
+    })),
+  );
+  const stats = await store.stats();
   const { now: _now, leader: _leader, degradation: _degradation, ...counters } = stats;
-  return JSON.stringify({ jobs, schedules, dead, counters });
+  return JSON.stringify({ perTenant, counters });
 }
 
 export { call };

@@ -52,7 +52,7 @@ function submit(h: Harness, acme: TestTenant, idempotencyKey: string) {
 
 /** Everything the submit script writes agrees: records, listing, outbox, gauges, totals. */
 async function expectConsistent(store: Store, jobs: number): Promise<void> {
-  const listed = await store.listJobs({ limit: 100 });
+  const listed = await store.listJobs({ tenant: "acme", limit: 100 });
   expect(listed.items).toHaveLength(jobs);
   for (const job of listed.items) expect(await store.getJob(job.id)).toEqual(job);
   const stats = await store.stats();
@@ -130,8 +130,11 @@ describe("Redis unreachable in the middle of a request", () => {
       expectProblem(await create(id), 503);
       proxy.mode = "pass";
       await until(async () => (await call(h.origin, "GET", "/ready")).status === 200, 10_000);
-      const stored = await store.getSchedule(id);
-      const listed = (await store.listSchedules({ limit: 100 })).items.find((x) => x.id === id);
+      // Stored under the tenant's own namespace (docs/adr/0011).
+      const stored = await store.getSchedule(`acme:${id}`);
+      const listed = (await store.listSchedules({ tenant: "acme", limit: 100 })).items.find(
+        (x) => x.id === `acme:${id}`,
+      );
       // Written whole (record, listing, due time) or not at all.
       expect(listed).toEqual(stored ?? undefined);
       if (stored) expect(stored.nextRunAt).not.toBeNull();
@@ -140,9 +143,8 @@ describe("Redis unreachable in the middle of a request", () => {
       const retried = await create(id);
       expect(retried.status).toBe(stored ? 200 : 201);
     }
-    expect((await store.listSchedules({ limit: 100 })).items.map((x) => x.id).sort()).toEqual([
-      "after",
-      "before",
-    ]);
+    expect(
+      (await store.listSchedules({ tenant: "acme", limit: 100 })).items.map((x) => x.id).sort(),
+    ).toEqual(["acme:after", "acme:before"]);
   });
 });

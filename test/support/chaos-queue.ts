@@ -4,7 +4,7 @@
  * whose every step can misbehave: a publish lost or "accepted but reported failed", a whole batch
  * failing, deliveries out of order, duplicated or concurrent. Tests drive it step by step.
  */
-import type { OutboxMessage } from "../../src/core/model.ts";
+import type { DeliveryToken, OutboxMessage } from "../../src/core/model.ts";
 import type { Delivery, PublishOutcome, Transport } from "../../src/transport/port.ts";
 import type { Prng } from "./prng.ts";
 
@@ -50,6 +50,9 @@ export class ChaosQueue implements Transport {
   readonly pending: Pending[] = [];
   private readonly seen = new Map<string, string>();
   private seq = 0;
+  private deliveries = 0;
+  /** Token ids stay unique when several queues share a store. */
+  private readonly instance = Math.random().toString(36).slice(2, 10);
   /** Counters for the test's report. */
   readonly stats = {
     published: 0,
@@ -105,6 +108,16 @@ export class ChaosQueue implements Transport {
   }
 
   /**
+   * Each delivery (a duplicate too, as QStash signs every one) carries a token of its own; a
+   * delivery a test makes by hand, without one, counts as a new delivery each time.
+   */
+  deliveryToken(delivery: Delivery): DeliveryToken | undefined {
+    const id =
+      delivery.headers.get("x-chaos-delivery") ?? `raw_${this.instance}_${++this.deliveries}`;
+    return { id, expiresAt: Date.now() + 300_000 };
+  }
+
+  /**
    * Deliver up to `count` pending messages that are due at `now`, picked at random (out of order),
    * all at once (concurrently). Returns how many were delivered.
    */
@@ -138,6 +151,7 @@ export class ChaosQueue implements Transport {
       "upstash-signature": SECRET,
       "upstash-message-id": p.messageId,
       "upstash-retried": String(p.retried),
+      "x-chaos-delivery": `dlv_${this.instance}_${++this.deliveries}`,
     });
     this.stats.delivered++;
     let res: Response;
@@ -174,7 +188,11 @@ export class ChaosQueue implements Transport {
     });
     await dead({
       url: "http://worker.test/v1/dead",
-      headers: new Headers({ "content-type": "application/json", "upstash-signature": SECRET }),
+      headers: new Headers({
+        "content-type": "application/json",
+        "upstash-signature": SECRET,
+        "x-chaos-delivery": `dlv_${this.instance}_${++this.deliveries}`,
+      }),
       body: callback,
     }).catch(() => undefined);
   }

@@ -1,10 +1,11 @@
 /**
  * @module
- * `startServer`: the Node topology in one call (DESIGN §1): a store (memory, Redis over TCP with
- * ioredis, or Upstash over REST), a transport (QStash, or the local queue delivering over HTTP to
- * a worker route), the engine, the HTTP app with the chosen roles, a tick timer when the roles
- * include `tick`, graceful shutdown, and the start banner. Configuration comes in explicitly; the
- * entry files (`functions/node.ts`, the CLI) read the environment (see `serverOptionsFromEnv`).
+ * `startServer`: the Node topology in one call (docs/architecture.md, "Topologies and roles"): a
+ * store (memory, Redis over TCP with ioredis, or Upstash over REST), a transport (QStash, or the
+ * local queue delivering over HTTP to a worker route), the engine, the HTTP app with the chosen
+ * roles, a tick timer when the roles include `tick`, graceful shutdown, and the start banner.
+ * Configuration comes in explicitly; the entry files (`functions/node.ts`, the CLI) read the
+ * environment (see `serverOptionsFromEnv`).
  */
 import { randomBytes } from "node:crypto";
 import { type Config, ConfigValidationError, hasKeys, parseConfig } from "../../config/index.ts";

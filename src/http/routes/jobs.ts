@@ -7,13 +7,14 @@ import { Hono } from "hono";
 import { NotFoundError } from "../../core/errors.ts";
 import { FINAL_JOB_STATUSES } from "../../core/model.ts";
 import type { SubmitJobInput } from "../../core/schemas.ts";
-import { sees } from "../../engine/broker.ts";
+import { presentJob } from "../../engine/broker.ts";
 import { waitForFinal } from "../long-poll.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readJson } from "../middleware/body.ts";
 import { setRateLimitHeaders, withRateLimitHeaders } from "../middleware/rate-limit.ts";
 import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
+import { jobPathId } from "../path-ids.ts";
 import { listJobsQuery, parseQuery, waitQuery } from "../query.ts";
 import { jobResource, jobSummary, pageResource } from "../serialize.ts";
 
@@ -31,11 +32,7 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
 
   routes.get("/", requireScope("read"), async (c) => {
     const query = parseQuery(c, listJobsQuery);
-    const actor = c.get("actor");
-    const page = await engine.store.listJobs(query);
-    // Without a per-tenant index the page is filtered: it may hold fewer items (a cursor remains).
-    const items = page.items.filter((job) => sees(actor, job.tenant));
-    return c.json(pageResource({ ...page, items }, jobResource));
+    return c.json(pageResource(await engine.broker.listJobs(query, c.get("actor")), jobResource));
   });
 
   routes.get("/:id", requireScope("read"), async (c) => {
@@ -43,16 +40,17 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
     const { wait } = parseQuery(c, waitQuery);
     const actor = c.get("actor");
     // Read first, so a wait on another tenant's job answers 404 at once, like any unknown id.
-    let job = await engine.store.getJob(id);
-    if (job && sees(actor, job.tenant) && wait && !FINAL_JOB_STATUSES.includes(job.status)) {
-      job = await waitForFinal(
+    let job = await engine.broker.getJob(jobPathId(id), actor);
+    if (wait && !FINAL_JOB_STATUSES.includes(job.status)) {
+      const waited = await waitForFinal(
         engine.store,
         id,
         Math.min(wait, config.maxWaitMs),
         c.req.raw.signal,
       );
+      if (!waited) throw new NotFoundError("job", id);
+      job = presentJob(waited);
     }
-    if (!job || !sees(actor, job.tenant)) throw new NotFoundError("job", id);
     return c.json(jobResource(job));
   });
 
@@ -69,7 +67,7 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
     });
 
     routes.delete("/:id", requireScope("jobs:write"), async (c) => {
-      const job = await engine.broker.cancel(c.req.param("id"), c.get("actor"));
+      const job = await engine.broker.cancel(jobPathId(c.req.param("id")), c.get("actor"));
       return c.json({ id: job.id, status: job.status });
     });
   }

@@ -8,6 +8,7 @@
  */
 import { Hono } from "hono";
 import * as z from "zod";
+import { scheduleUserId } from "../../core/model.ts";
 import { parseOrThrow } from "../../core/schemas.ts";
 import { sees } from "../../engine/broker.ts";
 import type {
@@ -212,9 +213,16 @@ export function statsResource(stats: StoreStats, instance: string): StatsResourc
 /** An event as `/v1/events` lists it: `at` as ISO-8601. */
 export type EventResource = Omit<TickEvent, "at"> & { at: string };
 
-/** An event as the API shows it. */
+/** An event as the API shows it (a schedule named by its tenant's own id). */
 export function eventResource(event: TickEvent): EventResource {
-  return { ...event, at: iso(event.at) };
+  const { scheduleId, tenant } = event;
+  return {
+    ...event,
+    at: iso(event.at),
+    ...(scheduleId !== undefined && tenant !== undefined
+      ? { scheduleId: scheduleUserId(tenant, scheduleId) }
+      : {}),
+  };
 }
 
 function iso(ms: number): string {

@@ -4,11 +4,11 @@
  * `/v1/dead` (the failure callback) and the dead-letter list `/v1/dlq`.
  */
 import { type Context, Hono } from "hono";
-import { sees } from "../../engine/broker.ts";
 import { authorizeRequest, requireTickSecret } from "../middleware/auth.ts";
 import { readText } from "../middleware/body.ts";
 import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
+import { jobPathId } from "../path-ids.ts";
 import { pageQuery, parseQuery } from "../query.ts";
 import { jobResource, jobSummary, pageResource, tickResource } from "../serialize.ts";
 
@@ -58,24 +58,24 @@ export function queueRoutes(config: AppConfig): Hono<AppEnv> {
 
   if (config.serves.read) {
     routes.get("/dlq", authorize, requireScope("read"), async (c) => {
-      const actor = c.get("actor");
-      const page = await engine.store.listDead(parseQuery(c, pageQuery));
-      // Filtered per tenant after the read: a page may hold fewer items (a cursor remains).
-      const items = page.items.filter((job) => sees(actor, job.tenant));
-      return c.json(pageResource({ ...page, items }, jobResource));
+      const page = await engine.broker.listDead(parseQuery(c, pageQuery), c.get("actor"));
+      return c.json(pageResource(page, jobResource));
     });
   }
 
   if (config.serves.write) {
     // Dead letters are an operator's tool: a retry re-runs a job outside the submit quota.
     routes.post("/dlq/:id/retry", authorize, requireScope("admin"), async (c) => {
-      const job = await engine.broker.retryDead(c.req.param("id"), c.get("actor"));
+      const job = await engine.broker.retryDead(
+        jobPathId(c.req.param("id"), "dead job"),
+        c.get("actor"),
+      );
       return c.json(jobSummary(job), 202);
     });
 
     routes.delete("/dlq/:id", authorize, requireScope("admin"), async (c) => {
       const id = c.req.param("id");
-      await engine.broker.deleteDead(id, c.get("actor"));
+      await engine.broker.deleteDead(jobPathId(id, "dead job"), c.get("actor"));
       return c.json({ id, status: "deleted" as const });
     });
   }

@@ -5,14 +5,13 @@
  * schedules.
  */
 import { Hono } from "hono";
-import { NotFoundError } from "../../core/errors.ts";
 import type { CreateScheduleInput, PatchScheduleInput } from "../../core/schemas.ts";
-import { type Actor, sees } from "../../engine/broker.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readJson } from "../middleware/body.ts";
 import { setRateLimitHeaders, withRateLimitHeaders } from "../middleware/rate-limit.ts";
 import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
+import { schedulePathId } from "../path-ids.ts";
 import { listSchedulesQuery, pageQuery, parseQuery } from "../query.ts";
 import { jobResource, pageResource, scheduleResource } from "../serialize.ts";
 
@@ -28,30 +27,31 @@ export function scheduleRoutes(config: AppConfig): Hono<AppEnv> {
   const routes = new Hono<AppEnv>();
   routes.use(authorizeRequest(config.authorize));
 
-  /** The schedule, if the actor sees it (another tenant's is a 404, like an unknown id). */
-  async function existing(id: string, actor: Actor) {
-    const schedule = await engine.store.getSchedule(id);
-    if (!schedule || !sees(actor, schedule.tenant)) throw new NotFoundError("schedule", id);
-    return schedule;
-  }
-
+  // Reads go through the broker, which reads the actor's own tenant only.
   routes.get("/", requireScope("read"), async (c) => {
-    const actor = c.get("actor");
-    const page = await engine.store.listSchedules(parseQuery(c, listSchedulesQuery));
-    // Without a per-tenant index the page is filtered: it may hold fewer items (a cursor remains).
-    const items = page.items.filter((schedule) => sees(actor, schedule.tenant));
-    return c.json(pageResource({ ...page, items }, scheduleResource));
+    const page = await engine.broker.listSchedules(
+      parseQuery(c, listSchedulesQuery),
+      c.get("actor"),
+    );
+    return c.json(pageResource(page, scheduleResource));
   });
 
   routes.get("/:id", requireScope("read"), async (c) =>
-    c.json(scheduleResource(await existing(c.req.param("id"), c.get("actor")))),
+    c.json(
+      scheduleResource(
+        await engine.broker.getSchedule(schedulePathId(c.req.param("id")), c.get("actor")),
+      ),
+    ),
   );
 
   routes.get("/:id/runs", requireScope("read"), async (c) => {
-    const id = c.req.param("id");
     const query = parseQuery(c, pageQuery);
-    await existing(id, c.get("actor"));
-    return c.json(pageResource(await engine.store.listRuns(id, query), jobResource));
+    const page = await engine.broker.listRuns(
+      schedulePathId(c.req.param("id")),
+      query,
+      c.get("actor"),
+    );
+    return c.json(pageResource(page, jobResource));
   });
 
   if (config.serves.write) {
@@ -72,26 +72,34 @@ export function scheduleRoutes(config: AppConfig): Hono<AppEnv> {
     routes.patch("/:id", write, async (c) => {
       const body = await readJson(c, config.bodyLimitBytes);
       const schedule = await withRateLimitHeaders(c, () =>
-        engine.broker.updateSchedule(c.req.param("id"), body as PatchScheduleInput, c.get("actor")),
+        engine.broker.updateSchedule(
+          schedulePathId(c.req.param("id")),
+          body as PatchScheduleInput,
+          c.get("actor"),
+        ),
       );
       return c.json(scheduleResource(schedule));
     });
 
     routes.post("/:id/pause", write, async (c) =>
       c.json(
-        scheduleResource(await engine.broker.pauseSchedule(c.req.param("id"), c.get("actor"))),
+        scheduleResource(
+          await engine.broker.pauseSchedule(schedulePathId(c.req.param("id")), c.get("actor")),
+        ),
       ),
     );
 
     routes.post("/:id/resume", write, async (c) =>
       c.json(
-        scheduleResource(await engine.broker.resumeSchedule(c.req.param("id"), c.get("actor"))),
+        scheduleResource(
+          await engine.broker.resumeSchedule(schedulePathId(c.req.param("id")), c.get("actor")),
+        ),
       ),
     );
 
     routes.delete("/:id", write, async (c) => {
       const id = c.req.param("id");
-      await engine.broker.deleteSchedule(id, c.get("actor"));
+      await engine.broker.deleteSchedule(schedulePathId(id), c.get("actor"));
       return c.json({ id, status: "deleted" as const });
     });
   }

@@ -13,6 +13,7 @@
 
 import { ValidationError } from "../../core/errors.ts";
 import type {
+  DeliveryToken,
   JobError,
   JobRecord,
   JobSpec,
@@ -20,7 +21,7 @@ import type {
   OutboxMessage,
   ScheduleRecord,
 } from "../../core/model.ts";
-import { FINAL_JOB_STATUSES } from "../../core/model.ts";
+import { DEFAULT_TENANT, FINAL_JOB_STATUSES } from "../../core/model.ts";
 import type {
   Admission,
   BeginRunResult,
@@ -28,6 +29,7 @@ import type {
   BeginTickResult,
   CancelResult,
   CommitResult,
+  DeadQuery,
   DegradationLevel,
   DegradationPolicy,
   DegradationState,
@@ -133,12 +135,21 @@ export class MemoryStore implements Store {
   readonly #outbox = new Map<string, OutboxMessage>();
   /** Dead-letter list: job id → time it died. */
   readonly #dead = new Map<string, number>();
+  /**
+   * A schedule's runs index: schedule id → ids of the jobs it fired while it existed. Dropped with
+   * the schedule, so a schedule re-created under the id starts with none.
+   */
+  readonly #runs = new Map<string, Set<string>>();
   /** Named leases → fencing token. */
   readonly #leases = new Map<string, Expiring<number>>();
   /** Overlap-`skip` schedules → id of the occurrence that holds the schedule's run lease. */
   readonly #running = new Map<string, Expiring<string>>();
   /** `tenant` NUL `key` → job id. */
   readonly #idempotency = new Map<string, Expiring<string>>();
+  /** Delivery token ids seen, until their tokens expire: a second use is a replay. */
+  readonly #deliveries = new Map<string, Expiring<true>>();
+  /** Jobs deleted from the dead-letter list, never re-created by a late delivery. */
+  readonly #gone = new Map<string, Expiring<true>>();
   #leaseSeq = 0;
   /** Schedule rev sequence: a created schedule's rev is above every rev a deleted one had. */
   #revSeq = 0;
@@ -373,6 +384,7 @@ export class MemoryStore implements Store {
       recoverAt: spec.runAt + timing.recoverGraceMs,
     };
     this.#jobs.set(spec.id, { record: clone(record) });
+    this.#indexRun(record);
     this.#outbox.set(spec.id, clone(message));
     if (idemKey !== undefined) {
       const expiresAt = now + this.#retention.idempotencyMs;
@@ -415,7 +427,9 @@ export class MemoryStore implements Store {
   async listJobs(query: ListJobsQuery): Promise<Page<JobRecord>> {
     this.#now();
     const entries: Scored<JobRecord>[] = [];
+    const tenant = query.tenant ?? DEFAULT_TENANT;
     for (const { record } of this.#jobs.values()) {
+      if (record.tenant !== tenant) continue;
       if (query.status !== undefined && record.status !== query.status) continue;
       if (query.handler !== undefined && record.handler !== query.handler) continue;
       if (query.scheduleId !== undefined && record.scheduleId !== query.scheduleId) continue;
@@ -428,9 +442,11 @@ export class MemoryStore implements Store {
     spec: JobSpec,
     leaseMs: number,
     reapAfterMs = DEFAULT_REAP_AFTER_MS,
+    token?: DeliveryToken,
   ): Promise<BeginRunResult> {
     const now = this.#now();
-    const stored = this.#jobOrCreate(spec);
+    if (!this.#firstUse(token, now)) return { kind: "replayed" };
+    const stored = this.#jobOrCreate(spec, now);
     if (!stored) {
       this.#outbox.delete(spec.id); // finished and expired: a leftover re-dispatch
       return { kind: "missing" };
@@ -538,9 +554,14 @@ export class MemoryStore implements Store {
     spec: JobSpec,
     error: JobError,
     expect?: { attempts: number },
+    token?: DeliveryToken,
   ): Promise<JobRecord | null> {
     const now = this.#now();
-    const stored = this.#jobOrCreate(spec);
+    if (!this.#firstUse(token, now)) {
+      const current = this.#jobs.get(spec.id);
+      return current ? clone(current.record) : null;
+    }
+    const stored = this.#jobOrCreate(spec, now);
     if (!stored) {
       this.#outbox.delete(spec.id); // finished and expired: a leftover watch
       return null;
@@ -567,12 +588,14 @@ export class MemoryStore implements Store {
     return clone(job);
   }
 
-  async listDead(query: { limit: number; cursor?: string }): Promise<Page<JobRecord>> {
+  async listDead(query: DeadQuery): Promise<Page<JobRecord>> {
     this.#now();
+    const tenant = query.tenant ?? DEFAULT_TENANT;
     const entries: Scored<JobRecord>[] = [];
     for (const [id, diedAt] of this.#dead) {
       const stored = this.#jobs.get(id);
-      if (stored) entries.push({ score: diedAt, id, item: stored.record });
+      if (stored?.record.tenant === tenant)
+        entries.push({ score: diedAt, id, item: stored.record });
     }
     return clone(paginate(entries, query.limit, query.cursor));
   }
@@ -589,6 +612,7 @@ export class MemoryStore implements Store {
     delete stored.expiresAt;
     job.status = "queued";
     job.runAt = now;
+    job.attemptBase = job.attempts;
     delete job.finishedAt;
     stored.dispatches = (stored.dispatches ?? 0) + 1;
     const message: OutboxMessage = {
@@ -606,10 +630,13 @@ export class MemoryStore implements Store {
   }
 
   async deleteDead(id: string): Promise<boolean> {
-    this.#now();
-    if (!this.#dead.has(id)) return false;
-    this.#dead.delete(id);
-    this.#jobs.delete(id);
+    const now = this.#now();
+    const stored = this.#jobs.get(id);
+    if (!stored || !this.#dead.has(id)) return false;
+    this.#drop(stored.record);
+    const expiresAt = now + this.#retention.jobMs;
+    this.#gone.set(id, { value: true, expiresAt });
+    this.#sweepAt = Math.min(this.#sweepAt, expiresAt);
     return true;
   }
 
@@ -656,7 +683,9 @@ export class MemoryStore implements Store {
   async listSchedules(query: ListSchedulesQuery): Promise<Page<ScheduleRecord>> {
     this.#now();
     const entries: Scored<ScheduleRecord>[] = [];
+    const tenant = query.tenant ?? DEFAULT_TENANT;
     for (const schedule of this.#schedules.values()) {
+      if (schedule.tenant !== tenant) continue;
       if (query.status !== undefined && schedule.status !== query.status) continue;
       if (query.handler !== undefined && schedule.handler !== query.handler) continue;
       entries.push({ score: schedule.createdAt, id: schedule.id, item: schedule });
@@ -670,17 +699,19 @@ export class MemoryStore implements Store {
     // A re-created schedule must start above every rev this id had (no ABA for stale tick plans).
     if (stored) this.#revSeq = Math.max(this.#revSeq, stored.rev);
     this.#held.delete(id);
+    this.#runs.delete(id);
     return this.#schedules.delete(id);
   }
 
   async listRuns(
     scheduleId: string,
-    query: { limit: number; cursor?: string },
+    query: { limit: number; cursor?: string | undefined },
   ): Promise<Page<JobRecord>> {
     this.#now();
     const entries: Scored<JobRecord>[] = [];
-    for (const { record } of this.#jobs.values()) {
-      if (record.scheduleId !== scheduleId) continue;
+    for (const id of this.#runs.get(scheduleId) ?? []) {
+      const record = this.#jobs.get(id)?.record;
+      if (!record) continue;
       entries.push({ score: record.fireAt ?? record.runAt, id: record.id, item: record });
     }
     return clone(paginate(entries, query.limit, query.cursor));
@@ -748,16 +779,17 @@ export class MemoryStore implements Store {
     const now = this.#clock();
     if (now < this.#sweepAt) return now;
     let next = Number.POSITIVE_INFINITY;
-    for (const [id, stored] of this.#jobs) {
+    for (const stored of this.#jobs.values()) {
       if (stored.expiresAt === undefined) continue;
       if (stored.expiresAt <= now) {
-        this.#jobs.delete(id);
-        this.#dead.delete(id);
+        this.#drop(stored.record);
       } else next = Math.min(next, stored.expiresAt);
     }
-    for (const [key, entry] of this.#idempotency) {
-      if (entry.expiresAt <= now) this.#idempotency.delete(key);
-      else next = Math.min(next, entry.expiresAt);
+    for (const map of [this.#idempotency, this.#deliveries, this.#gone]) {
+      for (const [key, entry] of map) {
+        if (entry.expiresAt <= now) map.delete(key);
+        else next = Math.min(next, entry.expiresAt);
+      }
     }
     for (const [key, entry] of this.#quotas) {
       if (entry.expiresAt <= now) this.#quotas.delete(key);
@@ -884,20 +916,95 @@ export class MemoryStore implements Store {
    * `undefined` for a missing job without `scheduleId`: it existed before it was published, so it
    * expired (cancelled or finished) and must not come back.
    */
-  #jobOrCreate(spec: JobSpec): StoredJob | undefined {
+  #jobOrCreate(spec: JobSpec, now: number): StoredJob | undefined {
     let stored = this.#jobs.get(spec.id);
     if (!stored) {
-      if (spec.scheduleId === undefined) return undefined;
+      if (spec.scheduleId === undefined || live(this.#gone, spec.id, now)) return undefined;
       stored = { record: { ...clone(spec), status: "queued", attempts: 0 } };
       this.#jobs.set(spec.id, stored);
+      this.#indexRun(stored.record);
     }
     return stored;
+  }
+
+  /**
+   * False when `token` was used before (a replay); else remembers it until it expires (plus a
+   * minute for clock skew, as the Redis store does). No token: always a first use.
+   */
+  #firstUse(token: DeliveryToken | undefined, now: number): boolean {
+    if (!token) return true;
+    if (live(this.#deliveries, token.id, now)) return false;
+    const expiresAt = now + Math.max(1_000, token.expiresAt - now + 60_000);
+    this.#deliveries.set(token.id, { value: true, expiresAt });
+    this.#sweepAt = Math.min(this.#sweepAt, expiresAt);
+    return true;
+  }
+
+  /** Lists an occurrence under its schedule's runs, while the schedule exists. */
+  #indexRun(job: JobRecord): void {
+    if (job.scheduleId === undefined || !this.#schedules.has(job.scheduleId)) return;
+    const runs = this.#runs.get(job.scheduleId) ?? new Set<string>();
+    this.#runs.set(job.scheduleId, runs.add(job.id));
+  }
+
+  /** Forget a job and every index entry of it. */
+  #drop(job: JobRecord): void {
+    this.#jobs.delete(job.id);
+    this.#dead.delete(job.id);
+    if (job.scheduleId !== undefined) this.#runs.get(job.scheduleId)?.delete(job.id);
   }
 
   /** Starts the retention clock of a job that reached a final state. */
   #retain(stored: StoredJob, now: number): void {
     stored.expiresAt = now + this.#retention.jobMs;
     this.#sweepAt = Math.min(this.#sweepAt, stored.expiresAt);
+    // The retention caps, as the Redis store applies them: at most two drops of each per call.
+    const { maxFinishedJobs, maxRunsPerSchedule } = this.#retention;
+    const { id, scheduleId } = stored.record;
+    if (maxRunsPerSchedule > 0 && scheduleId !== undefined) {
+      const runs = [...(this.#runs.get(scheduleId) ?? [])]
+        .map((runId) => this.#jobs.get(runId))
+        .filter((run): run is StoredJob => run !== undefined);
+      const over = runs.length - maxRunsPerSchedule;
+      if (over > 0) {
+        runs.sort(
+          (a, b) => runScore(a.record) - runScore(b.record) || compareIds(a.record.id, b.record.id),
+        );
+        // Past unfinished oldest runs (a bounded 20), as the Redis store looks.
+        let dropped = 0;
+        for (const run of runs.slice(0, 20)) {
+          if (dropped >= Math.min(over, 2)) break;
+          if (run.record.id !== id && this.#dropFinished(run, now)) dropped++;
+        }
+      }
+    }
+    if (maxFinishedJobs > 0) {
+      const finished = [...this.#jobs.values()].filter((job) => job.expiresAt !== undefined);
+      const over = finished.length - maxFinishedJobs;
+      if (over > 0) {
+        finished.sort(
+          (a, b) => a.expiresAt! - b.expiresAt! || compareIds(a.record.id, b.record.id),
+        );
+        for (const old of finished.slice(0, Math.min(over, 2))) {
+          if (old.record.id !== id) this.#dropFinished(old, now);
+        }
+      }
+    }
+  }
+
+  /**
+   * A finished job dropped before its time by a retention cap; an occurrence leaves a tombstone
+   * for at most an hour, so a late delivery of it does not bring it back to run again.
+   */
+  #dropFinished(stored: StoredJob, now: number): boolean {
+    if (!FINAL_JOB_STATUSES.includes(stored.record.status)) return false;
+    this.#drop(stored.record);
+    if (stored.record.scheduleId !== undefined && stored.expiresAt !== undefined) {
+      const expiresAt = now + Math.min(stored.expiresAt - now, 3_600_000);
+      this.#gone.set(stored.record.id, { value: true, expiresAt });
+      this.#sweepAt = Math.min(this.#sweepAt, expiresAt);
+    }
+    return true;
   }
 
   /** Drops the job's run lease and, if it holds it, its schedule's overlap lease. */
@@ -965,8 +1072,13 @@ function live<T>(map: Map<string, Expiring<T>>, key: string, now: number): Expir
 }
 
 function specOf(job: JobRecord): JobSpec {
-  const { status, attempts, startedAt, finishedAt, result, error, ...spec } = job;
+  const { status, attempts, attemptBase, startedAt, finishedAt, result, error, ...spec } = job;
   return spec;
+}
+
+/** A run's place in its schedule's runs list: its fire time (else when it was due). */
+function runScore(job: JobRecord): number {
+  return job.fireAt ?? job.runAt;
 }
 
 function compareIds(a: string, b: string): number {

@@ -387,13 +387,13 @@ describe("RedisStore keys", () => {
       const found = (await shared.keys(`*${prefix}*`)).sort();
       const named = new Set([
         k.due,
-        k.schedules,
-        k.jobs,
+        k.schedules("default"),
+        k.jobs("default"),
         k.outbox,
         k.outboxMsg,
         k.leaseSeq,
         k.revSeq,
-        k.dlq,
+        k.dlq("default"),
         k.expiring,
         k.lease("tick"),
         k.lease("x"),
@@ -497,6 +497,7 @@ describe("RedisStore chunks and housekeeping", () => {
     const { store, k, cleanup } = withStore();
     try {
       const s = schedule();
+      await store.putSchedule(s);
       for (let i = 0; i < 3; i++) {
         const spec: JobSpec = {
           ...newJob({ scheduleId: s.id, fireAt: i }),
@@ -510,8 +511,8 @@ describe("RedisStore chunks and housekeeping", () => {
           final: true,
         });
       }
-      expect(await shared.zcard(k.jobs)).toBe(3);
-      expect(await shared.zcard(k.dlq)).toBe(3);
+      expect(await shared.zcard(k.jobs("default"))).toBe(3);
+      expect(await shared.zcard(k.dlq("default"))).toBe(3);
       expect(await shared.zcard(k.runs(s.id))).toBe(3);
       await new Promise((r) => setTimeout(r, 500));
       // A job without scheduleId must exist before it runs (beginRun does not re-create it).
@@ -521,10 +522,11 @@ describe("RedisStore chunks and housekeeping", () => {
       const last = submitted.job;
       await store.beginRun(submitted.message!.job, 5_000);
       await store.finishRun(last.id, 1, { ok: true, result: null });
-      expect(await shared.zrange(k.jobs, 0, -1)).toEqual([last.id]);
-      expect(await shared.zcard(k.dlq)).toBe(0);
+      expect(await shared.zrange(k.jobs("default"), 0, -1)).toEqual([last.id]);
+      expect(await shared.zcard(k.dlq("default"))).toBe(0);
       expect(await shared.exists(k.runs(s.id))).toBe(0);
       expect(await shared.zcard(k.expiring)).toBe(1);
+      await store.deleteSchedule(s.id);
     } finally {
       await cleanup();
     }
@@ -564,7 +566,7 @@ describe("RedisStore chunks and housekeeping", () => {
         );
       }
       // All died "at once": the order is by id, descending, as with ZREVRANGE.
-      for (const id of ids) await shared.zadd(k.dlq, 1_000, id);
+      for (const id of ids) await shared.zadd(k.dlq("default"), 1_000, id);
       const first = await store.listDead({ limit: 2 });
       expect(first.items.map((j) => j.id)).toEqual(["e", "d"]);
       expect(await store.deleteDead("d")).toBe(true);

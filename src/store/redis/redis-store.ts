@@ -9,13 +9,15 @@
  * commands, never round trips. Works with any client that can EVAL/EVALSHA: `@upstash/redis`
  * over REST, ioredis over TCP.
  */
-import type {
-  JobError,
-  JobRecord,
-  JobSpec,
-  NewJob,
-  OutboxMessage,
-  ScheduleRecord,
+import {
+  DEFAULT_TENANT,
+  type DeliveryToken,
+  type JobError,
+  type JobRecord,
+  type JobSpec,
+  type NewJob,
+  type OutboxMessage,
+  type ScheduleRecord,
 } from "../../core/model.ts";
 import { keys as buildKeys, type Keys } from "../keys.ts";
 import type {
@@ -25,6 +27,7 @@ import type {
   BeginTickResult,
   CancelResult,
   CommitResult,
+  DeadQuery,
   DegradationLevel,
   DegradationPolicy,
   Denied,
@@ -328,7 +331,7 @@ export class RedisStore implements Store {
     const degradation = admission?.degradation;
     const raw = await this.#run(
       scripts.submitJob,
-      [k.root, k.jobs, k.outbox, k.outboxMsg, k.pending, k.metrics, k.events, k.degrade],
+      [k.root, k.outbox, k.outboxMsg, k.pending, k.metrics, k.events, k.degrade],
       [
         job.id,
         JSON.stringify(job.id),
@@ -393,7 +396,7 @@ export class RedisStore implements Store {
     const raw = await this.#run(
       scripts.cancelJob,
       [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
-      [id, ttlArg(this.#retention.jobMs), this.#eventsMaxLen],
+      [id, retentionArg(this.#retention), this.#eventsMaxLen],
     );
     if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "missing" };
     this.#expectNoCode("cancelJob", raw);
@@ -405,7 +408,7 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.listJobs,
-      [k.root, k.jobs],
+      [k.root, k.jobs(query.tenant ?? DEFAULT_TENANT)],
       [
         limitArg(query.limit),
         ...cursorArgs(query.cursor),
@@ -421,17 +424,19 @@ export class RedisStore implements Store {
     spec: JobSpec,
     leaseMs: number,
     reapAfterMs = DEFAULT_REAP_AFTER_MS,
+    token?: DeliveryToken,
   ): Promise<BeginRunResult> {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.beginRun,
-      [k.root, k.jobs, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
+      [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
       [
         ...specArgs(spec),
         ttlArg(leaseMs),
-        ttlArg(this.#retention.jobMs),
+        retentionArg(this.#retention),
         this.#eventsMaxLen,
         String(reapAfterMs),
+        ...tokenArgs(token),
       ],
     );
     return fromJson<BeginRunResult>(raw);
@@ -446,7 +451,7 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.finishRun,
-      [k.root, k.jobs, k.dlq, k.expiring, k.pending, k.metrics, k.events, k.outbox, k.outboxMsg],
+      [k.root, k.expiring, k.pending, k.metrics, k.events, k.outbox, k.outboxMsg],
       [
         id,
         String(attempt),
@@ -454,7 +459,7 @@ export class RedisStore implements Store {
         outcome.ok ? jsonArg(outcome.result) : "",
         outcome.ok ? "" : JSON.stringify(outcome.error),
         !outcome.ok && outcome.final ? "1" : "0",
-        ttlArg(this.#retention.jobMs),
+        retentionArg(this.#retention),
         this.#eventsMaxLen,
         outcome.ok ? "" : eventErrorArg(outcome.error),
         String(reapAfterMs),
@@ -470,27 +475,29 @@ export class RedisStore implements Store {
     spec: JobSpec,
     error: JobError,
     expect?: { attempts: number },
+    token?: DeliveryToken,
   ): Promise<JobRecord | null> {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.markDead,
-      [k.root, k.jobs, k.dlq, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
+      [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
       [
         ...specArgs(spec),
         JSON.stringify(error),
-        ttlArg(this.#retention.jobMs),
+        retentionArg(this.#retention),
         this.#eventsMaxLen,
         eventErrorArg(error),
         expect === undefined ? "" : String(expect.attempts),
+        ...tokenArgs(token),
       ],
     );
     return fromJson<JobRecord | null>(raw) ?? null;
   }
 
-  async listDead(query: { limit: number; cursor?: string }): Promise<Page<JobRecord>> {
+  async listDead(query: DeadQuery): Promise<Page<JobRecord>> {
     const raw = await this.#run(
       scripts.listDead,
-      [this.#keys.root, this.#keys.dlq],
+      [this.#keys.root, this.#keys.dlq(query.tenant ?? DEFAULT_TENANT)],
       [limitArg(query.limit), ...cursorArgs(query.cursor)],
     );
     return toPage(fromJson<RawPage<JobRecord>>(raw));
@@ -503,7 +510,7 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.retryDead,
-      [k.root, k.dlq, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
+      [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
       [id, JSON.stringify(id), String(timing.recoverGraceMs), this.#eventsMaxLen],
     );
     if (errorCodeOf(raw) === ErrorCode.JobNotDead) return null;
@@ -513,7 +520,11 @@ export class RedisStore implements Store {
 
   async deleteDead(id: string): Promise<boolean> {
     const k = this.#keys;
-    const raw = await this.#run(scripts.deleteDead, [k.root, k.dlq, k.jobs, k.expiring], [id]);
+    const raw = await this.#run(
+      scripts.deleteDead,
+      [k.root, k.expiring],
+      [id, ttlArg(this.#retention.jobMs)],
+    );
     return toInt(raw) === 1;
   }
 
@@ -527,7 +538,7 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.putSchedule,
-      [k.root, k.due, k.schedules, k.revSeq],
+      [k.root, k.due, k.schedules(schedule.tenant), k.revSeq],
       [
         schedule.id,
         scheduleDef(schedule),
@@ -566,7 +577,7 @@ export class RedisStore implements Store {
     const k = this.#keys;
     const raw = await this.#run(
       scripts.listSchedules,
-      [k.root, k.schedules],
+      [k.root, k.schedules(query.tenant ?? DEFAULT_TENANT)],
       [limitArg(query.limit), ...cursorArgs(query.cursor), query.status ?? "", query.handler ?? ""],
     );
     return toPage(fromJson<RawPage<ScheduleRecord>>(raw));
@@ -574,11 +585,7 @@ export class RedisStore implements Store {
 
   async deleteSchedule(id: string): Promise<boolean> {
     const k = this.#keys;
-    const raw = await this.#run(
-      scripts.deleteSchedule,
-      [k.root, k.due, k.schedules, k.revSeq],
-      [id],
-    );
+    const raw = await this.#run(scripts.deleteSchedule, [k.root, k.due, k.revSeq], [id]);
     return toInt(raw) === 1;
   }
 
@@ -697,4 +704,16 @@ function toPage<T>(raw: RawPage<T>): Page<T> {
   const page: Page<T> = { items: raw.items };
   if (raw.cursor) page.cursor = encodeCursor(raw.cursor);
   return page;
+}
+
+/** A delivery token as the `beginRun` and `markDead` scripts take it: id and expiry, or none. */
+function tokenArgs(token: DeliveryToken | undefined): [string, string] {
+  return token ? [token.id, String(Math.floor(token.expiresAt))] : ["", "0"];
+}
+
+/** Retention as the scripts take it: `jobMs maxJobs maxRuns`, 0 for no cap. */
+function retentionArg(retention: StoreRetention): string {
+  const cap = (n: number | undefined) =>
+    n !== undefined && Number.isFinite(n) ? Math.max(0, Math.floor(n)) : 0;
+  return `${ttlArg(retention.jobMs)} ${cap(retention.maxFinishedJobs)} ${cap(retention.maxRunsPerSchedule)}`;
 }

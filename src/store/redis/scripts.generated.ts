@@ -5,7 +5,7 @@ import type { LuaScript } from "./script.ts";
 export const ackOutbox: LuaScript = {
   name: "ackOutbox",
   numberOfKeys: 2,
-  sha1: "027f0abc2a2185c9602d50a094bd4eab5eecc6cb",
+  sha1: "da9adea535f6869cde7e9f62c1ce7ed4f045a61f",
   source: `--[[
   ackOutbox: the queue accepted these published messages: each one that still carries the
   dedupId it was published with becomes its job's attempt-0 watch, recovered after reapAfterMs
@@ -99,10 +99,34 @@ local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
 
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end
+
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -118,7 +142,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -136,8 +164,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -162,19 +192,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -195,25 +286,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -299,11 +387,11 @@ return { 1, token }
 `,
 };
 
-/** `lua/beginRun-8.lua` */
+/** `lua/beginRun-7.lua` */
 export const beginRun: LuaScript = {
   name: "beginRun",
-  numberOfKeys: 8,
-  sha1: "06854891f911bbd7986be78c26cb561f5ba5c8a9",
+  numberOfKeys: 7,
+  sha1: "2b5de86bd8359320c4f546371272cdcc68640950",
   source: `--[[
   beginRun: a delivery arrived. Creates the job from the spec if missing and it has a
   scheduleId (else answers missing, removing a leftover outbox message), then decides:
@@ -325,22 +413,24 @@ export const beginRun: LuaScript = {
   \`job.skipped\`.
   Input:
     KEYS[1] root
-    KEYS[2] jobs index
-    KEYS[3] outbox
-    KEYS[4] outbox messages
-    KEYS[5] expiring index
-    KEYS[6] pending backlog
-    KEYS[7] metrics
-    KEYS[8] events
+    KEYS[2] outbox
+    KEYS[3] outbox messages
+    KEYS[4] expiring index
+    KEYS[5] pending backlog
+    KEYS[6] metrics
+    KEYS[7] events
     ARGV[1..9] the JobSpec (see include "spec")
     ARGV[10] leaseMs
-    ARGV[11] jobMs (retention)
+    ARGV[11] retention: \`jobMs maxJobs maxRuns\` (see include "job")
     ARGV[12] eventsMaxLen (0 = no events)
     ARGV[13] reapAfterMs
+    ARGV[14] delivery token id ('' = none): a token seen before is a replay -> replayed, nothing
+             written or counted
+    ARGV[15] delivery token expiry (ms)
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
     {"kind":"busy","retryAfterMs":ms}          | {"kind":"skipped","job":JobRecord}
-    {"kind":"missing"}
+    {"kind":"missing"}                         | {"kind":"replayed"}
 ]]
 -- include "time"
 local function nowMs()
@@ -387,6 +477,29 @@ end
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end
 -- include "json"
 local function jsonExtend(obj, members)
   if obj == '{}' then
@@ -427,7 +540,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -443,7 +557,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -461,8 +579,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -487,19 +607,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -520,25 +701,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -596,12 +774,12 @@ local function deferWatch(outbox, id, recoverAt)
 end
 -- include "spec"
 
-local function jobFromArgv(root, jobs, from)
+local function jobFromArgv(root, from)
   local id = ARGV[from]
   local key = jobKey(root, id)
   local job = readJob(key)
   if not job then
-    if ARGV[from + 5] == '' then
+    if ARGV[from + 5] == '' or redis.call('EXISTS', goneKey(root, id)) == 1 then
       return id, key, nil
     end
     job = { data = ARGV[from + 1], createdAt = ARGV[from + 2], runAt = ARGV[from + 3],
@@ -612,9 +790,17 @@ local function jobFromArgv(root, jobs, from)
     if ARGV[from + 6] ~= '' then
       job.overlap = ARGV[from + 6]
     end
-    createJob(root, jobs, id, job, ARGV[from + 7])
+    createJob(root, id, job, ARGV[from + 7])
   end
   return id, key, job
+end
+
+local function firstUse(root, tokenId, expiresAt, now)
+  if tokenId == '' then
+    return true
+  end
+  local ttl = math.max(1000, tonumber(expiresAt) - now + 60000)
+  return redis.call('SET', deliveryKey(root, tokenId), '1', 'PX', int(ttl), 'NX') ~= false
 end
 -- include "metrics"
 
@@ -747,13 +933,16 @@ local function jobEvent(type, now, id, job, extra)
   return table.concat(m)
 end
 
-local root, pending, metrics, events = KEYS[1], KEYS[6], KEYS[7], KEYS[8]
+local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
 local maxLen = tonumber(ARGV[12])
 local now = nowMs()
-local id, key, job = jobFromArgv(root, KEYS[2], 1)
+if not firstUse(root, ARGV[14], ARGV[15], now) then
+  return '{"kind":"replayed"}'
+end
+local id, key, job = jobFromArgv(root, 1)
 if not job then
   -- Finished and expired: a leftover message (a re-dispatch) has nothing left to do.
-  removeMessages(KEYS[3], KEYS[4], { id })
+  removeMessages(KEYS[2], KEYS[3], { id })
   return '{"kind":"missing"}'
 end
 
@@ -772,7 +961,7 @@ local function leave(status)
 end
 
 if FINAL_STATUSES[job.status] then
-  removeMessages(KEYS[3], KEYS[4], { id })
+  removeMessages(KEYS[2], KEYS[3], { id })
   leave(job.status)
   metricsFlush(metrics, m)
   return '{"kind":"final","job":' .. jobJson(job) .. '}'
@@ -790,12 +979,12 @@ if job.overlap == 'skip' and job.scheduleId then
       local ttl = redis.call('PTTL', running)
       return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
     end
-    removeMessages(KEYS[3], KEYS[4], { id })
+    removeMessages(KEYS[2], KEYS[3], { id })
     leave(job.status)
     job.status, job.finishedAt = 'skipped', int(now)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
     releaseRun(root, key, id, job)
-    retainJob(root, KEYS[5], id, job, now, ARGV[11])
+    retainJob(root, KEYS[4], id, job, now, ARGV[11])
     mAdd(m, 't:skipped', 1)
     metricsFlush(metrics, m)
     emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
@@ -813,7 +1002,7 @@ redis.call('HSET', key, 'status', job.status, 'attempts', job.attempts, 'started
 if finished then
   redis.call('HDEL', key, 'finishedAt')
 end
-putWatch(KEYS[3], KEYS[4], id, job, int(now + leaseMs + tonumber(ARGV[13])))
+putWatch(KEYS[2], KEYS[3], id, job, int(now + leaseMs + tonumber(ARGV[13])))
 mAdd(m, 't:started', 1)
 mAdd(m, 'g:running', 1)
 if job.attempts == '1' then
@@ -831,7 +1020,7 @@ return '{"kind":"run","attempt":' .. job.attempts .. ',"job":' .. jobJson(job) .
 export const beginTick: LuaScript = {
   name: "beginTick",
   numberOfKeys: 11,
-  sha1: "294a8d8d6dbe6ef7f40c40391203d37a87056c01",
+  sha1: "a4e3347894485b07c8257a55f6ac029ff639126d",
   source: `--[[
   beginTick: first step of a tick. Reads the clock and peeks at the due index and the outbox;
   when nothing is due and nothing needs recovery it returns WITHOUT writing (inner calls: TIME,
@@ -914,6 +1103,29 @@ end
 -- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
+end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -1324,7 +1536,7 @@ return '{"kind":"leader","now":' .. int(now) .. ',"token":' .. token .. ',"degra
 export const cancelJob: LuaScript = {
   name: "cancelJob",
   numberOfKeys: 7,
-  sha1: "82fffd408103aaba934d9a7a19a14f89285f6208",
+  sha1: "6ce37490cdc6d2839d4c11cc847982a1172610d6",
   source: `--[[
   cancelJob: \`queued\` -> \`cancelled\`, its outbox message and pending entry removed, the record
   retained jobMs; counts t:cancelled (g:queued down if it was pending) and writes
@@ -1338,7 +1550,7 @@ export const cancelJob: LuaScript = {
     KEYS[6] metrics
     KEYS[7] events
     ARGV[1] id
-    ARGV[2] jobMs (retention)
+    ARGV[2] retention: \`jobMs maxJobs maxRuns\` (see include "job")
     ARGV[3] eventsMaxLen (0 = no events)
   Output:
     JOB_NOT_FOUND (-2)
@@ -1389,6 +1601,29 @@ end
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end
 -- include "json"
 local function jsonExtend(obj, members)
   if obj == '{}' then
@@ -1433,7 +1668,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -1449,7 +1685,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -1467,8 +1707,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -1493,19 +1735,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -1526,25 +1829,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -1758,7 +2058,7 @@ return '{"ok":' .. jobJson(job) .. '}'
 export const commitTick: LuaScript = {
   name: "commitTick",
   numberOfKeys: 8,
-  sha1: "62a757394fa4bdc4c6a8ca8accd783f88566cee4",
+  sha1: "a6d4e12fcb98c19bd52c3857f7f2e15221457cff",
   source: `--[[
   commitTick: fenced commit of a chunk of planned schedules. For each commit whose schedule is
   still \`active\` at the planned rev: set nextRunAt and its due score (or complete it; a hold
@@ -1832,6 +2132,29 @@ end
 -- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
+end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -2087,19 +2410,19 @@ return flags
 `,
 };
 
-/** `lua/deleteDead-4.lua` */
+/** `lua/deleteDead-2.lua` */
 export const deleteDead: LuaScript = {
   name: "deleteDead",
-  numberOfKeys: 4,
-  sha1: "cfb8c0a48e67789b11804df71cda92697b72fac4",
+  numberOfKeys: 2,
+  sha1: "7ff27c48069191f78342c810ee8de8d106956345",
   source: `--[[
-  deleteDead: remove a job from the dead-letter list and delete it (and its index entries).
+  deleteDead: remove a job from the dead-letter list and delete it (and its index entries),
+  leaving a tombstone for jobMs: a late or replayed delivery of it does not bring it back.
   Input:
     KEYS[1] root
-    KEYS[2] dead-letter list
-    KEYS[3] jobs index
-    KEYS[4] expiring index
+    KEYS[2] expiring index
     ARGV[1] id
+    ARGV[2] jobMs (retention)
   Output: 1 deleted, 0 not in the dead-letter list
 ]]
 -- include "keys"
@@ -2127,6 +2450,29 @@ end
 -- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
+end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
 end
 -- include "job"
 -- include "time"
@@ -2170,7 +2516,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -2186,7 +2533,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -2204,8 +2555,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -2230,19 +2583,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -2263,62 +2677,58 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
 
 local root, id = KEYS[1], ARGV[1]
-if redis.call('ZREM', KEYS[2], id) == 0 then
-  return 0
-end
 local key = jobKey(root, id)
 local job = readJob(key)
-redis.call('ZREM', KEYS[3], id)
-if job then
-  redis.call('DEL', key)
-  redis.call('ZREM', KEYS[4], expiringMember(id, job))
-  if job.scheduleId then
-    redis.call('ZREM', runsKey(root, job.scheduleId), id)
-  end
+if not job or redis.call('ZREM', dlqKey(root, jobTenant(job)), id) == 0 then
+  return 0
+end
+redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+redis.call('DEL', key)
+redis.call('SET', goneKey(root, id), '1', 'PX', ARGV[2])
+redis.call('ZREM', KEYS[2], expiringMember(id, job))
+if job.scheduleId then
+  redis.call('ZREM', runsKey(root, job.scheduleId), id)
 end
 return 1
 `,
 };
 
-/** `lua/deleteSchedule-4.lua` */
+/** `lua/deleteSchedule-3.lua` */
 export const deleteSchedule: LuaScript = {
   name: "deleteSchedule",
-  numberOfKeys: 4,
-  sha1: "ed166cfb1ae7ed8e91f0bea431eb33e077279770",
+  numberOfKeys: 3,
+  sha1: "fccfe0a3c9778d40f30e85c44a615081398b9f52",
   source: `--[[
-  deleteSchedule: delete a schedule and drop it from the due and listing indexes. Jobs it fired
-  stay (with their runs index) until they expire; a running occurrence keeps its overlap lease
-  until that lease expires. Raises the rev sequence to the deleted rev, so a schedule re-created
+  deleteSchedule: delete a schedule, its runs index, and drop it from the due and listing indexes.
+  Jobs it fired stay until they expire (listed by id and in the tenant's job listing, no longer as
+  runs of this id: a schedule re-created under it starts with none); a running occurrence keeps
+  its overlap lease until that lease expires. Raises the rev sequence to the deleted rev, so a schedule re-created
   under this id starts above it.
   Input:
     KEYS[1] root
     KEYS[2] due index
-    KEYS[3] schedules index
-    KEYS[4] schedule rev sequence
+    KEYS[3] schedule rev sequence
     ARGV[1] id
   Output: 1 deleted, 0 missing
 ]]
@@ -2349,16 +2759,43 @@ local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
 
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end
+
 local id = ARGV[1]
 local key = scheduleKey(KEYS[1], id)
-local rev = redis.call('HGET', key, 'rev')
-if rev and tonumber(rev) > tonumber(redis.call('GET', KEYS[4]) or '0') then
-  redis.call('SET', KEYS[4], rev)
+local stored = redis.call('HMGET', key, 'rev', 'def')
+local rev = stored[1]
+if not rev then
+  return 0
 end
-local deleted = redis.call('DEL', key)
+if tonumber(rev) > tonumber(redis.call('GET', KEYS[3]) or '0') then
+  redis.call('SET', KEYS[3], rev)
+end
+redis.call('DEL', key, runsKey(KEYS[1], id))
 redis.call('ZREM', KEYS[2], id)
-redis.call('ZREM', KEYS[3], id)
-return deleted
+redis.call('ZREM', schedulesKey(KEYS[1], cjson.decode(stored[2]).tenant or 'default'), id)
+return 1
 `,
 };
 
@@ -2366,7 +2803,7 @@ return deleted
 export const endTick: LuaScript = {
   name: "endTick",
   numberOfKeys: 4,
-  sha1: "e3f8d40421918292873481fcc0a91d98215c5e75",
+  sha1: "3a6ab63978e689e93afdbd70c0dc5cba791e20a0",
   source: `--[[
   endTick: last step of a tick. Acknowledges published messages (they become attempt-0 watches,
   see include "outbox", ackMessages), records the tick's report (tick duration and lease acquisition histograms,
@@ -2469,10 +2906,34 @@ local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
 
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end
+
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -2488,7 +2949,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -2506,8 +2971,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -2532,19 +2999,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -2565,25 +3093,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -2826,11 +3351,11 @@ return out .. '}'
 `,
 };
 
-/** `lua/finishRun-9.lua` */
+/** `lua/finishRun-7.lua` */
 export const finishRun: LuaScript = {
   name: "finishRun",
-  numberOfKeys: 9,
-  sha1: "0ab51b7e77b818e62f996c7048048fc81981afc1",
+  numberOfKeys: 7,
+  sha1: "c597ddfd8090578baf6fb3e9dd5afed631f332dd",
   source: `--[[
   finishRun: record how an attempt ended, only if the job is \`running\` as that attempt.
   Success -> \`succeeded\` with the result (and no error); failure -> \`failed\` (back in the
@@ -2843,21 +3368,19 @@ export const finishRun: LuaScript = {
   (bounded housekeeping; the records themselves expire by TTL).
   Input:
     KEYS[1] root
-    KEYS[2] jobs index
-    KEYS[3] dead-letter list (zset: job id -> died at)
-    KEYS[4] expiring index
-    KEYS[5] pending backlog
-    KEYS[6] metrics
-    KEYS[7] events
-    KEYS[8] outbox
-    KEYS[9] outbox messages
+    KEYS[2] expiring index
+    KEYS[3] pending backlog
+    KEYS[4] metrics
+    KEYS[5] events
+    KEYS[6] outbox
+    KEYS[7] outbox messages
     ARGV[1] id
     ARGV[2] attempt
     ARGV[3] 1 success, 0 failure
     ARGV[4] result JSON ('' = none), on success
     ARGV[5] JobError JSON, on failure
     ARGV[6] 1 final failure (-> dead), 0 will retry
-    ARGV[7] jobMs (retention)
+    ARGV[7] retention: \`jobMs maxJobs maxRuns\` (see include "job")
     ARGV[8] eventsMaxLen (0 = no events)
     ARGV[9] the event's error JSON ({name, message}), on failure
     ARGV[10] reapAfterMs
@@ -2910,6 +3433,29 @@ end
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end
 -- include "json"
 local function jsonExtend(obj, members)
   if obj == '{}' then
@@ -2954,7 +3500,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -2970,7 +3517,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -2988,8 +3539,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -3014,19 +3567,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -3047,25 +3661,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -3252,8 +3863,8 @@ local function jobEvent(type, now, id, job, extra)
   return table.concat(m)
 end
 
-local root, jobs, dlq, expiring = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local pending, metrics, events = KEYS[5], KEYS[6], KEYS[7]
+local root, expiring = KEYS[1], KEYS[2]
+local pending, metrics, events = KEYS[3], KEYS[4], KEYS[5]
 local id = ARGV[1]
 local key = jobKey(root, id)
 local job = readJob(key)
@@ -3290,7 +3901,7 @@ if ARGV[3] == '1' then
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
   end
   retainJob(root, expiring, id, job, now, ARGV[7])
-  removeMessages(KEYS[8], KEYS[9], { id })
+  removeMessages(KEYS[6], KEYS[7], { id })
   event = jobEvent('job.succeeded', now, id, job)
 else
   mAverage(m, 'avg:fail', 1)
@@ -3300,13 +3911,13 @@ else
   redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
   if job.status == 'dead' then
     mAdd(m, 't:dead', 1)
-    redis.call('ZADD', dlq, int(now), id)
+    redis.call('ZADD', dlqKey(root, jobTenant(job)), int(now), id)
     retainJob(root, expiring, id, job, now, ARGV[7])
-    removeMessages(KEYS[8], KEYS[9], { id })
+    removeMessages(KEYS[6], KEYS[7], { id })
   else
     mAdd(m, 'g:failed', 1)
     redis.call('ZADD', pending, int(now), id)
-    deferWatch(KEYS[8], id, int(now + tonumber(ARGV[10])))
+    deferWatch(KEYS[6], id, int(now + tonumber(ARGV[10])))
   end
   event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
     .. ',"error":' .. ARGV[9])
@@ -3314,7 +3925,7 @@ end
 metricsFlush(metrics, m)
 emitEvent(events, tonumber(ARGV[8]), event)
 
-sweepExpired(root, expiring, jobs, dlq, now, 20)
+sweepExpired(root, expiring, now, 20)
 return '{"ok":' .. jobJson(job) .. '}'
 `,
 };
@@ -3323,7 +3934,7 @@ return '{"ok":' .. jobJson(job) .. '}'
 export const getJob: LuaScript = {
   name: "getJob",
   numberOfKeys: 1,
-  sha1: "3d7876f139c4e24f4efa5312db57ca695afca8ac",
+  sha1: "6f51e2c8edcfd96eab6a566b400421c1a0ba4e44",
   source: `--[[
   getJob: read one job.
   Input:
@@ -3356,6 +3967,29 @@ end
 -- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
+end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
 end
 -- include "job"
 -- include "time"
@@ -3399,7 +4033,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -3415,7 +4050,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -3433,8 +4072,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -3459,19 +4100,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -3492,25 +4194,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -3527,7 +4226,7 @@ return jobJson(job)
 export const getSchedule: LuaScript = {
   name: "getSchedule",
   numberOfKeys: 1,
-  sha1: "cf8266a530e3606c13c7de3d164e53e698f5b610",
+  sha1: "9e60b25d6637ed04aac3810572f64fb39b96e8d9",
   source: `--[[
   getSchedule: read one schedule.
   Input:
@@ -3560,6 +4259,29 @@ end
 -- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
+end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
 end
 -- include "schedule"
 -- include "json"
@@ -3622,7 +4344,7 @@ return scheduleJson(s)
 export const listDead: LuaScript = {
   name: "listDead",
   numberOfKeys: 2,
-  sha1: "256fc55f80f73b20e71c3c66ab6f97f5370cc2b9",
+  sha1: "d4ae6f077491251d4b69f7460e119866801d20e2",
   source: `--[[
   listDead: a newest-first page of the dead-letter list (by time of death).
   Input:
@@ -3658,6 +4380,29 @@ end
 -- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
+end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
 end
 -- include "job"
 -- include "time"
@@ -3701,7 +4446,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -3717,7 +4463,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -3735,8 +4485,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -3761,19 +4513,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -3794,25 +4607,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -3908,7 +4718,7 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 export const listJobs: LuaScript = {
   name: "listJobs",
   numberOfKeys: 2,
-  sha1: "692f349ff46871b9acebfbbbf467d5e761249182",
+  sha1: "f1917265b569ae3a408c7dee7d806095d98115b3",
   source: `--[[
   listJobs: a newest-first page of jobs (by createdAt), optionally filtered. Examines at most
   1000 index entries per call; entries of expired jobs are dropped from the index.
@@ -3948,6 +4758,29 @@ end
 -- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
+end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
 end
 -- include "job"
 -- include "time"
@@ -3991,7 +4824,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -4007,7 +4841,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -4025,8 +4863,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -4051,19 +4891,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -4084,25 +4985,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -4211,7 +5109,7 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 export const listRuns: LuaScript = {
   name: "listRuns",
   numberOfKeys: 1,
-  sha1: "21a489539ff4c0ca7ac6c88b0b3db1558463869e",
+  sha1: "117073d40b5b8d355785bbbb9545bee303c44a2b",
   source: `--[[
   listRuns: a newest-first page of the jobs a schedule fired (by fire time).
   Input:
@@ -4247,6 +5145,29 @@ end
 -- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
+end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
 end
 -- include "job"
 -- include "time"
@@ -4290,7 +5211,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -4306,7 +5228,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -4324,8 +5250,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -4350,19 +5278,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -4383,25 +5372,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -4497,7 +5483,7 @@ return page(runsKey(root, ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4], render,
 export const listSchedules: LuaScript = {
   name: "listSchedules",
   numberOfKeys: 2,
-  sha1: "620a23d43f593ff8e7ad18799f165725df2a97a2",
+  sha1: "567d0fe2814a17c62197921289878109aa5d993b",
   source: `--[[
   listSchedules: a newest-first page of schedules (by createdAt), optionally filtered. Examines
   at most 1000 index entries per call.
@@ -4536,6 +5522,29 @@ end
 -- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
+end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
 end
 -- include "schedule"
 -- include "json"
@@ -4680,11 +5689,11 @@ return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)
 `,
 };
 
-/** `lua/markDead-9.lua` */
+/** `lua/markDead-7.lua` */
 export const markDead: LuaScript = {
   name: "markDead",
-  numberOfKeys: 9,
-  sha1: "0abb40aa4f46cf537ee2c95fbfc59ec181a2fdf7",
+  numberOfKeys: 7,
+  sha1: "07ba3b6b466d4ddb498b7b3316bbb3aa243e7a87",
   source: `--[[
   markDead: the queue gave up on a delivery. Creates the job from the spec if missing and it has
   a scheduleId (else returns null, removing a leftover outbox message); unless it is already dead,
@@ -4696,20 +5705,21 @@ export const markDead: LuaScript = {
   it leaves) and writes \`job.dead\`.
   Input:
     KEYS[1] root
-    KEYS[2] jobs index
-    KEYS[3] dead-letter list
-    KEYS[4] outbox
-    KEYS[5] outbox messages
-    KEYS[6] expiring index
-    KEYS[7] pending backlog
-    KEYS[8] metrics
-    KEYS[9] events
+    KEYS[2] outbox
+    KEYS[3] outbox messages
+    KEYS[4] expiring index
+    KEYS[5] pending backlog
+    KEYS[6] metrics
+    KEYS[7] events
     ARGV[1..9] the JobSpec (see include "spec")
     ARGV[10] JobError JSON
-    ARGV[11] jobMs (retention)
+    ARGV[11] retention: \`jobMs maxJobs maxRuns\` (see include "job")
     ARGV[12] eventsMaxLen (0 = no events)
     ARGV[13] the event's error JSON ({name, message})
     ARGV[14] expected attempts ('' = any)
+    ARGV[15] delivery token id of the failure callback ('' = none): a token seen before is a
+             replay -> the job as it is (or \`null\`), nothing written or counted
+    ARGV[16] delivery token expiry (ms)
   Output: JobRecord JSON text, or \`null\`
 ]]
 -- include "time"
@@ -4757,6 +5767,29 @@ end
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end
 -- include "json"
 local function jsonExtend(obj, members)
   if obj == '{}' then
@@ -4797,7 +5830,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -4813,7 +5847,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -4831,8 +5869,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -4857,19 +5897,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -4890,25 +5991,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -4966,12 +6064,12 @@ local function deferWatch(outbox, id, recoverAt)
 end
 -- include "spec"
 
-local function jobFromArgv(root, jobs, from)
+local function jobFromArgv(root, from)
   local id = ARGV[from]
   local key = jobKey(root, id)
   local job = readJob(key)
   if not job then
-    if ARGV[from + 5] == '' then
+    if ARGV[from + 5] == '' or redis.call('EXISTS', goneKey(root, id)) == 1 then
       return id, key, nil
     end
     job = { data = ARGV[from + 1], createdAt = ARGV[from + 2], runAt = ARGV[from + 3],
@@ -4982,9 +6080,17 @@ local function jobFromArgv(root, jobs, from)
     if ARGV[from + 6] ~= '' then
       job.overlap = ARGV[from + 6]
     end
-    createJob(root, jobs, id, job, ARGV[from + 7])
+    createJob(root, id, job, ARGV[from + 7])
   end
   return id, key, job
+end
+
+local function firstUse(root, tokenId, expiresAt, now)
+  if tokenId == '' then
+    return true
+  end
+  local ttl = math.max(1000, tonumber(expiresAt) - now + 60000)
+  return redis.call('SET', deliveryKey(root, tokenId), '1', 'PX', int(ttl), 'NX') ~= false
 end
 -- include "metrics"
 
@@ -5118,10 +6224,15 @@ local function jobEvent(type, now, id, job, extra)
 end
 
 local root = KEYS[1]
-local id, key, job = jobFromArgv(root, KEYS[2], 1)
+local now = nowMs()
+if not firstUse(root, ARGV[15], ARGV[16], now) then
+  local current = readJob(jobKey(root, ARGV[1]))
+  return current and jobJson(current) or 'null'
+end
+local id, key, job = jobFromArgv(root, 1)
 if not job then
   -- Finished and expired: a leftover message (a watch) has nothing left to do.
-  removeMessages(KEYS[4], KEYS[5], { id })
+  removeMessages(KEYS[2], KEYS[3], { id })
   return 'null'
 end
 if job.status == 'dead' or job.status == 'succeeded' or job.status == 'cancelled'
@@ -5129,12 +6240,11 @@ if job.status == 'dead' or job.status == 'succeeded' or job.status == 'cancelled
   or (ARGV[14] ~= '' and tonumber(job.attempts) ~= tonumber(ARGV[14])) then
   return jobJson(job)
 end
-local now = nowMs()
 if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
   return jobJson(job)
 end
 local m = newMetrics()
-local removed = redis.call('ZREM', KEYS[7], id)
+local removed = redis.call('ZREM', KEYS[5], id)
 if job.status == 'failed' then
   mAdd(m, 'g:failed', -1)
 elseif job.status == 'running' then
@@ -5145,13 +6255,13 @@ if removed == 1 and job.status ~= 'failed' then
 end
 mAdd(m, 't:dead', 1)
 releaseRun(root, key, id, job)
-removeMessages(KEYS[4], KEYS[5], { id })
+removeMessages(KEYS[2], KEYS[3], { id })
 job.status, job.finishedAt, job.error = 'dead', int(now), ARGV[10]
 redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
-redis.call('ZADD', KEYS[3], job.finishedAt, id)
-retainJob(root, KEYS[6], id, job, now, ARGV[11])
-metricsFlush(KEYS[8], m)
-emitEvent(KEYS[9], tonumber(ARGV[12]), jobEvent('job.dead', now, id, job,
+redis.call('ZADD', dlqKey(root, jobTenant(job)), job.finishedAt, id)
+retainJob(root, KEYS[4], id, job, now, ARGV[11])
+metricsFlush(KEYS[6], m)
+emitEvent(KEYS[7], tonumber(ARGV[12]), jobEvent('job.dead', now, id, job,
   '"attempt":' .. job.attempts .. ',"error":' .. ARGV[13]))
 return jobJson(job)
 `,
@@ -5161,7 +6271,7 @@ return jobJson(job)
 export const nextDue: LuaScript = {
   name: "nextDue",
   numberOfKeys: 5,
-  sha1: "17e029f8d9f61cfe72d785f05f667b6a9d9cbbda",
+  sha1: "57674a98d4ccf410341d5c950aeda43394e98aea",
   source: `--[[
   nextDue: next chunk of a tick, fenced. Acknowledges published outbox messages (they become
   attempt-0 watches, see include "outbox", ackMessages), renews the tick lease and returns the
@@ -5227,6 +6337,29 @@ end
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end
 -- include "json"
 local function jsonExtend(obj, members)
   if obj == '{}' then
@@ -5275,7 +6408,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -5291,7 +6425,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -5309,8 +6447,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -5335,19 +6475,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -5368,25 +6569,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -5540,7 +6738,7 @@ return nowMs()
 export const putSchedule: LuaScript = {
   name: "putSchedule",
   numberOfKeys: 4,
-  sha1: "7d627805f9ece33c844690f03a5a68df741ef484",
+  sha1: "c75b9ce118c134099ef525a36549a5bbe7f3ab8a",
   source: `--[[
   putSchedule: write a schedule record computed in TS. Without expectRev: create, or replace
   keeping the stored runs, lastRunAt and createdAt. With expectRev: write as given, only if the
@@ -5616,6 +6814,29 @@ end
 -- The quota key is length-prefixed (bytes), as the idempotency key's tenant is.
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
+end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
 end
 -- include "json"
 local function jsonExtend(obj, members)
@@ -5895,26 +7116,26 @@ return 1
 `,
 };
 
-/** `lua/retryDead-8.lua` */
+/** `lua/retryDead-7.lua` */
 export const retryDead: LuaScript = {
   name: "retryDead",
-  numberOfKeys: 8,
-  sha1: "b98ca76bbc147831217a6bcd80cc00bf6b4d7c23",
+  numberOfKeys: 7,
+  sha1: "eec2b9f4657d4be0d569fe7b9439a713b1a90106",
   source: `--[[
-  retryDead: \`dead\` -> \`queued\` again (attempts kept, runAt = now, no longer retained), removed
+  retryDead: \`dead\` -> \`queued\` again (attempts kept, and recorded as attemptBase: the retry budget
+  starts afresh from here; runAt = now, no longer retained), removed
   from the dead-letter list, with a message under a fresh dedup id \`<id>~r<n>\` in the
   outbox, n counting the job's dispatches from the dead-letter list (hash field \`dispatches\`).
   The job enters the pending backlog (score now); counts t:retried and g:queued and writes
   \`job.retried\`.
   Input:
     KEYS[1] root
-    KEYS[2] dead-letter list
-    KEYS[3] outbox
-    KEYS[4] outbox messages
-    KEYS[5] expiring index
-    KEYS[6] pending backlog
-    KEYS[7] metrics
-    KEYS[8] events
+    KEYS[2] outbox
+    KEYS[3] outbox messages
+    KEYS[4] expiring index
+    KEYS[5] pending backlog
+    KEYS[6] metrics
+    KEYS[7] events
     ARGV[1] id
     ARGV[2] id as a JSON string
     ARGV[3] recoverGraceMs
@@ -5968,6 +7189,29 @@ end
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end
 -- include "json"
 local function jsonExtend(obj, members)
   if obj == '{}' then
@@ -6012,7 +7256,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -6028,7 +7273,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -6046,8 +7295,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -6072,19 +7323,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -6105,25 +7417,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -6317,23 +7626,25 @@ if not job or job.status ~= 'dead' then
   return JOB_NOT_DEAD
 end
 local now = nowMs()
-redis.call('ZREM', KEYS[2], id)
-keepJob(root, KEYS[5], id, job)
+redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+keepJob(root, KEYS[4], id, job)
 job.status, job.runAt, job.finishedAt = 'queued', int(now), nil
 local dispatches = int((tonumber(redis.call('HGET', key, 'dispatches')) or 0) + 1)
-redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt, 'dispatches', dispatches)
+job.attemptBase = job.attempts
+redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt, 'dispatches', dispatches,
+  'attemptBase', job.attemptBase)
 redis.call('HDEL', key, 'finishedAt')
 
 local recoverAt = int(now + tonumber(ARGV[3]))
 local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. dispatches .. '"'
 local message = '{"id":' .. idJson .. ',"dedupId":' .. dedupJson .. ',"job":' .. specJson(job)
   .. ',"notBefore":' .. job.runAt .. ',"recoverAt":' .. recoverAt .. '}'
-putMessage(KEYS[3], KEYS[4], id, recoverAt, message)
+putMessage(KEYS[2], KEYS[3], id, recoverAt, message)
 local m = newMetrics()
-mAdd(m, 'g:queued', redis.call('ZADD', KEYS[6], job.runAt, id))
+mAdd(m, 'g:queued', redis.call('ZADD', KEYS[5], job.runAt, id))
 mAdd(m, 't:retried', 1)
-metricsFlush(KEYS[7], m)
-emitEvent(KEYS[8], tonumber(ARGV[4]), jobEvent('job.retried', now, id, job))
+metricsFlush(KEYS[6], m)
+emitEvent(KEYS[7], tonumber(ARGV[4]), jobEvent('job.retried', now, id, job))
 return '{"job":' .. jobJson(job) .. ',"message":' .. message .. '}'
 `,
 };
@@ -6545,11 +7856,11 @@ return '{"now":' .. int(now) .. ',"metrics":' .. hashJson(metrics) .. ',"outbox"
 `,
 };
 
-/** `lua/submitJob-8.lua` */
+/** `lua/submitJob-7.lua` */
 export const submitJob: LuaScript = {
   name: "submitJob",
-  numberOfKeys: 8,
-  sha1: "3d0091c5366d80937cc78565ed2801932b4fe811",
+  numberOfKeys: 7,
+  sha1: "f56cee7170da5cc36ce5ceb5de7d79a81a8e8653",
   source: `--[[
   submitJob: accept a job in one round trip. In this order:
   1. If the tenant's idempotency key is known (and its job still exists) returns that job and
@@ -6563,13 +7874,12 @@ export const submitJob: LuaScript = {
      the job in the pending backlog, counts it (t:submitted, g:queued) and writes \`job.created\`.
   Input:
     KEYS[1] root
-    KEYS[2] jobs index (zset: job id -> createdAt)
-    KEYS[3] outbox
-    KEYS[4] outbox messages
-    KEYS[5] pending backlog (zset: job id -> runAt)
-    KEYS[6] metrics (hash)
-    KEYS[7] events (stream)
-    KEYS[8] degradation state (hash)
+    KEYS[2] outbox
+    KEYS[3] outbox messages
+    KEYS[4] pending backlog (zset: job id -> runAt)
+    KEYS[5] metrics (hash)
+    KEYS[6] events (stream)
+    KEYS[7] degradation state (hash)
     ARGV[1] id
     ARGV[2] id as a JSON string
     ARGV[3] JobSpec JSON without createdAt and runAt
@@ -6642,6 +7952,29 @@ end
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end
 -- include "json"
 local function jsonExtend(obj, members)
   if obj == '{}' then
@@ -6682,7 +8015,8 @@ end
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -6698,7 +8032,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -6716,8 +8054,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -6742,19 +8082,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -6775,25 +8176,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end
@@ -7193,8 +8591,8 @@ local function checkQuota(key, windows, now)
   return true, quotaStateJson(best)
 end
 
-local root, jobs, outbox, messages = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local pending, metrics, events = KEYS[5], KEYS[6], KEYS[7]
+local root, outbox, messages = KEYS[1], KEYS[2], KEYS[3]
+local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
 local id, idJson = ARGV[1], ARGV[2]
 local maxLen = tonumber(ARGV[14])
 local now = nowMs()
@@ -7221,7 +8619,7 @@ local known
 if ARGV[15] ~= '' then
   known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 't:submitted', 'g:queued' })
   local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
-  local level = evaluateDegradation(KEYS[8], events, maxLen, parsePolicy(ARGV[15]), depth,
+  local level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[15]), depth,
     known['avg:lag'], known['avg:fail'], now)
   local delayed = 0
   if level == 'degraded' then
@@ -7257,7 +8655,7 @@ local runsScore = job.runAt
 if ARGV[13] ~= '' then
   runsScore = ARGV[13]
 end
-createJob(root, jobs, id, job, runsScore)
+createJob(root, id, job, runsScore)
 
 local recoverAt = int(runAt + tonumber(ARGV[6]))
 putMessage(outbox, messages, id, recoverAt, '{"id":' .. idJson .. ',"dedupId":' .. idJson

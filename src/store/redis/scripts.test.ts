@@ -43,7 +43,8 @@ describe("generated scripts", () => {
     const k = keys("p:x");
     const probe = `${includeSource("keys")}
 return { jobKey(KEYS[1], ARGV[1]), scheduleKey(KEYS[1], ARGV[1]), scheduleRunningKey(KEYS[1], ARGV[1]),
-  runsKey(KEYS[1], ARGV[1]), idempotencyKey(KEYS[1], ARGV[2], ARGV[3]), quotaKey(KEYS[1], ARGV[4]) }`;
+  runsKey(KEYS[1], ARGV[1]), idempotencyKey(KEYS[1], ARGV[2], ARGV[3]), quotaKey(KEYS[1], ARGV[4]),
+  jobsKey(KEYS[1], ARGV[2]), dlqKey(KEYS[1], ARGV[2]), schedulesKey(KEYS[1], ARGV[2]) }`;
     const id = "a:b@1700000000000";
     const quota = "submit:tenant-é:1"; // multi-byte: the length prefix counts UTF-8 bytes
     const built = await redis.eval(probe, 1, k.root, id, "tenant-ü", "order:7", quota);
@@ -54,6 +55,9 @@ return { jobKey(KEYS[1], ARGV[1]), scheduleKey(KEYS[1], ARGV[1]), scheduleRunnin
       k.runs(id),
       k.idempotency("tenant-ü", "order:7"),
       k.quota(quota),
+      k.jobs("tenant-ü"),
+      k.dlq("tenant-ü"),
+      k.schedules("tenant-ü"),
     ]);
   });
 

@@ -6,8 +6,8 @@
  * State is in memory: pending deliveries do not survive the process (the outbox covers that).
  */
 import type { OutboxMessage } from "../../core/model.ts";
-import type { Delivery, PublishOutcome, Transport } from "../port.ts";
-import { signDelivery, verifySignature } from "../signing.ts";
+import type { Delivery, DeliveryToken, PublishOutcome, Transport } from "../port.ts";
+import { deliveryToken, signDelivery, verifySignature } from "../signing.ts";
 import { DedupWindow } from "./dedup-window.ts";
 import { LocalDeliveryError, LocalTransportClosedError } from "./errors.ts";
 import { failureCallbackBody, type LastAttempt } from "./failure-callback.ts";
@@ -35,16 +35,22 @@ export interface LocalTransportStats {
   pending: number;
   /** Attempts awaiting a response. */
   inFlight: number;
+  /** Dedup ids remembered now (each holds its id and a few numbers, nothing of the message). */
+  dedupIds: number;
+  /** Dedup ids forgotten before their window ended, because `dedupMaxEntries` were remembered. */
+  dedupEvictedEarly: number;
 }
 
-/** One queued delivery: a published message, or the failure callback of one. */
+/**
+ * One queued delivery: a published message, or the failure callback of one. Referenced only while
+ * it is pending or in flight (#live, #ready, #inFlight, its timer); once delivered or given up,
+ * nothing of it is kept — the dedup window holds the dedup id and a number, not the entry.
+ */
 interface Entry {
   kind: "message" | "failure-callback";
   messageId: string;
   url: string;
   body: string;
-  /** Headers it was published with (the `Upstash-*` delivery headers are added per attempt). */
-  headers: Headers;
   notBefore: number;
   createdAt: number;
   maxRetries: number;
@@ -83,6 +89,11 @@ type AttemptResult =
 export class LocalTransport implements Transport {
   readonly #options: ResolvedOptions;
   readonly #dedup: DedupWindow;
+  /**
+   * A message's id is `msg_` + this random prefix (80 bits) + its dedup-window ticket (48 bits), in
+   * hex: the window answers a duplicate with the first message's id without keeping it.
+   */
+  readonly #idPrefix = hex(crypto.getRandomValues(new Uint8Array(10)));
   /** Entries not yet delivered or given up: sleeping, ready, or in flight. */
   readonly #live = new Set<Entry>();
   /** Entries whose time has come, waiting for a slot under `parallelism`. */
@@ -102,10 +113,17 @@ export class LocalTransport implements Transport {
     callbacksFailed: 0,
   };
 
-  /** @throws TypeError for an invalid URL, RangeError for an empty key or a non-positive number. */
+  /**
+   * @throws TypeError for an invalid URL, RangeError for an empty key, a non-positive number or a
+   * `dedupMaxEntries` that is not an integer from 1 to 2^28.
+   */
   constructor(options: LocalTransportOptions) {
     this.#options = resolveOptions(options);
-    this.#dedup = new DedupWindow(this.#options.dedupWindowMs, this.#options.now);
+    this.#dedup = new DedupWindow({
+      windowMs: this.#options.dedupWindowMs,
+      maxEntries: this.#options.dedupMaxEntries,
+      now: this.#options.now,
+    });
   }
 
   /**
@@ -130,6 +148,12 @@ export class LocalTransport implements Transport {
     });
   }
 
+  /** The delivery's signature `jti` and expiry (see the Transport port). */
+  deliveryToken(delivery: Delivery): DeliveryToken | undefined {
+    const signature = delivery.headers.get("upstash-signature");
+    return signature ? deliveryToken(signature) : undefined;
+  }
+
   /** Resolves when nothing is pending or in flight, failure callbacks included (or on `close`). */
   idle(): Promise<void> {
     if (this.#live.size === 0) return Promise.resolve();
@@ -142,15 +166,18 @@ export class LocalTransport implements Transport {
       ...this.#counts,
       pending: this.#live.size - this.#inFlight.size,
       inFlight: this.#inFlight.size,
+      dedupIds: this.#dedup.size,
+      dedupEvictedEarly: this.#dedup.evictedEarly,
     };
   }
 
   /**
    * Stop: cancel timers, abort attempts in flight and drop every pending delivery (no retries, no
-   * failure callbacks). Later publishes fail with `LocalTransportClosedError`.
+   * failure callbacks) and the dedup window. Later publishes fail with `LocalTransportClosedError`.
    */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#dedup.clear();
     for (const entry of this.#live) clearTimeout(entry.timer);
     for (const controller of this.#inFlight.values()) {
       controller.abort(new LocalTransportClosedError());
@@ -172,11 +199,16 @@ export class LocalTransport implements Transport {
       const earlier = this.#dedup.lookup(message.dedupId);
       if (earlier !== undefined) {
         this.#counts.deduplicated++;
-        return { id: message.id, ok: true, messageId: earlier, deduplicated: true };
+        return {
+          id: message.id,
+          ok: true,
+          messageId: this.#messageId(earlier),
+          deduplicated: true,
+        };
       }
-      const entry = this.#entry("message", this.#options.workerUrl, body, retries);
+      const messageId = this.#messageId(this.#dedup.remember(message.dedupId));
+      const entry = this.#entry("message", messageId, this.#options.workerUrl, body, retries);
       entry.notBefore = message.notBefore;
-      this.#dedup.remember(message.dedupId, entry.messageId);
       this.#counts.published++;
       this.#enqueue(entry);
       return { id: message.id, ok: true, messageId: entry.messageId, deduplicated: false };
@@ -186,19 +218,29 @@ export class LocalTransport implements Transport {
     }
   }
 
-  #entry(kind: Entry["kind"], url: string, body: string, maxRetries: number): Entry {
+  #entry(
+    kind: Entry["kind"],
+    messageId: string,
+    url: string,
+    body: string,
+    maxRetries: number,
+  ): Entry {
     const now = this.#options.now();
     return {
       kind,
-      messageId: `msg_${crypto.randomUUID().replaceAll("-", "")}`,
+      messageId,
       url,
       body,
-      headers: new Headers({ "Content-Type": "application/json" }),
       notBefore: now,
       createdAt: now,
       maxRetries,
       retried: 0,
     };
+  }
+
+  /** The id of the message remembered with dedup-window ticket `ticket`: `msg_` + 32 hex digits. */
+  #messageId(ticket: number): string {
+    return `msg_${this.#idPrefix}${ticket.toString(16).padStart(12, "0")}`;
   }
 
   #enqueue(entry: Entry): void {
@@ -269,7 +311,7 @@ export class LocalTransport implements Transport {
       requestTimeoutMs,
     );
     try {
-      const headers = new Headers(entry.headers);
+      const headers = publishedHeaders();
       headers.set("Upstash-Message-Id", entry.messageId);
       headers.set("Upstash-Retried", String(entry.retried));
       headers.set(
@@ -362,8 +404,12 @@ export class LocalTransport implements Transport {
 
   #enqueueFailureCallback(message: Entry, last: LastAttempt, url: string): void {
     const dlqId = `${Date.now()}-${this.#dlqSeq++}`;
-    const body = JSON.stringify(failureCallbackBody(message, last, dlqId));
-    this.#enqueue(this.#entry("failure-callback", url, body, this.#options.failureCallbackRetries));
+    const headers = publishedHeaders();
+    const body = JSON.stringify(failureCallbackBody({ ...message, headers }, last, dlqId));
+    const retries = this.#options.failureCallbackRetries;
+    // Callbacks are not deduplicated, so they have no ticket: a random id.
+    const messageId = `msg_${crypto.randomUUID().replaceAll("-", "")}`;
+    this.#enqueue(this.#entry("failure-callback", messageId, url, body, retries));
   }
 
   #finish(entry: Entry): void {
@@ -376,6 +422,21 @@ export class LocalTransport implements Transport {
     this.#idleWaiters = [];
     for (const resolve of waiters) resolve();
   }
+}
+
+/**
+ * The headers every delivery is published with (the `Upstash-*` ones are added per attempt): made
+ * when needed rather than kept with each pending entry.
+ */
+function publishedHeaders(): Headers {
+  return new Headers({ "Content-Type": "application/json" });
+}
+
+/** Bytes as lowercase hex. */
+function hex(bytes: Uint8Array): string {
+  let text = "";
+  for (const byte of bytes) text += byte.toString(16).padStart(2, "0");
+  return text;
 }
 
 /** A readable reason for an attempt that got no response, e.g. `fetch failed (ECONNREFUSED)`. */

@@ -6,7 +6,8 @@
  */
 import { Client, QstashError, Receiver } from "@upstash/qstash";
 import type { OutboxMessage } from "../../core/model.ts";
-import type { Delivery, PublishOutcome, Transport } from "../port.ts";
+import type { Delivery, DeliveryToken, PublishOutcome, Transport } from "../port.ts";
+import { deliveryToken } from "../signing.ts";
 import { BatchWire, type WireEntry } from "./batch-wire.ts";
 import { QStashPublishError } from "./errors.ts";
 import {
@@ -98,10 +99,13 @@ export class QStashTransport implements Transport {
     return outcomes;
   }
 
-  /** True if the delivery's `Upstash-Signature` is valid for its body and URL. Never throws. */
+  /**
+   * True if the delivery's `Upstash-Signature` is valid for its body and URL, and claims no longer
+   * a lifetime than QStash issues (see {@link deliveryToken}). Never throws.
+   */
   async verify(delivery: Delivery): Promise<boolean> {
     const signature = delivery.headers.get("upstash-signature");
-    if (!signature) return false;
+    if (!signature || !this.deliveryToken(delivery)) return false;
     try {
       return await this.#receiver.verify({
         signature,
@@ -112,6 +116,14 @@ export class QStashTransport implements Transport {
     } catch {
       return false;
     }
+  }
+
+  /** The delivery's signature `jti` and expiry (see the Transport port). */
+  deliveryToken(delivery: Delivery): DeliveryToken | undefined {
+    const signature = delivery.headers.get("upstash-signature");
+    if (!signature) return undefined;
+    // Judged by the real clock, as `Receiver.verify` judges `exp`.
+    return deliveryToken(signature, { clockToleranceSec: this.#options.clockToleranceSec });
   }
 
   async #publishChunk(chunk: Pending[], outcomes: PublishOutcome[]): Promise<void> {

@@ -11,7 +11,7 @@
     KEYS[6] metrics
     KEYS[7] events
     ARGV[1] id
-    ARGV[2] jobMs (retention)
+    ARGV[2] retention: `jobMs maxJobs maxRuns` (see include "job")
     ARGV[3] eventsMaxLen (0 = no events)
   Output:
     JOB_NOT_FOUND (-2)

@@ -7,25 +7,33 @@
     status      JobStatus     attempts     attempts begun
     startedAt   ms, optional  finishedAt   ms, optional
     leaseUntil  ms, while running (the run lease)
+    attemptBase attempts made before the last re-dispatch from the dead-letter list, optional
     result      JSON, optional             error  JobError JSON, optional
     handler, scheduleId, overlap, tenant   copies of spec fields, for filters, overlap checks
                                            and events (tenant may be absent on older jobs)
 
   readJob(key)                 Lua table of the present fields, or nil when the job is missing.
-  createJob(root, jobs, id, job, runsScore)
+  jobTenant(job)               The job's tenant ('default' for jobs written without one).
+  createJob(root, id, job, runsScore)
                                Writes a new `queued` job from job.data/createdAt/runAt/handler/
-                               tenant/scheduleId/overlap and indexes it (jobs by createdAt, the
-                               schedule's runs by runsScore).
+                               tenant/scheduleId/overlap and indexes it (its tenant's jobs by
+                               createdAt; the schedule's runs by runsScore while the schedule
+                               exists — runs of a deleted schedule are not indexed).
   specJson(job)                The JobSpec JSON (data plus createdAt and runAt).
   jobJson(job)                 The JobRecord JSON.
-  retainJob(root, expiring, id, job, now, jobMs)
+  retainJob(root, expiring, id, job, now, retention)
                                A job reached a final state: keep it `jobMs`, then it expires.
+                               `retention` is the text `jobMs maxJobs maxRuns` (0 = no cap): past
+                               `maxJobs` finished jobs the oldest are dropped now, and past
+                               `maxRuns` finished runs of its schedule the oldest of those (at
+                               most 2 of each per call, among the 20 oldest runs, so the work
+                               stays bounded).
   keepJob(root, expiring, id, job)
                                Undo retainJob (a dead job queued again).
   releaseRun(root, key, id, job)
                                Drop the run lease and, if this job holds it, the schedule's
                                overlap lease.
-  sweepExpired(root, expiring, jobs, dlq, now, max)
+  sweepExpired(root, expiring, now, max)
                                Remove up to `max` expired jobs from the listing indexes.
 ]]
 --@include "time"
@@ -35,7 +43,8 @@
 local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skipped = true }
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
-  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant' }
+  'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
+  'attemptBase' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -51,7 +60,11 @@ local function readJob(key)
   return job
 end
 
-local function createJob(root, jobs, id, job, runsScore)
+local function jobTenant(job)
+  return job.tenant or 'default'
+end
+
+local function createJob(root, id, job, runsScore)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -69,8 +82,10 @@ local function createJob(root, jobs, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobs, job.createdAt, id)
-  if job.scheduleId then
+  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
+  -- re-uses the id: a schedule's runs belong to the schedule as it exists.
+  if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
@@ -95,19 +110,80 @@ local function jobJson(job)
   if job.error then
     m[#m + 1] = '"error":' .. job.error
   end
+  if job.attemptBase then
+    m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
 local function expiringMember(id, job)
   if job.scheduleId then
-    return cjson.encode({ id, job.scheduleId })
+    return cjson.encode({ id, jobTenant(job), job.scheduleId })
   end
-  return cjson.encode({ id })
+  return cjson.encode({ id, jobTenant(job) })
 end
 
-local function retainJob(root, expiring, id, job, now, jobMs)
+-- A finished job dropped before its time (a retention cap): its record and index entries go; an
+-- occurrence leaves a tombstone for at most an hour, so a late delivery of it does not bring it
+-- back to run again.
+local function dropFinished(root, expiring, id, now)
+  local key = jobKey(root, id)
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  if not f[1] then
+    return false
+  end
+  if not FINAL_STATUSES[f[1]] then
+    return false
+  end
+  local job = { tenant = f[2], scheduleId = f[3] }
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  redis.call('ZREM', expiring, expiringMember(id, job))
+  redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
+  redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+  if job.scheduleId then
+    redis.call('ZREM', runsKey(root, job.scheduleId), id)
+    if ttl > 0 then
+      redis.call('SET', goneKey(root, id), '1', 'PX', math.min(ttl, 3600000))
+    end
+  end
+  return true
+end
+
+local function retainJob(root, expiring, id, job, now, retention)
+  local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
   redis.call('PEXPIRE', jobKey(root, id), jobMs)
   redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
+  if maxRuns > 0 and job.scheduleId then
+    local runs = runsKey(root, job.scheduleId)
+    local over = redis.call('ZCARD', runs) - maxRuns
+    if over > 0 then
+      -- The oldest runs may still be running or waiting for a retry: look past them (a bounded
+      -- 20) for finished ones, so unfinished runs never hold the cap open.
+      local dropped = 0
+      for _, old in ipairs(redis.call('ZRANGE', runs, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
+        if old ~= id and dropFinished(root, expiring, old, now) then
+          dropped = dropped + 1
+        end
+      end
+    end
+  end
+  if maxJobs > 0 then
+    local over = redis.call('ZCARD', expiring) - maxJobs
+    if over > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+        local old = cjson.decode(member)[1]
+        if old ~= id and not dropFinished(root, expiring, old, now) then
+          -- Its record already expired: only the index entry was left.
+          redis.call('ZREM', expiring, member)
+        end
+      end
+    end
+  end
 end
 
 local function keepJob(root, expiring, id, job)
@@ -128,25 +204,22 @@ local function releaseRun(root, key, id, job)
   end
 end
 
-local function sweepExpired(root, expiring, jobs, dlq, now, max)
+local function sweepExpired(root, expiring, now, max)
   local members = redis.call('ZRANGEBYSCORE', expiring, '-inf', int(now), 'LIMIT', 0, max)
   if #members == 0 then
     return
   end
-  local gone = {}
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
+    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
     -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, entry[1])) == 0 then
-      gone[#gone + 1] = entry[1]
-      if entry[2] then
-        redis.call('ZREM', runsKey(root, entry[2]), entry[1])
+    if redis.call('EXISTS', jobKey(root, id)) == 0 then
+      redis.call('ZREM', jobsKey(root, tenant), id)
+      redis.call('ZREM', dlqKey(root, tenant), id)
+      if scheduleId then
+        redis.call('ZREM', runsKey(root, scheduleId), id)
       end
     end
-  end
-  if #gone > 0 then
-    redis.call('ZREM', jobs, unpack(gone))
-    redis.call('ZREM', dlq, unpack(gone))
   end
   redis.call('ZREM', expiring, unpack(members))
 end

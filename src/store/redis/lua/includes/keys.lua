@@ -28,3 +28,26 @@ end
 local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
+
+-- A delivery's token id, remembered until the token expires: a second use is a replay.
+local function deliveryKey(root, tokenId)
+  return root .. ':delivery:' .. tokenId
+end
+
+-- A job deleted from the dead-letter list: a late delivery of it must not bring it back.
+local function goneKey(root, id)
+  return root .. ':gone:' .. id
+end
+
+-- A tenant's listing indexes; the tenant is length-prefixed (bytes), as above.
+local function jobsKey(root, tenant)
+  return root .. ':jobs:' .. #tenant .. ':' .. tenant
+end
+
+local function dlqKey(root, tenant)
+  return root .. ':dlq:' .. #tenant .. ':' .. tenant
+end
+
+local function schedulesKey(root, tenant)
+  return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end

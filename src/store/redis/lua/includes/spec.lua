@@ -5,19 +5,24 @@
   ARGV[from .. from+8]: id, JobSpec JSON without createdAt and runAt, createdAt, runAt, handler,
   scheduleId ('' = none), overlap ('' = none), runs index score (fireAt, else runAt), tenant.
 
-  jobFromArgv(root, jobs, from)  Returns id, key, job: the stored job, or the new one. A missing
+  jobFromArgv(root, from)        Returns id, key, job: the stored job, or the new one. A missing
                                  job without scheduleId is not created (a submitted job exists
-                                 before it is published, so it expired): job is then nil.
+                                 before it is published, so it expired), nor one deleted from the
+                                 dead-letter list: job is then nil.
+  firstUse(root, tokenId, expiresAt, now)
+                                 False when the delivery token was seen before (a replay); else
+                                 remembers it until it expires (plus a minute for clock skew).
+                                 An empty tokenId (no token) is always a first use.
 ]]
 --@include "keys"
 --@include "job"
 
-local function jobFromArgv(root, jobs, from)
+local function jobFromArgv(root, from)
   local id = ARGV[from]
   local key = jobKey(root, id)
   local job = readJob(key)
   if not job then
-    if ARGV[from + 5] == '' then
+    if ARGV[from + 5] == '' or redis.call('EXISTS', goneKey(root, id)) == 1 then
       return id, key, nil
     end
     job = { data = ARGV[from + 1], createdAt = ARGV[from + 2], runAt = ARGV[from + 3],
@@ -28,7 +33,15 @@ local function jobFromArgv(root, jobs, from)
     if ARGV[from + 6] ~= '' then
       job.overlap = ARGV[from + 6]
     end
-    createJob(root, jobs, id, job, ARGV[from + 7])
+    createJob(root, id, job, ARGV[from + 7])
   end
   return id, key, job
+end
+
+local function firstUse(root, tokenId, expiresAt, now)
+  if tokenId == '' then
+    return true
+  end
+  local ttl = math.max(1000, tonumber(expiresAt) - now + 60000)
+  return redis.call('SET', deliveryKey(root, tokenId), '1', 'PX', int(ttl), 'NX') ~= false
 end

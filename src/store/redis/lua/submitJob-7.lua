@@ -11,13 +11,12 @@
      the job in the pending backlog, counts it (t:submitted, g:queued) and writes `job.created`.
   Input:
     KEYS[1] root
-    KEYS[2] jobs index (zset: job id -> createdAt)
-    KEYS[3] outbox
-    KEYS[4] outbox messages
-    KEYS[5] pending backlog (zset: job id -> runAt)
-    KEYS[6] metrics (hash)
-    KEYS[7] events (stream)
-    KEYS[8] degradation state (hash)
+    KEYS[2] outbox
+    KEYS[3] outbox messages
+    KEYS[4] pending backlog (zset: job id -> runAt)
+    KEYS[5] metrics (hash)
+    KEYS[6] events (stream)
+    KEYS[7] degradation state (hash)
     ARGV[1] id
     ARGV[2] id as a JSON string
     ARGV[3] JobSpec JSON without createdAt and runAt
@@ -55,8 +54,8 @@
 --@include "degrade"
 --@include "quota"
 
-local root, jobs, outbox, messages = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local pending, metrics, events = KEYS[5], KEYS[6], KEYS[7]
+local root, outbox, messages = KEYS[1], KEYS[2], KEYS[3]
+local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
 local id, idJson = ARGV[1], ARGV[2]
 local maxLen = tonumber(ARGV[14])
 local now = nowMs()
@@ -83,7 +82,7 @@ local known
 if ARGV[15] ~= '' then
   known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 't:submitted', 'g:queued' })
   local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
-  local level = evaluateDegradation(KEYS[8], events, maxLen, parsePolicy(ARGV[15]), depth,
+  local level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[15]), depth,
     known['avg:lag'], known['avg:fail'], now)
   local delayed = 0
   if level == 'degraded' then
@@ -119,7 +118,7 @@ local runsScore = job.runAt
 if ARGV[13] ~= '' then
   runsScore = ARGV[13]
 end
-createJob(root, jobs, id, job, runsScore)
+createJob(root, id, job, runsScore)
 
 local recoverAt = int(runAt + tonumber(ARGV[6]))
 putMessage(outbox, messages, id, recoverAt, '{"id":' .. idJson .. ',"dedupId":' .. idJson

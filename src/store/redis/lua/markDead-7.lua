@@ -9,20 +9,21 @@
   it leaves) and writes `job.dead`.
   Input:
     KEYS[1] root
-    KEYS[2] jobs index
-    KEYS[3] dead-letter list
-    KEYS[4] outbox
-    KEYS[5] outbox messages
-    KEYS[6] expiring index
-    KEYS[7] pending backlog
-    KEYS[8] metrics
-    KEYS[9] events
+    KEYS[2] outbox
+    KEYS[3] outbox messages
+    KEYS[4] expiring index
+    KEYS[5] pending backlog
+    KEYS[6] metrics
+    KEYS[7] events
     ARGV[1..9] the JobSpec (see include "spec")
     ARGV[10] JobError JSON
-    ARGV[11] jobMs (retention)
+    ARGV[11] retention: `jobMs maxJobs maxRuns` (see include "job")
     ARGV[12] eventsMaxLen (0 = no events)
     ARGV[13] the event's error JSON ({name, message})
     ARGV[14] expected attempts ('' = any)
+    ARGV[15] delivery token id of the failure callback ('' = none): a token seen before is a
+             replay -> the job as it is (or `null`), nothing written or counted
+    ARGV[16] delivery token expiry (ms)
   Output: JobRecord JSON text, or `null`
 ]]
 --@include "time"
@@ -35,10 +36,15 @@
 --@include "events"
 
 local root = KEYS[1]
-local id, key, job = jobFromArgv(root, KEYS[2], 1)
+local now = nowMs()
+if not firstUse(root, ARGV[15], ARGV[16], now) then
+  local current = readJob(jobKey(root, ARGV[1]))
+  return current and jobJson(current) or 'null'
+end
+local id, key, job = jobFromArgv(root, 1)
 if not job then
   -- Finished and expired: a leftover message (a watch) has nothing left to do.
-  removeMessages(KEYS[4], KEYS[5], { id })
+  removeMessages(KEYS[2], KEYS[3], { id })
   return 'null'
 end
 if job.status == 'dead' or job.status == 'succeeded' or job.status == 'cancelled'
@@ -46,12 +52,11 @@ if job.status == 'dead' or job.status == 'succeeded' or job.status == 'cancelled
   or (ARGV[14] ~= '' and tonumber(job.attempts) ~= tonumber(ARGV[14])) then
   return jobJson(job)
 end
-local now = nowMs()
 if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
   return jobJson(job)
 end
 local m = newMetrics()
-local removed = redis.call('ZREM', KEYS[7], id)
+local removed = redis.call('ZREM', KEYS[5], id)
 if job.status == 'failed' then
   mAdd(m, 'g:failed', -1)
 elseif job.status == 'running' then
@@ -62,12 +67,12 @@ if removed == 1 and job.status ~= 'failed' then
 end
 mAdd(m, 't:dead', 1)
 releaseRun(root, key, id, job)
-removeMessages(KEYS[4], KEYS[5], { id })
+removeMessages(KEYS[2], KEYS[3], { id })
 job.status, job.finishedAt, job.error = 'dead', int(now), ARGV[10]
 redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
-redis.call('ZADD', KEYS[3], job.finishedAt, id)
-retainJob(root, KEYS[6], id, job, now, ARGV[11])
-metricsFlush(KEYS[8], m)
-emitEvent(KEYS[9], tonumber(ARGV[12]), jobEvent('job.dead', now, id, job,
+redis.call('ZADD', dlqKey(root, jobTenant(job)), job.finishedAt, id)
+retainJob(root, KEYS[4], id, job, now, ARGV[11])
+metricsFlush(KEYS[6], m)
+emitEvent(KEYS[7], tonumber(ARGV[12]), jobEvent('job.dead', now, id, job,
   '"attempt":' .. job.attempts .. ',"error":' .. ARGV[13]))
 return jobJson(job)

@@ -1,18 +1,18 @@
 --[[
-  retryDead: `dead` -> `queued` again (attempts kept, runAt = now, no longer retained), removed
+  retryDead: `dead` -> `queued` again (attempts kept, and recorded as attemptBase: the retry budget
+  starts afresh from here; runAt = now, no longer retained), removed
   from the dead-letter list, with a message under a fresh dedup id `<id>~r<n>` in the
   outbox, n counting the job's dispatches from the dead-letter list (hash field `dispatches`).
   The job enters the pending backlog (score now); counts t:retried and g:queued and writes
   `job.retried`.
   Input:
     KEYS[1] root
-    KEYS[2] dead-letter list
-    KEYS[3] outbox
-    KEYS[4] outbox messages
-    KEYS[5] expiring index
-    KEYS[6] pending backlog
-    KEYS[7] metrics
-    KEYS[8] events
+    KEYS[2] outbox
+    KEYS[3] outbox messages
+    KEYS[4] expiring index
+    KEYS[5] pending backlog
+    KEYS[6] metrics
+    KEYS[7] events
     ARGV[1] id
     ARGV[2] id as a JSON string
     ARGV[3] recoverGraceMs
@@ -37,21 +37,23 @@ if not job or job.status ~= 'dead' then
   return JOB_NOT_DEAD
 end
 local now = nowMs()
-redis.call('ZREM', KEYS[2], id)
-keepJob(root, KEYS[5], id, job)
+redis.call('ZREM', dlqKey(root, jobTenant(job)), id)
+keepJob(root, KEYS[4], id, job)
 job.status, job.runAt, job.finishedAt = 'queued', int(now), nil
 local dispatches = int((tonumber(redis.call('HGET', key, 'dispatches')) or 0) + 1)
-redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt, 'dispatches', dispatches)
+job.attemptBase = job.attempts
+redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt, 'dispatches', dispatches,
+  'attemptBase', job.attemptBase)
 redis.call('HDEL', key, 'finishedAt')
 
 local recoverAt = int(now + tonumber(ARGV[3]))
 local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. dispatches .. '"'
 local message = '{"id":' .. idJson .. ',"dedupId":' .. dedupJson .. ',"job":' .. specJson(job)
   .. ',"notBefore":' .. job.runAt .. ',"recoverAt":' .. recoverAt .. '}'
-putMessage(KEYS[3], KEYS[4], id, recoverAt, message)
+putMessage(KEYS[2], KEYS[3], id, recoverAt, message)
 local m = newMetrics()
-mAdd(m, 'g:queued', redis.call('ZADD', KEYS[6], job.runAt, id))
+mAdd(m, 'g:queued', redis.call('ZADD', KEYS[5], job.runAt, id))
 mAdd(m, 't:retried', 1)
-metricsFlush(KEYS[7], m)
-emitEvent(KEYS[8], tonumber(ARGV[4]), jobEvent('job.retried', now, id, job))
+metricsFlush(KEYS[6], m)
+emitEvent(KEYS[7], tonumber(ARGV[4]), jobEvent('job.retried', now, id, job))
 return '{"job":' .. jobJson(job) .. ',"message":' .. message .. '}'

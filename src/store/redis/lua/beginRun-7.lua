@@ -19,22 +19,24 @@
   `job.skipped`.
   Input:
     KEYS[1] root
-    KEYS[2] jobs index
-    KEYS[3] outbox
-    KEYS[4] outbox messages
-    KEYS[5] expiring index
-    KEYS[6] pending backlog
-    KEYS[7] metrics
-    KEYS[8] events
+    KEYS[2] outbox
+    KEYS[3] outbox messages
+    KEYS[4] expiring index
+    KEYS[5] pending backlog
+    KEYS[6] metrics
+    KEYS[7] events
     ARGV[1..9] the JobSpec (see include "spec")
     ARGV[10] leaseMs
-    ARGV[11] jobMs (retention)
+    ARGV[11] retention: `jobMs maxJobs maxRuns` (see include "job")
     ARGV[12] eventsMaxLen (0 = no events)
     ARGV[13] reapAfterMs
+    ARGV[14] delivery token id ('' = none): a token seen before is a replay -> replayed, nothing
+             written or counted
+    ARGV[15] delivery token expiry (ms)
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
     {"kind":"busy","retryAfterMs":ms}          | {"kind":"skipped","job":JobRecord}
-    {"kind":"missing"}
+    {"kind":"missing"}                         | {"kind":"replayed"}
 ]]
 --@include "time"
 --@include "keys"
@@ -45,13 +47,16 @@
 --@include "metrics"
 --@include "events"
 
-local root, pending, metrics, events = KEYS[1], KEYS[6], KEYS[7], KEYS[8]
+local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
 local maxLen = tonumber(ARGV[12])
 local now = nowMs()
-local id, key, job = jobFromArgv(root, KEYS[2], 1)
+if not firstUse(root, ARGV[14], ARGV[15], now) then
+  return '{"kind":"replayed"}'
+end
+local id, key, job = jobFromArgv(root, 1)
 if not job then
   -- Finished and expired: a leftover message (a re-dispatch) has nothing left to do.
-  removeMessages(KEYS[3], KEYS[4], { id })
+  removeMessages(KEYS[2], KEYS[3], { id })
   return '{"kind":"missing"}'
 end
 
@@ -70,7 +75,7 @@ local function leave(status)
 end
 
 if FINAL_STATUSES[job.status] then
-  removeMessages(KEYS[3], KEYS[4], { id })
+  removeMessages(KEYS[2], KEYS[3], { id })
   leave(job.status)
   metricsFlush(metrics, m)
   return '{"kind":"final","job":' .. jobJson(job) .. '}'
@@ -88,12 +93,12 @@ if job.overlap == 'skip' and job.scheduleId then
       local ttl = redis.call('PTTL', running)
       return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
     end
-    removeMessages(KEYS[3], KEYS[4], { id })
+    removeMessages(KEYS[2], KEYS[3], { id })
     leave(job.status)
     job.status, job.finishedAt = 'skipped', int(now)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
     releaseRun(root, key, id, job)
-    retainJob(root, KEYS[5], id, job, now, ARGV[11])
+    retainJob(root, KEYS[4], id, job, now, ARGV[11])
     mAdd(m, 't:skipped', 1)
     metricsFlush(metrics, m)
     emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
@@ -111,7 +116,7 @@ redis.call('HSET', key, 'status', job.status, 'attempts', job.attempts, 'started
 if finished then
   redis.call('HDEL', key, 'finishedAt')
 end
-putWatch(KEYS[3], KEYS[4], id, job, int(now + leaseMs + tonumber(ARGV[13])))
+putWatch(KEYS[2], KEYS[3], id, job, int(now + leaseMs + tonumber(ARGV[13])))
 mAdd(m, 't:started', 1)
 mAdd(m, 'g:running', 1)
 if job.attempts == '1' then

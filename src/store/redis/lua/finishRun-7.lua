@@ -10,21 +10,19 @@
   (bounded housekeeping; the records themselves expire by TTL).
   Input:
     KEYS[1] root
-    KEYS[2] jobs index
-    KEYS[3] dead-letter list (zset: job id -> died at)
-    KEYS[4] expiring index
-    KEYS[5] pending backlog
-    KEYS[6] metrics
-    KEYS[7] events
-    KEYS[8] outbox
-    KEYS[9] outbox messages
+    KEYS[2] expiring index
+    KEYS[3] pending backlog
+    KEYS[4] metrics
+    KEYS[5] events
+    KEYS[6] outbox
+    KEYS[7] outbox messages
     ARGV[1] id
     ARGV[2] attempt
     ARGV[3] 1 success, 0 failure
     ARGV[4] result JSON ('' = none), on success
     ARGV[5] JobError JSON, on failure
     ARGV[6] 1 final failure (-> dead), 0 will retry
-    ARGV[7] jobMs (retention)
+    ARGV[7] retention: `jobMs maxJobs maxRuns` (see include "job")
     ARGV[8] eventsMaxLen (0 = no events)
     ARGV[9] the event's error JSON ({name, message}), on failure
     ARGV[10] reapAfterMs
@@ -41,8 +39,8 @@
 --@include "metrics"
 --@include "events"
 
-local root, jobs, dlq, expiring = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local pending, metrics, events = KEYS[5], KEYS[6], KEYS[7]
+local root, expiring = KEYS[1], KEYS[2]
+local pending, metrics, events = KEYS[3], KEYS[4], KEYS[5]
 local id = ARGV[1]
 local key = jobKey(root, id)
 local job = readJob(key)
@@ -79,7 +77,7 @@ if ARGV[3] == '1' then
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
   end
   retainJob(root, expiring, id, job, now, ARGV[7])
-  removeMessages(KEYS[8], KEYS[9], { id })
+  removeMessages(KEYS[6], KEYS[7], { id })
   event = jobEvent('job.succeeded', now, id, job)
 else
   mAverage(m, 'avg:fail', 1)
@@ -89,13 +87,13 @@ else
   redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
   if job.status == 'dead' then
     mAdd(m, 't:dead', 1)
-    redis.call('ZADD', dlq, int(now), id)
+    redis.call('ZADD', dlqKey(root, jobTenant(job)), int(now), id)
     retainJob(root, expiring, id, job, now, ARGV[7])
-    removeMessages(KEYS[8], KEYS[9], { id })
+    removeMessages(KEYS[6], KEYS[7], { id })
   else
     mAdd(m, 'g:failed', 1)
     redis.call('ZADD', pending, int(now), id)
-    deferWatch(KEYS[8], id, int(now + tonumber(ARGV[10])))
+    deferWatch(KEYS[6], id, int(now + tonumber(ARGV[10])))
   end
   event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
     .. ',"error":' .. ARGV[9])
@@ -103,5 +101,5 @@ end
 metricsFlush(metrics, m)
 emitEvent(events, tonumber(ARGV[8]), event)
 
-sweepExpired(root, expiring, jobs, dlq, now, 20)
+sweepExpired(root, expiring, now, 20)
 return '{"ok":' .. jobJson(job) .. '}'
