@@ -3,7 +3,7 @@
  * A tenant's manifest in the form the broker checks it: handler patterns compiled, quotas turned
  * into the store's sliding windows ({@link QuotaCheck}), limits as numbers.
  */
-import type { QuotaCheck, QuotaWindow } from "../store/port.ts";
+import type { QuotaCheck, QuotaWindow } from "../core/admission.ts";
 import { compileGlobs } from "./glob.ts";
 import type { Manifest, QuotaLimits } from "./schema.ts";
 
