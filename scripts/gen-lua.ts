@@ -6,11 +6,20 @@
  * `{ name, numberOfKeys, source, sha1 }`. The runtime never touches the filesystem (Workers
  * have none) and never hashes: the sha1 is fixed here.
  *
- * Usage: `npx tsx scripts/gen-lua.ts` to write, `--check` to fail when the committed file
- * is not what would be generated (part of `npm test`).
+ * The generated module is compact: each include's text is written once, each script's own text
+ * once, and every script lists its parts in the order this generator resolved them; the module
+ * joins them when it is imported (synchronously, plain string concatenation). The joined text is
+ * exactly the expanded source the sha1 was computed from (checked here and in `scripts.test.ts`).
+ *
+ * The file is not committed (`.gitignore`): `npm run build`, `npm test`, `npm run dev`,
+ * `npm run bench`, `npm run chaos` and `prepare` (so `npm ci`) write it first. Writing is
+ * skipped when the file is already up to date.
+ *
+ * Usage: `npx tsx scripts/gen-lua.ts` to write, `--check` to fail when the file is not what
+ * would be generated (without writing it).
  */
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -31,21 +40,37 @@ export interface GeneratedScript {
   source: string;
   sha1: string;
   file: string;
+  /**
+   * `source` as parts, in order: a string is text of the script itself, a number the index of a
+   * shared include piece in {@link GeneratedModule.pieces}. `source` is every part followed by
+   * a newline.
+   */
+  parts: (string | number)[];
 }
 
-/** Inline includes into `text`; `seen` holds includes already inlined in this script. */
-function expand(text: string, seen: Set<string>, stack: string[]): string {
-  const out: string[] = [];
-  for (const line of text.split("\n")) {
-    const match = INCLUDE_LINE.exec(line);
-    if (!match) {
-      out.push(line);
-      continue;
-    }
-    const name = match[1]!;
-    if (stack.includes(name)) throw new Error(`include cycle: ${[...stack, name].join(" -> ")}`);
-    if (seen.has(name)) continue;
-    seen.add(name);
+/** Everything `scripts.generated.ts` holds. */
+export interface GeneratedModule {
+  scripts: GeneratedScript[];
+  /** Include text shared by scripts: `<include>#<n>` names the include's text after its n-th own include line. */
+  pieces: { key: string; text: string }[];
+}
+
+/**
+ * One line of an expanded script and where it comes from: `""` for the script's own text, else
+ * `<include>#<n>`: include `<include>`, after `n` of its own `--@include` lines (`#0` holds the
+ * `-- include "<include>"` marker line). The lines of one origin are the same in every script.
+ */
+interface Line {
+  text: string;
+  origin: string;
+}
+
+const includeCache = new Map<string, string>();
+
+/** An include's code: its file without the leading `--[[ ]]` header, trailing space trimmed. */
+function includeCode(name: string): string {
+  let code = includeCache.get(name);
+  if (code === undefined) {
     let body: string;
     try {
       body = readFileSync(join(includesDir, `${name}.lua`), "utf8");
@@ -53,10 +78,40 @@ function expand(text: string, seen: Set<string>, stack: string[]): string {
       throw new Error(`include "${name}" not found in ${relative(repo, includesDir)}`);
     }
     // An include's header documents it in its file; the script keeps a marker line only.
-    const code = body.replace(LEADING_BLOCK_COMMENT, "").trimEnd();
-    out.push(`-- include "${name}"`, expand(code, seen, [...stack, name]));
+    code = body.replace(LEADING_BLOCK_COMMENT, "").trimEnd();
+    includeCache.set(name, code);
   }
-  return out.join("\n");
+  return code;
+}
+
+/**
+ * Inline includes into `text` (whose lines come from `include`, or the script when `""`),
+ * appending lines to `out`; `seen` holds includes already inlined in this script.
+ */
+function expand(
+  text: string,
+  include: string,
+  seen: Set<string>,
+  stack: string[],
+  out: Line[],
+): void {
+  let chunk = 0;
+  const origin = () => (include === "" ? "" : `${include}#${chunk}`);
+  for (const line of text.split("\n")) {
+    const match = INCLUDE_LINE.exec(line);
+    if (!match) {
+      out.push({ text: line, origin: origin() });
+      continue;
+    }
+    chunk += 1;
+    const name = match[1]!;
+    if (stack.includes(name)) throw new Error(`include cycle: ${[...stack, name].join(" -> ")}`);
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const code = includeCode(name);
+    out.push({ text: `-- include "${name}"`, origin: `${name}#0` });
+    expand(code, name, seen, [...stack, name], out);
+  }
 }
 
 /** Checks a script's header and that it uses no key beyond `numberOfKeys`. */
@@ -81,9 +136,15 @@ function validate(file: string, raw: string, source: string, numberOfKeys: numbe
   }
 }
 
-/** Reads and expands every script, sorted by name. */
-export function buildScripts(): GeneratedScript[] {
+/**
+ * Reads and expands every script, sorted by name, and splits each into the script's own text
+ * and shared include pieces.
+ */
+export function buildModule(): GeneratedModule {
   const scripts: GeneratedScript[] = [];
+  const shared = new Map<string, string>();
+  const literal = new Set<string>();
+  const expanded: { lines: Line[]; script: Omit<GeneratedScript, "parts"> }[] = [];
   for (const file of readdirSync(luaDir).sort()) {
     if (!file.endsWith(".lua")) continue;
     const match = SCRIPT_FILE.exec(file);
@@ -91,14 +152,69 @@ export function buildScripts(): GeneratedScript[] {
     const name = match[1]!;
     const numberOfKeys = Number(match[2]);
     const raw = readFileSync(join(luaDir, file), "utf8");
-    const source = `${expand(raw.trimEnd(), new Set(), []).replace(/\n{3,}/g, "\n\n")}\n`;
+    const lines: Line[] = [];
+    expand(raw.trimEnd(), "", new Set(), [], lines);
+    const source = `${lines
+      .map((l) => l.text)
+      .join("\n")
+      .replace(/\n{3,}/g, "\n\n")}\n`;
     validate(file, raw, source, numberOfKeys);
-    if (scripts.some((s) => s.name === name))
+    if (expanded.some((e) => e.script.name === name))
       throw new Error(`${file}: duplicate operation ${name}`);
     const sha1 = createHash("sha1").update(source, "utf8").digest("hex");
-    scripts.push({ name, numberOfKeys, source, sha1, file });
+    // The same blank-line collapse, line by line, so the parts join to `source` exactly.
+    const kept = lines.filter((l, i) => !(l.text === "" && i > 0 && lines[i - 1]!.text === ""));
+    for (const run of runs(kept)) {
+      if (run.origin === "") continue;
+      const known = shared.get(run.origin);
+      // A collapse that cut into an include makes that text differ: it stays the script's own.
+      if (known !== undefined && known !== run.text) literal.add(run.origin);
+      else shared.set(run.origin, run.text);
+    }
+    expanded.push({ lines: kept, script: { name, numberOfKeys, source, sha1, file } });
   }
-  return scripts;
+
+  const keys = [...shared.keys()].filter((key) => !literal.has(key)).sort(byInclude);
+  const index = new Map(keys.map((key, i) => [key, i]));
+  for (const { lines, script } of expanded) {
+    const parts: (string | number)[] = [];
+    for (const run of runs(lines)) {
+      const i = index.get(run.origin);
+      const last = parts.length - 1;
+      if (i !== undefined) parts.push(i);
+      else if (typeof parts[last] === "string") parts[last] = `${parts[last]}\n${run.text}`;
+      else parts.push(run.text);
+    }
+    const joined = parts.map((p) => `${typeof p === "number" ? shared.get(keys[p]!) : p}\n`);
+    if (joined.join("") !== script.source) {
+      throw new Error(`${script.file}: its parts do not join to its expanded source`);
+    }
+    scripts.push({ ...script, parts });
+  }
+  return { scripts, pieces: keys.map((key) => ({ key, text: shared.get(key)! })) };
+}
+
+/** Reads and expands every script, sorted by name. */
+export function buildScripts(): GeneratedScript[] {
+  return buildModule().scripts;
+}
+
+/** Consecutive lines of one origin, joined. */
+function runs(lines: Line[]): { origin: string; text: string }[] {
+  const out: { origin: string; lines: string[] }[] = [];
+  for (const line of lines) {
+    const last = out.at(-1);
+    if (last && last.origin === line.origin) last.lines.push(line.text);
+    else out.push({ origin: line.origin, lines: [line.text] });
+  }
+  return out.map((r) => ({ origin: r.origin, text: r.lines.join("\n") }));
+}
+
+/** `<include>#<n>` keys by include name, then n. */
+function byInclude(a: string, b: string): number {
+  const [an, ai] = a.split("#") as [string, string];
+  const [bn, bi] = b.split("#") as [string, string];
+  return an < bn ? -1 : an > bn ? 1 : Number(ai) - Number(bi);
 }
 
 function templateLiteral(text: string): string {
@@ -107,20 +223,47 @@ function templateLiteral(text: string): string {
 
 /** The text of `scripts.generated.ts`. */
 export function generate(): string {
-  const scripts = buildScripts();
+  const { scripts, pieces } = buildModule();
   const parts = [
     "// Generated by scripts/gen-lua.ts from src/store/redis/lua/. Do not edit: run `npm run gen`.",
     'import type { LuaScript } from "./script.ts";',
     "",
+    "/**",
+    " * Include text shared by the scripts, each piece once: `lua/includes/<name>.lua` without its",
+    " * header, split after each of its own `--@include` lines (`name#n`: after the n-th).",
+    " */",
+    "const pieces: readonly string[] = [",
   ];
+  pieces.forEach((piece, i) => {
+    parts.push(`  // ${i}: ${piece.key}`, `  ${templateLiteral(piece.text)},`);
+  });
+  parts.push(
+    "];",
+    "",
+    "/** A script's source: its parts in order, each followed by a newline; a number is a piece. */",
+    "function assemble(parts: readonly (string | number)[]): string {",
+    '  let source = "";',
+    "  for (const part of parts) {",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: code of the generated module
+    '    source += `${typeof part === "number" ? pieces[part] : part}\\n`;',
+    "  }",
+    "  return source;",
+    "}",
+    "",
+  );
   for (const s of scripts) {
+    const items = s.parts.map((p) =>
+      typeof p === "number" ? `    ${p}, // ${pieces[p]!.key}` : `    ${templateLiteral(p)},`,
+    );
     parts.push(
       `/** \`lua/${s.file}\` */`,
       `export const ${s.name}: LuaScript = {`,
       `  name: ${JSON.stringify(s.name)},`,
       `  numberOfKeys: ${s.numberOfKeys},`,
       `  sha1: ${JSON.stringify(s.sha1)},`,
-      `  source: ${templateLiteral(s.source)},`,
+      "  source: /* @__PURE__ */ assemble([",
+      ...items,
+      "  ]),",
       "};",
       "",
     );
@@ -138,13 +281,13 @@ export function generate(): string {
 function main(argv: string[]): number {
   const text = generate();
   const where = relative(repo, outputFile);
+  let current = "";
+  try {
+    current = readFileSync(outputFile, "utf8");
+  } catch {
+    // missing counts as out of date
+  }
   if (argv.includes("--check")) {
-    let current = "";
-    try {
-      current = readFileSync(outputFile, "utf8");
-    } catch {
-      // missing counts as out of date
-    }
     if (current !== text) {
       console.error(`${where} is out of date with src/store/redis/lua: run \`npm run gen\`.`);
       return 1;
@@ -152,7 +295,15 @@ function main(argv: string[]): number {
     console.log(`${where} is up to date.`);
     return 0;
   }
-  writeFileSync(outputFile, text);
+  if (current === text) {
+    console.log(`${where} is up to date.`);
+    return 0;
+  }
+  // Written whole, then renamed into place: a process importing it meanwhile (a test, a dev
+  // server started at the same time) reads the old file or the new one, never half of one.
+  const temporary = `${outputFile}.${process.pid}.tmp`;
+  writeFileSync(temporary, text);
+  renameSync(temporary, outputFile);
   console.log(`wrote ${where}`);
   return 0;
 }

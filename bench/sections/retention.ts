@@ -26,9 +26,9 @@
 import { Redis } from "ioredis";
 import { createEngine, silentLogger } from "../../src/engine/index.ts";
 import { createApp } from "../../src/http/index.ts";
-import { keys } from "../../src/store/keys.ts";
 import type { StoreRetention } from "../../src/store/port.ts";
 import { DEFAULT_RETENTION, fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
+import { keys } from "../../src/store/redis/keys.ts";
 import { scripts } from "../../src/store/redis/scripts.generated.ts";
 import { LocalTransport } from "../../src/transport/local/index.ts";
 import { SIGNATURE_TTL_SEC } from "../../src/transport/signing.ts";

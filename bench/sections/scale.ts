@@ -6,7 +6,7 @@
  * read back through `getSchedule` to check (see `cloneFar`); the 100 due ones are re-armed through the broker before each tick. Median of 7 ticks, after
  * one untimed warm-up tick.
  */
-import { keys } from "../../src/store/keys.ts";
+import { keys } from "../../src/store/redis/keys.ts";
 import { startTsChild } from "../lib/children.ts";
 import { armDue, benchEngine, cloneFar, farTemplate, type QueueTarget } from "../lib/engine.ts";
 import { scriptUsec, startRedis } from "../lib/redis.ts";

@@ -8,9 +8,9 @@
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { jsonLogger } from "../../src/engine/logger.ts";
-import { keys } from "../../src/store/keys.ts";
 import { TICK_LEASE } from "../../src/store/port.ts";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
+import { keys } from "../../src/store/redis/keys.ts";
 import { LocalTransport } from "../../src/transport/local/index.ts";
 import type { Transport } from "../../src/transport/port.ts";
 import {

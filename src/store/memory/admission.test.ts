@@ -1,21 +1,16 @@
 /**
- * Properties of the admission arithmetic (the spec in `store/port.ts`), checked with fast-check:
- * a quota never admits more than `limit` writes in any bucket-aligned window span, a refusal's
- * `resetMs` is exactly when a write is admitted again, and the degradation level moves only
- * after a target has held for the debounce, never leaves a level while a signal still holds it.
+ * Properties of the admission arithmetic (`quota.ts`, `degrade.ts`; the spec in `store/port/`),
+ * checked with fast-check: a quota never admits more than `limit` writes in any bucket-aligned
+ * window span, a refusal's `resetMs` is exactly when a write is admitted again, and the
+ * degradation level moves only after a target has held for the debounce, never leaves a level
+ * while a signal still holds it.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { DegradationLevel, DegradationPolicy, QuotaWindow } from "../port.ts";
-import {
-  bucketMs,
-  checkQuota,
-  evaluateDegradation,
-  initialDegradation,
-  type QuotaCounters,
-  targetLevel,
-} from "./admission.ts";
+import { evaluateDegradation, initialDegradation, targetLevel } from "./degrade.ts";
 import { MemoryStore } from "./memory-store.ts";
+import { bucketMs, checkQuota, type QuotaCounters } from "./quota.ts";
 
 const windowArb = fc.record({
   windowMs: fc.integer({ min: 1, max: 5_000 }),

@@ -1,19 +1,15 @@
 /**
  * The Lua arithmetic of admission control, checked against the memory store's pure functions
- * (`store/memory/admission.ts`) with fast-check, on real Redis. The contract tests run on the
- * store's own clock; here the includes are called with an injected `now`, so sequences of writes
- * and evaluations at arbitrary times can be compared step by step.
+ * (`store/memory/quota.ts` and `degrade.ts`) with fast-check, on real Redis. The contract tests
+ * run on the store's own clock; here the includes are called with an injected `now`, so
+ * sequences of writes and evaluations at arbitrary times can be compared step by step.
  */
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import {
-  checkQuota,
-  evaluateDegradation,
-  initialDegradation,
-  type QuotaCounters,
-} from "../memory/admission.ts";
+import { evaluateDegradation, initialDegradation } from "../memory/degrade.ts";
+import { checkQuota, type QuotaCounters } from "../memory/quota.ts";
 import type { DegradationPolicy, DegradationState, QuotaWindow, Thresholds } from "../port.ts";
 import { degradationOf, policyArg, windowsArg } from "./codec.ts";
 

@@ -8,14 +8,18 @@
  * every such answer is an object or array, "string → parse, else use as is" is unambiguous.
  */
 import { ValidationError } from "../../core/errors.ts";
-import type { JobError, JobSpec, NewJob, ScheduleRecord } from "../../core/model.ts";
+import type { DeliveryToken, JobError, JobSpec, NewJob, ScheduleRecord } from "../../core/model.ts";
 import type {
   DegradationLevel,
   DegradationPolicy,
   DegradationState,
   EventType,
   Histogram,
+  OutboxAck,
+  Page,
+  QuotaCheck,
   QuotaWindow,
+  StoreRetention,
   Thresholds,
   TickEvent,
 } from "../port.ts";
@@ -227,4 +231,40 @@ export function degradationOf(h: Record<string, string>): DegradationState {
     };
   }
   return state;
+}
+
+// ── arguments of several operations ──────────────────────────────────────────
+
+/** A quota check as the two script arguments: key (`''` = none) and windows. */
+export function quotaArgs(quota: QuotaCheck | undefined): [string, string] {
+  return quota ? [quota.key, windowsArg(quota.windows)] : ["", ""];
+}
+
+/** Outbox acks as script arguments: id, dedupId pairs. */
+export function ackArgs(acks: OutboxAck[]): string[] {
+  return acks.flatMap((a) => [a.id, a.dedupId]);
+}
+
+/** A listing limit as the scripts take it: a non-negative integer. */
+export function limitArg(limit: number): string {
+  return String(Math.max(0, Math.floor(limit)));
+}
+
+/** A page as the store answers it: the scripts' cursor made opaque. */
+export function toPage<T>(raw: RawPage<T>): Page<T> {
+  const page: Page<T> = { items: raw.items };
+  if (raw.cursor) page.cursor = encodeCursor(raw.cursor);
+  return page;
+}
+
+/** A delivery token as the `beginRun` and `markDead` scripts take it: id and expiry, or none. */
+export function tokenArgs(token: DeliveryToken | undefined): [string, string] {
+  return token ? [token.id, String(Math.floor(token.expiresAt))] : ["", "0"];
+}
+
+/** Retention as the scripts take it: `jobMs maxJobs maxRuns`, 0 for no cap. */
+export function retentionArg(retention: StoreRetention): string {
+  const cap = (n: number | undefined) =>
+    n !== undefined && Number.isFinite(n) ? Math.max(0, Math.floor(n)) : 0;
+  return `${ttlArg(retention.jobMs)} ${cap(retention.maxFinishedJobs)} ${cap(retention.maxRunsPerSchedule)}`;
 }

@@ -14,7 +14,6 @@ import {
 } from "../../../test/support/redis-server.ts";
 import { ValidationError } from "../../core/errors.ts";
 import type { JobSpec, NewJob, OutboxMessage, ScheduleRecord } from "../../core/model.ts";
-import { keys } from "../keys.ts";
 import type {
   Admission,
   BeginTickOptions,
@@ -24,6 +23,7 @@ import type {
   SubmitResult,
 } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS } from "../port.ts";
+import { keys } from "./keys.ts";
 import { RedisStore } from "./redis-store.ts";
 import { fromIoredis, type ScriptClient } from "./script.ts";
 import { scripts } from "./scripts.generated.ts";
@@ -116,10 +116,14 @@ function accepted(result: SubmitResult | SubmitDenied): SubmitResult {
   return result;
 }
 
-/** A store on the shared Redis under a fresh prefix, removed afterwards. */
-function withStore(client: (redis: Redis) => ScriptClient = fromIoredis) {
+/**
+ * A store on the shared Redis under a fresh prefix, removed afterwards. Finished jobs are kept
+ * `jobMs` (a minute: no record vanishes in the middle of a test on a busy machine; a test about
+ * expiry passes a short one).
+ */
+function withStore(client: (redis: Redis) => ScriptClient = fromIoredis, jobMs = 60_000) {
   const prefix = uniq("rs");
-  const store = new RedisStore({ client: client(shared), prefix, retention: { jobMs: 400 } });
+  const store = new RedisStore({ client: client(shared), prefix, retention: { jobMs } });
   const cleanup = async () => {
     const found = await shared.keys(`{${prefix}}:*`);
     if (found.length > 0) await shared.del(...found);
@@ -494,16 +498,18 @@ describe("RedisStore chunks and housekeeping", () => {
   });
 
   it("finishRun sweeps expired jobs out of the listing indexes without any listing", async () => {
-    const { store, k, cleanup } = withStore();
+    const { store, k, cleanup } = withStore(fromIoredis, 400);
     try {
       const s = schedule();
       await store.putSchedule(s);
+      const expiring: string[] = [];
       for (let i = 0; i < 3; i++) {
         const spec: JobSpec = {
           ...newJob({ scheduleId: s.id, fireAt: i }),
           createdAt: i,
           runAt: i,
         };
+        expiring.push(spec.id);
         await store.beginRun(spec, 5_000);
         await store.finishRun(spec.id, 1, {
           ok: false,
@@ -514,7 +520,11 @@ describe("RedisStore chunks and housekeeping", () => {
       expect(await shared.zcard(k.jobs("default"))).toBe(3);
       expect(await shared.zcard(k.dlq("default"))).toBe(3);
       expect(await shared.zcard(k.runs(s.id))).toBe(3);
-      await new Promise((r) => setTimeout(r, 500));
+      // Their retention (400 ms, Redis's clock) has run out once Redis has expired their records.
+      for (let i = 0; (await shared.exists(...expiring.map((id) => k.job(id)))) > 0; i++) {
+        if (i > 200) throw new Error("the finished jobs' records did not expire");
+        await new Promise((r) => setTimeout(r, 25));
+      }
       // A job without scheduleId must exist before it runs (beginRun does not re-create it).
       const submitted = accepted(
         await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 60_000 }),

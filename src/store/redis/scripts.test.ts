@@ -3,9 +3,9 @@ import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { buildScripts, generate, outputFile } from "../../../scripts/gen-lua.ts";
-import { keys } from "../keys.ts";
 import { HISTOGRAM_BOUNDS_MS } from "../port.ts";
 import { ErrorCode } from "./errors.ts";
+import { keys } from "./keys.ts";
 import { fromIoredis, type LuaScript, type ScriptClient, safeEval } from "./script.ts";
 import { scripts } from "./scripts.generated.ts";
 

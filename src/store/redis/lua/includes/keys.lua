@@ -1,7 +1,7 @@
 --[[
   Include "keys": per-id keys, built from the hash-tag root (KEYS[1], `{prefix}`).
-  Mirrors src/store/keys.ts exactly (scripts.test.ts checks every builder against it), so all
-  keys stay in one Redis Cluster slot and keys.ts remains the one source of names.
+  Mirrors src/store/redis/keys.ts exactly (scripts.test.ts checks every builder against it), so
+  all keys stay in one Redis Cluster slot and keys.ts remains the one source of names.
 ]]
 local function jobKey(root, id)
   return root .. ':j:' .. id

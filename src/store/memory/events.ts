@@ -1,0 +1,107 @@
+/**
+ * @module
+ * The memory store's capped event log, as include "events" keeps the stream `{p}:events` on
+ * Redis: ids `<ms>-<seq>` strictly increasing, the newest `eventsMaxLen` kept (exact trim), read
+ * oldest first after an id with the port's bound on the events one call examines.
+ */
+import { ValidationError } from "../../core/errors.ts";
+import type { JobError, JobSpec } from "../../core/model.ts";
+import type { EventsPage, EventsQuery, TickEvent } from "../port.ts";
+import { clone } from "./shared.ts";
+
+/** Events a call to `events()` examines at most (as the Redis store). */
+const EVENTS_SCAN = 1_000;
+
+/** A stored event with its parsed id, for ordering. */
+interface StoredEvent {
+  ms: number;
+  seq: number;
+  event: TickEvent;
+}
+
+/** The capped log, oldest first. */
+export class EventLog {
+  readonly #maxLen: number;
+  /** The events, oldest first, from index `#start` on. */
+  #events: StoredEvent[] = [];
+  #start = 0;
+  #last = { ms: 0, seq: -1 };
+
+  /** Keeps the newest `maxLen` events; `0` keeps (and writes) none. */
+  constructor(maxLen: number) {
+    this.#maxLen = maxLen;
+  }
+
+  /** Appends an event to the capped log (id `<ms>-<seq>`, strictly increasing). */
+  emit(now: number, fields: Omit<TickEvent, "id" | "at">): void {
+    if (this.#maxLen === 0) return;
+    const last = this.#last;
+    const ms = Math.max(now, last.ms);
+    const seq = ms === last.ms ? last.seq + 1 : 0;
+    this.#last = { ms, seq };
+    const { type, ...rest } = fields;
+    const event: TickEvent = { id: `${ms}-${seq}`, type, at: now, ...rest };
+    this.#events.push({ ms, seq, event });
+    if (this.#events.length - this.#start > this.#maxLen) {
+      this.#start = this.#events.length - this.#maxLen;
+      // Compact now and then, so trimming stays amortised O(1).
+      if (this.#start >= this.#maxLen) {
+        this.#events = this.#events.slice(this.#start);
+        this.#start = 0;
+      }
+    }
+  }
+
+  /** One page of `events()` (copies). Throws a `ValidationError` for a malformed `after`. */
+  read(query: EventsQuery): EventsPage {
+    const after = query.after === undefined ? { ms: -1, seq: -1 } : parseEventId(query.after);
+    const types = query.types && query.types.length > 0 ? new Set(query.types) : undefined;
+    const limit = Math.max(1, Math.min(EVENTS_SCAN, Math.floor(query.limit)));
+    // First stored event with an id above `after` (ids increase along the array).
+    let lo = this.#start;
+    let hi = this.#events.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const e = this.#events[mid] as StoredEvent;
+      if (e.ms < after.ms || (e.ms === after.ms && e.seq <= after.seq)) lo = mid + 1;
+      else hi = mid;
+    }
+    const events: TickEvent[] = [];
+    let last: string | undefined;
+    const end = Math.min(this.#events.length, lo + EVENTS_SCAN);
+    for (let i = lo; i < end && events.length < limit; i++) {
+      const { event } = this.#events[i] as StoredEvent;
+      last = event.id;
+      if (!types || types.has(event.type)) events.push(event);
+    }
+    return clone(last === undefined ? { events } : { events, last });
+  }
+}
+
+/** The fields every job event carries. */
+export function jobFields(
+  job: JobSpec,
+): Pick<TickEvent, "jobId" | "handler" | "tenant" | "scheduleId"> {
+  return {
+    jobId: job.id,
+    handler: job.handler,
+    tenant: job.tenant,
+    ...(job.scheduleId !== undefined ? { scheduleId: job.scheduleId } : {}),
+  };
+}
+
+/** The part of a job error an event carries. */
+export function errorOf(error: JobError): { name: string; message: string } {
+  return { name: error.name, message: error.message };
+}
+
+/** Parses an event id `<ms>-<seq>`. */
+function parseEventId(id: string): { ms: number; seq: number } {
+  const match = /^(\d{1,16})-(\d{1,16})$/.exec(id);
+  if (!match) {
+    throw new ValidationError("invalid event id", [
+      { path: "after", message: "not an event id (<ms>-<seq>)" },
+    ]);
+  }
+  return { ms: Number(match[1]), seq: Number(match[2]) };
+}

@@ -1,0 +1,68 @@
+/**
+ * @module
+ * The memory store's job table, as includes "job" and "spec" keep jobs on Redis: a job created
+ * from a delivery's spec (occurrences are created by their first delivery), its place in its
+ * schedule's runs, its run lease and the schedule's overlap lease, delivery tokens seen, and
+ * forgetting a job with every index entry of it.
+ */
+import type { DeliveryToken, JobRecord, JobSpec } from "../../core/model.ts";
+import { clone, live } from "./shared.ts";
+import type { MemoryState, StoredJob } from "./state.ts";
+
+/**
+ * The stored job, or a new one from `spec` for an occurrence (created by its first delivery).
+ * `undefined` for a missing job without `scheduleId`: it existed before it was published, so it
+ * expired (cancelled or finished) and must not come back.
+ */
+export function jobOrCreate(s: MemoryState, spec: JobSpec, now: number): StoredJob | undefined {
+  let stored = s.jobs.get(spec.id);
+  if (!stored) {
+    if (spec.scheduleId === undefined || live(s.gone, spec.id, now)) return undefined;
+    stored = { record: { ...clone(spec), status: "queued", attempts: 0 } };
+    s.jobs.set(spec.id, stored);
+    indexRun(s, stored.record);
+  }
+  return stored;
+}
+
+/**
+ * False when `token` was used before (a replay); else remembers it until it expires (plus a
+ * minute for clock skew, as the Redis store does). No token: always a first use.
+ */
+export function firstUse(s: MemoryState, token: DeliveryToken | undefined, now: number): boolean {
+  if (!token) return true;
+  if (live(s.deliveries, token.id, now)) return false;
+  const expiresAt = now + Math.max(1_000, token.expiresAt - now + 60_000);
+  s.deliveries.set(token.id, { value: true, expiresAt });
+  s.expiresAt(expiresAt);
+  return true;
+}
+
+/** Lists an occurrence under its schedule's runs, while the schedule exists. */
+export function indexRun(s: MemoryState, job: JobRecord): void {
+  if (job.scheduleId === undefined || !s.schedules.has(job.scheduleId)) return;
+  const runs = s.runs.get(job.scheduleId) ?? new Set<string>();
+  s.runs.set(job.scheduleId, runs.add(job.id));
+}
+
+/** Forget a job and every index entry of it. */
+export function drop(s: MemoryState, job: JobRecord): void {
+  s.jobs.delete(job.id);
+  s.dead.delete(job.id);
+  if (job.scheduleId !== undefined) s.runs.get(job.scheduleId)?.delete(job.id);
+}
+
+/** Drops the job's run lease and, if it holds it, its schedule's overlap lease. */
+export function releaseRun(s: MemoryState, stored: StoredJob): void {
+  delete stored.leaseUntil;
+  const { scheduleId, id } = stored.record;
+  if (scheduleId !== undefined && s.running.get(scheduleId)?.value === id) {
+    s.running.delete(scheduleId);
+  }
+}
+
+/** The spec part of a job record. */
+export function specOf(job: JobRecord): JobSpec {
+  const { status, attempts, attemptBase, startedAt, finishedAt, result, error, ...spec } = job;
+  return spec;
+}

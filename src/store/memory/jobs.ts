@@ -1,0 +1,182 @@
+/**
+ * @module
+ * The memory store's job operations (`JobStore`) other than an attempt's (those are in
+ * `runs.ts`): submit with admission control, read, cancel and list jobs, and the dead-letter
+ * list. Each is one synchronous step.
+ */
+import type { JobRecord, JobSpec, NewJob, OutboxMessage } from "../../core/model.ts";
+import { DEFAULT_TENANT } from "../../core/model.ts";
+import type {
+  Admission,
+  CancelResult,
+  DeadQuery,
+  DegradationLevel,
+  ListJobsQuery,
+  Page,
+  SubmitDenied,
+  SubmitResult,
+} from "../port.ts";
+import { paginate, type Scored } from "./cursor.ts";
+import { evaluate } from "./degrade.ts";
+import { jobFields } from "./events.ts";
+import { drop, indexRun, specOf } from "./job-table.ts";
+import { quota as countQuota } from "./quota.ts";
+import { retain } from "./retention.ts";
+import { clone, live } from "./shared.ts";
+import type { MemoryState } from "./state.ts";
+
+export function submitJob(
+  s: MemoryState,
+  job: NewJob,
+  timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
+  admission: Admission,
+): SubmitResult | SubmitDenied {
+  const now = s.now();
+  const idemKey =
+    job.idempotencyKey === undefined ? undefined : `${job.tenant}\u0000${job.idempotencyKey}`;
+  if (idemKey !== undefined) {
+    const firstId = live(s.idempotency, idemKey, now)?.value;
+    const first = firstId === undefined ? undefined : s.jobs.get(firstId);
+    if (first) return { job: clone(first.record), replayed: true };
+  }
+  let degradation: { level: DegradationLevel; delayedMs: number } | undefined;
+  if (admission.degradation) {
+    const policy = admission.degradation;
+    const level = evaluate(s, policy, now);
+    if (level === "critical" && policy.critical === "reject") {
+      return {
+        denied: { kind: "overloaded", level: "critical", retryAfterMs: policy.retryAfterMs },
+      };
+    }
+    const delayedMs =
+      level === "degraded"
+        ? policy.degradedDelayMs
+        : level === "critical"
+          ? policy.criticalDelayMs
+          : 0;
+    degradation = { level, delayedMs };
+  }
+  const quota = countQuota(s, admission.quota, now);
+  if (quota && !quota.admitted) return { denied: { kind: "quota", quota: quota.state } };
+
+  const spec: JobSpec = {
+    ...clone(job),
+    createdAt: now,
+    runAt: (timing.runAt ?? now + timing.delayMs) + (degradation?.delayedMs ?? 0),
+  };
+  const record: JobRecord = { ...spec, status: "queued", attempts: 0 };
+  const message: OutboxMessage = {
+    id: spec.id,
+    dedupId: spec.id,
+    job: spec,
+    notBefore: spec.runAt,
+    recoverAt: spec.runAt + timing.recoverGraceMs,
+  };
+  s.jobs.set(spec.id, { record: clone(record) });
+  indexRun(s, record);
+  s.outbox.set(spec.id, clone(message));
+  if (idemKey !== undefined) {
+    const expiresAt = now + s.retention.idempotencyMs;
+    s.idempotency.set(idemKey, { value: spec.id, expiresAt });
+    s.expiresAt(expiresAt);
+  }
+  s.metrics.totals.submitted += 1;
+  s.metrics.enter(spec.id, "queued", spec.runAt);
+  s.events.emit(now, { type: "job.created", ...jobFields(spec) });
+  return {
+    job: clone(record),
+    message: clone(message),
+    replayed: false,
+    ...(quota ? { quota: quota.state } : {}),
+    ...(degradation ? { degradation } : {}),
+  };
+}
+
+export function getJob(s: MemoryState, id: string): JobRecord | null {
+  s.now();
+  const stored = s.jobs.get(id);
+  return stored ? clone(stored.record) : null;
+}
+
+export function cancelJob(s: MemoryState, id: string): CancelResult {
+  const now = s.now();
+  const stored = s.jobs.get(id);
+  if (!stored) return { kind: "missing" };
+  if (stored.record.status !== "queued") return { kind: "conflict", job: clone(stored.record) };
+  s.metrics.leave(id, "queued");
+  stored.record.status = "cancelled";
+  stored.record.finishedAt = now;
+  retain(s, stored, now);
+  s.outbox.delete(id);
+  s.metrics.totals.cancelled += 1;
+  s.events.emit(now, { type: "job.cancelled", ...jobFields(stored.record) });
+  return { kind: "ok", job: clone(stored.record) };
+}
+
+export function listJobs(s: MemoryState, query: ListJobsQuery): Page<JobRecord> {
+  s.now();
+  const entries: Scored<JobRecord>[] = [];
+  const tenant = query.tenant ?? DEFAULT_TENANT;
+  for (const { record } of s.jobs.values()) {
+    if (record.tenant !== tenant) continue;
+    if (query.status !== undefined && record.status !== query.status) continue;
+    if (query.handler !== undefined && record.handler !== query.handler) continue;
+    if (query.scheduleId !== undefined && record.scheduleId !== query.scheduleId) continue;
+    entries.push({ score: record.createdAt, id: record.id, item: record });
+  }
+  return clone(paginate(entries, query.limit, query.cursor));
+}
+
+// ── the dead-letter list ───────────────────────────────────────────────────
+
+export function listDead(s: MemoryState, query: DeadQuery): Page<JobRecord> {
+  s.now();
+  const tenant = query.tenant ?? DEFAULT_TENANT;
+  const entries: Scored<JobRecord>[] = [];
+  for (const [id, diedAt] of s.dead) {
+    const stored = s.jobs.get(id);
+    if (stored?.record.tenant === tenant) entries.push({ score: diedAt, id, item: stored.record });
+  }
+  return clone(paginate(entries, query.limit, query.cursor));
+}
+
+export function retryDead(
+  s: MemoryState,
+  id: string,
+  timing: { recoverGraceMs: number },
+): { job: JobRecord; message: OutboxMessage } | null {
+  const now = s.now();
+  const stored = s.jobs.get(id);
+  if (stored?.record.status !== "dead") return null;
+  const job = stored.record;
+  s.dead.delete(id);
+  delete stored.expiresAt;
+  job.status = "queued";
+  job.runAt = now;
+  job.attemptBase = job.attempts;
+  delete job.finishedAt;
+  stored.dispatches = (stored.dispatches ?? 0) + 1;
+  const message: OutboxMessage = {
+    id,
+    dedupId: `${id}~r${stored.dispatches}`,
+    job: specOf(job),
+    notBefore: now,
+    recoverAt: now + timing.recoverGraceMs,
+  };
+  s.outbox.set(id, clone(message));
+  s.metrics.totals.retried += 1;
+  s.metrics.enter(id, "queued", now);
+  s.events.emit(now, { type: "job.retried", ...jobFields(job) });
+  return { job: clone(job), message: clone(message) };
+}
+
+export function deleteDead(s: MemoryState, id: string): boolean {
+  const now = s.now();
+  const stored = s.jobs.get(id);
+  if (!stored || !s.dead.has(id)) return false;
+  drop(s, stored.record);
+  const expiresAt = now + s.retention.jobMs;
+  s.gone.set(id, { value: true, expiresAt });
+  s.expiresAt(expiresAt);
+  return true;
+}

@@ -1,0 +1,184 @@
+/**
+ * @module
+ * The memory store's attempt operations (`JobStore`): a delivery begins an attempt
+ * (`beginRun`: run leases, overlap `skip`, the attempt's watch), the attempt ends (`finishRun`),
+ * or the queue gives up on it (`markDead`). Each is one synchronous step.
+ */
+import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../../core/model.ts";
+import { FINAL_JOB_STATUSES } from "../../core/model.ts";
+import type { BeginRunResult, FinishRunResult, RunOutcome } from "../port.ts";
+import { errorOf, jobFields } from "./events.ts";
+import { firstUse, jobOrCreate, releaseRun, specOf } from "./job-table.ts";
+import { movingAverage, observe } from "./metrics.ts";
+import { retain } from "./retention.ts";
+import { clone, live } from "./shared.ts";
+import type { MemoryState, StoredJob } from "./state.ts";
+
+export function beginRun(
+  s: MemoryState,
+  spec: JobSpec,
+  leaseMs: number,
+  reapAfterMs: number,
+  token: DeliveryToken | undefined,
+): BeginRunResult {
+  const now = s.now();
+  if (!firstUse(s, token, now)) return { kind: "replayed" };
+  const stored = jobOrCreate(s, spec, now);
+  if (!stored) {
+    s.outbox.delete(spec.id); // finished and expired: a leftover re-dispatch
+    return { kind: "missing" };
+  }
+  const job = stored.record;
+  if (FINAL_JOB_STATUSES.includes(job.status)) {
+    s.outbox.delete(job.id);
+    // A leftover entry: an occurrence committed again after it finished.
+    s.metrics.leave(job.id, "queued");
+    return { kind: "final", job: clone(job) };
+  }
+  if (job.status === "running" && stored.leaseUntil !== undefined && stored.leaseUntil > now) {
+    return { kind: "busy", retryAfterMs: stored.leaseUntil - now };
+  }
+  if (job.overlap === "skip" && job.scheduleId !== undefined) {
+    const holder = live(s.running, job.scheduleId, now);
+    if (holder && holder.value !== job.id) {
+      // Only an occurrence that never started may be skipped; a retry of a started one waits.
+      if (job.attempts > 0) return { kind: "busy", retryAfterMs: holder.expiresAt - now };
+      s.outbox.delete(job.id);
+      s.metrics.leave(job.id, job.status);
+      job.status = "skipped";
+      job.finishedAt = now;
+      delete stored.leaseUntil;
+      retain(s, stored, now);
+      s.metrics.totals.skipped += 1;
+      s.events.emit(now, { type: "job.skipped", ...jobFields(job) });
+      return { kind: "skipped", job: clone(job) };
+    }
+    s.running.set(job.scheduleId, { value: job.id, expiresAt: now + leaseMs });
+  }
+  s.metrics.leave(job.id, job.status);
+  job.status = "running";
+  job.attempts += 1;
+  job.startedAt = now;
+  delete job.finishedAt;
+  stored.leaseUntil = now + leaseMs;
+  s.outbox.set(job.id, {
+    id: job.id,
+    dedupId: `${job.id}~a${job.attempts}`,
+    job: clone(specOf(job)),
+    notBefore: job.runAt,
+    recoverAt: stored.leaseUntil + reapAfterMs,
+    attempt: job.attempts,
+  });
+  s.metrics.enter(job.id, "running", now);
+  s.metrics.totals.started += 1;
+  if (job.attempts === 1) {
+    const lag = Math.max(0, now - job.runAt);
+    observe(s.metrics.histograms.dispatchLagMs, lag);
+    s.metrics.averages.lagMs = movingAverage(s.metrics.averages.lagMs, lag);
+  }
+  s.events.emit(now, { type: "job.started", ...jobFields(job), attempt: job.attempts });
+  return { kind: "run", attempt: job.attempts, job: clone(job) };
+}
+
+export function finishRun(
+  s: MemoryState,
+  id: string,
+  attempt: number,
+  outcome: RunOutcome,
+  reapAfterMs: number,
+): FinishRunResult {
+  const now = s.now();
+  const stored = s.jobs.get(id);
+  if (!stored) return { kind: "stale", job: null };
+  const job = stored.record;
+  if (job.status !== "running" || job.attempts !== attempt) {
+    return { kind: "stale", job: clone(job) };
+  }
+  releaseRun(s, stored);
+  s.metrics.leave(id, "running");
+  job.finishedAt = now;
+  const { histograms, averages, totals } = s.metrics;
+  observe(histograms.handlerDurationMs, now - (job.startedAt ?? now));
+  averages.failureRate = movingAverage(averages.failureRate, outcome.ok ? 0 : 1);
+  if (outcome.ok) {
+    job.status = "succeeded";
+    job.result = clone(outcome.result);
+    delete job.error;
+    retain(s, stored, now);
+    s.outbox.delete(id);
+    totals.succeeded += 1;
+    s.events.emit(now, { type: "job.succeeded", ...jobFields(job) });
+  } else if (outcome.final) {
+    totals.failed += 1;
+    s.outbox.delete(id);
+    kill(s, stored, outcome.error, now);
+  } else {
+    job.status = "failed";
+    job.error = clone(outcome.error);
+    const watch = s.outbox.get(id);
+    if (watch) watch.recoverAt = now + reapAfterMs;
+    totals.failed += 1;
+    s.metrics.enter(id, "failed", now);
+    s.events.emit(now, {
+      type: "job.failed",
+      ...jobFields(job),
+      attempt,
+      error: errorOf(outcome.error),
+    });
+  }
+  return { kind: "ok", job: clone(job) };
+}
+
+export function markDead(
+  s: MemoryState,
+  spec: JobSpec,
+  error: JobError,
+  expect: { attempts: number } | undefined,
+  token: DeliveryToken | undefined,
+): JobRecord | null {
+  const now = s.now();
+  if (!firstUse(s, token, now)) {
+    const current = s.jobs.get(spec.id);
+    return current ? clone(current.record) : null;
+  }
+  const stored = jobOrCreate(s, spec, now);
+  if (!stored) {
+    s.outbox.delete(spec.id); // finished and expired: a leftover watch
+    return null;
+  }
+  const job = stored.record;
+  // The reaper's watch was for another attempt: the job has moved on.
+  if (expect !== undefined && job.attempts !== expect.attempts) return clone(job);
+  if (job.status === "dead" || job.status === "succeeded" || job.status === "cancelled") {
+    return clone(job);
+  }
+  // A skipped occurrence was deliberately not run: dead-lettering it would invite running it.
+  if (job.status === "skipped") return clone(job);
+  // A callback for an earlier dispatch (retryDead set a new runAt since) must not kill this one.
+  if (spec.runAt !== job.runAt) return clone(job);
+  // A live attempt may still succeed: the late callback must not kill it.
+  if (job.status === "running" && stored.leaseUntil !== undefined && stored.leaseUntil > now) {
+    return clone(job);
+  }
+  releaseRun(s, stored);
+  s.outbox.delete(job.id);
+  s.metrics.leave(job.id, job.status);
+  job.finishedAt = now;
+  kill(s, stored, clone(error), now);
+  return clone(job);
+}
+
+/** → `dead` (the caller has left the previous status): dead-letter list, total and event. */
+function kill(s: MemoryState, stored: StoredJob, error: JobError, now: number): void {
+  stored.record.status = "dead";
+  stored.record.error = clone(error);
+  s.dead.set(stored.record.id, now);
+  retain(s, stored, now);
+  s.metrics.totals.dead += 1;
+  s.events.emit(now, {
+    type: "job.dead",
+    ...jobFields(stored.record),
+    attempt: stored.record.attempts,
+    error: errorOf(error),
+  });
+}

@@ -1,0 +1,243 @@
+/**
+ * @module
+ * The jobs' part of the Store port: submit, cancel and list jobs; begin and finish attempts;
+ * the failure callback (`markDead`) and the dead-letter list.
+ */
+import type {
+  Admission,
+  DegradationLevel,
+  DegradationPolicy,
+  Denied,
+  QuotaCheck,
+  QuotaState,
+} from "../../core/admission.ts";
+import type {
+  DeliveryToken,
+  JobError,
+  JobRecord,
+  JobSpec,
+  JobStatus,
+  NewJob,
+  OutboxMessage,
+} from "../../core/model.ts";
+import type { StoreStats } from "./observability.ts";
+import type { Page } from "./page.ts";
+import type { StoreRetention } from "./retention.ts";
+
+/** Result of {@link JobStore.submitJob}. */
+export interface SubmitResult {
+  job: JobRecord;
+  /** The outbox message written (absent when replayed). */
+  message?: OutboxMessage;
+  /** True when the idempotency key was already used: `job` is the first job, nothing was written. */
+  replayed: boolean;
+  /** With `admission.quota` (not on replay: a replay is not counted). */
+  quota?: QuotaState;
+  /** With `admission.degradation`: the level after evaluation and the delay it added to `runAt`. */
+  degradation?: { level: DegradationLevel; delayedMs: number };
+}
+
+/** Result of {@link JobStore.submitJob} when admission control refused it. */
+export interface SubmitDenied {
+  denied: Denied;
+}
+
+/** Result of {@link JobStore.beginRun}. */
+export type BeginRunResult =
+  /** The caller must run the handler now, as attempt number `attempt` (1-based). */
+  | { kind: "run"; attempt: number; job: JobRecord }
+  /** The job is in a final state (succeeded, cancelled, dead or skipped): do not run, answer 200. */
+  | { kind: "final"; job: JobRecord }
+  /**
+   * Another attempt holds an unexpired run lease (or, overlap `skip`, another occurrence holds the
+   * schedule's run lease while this one already started): answer 409 so the queue retries later.
+   */
+  | { kind: "busy"; retryAfterMs: number }
+  /** Overlap `skip`: a previous occurrence of the schedule still runs; this job was marked `skipped`. */
+  | { kind: "skipped"; job: JobRecord }
+  /**
+   * The job is missing and has no `scheduleId`: a submitted job exists before it is published, so
+   * it expired after it was cancelled or finished. Nothing was written: do not run, answer 200.
+   */
+  | { kind: "missing" }
+  /**
+   * The delivery's token (see {@link JobStore.beginRun}) was used before: a replay of a captured
+   * delivery. Nothing was written: do not run, answer 200.
+   */
+  | { kind: "replayed" };
+
+/** How an attempt ended. */
+export type RunOutcome =
+  | { ok: true; result: unknown }
+  | {
+      ok: false;
+      error: JobError;
+      /** True when no retry will follow (non-retryable error or attempts exhausted): the job goes `dead`. */
+      final: boolean;
+    };
+
+/** Result of {@link JobStore.finishRun}. */
+export type FinishRunResult =
+  | { kind: "ok"; job: JobRecord }
+  /** The job is not `running` as this attempt (another attempt took over, or it already finished). */
+  | { kind: "stale"; job: JobRecord | null };
+
+/** A listing reads one tenant's index: a page holds only that tenant's records. */
+export interface ListJobsQuery {
+  /** Whose jobs. @default "default" */
+  tenant?: string | undefined;
+  status?: JobStatus | undefined;
+  handler?: string | undefined;
+  scheduleId?: string | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+/** The dead-letter listing's query. */
+export interface DeadQuery {
+  /** Whose dead letters. @default "default" */
+  tenant?: string | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+/** Result of {@link JobStore.cancelJob}. */
+export type CancelResult =
+  | { kind: "ok"; job: JobRecord }
+  /** Not `queued` any more (running or finished). */
+  | { kind: "conflict"; job: JobRecord }
+  | { kind: "missing" };
+
+/**
+ * Jobs, their attempts and the dead-letter list. Finished records expire after
+ * {@link StoreRetention.jobMs}, within the caps of {@link StoreRetention}.
+ */
+export interface JobStore {
+  /**
+   * Atomically: if `job.idempotencyKey` is set and known for the tenant, return that job with
+   * `replayed: true` and write nothing; else stamp `createdAt = now` and
+   * `runAt = timing.runAt ?? now + timing.delayMs`, write the job (status `queued`), index it,
+   * remember the key (for `retention.idempotencyMs`), and put its message in the outbox
+   * (`{ id, dedupId: id, job, notBefore: runAt, recoverAt: runAt + timing.recoverGraceMs }`).
+   * The caller publishes {@link SubmitResult.message} afterwards.
+   *
+   * With `admission`, in this order, all in the same atomic step:
+   * 1. idempotency replay (as above): returned at once — nothing evaluated, nothing counted;
+   * 2. `admission.degradation`: evaluate the controller (see {@link DegradationPolicy}; its state
+   *    change and `degradation.changed` event are kept even if the submit is then refused), then
+   *    act on the resulting level: `degraded` → `runAt += degradedDelayMs`; `critical` →
+   *    `reject`: {@link SubmitDenied} `{ kind: "overloaded", level: "critical", retryAfterMs }`
+   *    (quota not counted), or `delay`: `runAt += criticalDelayMs`. The delay is added after
+   *    `runAt` is computed from `timing` (so `notBefore`/`recoverAt` include it);
+   * 3. `admission.quota` (see {@link QuotaCheck}): denied → {@link SubmitDenied}
+   *    `{ kind: "quota", quota }`; nothing written, nothing counted;
+   * 4. the write, plus: `totals.submitted` += 1, `jobs.queued` += 1, a `job.created` event, and the
+   *    job in `{p}:pending` with score `runAt`.
+   */
+  submitJob(
+    job: NewJob,
+    timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
+    admission?: Admission,
+  ): Promise<SubmitResult | SubmitDenied>;
+  getJob(id: string): Promise<JobRecord | null>;
+  /**
+   * `queued` → `cancelled` with `finishedAt = now` (and its outbox message removed); anything else
+   * is a conflict. Counts `totals.cancelled`, writes `job.cancelled`, leaves `{p}:pending`.
+   */
+  cancelJob(id: string): Promise<CancelResult>;
+  listJobs(query: ListJobsQuery): Promise<Page<JobRecord>>;
+  /**
+   * A delivery arrived for `spec.id`. Creates the job from `spec` if missing and it is an
+   * occurrence (has a `scheduleId`; occurrences are created here); a missing job without
+   * `scheduleId` expired after it was cancelled or finished → `missing` (only a leftover outbox
+   * message of it is removed).
+   * Then:
+   * final status → `final` (its outbox message removed); `running` with an unexpired run lease →
+   * `busy` (nothing written: the running attempt's watch stays);
+   * overlap `skip` and another job of the same schedule holds the schedule's run lease → job
+   * `skipped` (`finishedAt = now`) if it never started (`attempts == 0`), else `busy` (a retry of
+   * a started occurrence waits for the lease); else `running`, `attempts + 1`, `startedAt = now`,
+   * `finishedAt` cleared (the last `error` is kept), run lease until now + `leaseMs` (and, for
+   * overlap `skip`, the schedule's run lease for the same time). A `skipped` job's outbox message
+   * is removed. A `run` replaces the job's outbox message by the attempt's **watch**:
+   * `{ id, dedupId: "<id>~a<attempt>", job: <the stored job's spec>, notBefore: runAt,
+   * recoverAt: leaseEnd + reapAfterMs, attempt }`. If the queue stops delivering (a dead worker,
+   * retries spent) and its failure callback never arrives, the tick's recover step finds the watch
+   * and re-dispatches the job, or dead-letters it if `attempt > retries` (the reaper, ADR 0010).
+   *
+   * Counting (see {@link StoreStats.jobs} for the gauge rule): `run` → `totals.started` += 1, a
+   * `job.started` event with `attempt`, the job leaves `{p}:pending`; on the first attempt
+   * (`attempts` becomes 1) `max(0, startedAt - runAt)` is observed in `dispatchLagMs` and fed to
+   * the `lagMs` average. `skipped` → `totals.skipped` += 1, a `job.skipped` event, leaves
+   * `{p}:pending`. `busy` and `missing` count nothing; `final`
+   * counts nothing either but drops a leftover `{p}:pending` entry (an occurrence committed again
+   * after it finished, e.g. by a re-created schedule), decrementing `queued` if there was one.
+   */
+  beginRun(
+    spec: JobSpec,
+    leaseMs: number,
+    reapAfterMs?: number,
+    token?: DeliveryToken,
+  ): Promise<BeginRunResult>;
+  /**
+   * Record how `attempt` ended, only if the job is `running` as that attempt.
+   * Success → `succeeded` with `result` (and no `error`); failure → `failed` with `error`, or `dead`
+   * (and listed in the dead-letter list) when `final`. Sets `finishedAt = now`.
+   * Releases the run lease (and the schedule's overlap lease).
+   * Finished records expire after `retention.jobMs`. The attempt's watch (see {@link beginRun})
+   * is removed when the job is final; after a failure that will be retried its `recoverAt` moves
+   * to `now + reapAfterMs` (the queue's retry should begin the next attempt before then).
+   *
+   * Counting (not on `stale`): `finishedAt - startedAt` observed in `handlerDurationMs`; the
+   * `failureRate` average fed 0 (success) or 1 (failure, final or not). Success →
+   * `totals.succeeded`, `job.succeeded` event. Failure → `totals.failed` += 1; not final → a
+   * `job.failed` event (`attempt`, `error`) and the job enters `{p}:pending` with score `now`;
+   * final → `totals.dead` += 1 and a `job.dead` event (`attempt`, `error`; no `job.failed`).
+   */
+  finishRun(
+    id: string,
+    attempt: number,
+    outcome: RunOutcome,
+    reapAfterMs?: number,
+  ): Promise<FinishRunResult>;
+  /**
+   * The queue gave up on a delivery (failure callback): unless already `succeeded` or `cancelled`,
+   * mark the job `dead` with `error` and list it in the dead-letter list. Creates it from `spec` if
+   * missing and it is an occurrence (has a `scheduleId`); a missing job without `scheduleId`
+   * (expired after cancel or finish) is not re-created: `null`, and its outbox message (a
+   * leftover watch), if any, is removed. Idempotent.
+   *
+   * Returned unchanged, nothing written: a `skipped` job (it was deliberately not run), an already
+   * `dead` one, one whose `runAt` differs from `spec.runAt` (the callback is for an earlier
+   * dispatch: `retryDead` set a new `runAt` since), one `running` with an unexpired run lease
+   * (the live attempt may still succeed; its own outcome or lease expiry decides), and, with
+   * `expect`, one whose `attempts` differ (the reaper's watch is out of date).
+   * Otherwise sets `finishedAt = now`; releases the run lease and the schedule's overlap lease;
+   * removes the job's outbox message. Counts `totals.dead`, writes `job.dead` (`attempt` = the
+   * job's `attempts`, 0 if it never started; `error`), leaves `{p}:pending`; no average or
+   * histogram is fed. A job returned unchanged counts nothing.
+   */
+  markDead(
+    spec: JobSpec,
+    error: JobError,
+    expect?: { attempts: number },
+    token?: DeliveryToken,
+  ): Promise<JobRecord | null>;
+  /** One tenant's dead-letter list, newest death first. */
+  listDead(query: DeadQuery): Promise<Page<JobRecord>>;
+  /**
+   * `dead` → `queued` again (attempts and last `error` kept, `runAt = now`, `finishedAt` cleared,
+   * no longer expiring), removed from the dead-letter list, and
+   * a message with `dedupId = <id>~r<n>` put in the outbox, `n` the job's count of such
+   * dispatches (1, 2, …; never repeats, unlike `attempts`, which a callback-killed dispatch leaves
+   * unchanged): a fresh dedup id, as earlier ones may still be inside the queue's dedup window.
+   * `null` if the job is not dead. Counts `totals.retried` and `jobs.queued`, writes `job.retried`,
+   * and the job enters `{p}:pending` with score `now`.
+   */
+  retryDead(
+    id: string,
+    timing: { recoverGraceMs: number },
+  ): Promise<{ job: JobRecord; message: OutboxMessage } | null>;
+  /** Remove a dead job from the dead-letter list and delete it. */
+  deleteDead(id: string): Promise<boolean>;
+}

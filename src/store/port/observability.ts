@@ -1,0 +1,186 @@
+/**
+ * @module
+ * The observability part of the Store port: counters, gauges, histograms, moving averages, the
+ * leader and degradation state (`stats`), and the capped lifecycle event log (`events`).
+ */
+import type {
+  DegradationLevel,
+  DegradationPolicy,
+  DegradationState,
+} from "../../core/admission.ts";
+import type { JobStore } from "./jobs.ts";
+
+/** Upper bounds (ms) of every histogram's buckets; a last `+Inf` bucket follows. */
+export const HISTOGRAM_BOUNDS_MS: readonly number[] = [
+  5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000,
+];
+
+/** A histogram: `counts[i]` observations `<= bounds[i]` and `> bounds[i-1]` (NOT cumulative);
+ * `counts[bounds.length]` the ones above the last bound. `sum` adds the observed values (ms),
+ * `count` the observations. All start at 0. */
+export interface Histogram {
+  bounds: readonly number[];
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
+/** Everything the stores count, for `/metrics` and `/v1/stats`. */
+export interface StoreStats {
+  now: number;
+  /**
+   * Gauges of jobs not yet finished. `queued`: submitted, re-queued from the dead-letter list, or
+   * an occurrence committed by a tick, not yet started; `running`; `failed`: waiting for a retry.
+   * An occurrence counts as queued from its commit (its record is created at delivery).
+   * Counters kept by the operations that change a status: leaving `queued` (start, skip, cancel,
+   * dead) decrements `queued` only if the job was in `{p}:pending` (an occurrence never committed
+   * was never counted); leaving `running`/`failed` decrements those; never below 0.
+   */
+  jobs: { queued: number; running: number; failed: number };
+  /** Monotonic counters since the store was created. */
+  totals: {
+    submitted: number;
+    /** Occurrences committed by ticks. */
+    dispatched: number;
+    /** Outbox messages handed back by `beginTick` for re-publishing. */
+    recovered: number;
+    /** Attempts begun. */
+    started: number;
+    succeeded: number;
+    /** Attempts that failed (retryable or not). */
+    failed: number;
+    dead: number;
+    cancelled: number;
+    skipped: number;
+    /** Dead jobs re-queued. */
+    retried: number;
+    /** Ticks that took the lease (idle ticks are not counted: they write nothing). */
+    ticks: number;
+  };
+  /** Outbox entries: accepted and not yet acknowledged by the queue, plus the watches of started
+   * attempts (one per `running` or `failed` job; see {@link JobStore.beginRun}). */
+  outbox: number;
+  /**
+   * Due backlog: jobs `queued` with `runAt <= now` (occurrences from their commit) plus jobs
+   * `failed` (waiting for the queue's retry) — kept as a sorted set `{p}:pending` (job id → runAt,
+   * or the failure time for failed jobs), written by the same scripts that change a job's status;
+   * this is `ZCOUNT pending -inf now`.
+   */
+  backlog: number;
+  /** First attempt's `startedAt - runAt`. */
+  dispatchLagMs: Histogram;
+  /** `finishedAt - startedAt` of every finished attempt. */
+  handlerDurationMs: Histogram;
+  /** As reported by `endTick`. */
+  tickDurationMs: Histogram;
+  /** `beginTick` round trip of leader ticks, as reported by `endTick`. */
+  leaseAcquisitionMs: Histogram;
+  /**
+   * Moving averages (α = 0.1) feeding the degradation controller: start at 0; each observation
+   * `x` sets `avg = avg + 0.1 * (x - avg)`. `lagMs` is fed with every `dispatchLagMs`
+   * observation, `failureRate` by `finishRun` (1 failed attempt, 0 success).
+   */
+  averages: { lagMs: number; failureRate: number };
+  leader: {
+    /** Holder of the last leader tick (`BeginTickOptions.holder`), null if never. */
+    holder: string | null;
+    /** Whether the tick lease is held now, and for how much longer. */
+    active: boolean;
+    leaseRemainingMs: number;
+    /** Times a leader tick's holder differed from the previous one (the first holder included). */
+    changes: number;
+    /** Changes less than `FLAP_WINDOW_MS` after the previous change. */
+    flaps: number;
+    /** When the current holder first took the lease (0 = never). */
+    acquiredAt: number;
+  };
+  degradation: DegradationState;
+}
+
+/** A leader change within this long of the previous one counts as a flap. */
+export const FLAP_WINDOW_MS = 5 * 60_000;
+
+export type EventType =
+  | "job.created"
+  | "job.dispatched"
+  | "job.started"
+  | "job.succeeded"
+  | "job.failed"
+  | "job.retried"
+  | "job.dead"
+  | "job.cancelled"
+  | "job.skipped"
+  | "leader.changed"
+  | "degradation.changed";
+
+/**
+ * A lifecycle event, written by the store inside the operation it records (capped stream).
+ * `id` is `<ms>-<seq>` (a Redis stream id): strictly increasing, usable as `after`; ids compare
+ * by `ms`, then `seq`, as numbers. `at` is the store's `now` of the operation.
+ *
+ * Which operation writes which event: `job.created` submitJob (not a replay); `job.dispatched`
+ * commitTick, per message of an applied commit; `job.started` beginRun `run`; `job.skipped`
+ * beginRun `skipped`; `job.succeeded` finishRun; `job.failed` finishRun, failure not final;
+ * `job.dead` finishRun final failure or markDead; `job.cancelled` cancelJob; `job.retried`
+ * retryDead; `leader.changed` beginTick (leader, new holder); `degradation.changed` any
+ * evaluation that changes the level (submitJob, beginTick, stats).
+ * Job events carry `jobId`, `handler`, `tenant` and, for occurrences, `scheduleId`; the other
+ * fields only where noted below. Fields that do not apply are absent (never null, except
+ * `previous`).
+ *
+ * The stream keeps the newest `eventsMaxLen` events (a store option: default 10_000, exact trim;
+ * `0` writes no events at all).
+ */
+export interface TickEvent {
+  id: string;
+  type: EventType;
+  at: number;
+  jobId?: string;
+  scheduleId?: string;
+  handler?: string;
+  tenant?: string;
+  /** job.started: the attempt number; job.failed/job.dead: the attempt that ended. */
+  attempt?: number;
+  error?: { name: string; message: string };
+  /** leader.changed: new and previous holder. */
+  holder?: string;
+  previous?: string | null;
+  /** degradation.changed: the levels. */
+  from?: DegradationLevel;
+  to?: DegradationLevel;
+}
+
+export interface EventsQuery {
+  /**
+   * Only events with id greater than this: an event id, `<ms>-<seq>` (anything else is a
+   * `ValidationError`, 400).
+   */
+  after?: string | undefined;
+  /** Absent or empty: every type. */
+  types?: readonly EventType[] | undefined;
+  /** Oldest first, at most this many (1–1,000). */
+  limit: number;
+}
+
+/**
+ * Oldest first; `last` is the id of the last event examined (pass it as `after` to continue).
+ * A call examines the events after `after`, oldest first, until it holds `limit` matching ones
+ * or has examined 1,000 events; `last` is then the id of the last one examined (the last match
+ * when it stopped at `limit`), absent when there was nothing after `after`. A page may hold fewer
+ * than `limit` events while more match later: read on with `after: last` until `last` is absent.
+ */
+export interface EventsPage {
+  events: TickEvent[];
+  last?: string;
+}
+
+/** What the stores count and record, each written inside the operation it describes. */
+export interface ObservabilityStore {
+  /**
+   * Every counter, gauge and histogram, the leader and the degradation state, in one round trip.
+   * With `degradation`, evaluates the controller first (may change the level).
+   */
+  stats(degradation?: DegradationPolicy): Promise<StoreStats>;
+  /** Events after `after`, oldest first, filtered by type. One round trip. */
+  events(query: EventsQuery): Promise<EventsPage>;
+}

@@ -1,0 +1,178 @@
+/**
+ * @module
+ * The Redis store's job operations (the port's `JobStore`) other than an attempt's (those are in
+ * `runs.ts`): submit, read, cancel and list jobs, and the dead-letter list. Each one script, one
+ * round trip.
+ */
+import {
+  DEFAULT_TENANT,
+  type JobRecord,
+  type JobSpec,
+  type NewJob,
+  type OutboxMessage,
+} from "../../core/model.ts";
+import type {
+  Admission,
+  CancelResult,
+  DeadQuery,
+  DegradationLevel,
+  Denied,
+  ListJobsQuery,
+  Page,
+  QuotaState,
+  SubmitDenied,
+  SubmitResult,
+} from "../port.ts";
+import {
+  cursorArgs,
+  errorCodeOf,
+  fromJson,
+  jobData,
+  limitArg,
+  optionalArg,
+  policyArg,
+  quotaArgs,
+  type RawPage,
+  retentionArg,
+  toInt,
+  toPage,
+  ttlArg,
+} from "./codec.ts";
+import { expectNoCode, type RedisContext, type Tagged } from "./context.ts";
+import { ErrorCode } from "./errors.ts";
+import { scripts } from "./scripts.generated.ts";
+
+export async function submitJob(
+  c: RedisContext,
+  job: NewJob,
+  timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
+  admission?: Admission,
+): Promise<SubmitResult | SubmitDenied> {
+  const k = c.keys;
+  const data = jobData(job);
+  const degradation = admission?.degradation;
+  const raw = await c.run(
+    scripts.submitJob,
+    [k.root, k.outbox, k.outboxMsg, k.pending, k.metrics, k.events, k.degrade],
+    [
+      job.id,
+      JSON.stringify(job.id),
+      data,
+      optionalArg(timing.runAt),
+      String(timing.delayMs),
+      String(timing.recoverGraceMs),
+      job.tenant,
+      job.idempotencyKey ?? "",
+      ttlArg(c.retention.idempotencyMs),
+      job.handler,
+      job.scheduleId ?? "",
+      job.overlap ?? "",
+      optionalArg(job.fireAt),
+      c.eventsMaxLen,
+      policyArg(degradation),
+      String(degradation?.degradedDelayMs ?? 0),
+      degradation?.critical ?? "reject",
+      String(degradation?.criticalDelayMs ?? 0),
+      String(degradation?.retryAfterMs ?? 0),
+      ...quotaArgs(admission?.quota),
+    ],
+  );
+  const r = fromJson<
+    | Tagged<"replayed", JobRecord>
+    | Tagged<"denied", Denied>
+    | {
+        createdAt: number;
+        runAt: number;
+        quota?: QuotaState;
+        degradation?: { level: DegradationLevel; delayedMs: number };
+      }
+  >(raw);
+  if ("replayed" in r) return { job: r.replayed, replayed: true };
+  if ("denied" in r) return { denied: r.denied };
+  // The stored spec is the JSON text plus the stamps; rebuild it the way a read would.
+  const spec = (): JobSpec => ({ ...JSON.parse(data), createdAt: r.createdAt, runAt: r.runAt });
+  const message: OutboxMessage = {
+    id: job.id,
+    dedupId: job.id,
+    job: spec(),
+    notBefore: r.runAt,
+    recoverAt: r.runAt + timing.recoverGraceMs,
+  };
+  const result: SubmitResult = {
+    job: { ...spec(), status: "queued", attempts: 0 },
+    message,
+    replayed: false,
+  };
+  if (r.quota) result.quota = r.quota;
+  if (r.degradation) result.degradation = r.degradation;
+  return result;
+}
+
+export async function getJob(c: RedisContext, id: string): Promise<JobRecord | null> {
+  const raw = await c.run(scripts.getJob, [c.keys.root], [id]);
+  return raw === null || raw === undefined ? null : fromJson<JobRecord>(raw);
+}
+
+export async function cancelJob(c: RedisContext, id: string): Promise<CancelResult> {
+  const k = c.keys;
+  const raw = await c.run(
+    scripts.cancelJob,
+    [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
+    [id, retentionArg(c.retention), c.eventsMaxLen],
+  );
+  if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "missing" };
+  expectNoCode("cancelJob", raw);
+  const r = fromJson<Tagged<"ok", JobRecord> | Tagged<"conflict", JobRecord>>(raw);
+  return "ok" in r ? { kind: "ok", job: r.ok } : { kind: "conflict", job: r.conflict };
+}
+
+export async function listJobs(c: RedisContext, query: ListJobsQuery): Promise<Page<JobRecord>> {
+  const k = c.keys;
+  const raw = await c.run(
+    scripts.listJobs,
+    [k.root, k.jobs(query.tenant ?? DEFAULT_TENANT)],
+    [
+      limitArg(query.limit),
+      ...cursorArgs(query.cursor),
+      query.status ?? "",
+      query.handler ?? "",
+      query.scheduleId ?? "",
+    ],
+  );
+  return toPage(fromJson<RawPage<JobRecord>>(raw));
+}
+
+export async function listDead(c: RedisContext, query: DeadQuery): Promise<Page<JobRecord>> {
+  const raw = await c.run(
+    scripts.listDead,
+    [c.keys.root, c.keys.dlq(query.tenant ?? DEFAULT_TENANT)],
+    [limitArg(query.limit), ...cursorArgs(query.cursor)],
+  );
+  return toPage(fromJson<RawPage<JobRecord>>(raw));
+}
+
+export async function retryDead(
+  c: RedisContext,
+  id: string,
+  timing: { recoverGraceMs: number },
+): Promise<{ job: JobRecord; message: OutboxMessage } | null> {
+  const k = c.keys;
+  const raw = await c.run(
+    scripts.retryDead,
+    [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
+    [id, JSON.stringify(id), String(timing.recoverGraceMs), c.eventsMaxLen],
+  );
+  if (errorCodeOf(raw) === ErrorCode.JobNotDead) return null;
+  expectNoCode("retryDead", raw);
+  return fromJson<{ job: JobRecord; message: OutboxMessage }>(raw);
+}
+
+export async function deleteDead(c: RedisContext, id: string): Promise<boolean> {
+  const k = c.keys;
+  const raw = await c.run(
+    scripts.deleteDead,
+    [k.root, k.expiring],
+    [id, ttlArg(c.retention.jobMs)],
+  );
+  return toInt(raw) === 1;
+}

@@ -1,0 +1,98 @@
+/**
+ * @module
+ * The Redis store's attempt operations (the port's `JobStore`): `beginRun`, `finishRun` and
+ * `markDead`. Each one script, one round trip.
+ */
+import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../../core/model.ts";
+import type { BeginRunResult, FinishRunResult, RunOutcome } from "../port.ts";
+import { DEFAULT_REAP_AFTER_MS } from "../port.ts";
+import {
+  errorCodeOf,
+  eventErrorArg,
+  fromJson,
+  jsonArg,
+  retentionArg,
+  specArgs,
+  tokenArgs,
+  ttlArg,
+} from "./codec.ts";
+import { expectNoCode, type RedisContext, type Tagged } from "./context.ts";
+import { ErrorCode } from "./errors.ts";
+import { scripts } from "./scripts.generated.ts";
+
+export async function beginRun(
+  c: RedisContext,
+  spec: JobSpec,
+  leaseMs: number,
+  reapAfterMs = DEFAULT_REAP_AFTER_MS,
+  token?: DeliveryToken,
+): Promise<BeginRunResult> {
+  const k = c.keys;
+  const raw = await c.run(
+    scripts.beginRun,
+    [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
+    [
+      ...specArgs(spec),
+      ttlArg(leaseMs),
+      retentionArg(c.retention),
+      c.eventsMaxLen,
+      String(reapAfterMs),
+      ...tokenArgs(token),
+    ],
+  );
+  return fromJson<BeginRunResult>(raw);
+}
+
+export async function finishRun(
+  c: RedisContext,
+  id: string,
+  attempt: number,
+  outcome: RunOutcome,
+  reapAfterMs = DEFAULT_REAP_AFTER_MS,
+): Promise<FinishRunResult> {
+  const k = c.keys;
+  const raw = await c.run(
+    scripts.finishRun,
+    [k.root, k.expiring, k.pending, k.metrics, k.events, k.outbox, k.outboxMsg],
+    [
+      id,
+      String(attempt),
+      outcome.ok ? "1" : "0",
+      outcome.ok ? jsonArg(outcome.result) : "",
+      outcome.ok ? "" : JSON.stringify(outcome.error),
+      !outcome.ok && outcome.final ? "1" : "0",
+      retentionArg(c.retention),
+      c.eventsMaxLen,
+      outcome.ok ? "" : eventErrorArg(outcome.error),
+      String(reapAfterMs),
+    ],
+  );
+  if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "stale", job: null };
+  expectNoCode("finishRun", raw);
+  const r = fromJson<Tagged<"ok", JobRecord> | Tagged<"stale", JobRecord>>(raw);
+  return "ok" in r ? { kind: "ok", job: r.ok } : { kind: "stale", job: r.stale };
+}
+
+export async function markDead(
+  c: RedisContext,
+  spec: JobSpec,
+  error: JobError,
+  expect?: { attempts: number },
+  token?: DeliveryToken,
+): Promise<JobRecord | null> {
+  const k = c.keys;
+  const raw = await c.run(
+    scripts.markDead,
+    [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
+    [
+      ...specArgs(spec),
+      JSON.stringify(error),
+      retentionArg(c.retention),
+      c.eventsMaxLen,
+      eventErrorArg(error),
+      expect === undefined ? "" : String(expect.attempts),
+      ...tokenArgs(token),
+    ],
+  );
+  return fromJson<JobRecord | null>(raw) ?? null;
+}
