@@ -23,17 +23,26 @@
  */
 
 // Records
+export type { DeliveryOutcome } from "./core/delivery.ts";
 export type { Duration } from "./core/duration.ts";
-// Errors: thrown by the engine (each maps to an HTTP status), and thrown by handlers to steer retries
+// Errors: thrown by the engine (each maps to an HTTP status), thrown by handlers to steer retries,
+// and the one error of a setup tickwork cannot run with. `ValidationError`, `NotFoundError`,
+// `ConflictError` and `ForbiddenError` are deprecated aliases of the engine's renamed errors:
+// those names belong to the HTTP client's errors (`tickwork/client`).
 export {
   ConflictError,
   ForbiddenError,
   InputTooLargeError,
+  InvalidRequestError,
   NonRetryableError,
   NotFoundError,
+  NotPermittedError,
   OverloadedError,
   QuotaExceededError,
+  RecordNotFoundError,
   RetryAfterError,
+  StateConflictError,
+  TickworkConfigError,
   TickworkError,
   TimeoutError,
   UnprocessableError,

@@ -3,16 +3,27 @@
  * `defineConfig` (in code) and `parseConfig` (a JSON file's text, or any value): both validate
  * against {@link configSchema} and name every problem with its path.
  */
+import { TickworkConfigError } from "../core/errors.ts";
 import { type Config, configSchema } from "./schema.ts";
 
-/** The configuration is invalid; `issues` lists each problem with its path. */
-export class ConfigValidationError extends Error {
+/**
+ * The configuration is invalid; `issues` lists each problem with its path, `field` is the first
+ * one's (a {@link TickworkConfigError}).
+ */
+export class ConfigValidationError extends TickworkConfigError {
   override name = "ConfigValidationError";
   readonly issues: readonly { path: string; message: string }[];
 
-  constructor(source: string, issues: readonly { path: string; message: string }[]) {
+  constructor(
+    source: string,
+    issues: readonly { path: string; message: string }[],
+    options?: { variable?: string | undefined; cause?: unknown },
+  ) {
     const lines = issues.map((i) => `  ${i.path || "(root)"}: ${i.message}`);
-    super(`${source} is not a valid tickwork configuration:\n${lines.join("\n")}`);
+    super(`${source} is not a valid tickwork configuration:\n${lines.join("\n")}`, {
+      ...options,
+      field: issues[0]?.path || undefined,
+    });
     this.issues = issues;
   }
 }

@@ -4,10 +4,18 @@
  * degradation controller — written in code with {@link defineConfig}, or as a JSON file named by
  * `TICKWORK_CONFIG` (schema: `schema/tickwork.config.schema.json`). Runs on Node and Workers.
  */
+
+// Manifests and scopes are the domain's (src/core), where the engine uses them too.
+export { compileGlobs } from "../core/glob.ts";
+export {
+  type ManifestRules,
+  manifestRules,
+  quotaCheck,
+  quotaWindows,
+} from "../core/manifest.ts";
+export { hasScope, SCOPES, type Scope } from "../core/scopes.ts";
 export { ConfigValidationError, defineConfig, hasKeys, parseConfig } from "./define.ts";
-export { compileGlobs } from "./glob.ts";
 export { generateKey, hashKey, KeyRing } from "./keys.ts";
-export { type ManifestRules, manifestRules, quotaCheck, quotaWindows } from "./manifest.ts";
 export {
   type ApiKeyConfig,
   type Config,
@@ -18,4 +26,3 @@ export {
   type QuotaLimits,
   type TenantConfig,
 } from "./schema.ts";
-export { hasScope, SCOPES, type Scope } from "./scopes.ts";

@@ -5,9 +5,10 @@
  * (`schema/tickwork.config.schema.json`) is generated from {@link configSchema}.
  */
 import * as z from "zod";
+import { GLOB_PATTERN } from "../core/glob.ts";
+import type { Manifest, QuotaLimits } from "../core/manifest.ts";
 import { MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
-import { GLOB_PATTERN } from "./glob.ts";
-import { SCOPES } from "./scopes.ts";
+import { SCOPES } from "../core/scopes.ts";
 
 /** `sha256:` and the 64 lowercase hex digits of the key's SHA-256 (`npx tickwork hash-key`). */
 export const KEY_HASH = /^sha256:[0-9a-f]{64}$/;
@@ -212,8 +213,24 @@ export const configSchema = z
     });
   });
 
-export type QuotaLimits = z.infer<typeof quotaLimitsSchema>;
-export type Manifest = z.infer<typeof manifestSchema>;
+/**
+ * True when `A` and `B` are the same type (not merely assignable either way: an optional field on
+ * one side only, or a `readonly` one, makes them differ).
+ */
+type Same<A, B> =
+  (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+
+/** Compiles only when `T` is `true`. */
+type Assert<T extends true> = T;
+
+// The domain's manifest types (src/core/manifest.ts) are what these schemas produce: a field added
+// to one and not the other, or typed differently, fails to compile here.
+type _SchemasMatchCore = Assert<
+  | Same<z.infer<typeof quotaLimitsSchema>, QuotaLimits>
+  | Same<z.infer<typeof manifestSchema>, Manifest>
+>;
+
+export type { Manifest, QuotaLimits };
 export type ApiKeyConfig = z.infer<typeof apiKeySchema>;
 export type TenantConfig = z.infer<typeof tenantSchema>;
 export type CorsConfig = z.infer<typeof corsSchema>;

@@ -1,7 +1,15 @@
 /**
  * @module
  * Errors of the domain and of handler authors. Each is a small named class with structured
- * fields; the HTTP layer renders them as problem+json in one place.
+ * fields; the HTTP layer renders them as problem+json in one place. Plus
+ * {@link TickworkConfigError}, the one error of a setup tickwork cannot run with, whichever
+ * layer notices it.
+ *
+ * The engine's refusals are named for what happened in the domain (`InvalidRequestError`,
+ * `RecordNotFoundError`, `StateConflictError`, `NotPermittedError`); the HTTP client
+ * (`tickwork/client`) has its own family, named for the HTTP answer (`ValidationError`,
+ * `NotFoundError`, `ConflictError`, `ForbiddenError`, …), so a name never means two classes.
+ * The engine's old names stay as deprecated aliases.
  */
 
 /** Base class: `status` is the HTTP status the error maps to, `code` a stable machine name. */
@@ -37,37 +45,59 @@ export class UnprocessableError extends TickworkError {
   }
 }
 
-/** Input that fails validation (shape, types, ranges). */
-export class ValidationError extends TickworkError {
-  override name = "ValidationError";
+/** Input that fails validation (shape, types, ranges): HTTP 400 `invalid_request`. */
+export class InvalidRequestError extends TickworkError {
+  override name = "InvalidRequestError";
   constructor(message: string, errors?: { path: string; message: string }[]) {
     super(400, "invalid_request", message, errors ? { errors } : undefined);
   }
 }
 
-/** An id that does not exist. */
-export class NotFoundError extends TickworkError {
-  override name = "NotFoundError";
+/** A job, schedule or dead letter that does not exist (HTTP 404). */
+export class RecordNotFoundError extends TickworkError {
+  override name = "RecordNotFoundError";
   constructor(what: string, id: string) {
     super(404, "not_found", `${what} "${id}" was not found`);
   }
 }
 
-/** A state that does not allow the change (e.g. cancelling a job that already started). */
-export class ConflictError extends TickworkError {
-  override name = "ConflictError";
+/**
+ * A state that does not allow the change (e.g. cancelling a job that already started): HTTP 409.
+ */
+export class StateConflictError extends TickworkError {
+  override name = "StateConflictError";
   constructor(code: string, message: string) {
     super(409, code, message);
   }
 }
 
-/** Authenticated, but not permitted: a scope the key lacks, a handler outside the manifest. */
-export class ForbiddenError extends TickworkError {
-  override name = "ForbiddenError";
+/**
+ * Authenticated, but not permitted: a scope the key lacks, a handler outside the manifest (HTTP
+ * 403).
+ */
+export class NotPermittedError extends TickworkError {
+  override name = "NotPermittedError";
   constructor(code: string, message: string) {
     super(403, code, message);
   }
 }
+
+/** @deprecated Renamed {@link InvalidRequestError} (`tickwork/client` has a `ValidationError` of its own). */
+export const ValidationError = InvalidRequestError;
+/** @deprecated Renamed {@link InvalidRequestError}. */
+export type ValidationError = InvalidRequestError;
+/** @deprecated Renamed {@link RecordNotFoundError} (`tickwork/client` has a `NotFoundError` of its own). */
+export const NotFoundError = RecordNotFoundError;
+/** @deprecated Renamed {@link RecordNotFoundError}. */
+export type NotFoundError = RecordNotFoundError;
+/** @deprecated Renamed {@link StateConflictError} (`tickwork/client` has a `ConflictError` of its own). */
+export const ConflictError = StateConflictError;
+/** @deprecated Renamed {@link StateConflictError}. */
+export type ConflictError = StateConflictError;
+/** @deprecated Renamed {@link NotPermittedError} (`tickwork/client` has a `ForbiddenError` of its own). */
+export const ForbiddenError = NotPermittedError;
+/** @deprecated Renamed {@link NotPermittedError}. */
+export type ForbiddenError = NotPermittedError;
 
 /** A job's or schedule's input is larger than its tenant may send. */
 export class InputTooLargeError extends TickworkError {
@@ -156,4 +186,37 @@ export class RetryAfterError extends Error {
 /** A handler ran past its timeout; its `AbortSignal` was aborted. */
 export class TimeoutError extends Error {
   override name = "TimeoutError";
+}
+
+/**
+ * A setup tickwork cannot run with: a missing or malformed variable, an invalid configuration, a
+ * store or port it cannot use. `variable` names the environment variable (or Worker binding) at
+ * fault, `field` the option or configuration field, when there is one to name. The message says
+ * what to set. Every platform throws this type (or a subclass that keeps an older name:
+ * `StartError` and `ConfigError` of `tickwork/node`, `MissingEnvError` of `tickwork/cloudflare`,
+ * `ConfigValidationError` of `tickwork/config`).
+ *
+ * @example
+ * try {
+ *   await startServer({ handlers, publicUrl: "jobs.example.com" });
+ * } catch (error) {
+ *   if (error instanceof TickworkConfigError) console.error(error.variable, error.message);
+ *   else throw error;
+ * }
+ */
+export class TickworkConfigError extends Error {
+  override name = "TickworkConfigError";
+  /** The environment variable at fault, e.g. `"TICKWORK_PUBLIC_URL"`. */
+  readonly variable?: string;
+  /** The option or configuration field at fault, e.g. `"publicUrl"`, `"tenants.0.keys.0.hash"`. */
+  readonly field?: string;
+
+  constructor(
+    message: string,
+    options?: { variable?: string | undefined; field?: string | undefined; cause?: unknown },
+  ) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    if (options?.variable !== undefined) this.variable = options.variable;
+    if (options?.field !== undefined) this.field = options.field;
+  }
 }

@@ -2,6 +2,7 @@
  * @module
  * The pure domain: records, schedule maths, request schemas, durations and errors. No I/O.
  */
+export type * from "./delivery.ts";
 export * from "./duration.ts";
 export * from "./errors.ts";
 export * from "./model.ts";

@@ -79,6 +79,7 @@ export function createEngine<H extends Handlers>(config: EngineConfig<H>): Engin
   return { broker, ticker, runner, store, transport, handlers, options, stats };
 }
 
+export type { DeliveryOutcome } from "../core/delivery.ts";
 export {
   type Actor,
   Broker,

@@ -6,11 +6,12 @@
  * → 409; a run lease that ran out before its answer arrived → 409, not run) → handler with an
  * `AbortSignal` timeout → `finishRun`.
  *
- * Answers speak the queue's language: 200 done; 489 + `Upstash-NonRetryable-Error: true` for a
- * failure not worth retrying (the queue then calls the failure callback); any other non-2xx to
- * be retried with backoff.
+ * The runner answers with a {@link DeliveryOutcome} (done, retry, give up, busy, unauthorized, bad
+ * request); each transport turns it into its wire answer — for the HTTP queues (QStash, the local
+ * queue) `src/http/delivery.ts` renders it (200, 500 to retry, 489 to give up, 409 busy, …).
  */
 import * as z from "zod";
+import type { DeliveryOutcome } from "../core/delivery.ts";
 import { NonRetryableError, RetryAfterError, TimeoutError } from "../core/errors.ts";
 import {
   type DeliveryToken,
@@ -64,13 +65,12 @@ const failureCallbackSchema = z.object({
   retried: z.number().optional(),
 });
 
-const NON_RETRYABLE = { "Upstash-NonRetryable-Error": "true" };
-
 /**
  * Runs deliveries.
  *
  * @example
- * const res = await runner.deliver({ url, headers: req.headers, body: await req.text() });
+ * const outcome = await runner.deliver({ url, headers: req.headers, body: await req.text() });
+ * return deliveryResponse(outcome); // src/http/delivery.ts: the queue's HTTP answer
  */
 export class Runner {
   constructor(private readonly deps: RunnerDeps) {}
@@ -79,14 +79,14 @@ export class Runner {
    * Handle one delivery on the worker route. Log lines (the handler's `ctx.logger` included) go
    * to `logger`, e.g. the delivering request's.
    */
-  async deliver(delivery: Delivery, logger: Logger = this.deps.options.logger): Promise<Response> {
+  async deliver(
+    delivery: Delivery,
+    logger: Logger = this.deps.options.logger,
+  ): Promise<DeliveryOutcome> {
     const token = await this.#verify(delivery);
-    if (token === false) {
-      return problem(401, "unauthorized", "invalid or missing delivery signature");
-    }
+    if (token === false) return { kind: "unauthorized" };
     const spec = parseSpec(delivery.body);
-    if (!spec)
-      return problem(489, "not_a_job", "delivery body is not a tickwork job", NON_RETRYABLE);
+    if (!spec) return { kind: "bad-request", expected: "job" };
 
     const { store, options } = this.deps;
     const leaseMs = spec.timeoutMs + options.leaseGraceMs;
@@ -97,17 +97,15 @@ export class Runner {
       case "replayed":
         // A captured delivery sent again: acknowledged, nothing run, nothing changed.
         logger.warn("delivery replayed; ignored", { jobId: spec.id });
-        return json(200, { id: spec.id, status: "replayed" });
+        return { kind: "done", id: spec.id, status: "replayed" };
       case "final":
       case "skipped":
-        return json(200, { id: spec.id, status: begun.job.status });
+        return { kind: "done", id: spec.id, status: begun.job.status };
       case "busy":
-        return problem(409, "attempt_running", "another attempt of this job is running", {
-          "Retry-After": String(Math.max(1, Math.ceil(begun.retryAfterMs / 1000))),
-        });
+        return { kind: "busy", reason: "attempt-running", retryAfterMs: begun.retryAfterMs };
       case "missing":
         // Expired after it was cancelled or finished: nothing to run, and the queue must stop.
-        return json(200, { id: spec.id, status: "gone" });
+        return { kind: "done", id: spec.id, status: "gone" };
       case "run": {
         // The answer came back after the lease may have run out (this process or the store
         // stalled): another delivery may already run a newer attempt, so running this one could
@@ -119,9 +117,7 @@ export class Runner {
             attempt: begun.attempt,
             waitedMs: Math.round(waitedMs),
           });
-          return problem(409, "lease_lapsed", "the run lease ran out before the handler started", {
-            "Retry-After": "1",
-          });
+          return { kind: "busy", reason: "lease-lapsed", retryAfterMs: 1_000 };
         }
         return this.run(begun.job, begun.attempt, logger, { leaseEndsAt: asked + leaseMs });
       }
@@ -129,15 +125,12 @@ export class Runner {
   }
 
   /** Handle the queue's failure callback: the job is dead and listed in the dead-letter list. */
-  async dead(delivery: Delivery): Promise<Response> {
+  async dead(delivery: Delivery): Promise<DeliveryOutcome> {
     const token = await this.#verify(delivery);
-    if (token === false) {
-      return problem(401, "unauthorized", "invalid or missing delivery signature");
-    }
+    if (token === false) return { kind: "unauthorized" };
     const callback = failureCallbackSchema.safeParse(safeJson(delivery.body));
     const spec = callback.success ? parseSpec(decodeBase64(callback.data.sourceBody)) : null;
-    if (!callback.success || !spec)
-      return problem(400, "invalid_request", "not a failure callback for a tickwork job");
+    if (!callback.success || !spec) return { kind: "bad-request", expected: "failure-callback" };
     const last = callback.data.body ? decodeBase64(callback.data.body) : "";
     const job = await this.deps.store.markDead(
       spec,
@@ -154,12 +147,10 @@ export class Runner {
     // markDead either finds the attempt's own outcome or marks the job dead.
     if (job && job.status === "running" && job.runAt === spec.runAt) {
       const waitMs = Math.max(1_000, leaseLeftMs(job, this.deps.options.leaseGraceMs) + 1_000);
-      return problem(409, "attempt_running", "the reported job is still running under its lease", {
-        "Retry-After": String(Math.ceil(waitMs / 1000)),
-      });
+      return { kind: "busy", reason: "still-running", retryAfterMs: waitMs };
     }
     // null: the job expired after it was cancelled or finished (it is not re-created).
-    return json(200, { id: spec.id, status: job ? job.status : "gone" });
+    return { kind: "done", id: spec.id, status: job ? job.status : "gone" };
   }
 
   /**
@@ -179,7 +170,7 @@ export class Runner {
     attempt: number,
     parent: Logger,
     { leaseEndsAt }: { leaseEndsAt: number },
-  ): Promise<Response> {
+  ): Promise<DeliveryOutcome> {
     const { store, handlers, broker } = this.deps;
     const logger = parent.child({ jobId: job.id, handler: job.handler, attempt });
     // Counted from the job's own record, never from the delivery's headers (`Upstash-Retried` is
@@ -201,15 +192,15 @@ export class Runner {
       },
     );
     if (finished.kind === "stale") logger.warn("attempt finished after losing its run lease");
-    if (outcome.ok) return json(200, { id: job.id, status: "succeeded" });
+    if (outcome.ok) return { kind: "done", id: job.id, status: "succeeded" };
     logger.warn("job attempt failed", { error: outcome.error, final: outcome.final });
-    if (outcome.final)
-      return json(489, { id: job.id, status: "dead", error: outcome.error }, NON_RETRYABLE);
-    const headers: Record<string, string> = {};
-    if (outcome.retryAfterMs !== undefined) {
-      headers["Retry-After"] = String(Math.max(1, Math.ceil(outcome.retryAfterMs / 1000)));
-    }
-    return json(500, { id: job.id, status: "failed", error: outcome.error }, headers);
+    if (outcome.final) return { kind: "give-up", id: job.id, error: outcome.error };
+    return {
+      kind: "retry",
+      id: job.id,
+      error: outcome.error,
+      ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+    };
   }
 
   private async execute(
@@ -280,8 +271,6 @@ export class Runner {
   }
 }
 
-/** The queue's retry counter for this delivery (`Upstash-Retried`, 0 on the first), if present. */
-
 /** Longest timer Node (and browsers) can set: a longer delay fires after 1 ms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -334,31 +323,6 @@ function decodeBase64(b64: string): string {
   } catch {
     return "";
   }
-}
-
-const TITLES: Record<number, string> = {
-  400: "Bad Request",
-  401: "Unauthorized",
-  409: "Conflict",
-  489: "Not Retryable",
-};
-
-/** An RFC 9457 problem answer (the app's other errors use the same shape, see src/http/problem.ts). */
-function problem(
-  status: number,
-  code: string,
-  detail: string,
-  headers: Record<string, string> = {},
-): Response {
-  const body = { type: `urn:tickwork:problem:${code}`, title: TITLES[status], status, detail };
-  return json(status, body, { ...headers, "content-type": "application/problem+json" });
-}
-
-function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json", ...headers },
-  });
 }
 
 /** Ms left of a running job's run lease (`startedAt + timeoutMs + leaseGraceMs`), by this clock. */

@@ -220,7 +220,11 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
   };
 }
 
-function normalizeBasePath(path: string): string {
+/**
+ * `path` as `"/"` or `"/a/b"` (no trailing slash).
+ * @throws RangeError unless it is a plain URL path.
+ */
+export function normalizeBasePath(path: string): string {
   const trimmed = `/${path.trim().replace(/^\/+|\/+$/g, "")}`;
   if (!/^\/[A-Za-z0-9._~\-/]*$/.test(trimmed) || trimmed.includes("//")) {
     throw new RangeError(`basePath must be a plain URL path, got ${JSON.stringify(path)}`);

@@ -9,28 +9,13 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as z from "zod";
 import { TickworkError } from "../core/errors.ts";
+import type { FieldIssue, Problem } from "../core/wire.ts";
 import type { Logger } from "../engine/logger.ts";
 import type { AppEnv } from "./options.ts";
 import { isStoreUnavailable } from "./unavailable.ts";
 
-/** One field-level issue of a 400 or 422. */
-export interface FieldIssue {
-  /** Dotted path of the field (`"input.to"`, `"limit"`); `""` for the body or query as a whole. */
-  path: string;
-  message: string;
-}
-
-/** An RFC 9457 problem document, as every error answer carries it. */
-export interface Problem {
-  /** `urn:tickwork:problem:<code>`, e.g. `urn:tickwork:problem:unknown_handler`. */
-  type: string;
-  /** The HTTP reason phrase of `status`. */
-  title: string;
-  status: number;
-  /** What went wrong with this request, for a human. */
-  detail: string;
-  errors?: FieldIssue[];
-}
+// The problem document is part of the answers' JSON, declared once in core (the client reads it).
+export type { FieldIssue, Problem };
 
 /** Media type of every error answer. */
 export const PROBLEM_JSON = "application/problem+json";
@@ -49,6 +34,8 @@ const STATUS: Record<number, { title: string; code: string }> = {
   415: { title: "Unsupported Media Type", code: "unsupported_media_type" },
   422: { title: "Unprocessable Content", code: "unprocessable" },
   429: { title: "Too Many Requests", code: "too_many_requests" },
+  // QStash's "do not retry" (the queue routes' answer to a delivery that must not run again).
+  489: { title: "Not Retryable", code: "not_retryable" },
   500: { title: "Internal Server Error", code: "internal" },
   503: { title: "Service Unavailable", code: "unavailable" },
 };

@@ -1,91 +1,23 @@
 /**
  * @module
- * How records look on the wire (docs/api.md): times as ISO-8601 strings, durations in ms, the
- * API's field names (`timeout`, `jitter`). Internal fields (`tenant`, `rev`, a job's inherited
- * `overlap`) are left out. An absent optional value is omitted, never `null` — except a
- * schedule's `nextRunAt`, which is `null` once it is completed.
+ * How records look on the wire (docs/api.md, typed by `src/core/wire.ts`): times as ISO-8601
+ * strings, durations in ms, the API's field names (`timeout`, `jitter`). Internal fields
+ * (`tenant`, `rev`, a job's inherited `overlap`) are left out. An absent optional value is
+ * omitted, never `null` — except a schedule's `nextRunAt`, which is `null` once it is completed.
  */
+import type { JobRecord, ScheduleRecord } from "../core/model.ts";
 import type {
-  JobError,
-  JobRecord,
-  JobStatus,
-  ScheduleRecord,
-  ScheduleStatus,
-} from "../core/model.ts";
+  JobResource,
+  JobSummary,
+  PageResource,
+  ScheduleResource,
+  TickResource,
+} from "../core/wire.ts";
 import type { TickResult } from "../engine/ticker.ts";
 import type { Page } from "../store/port.ts";
 
-/** A job as `GET /v1/jobs/:id` and the listings show it. */
-export interface JobResource {
-  id: string;
-  handler: string;
-  status: JobStatus;
-  input: unknown;
-  result?: unknown;
-  error?: JobError;
-  attempts: number;
-  priority: number;
-  tags: string[];
-  runAt: string;
-  createdAt: string;
-  startedAt?: string;
-  finishedAt?: string;
-  scheduleId?: string;
-  fireAt?: string;
-  /** ms */
-  timeout: number;
-  retries: number;
-  idempotencyKey?: string;
-}
-
-/** What a submit (and anything else that queues a job) answers: the job without its payloads. */
-export interface JobSummary {
-  id: string;
-  handler: string;
-  status: JobStatus;
-  runAt: string;
-  priority: number;
-  attempts: number;
-  createdAt: string;
-}
-
-/** A schedule: its definition plus `status`, `nextRunAt`, `lastRunAt`, `runs`. */
-export interface ScheduleResource {
-  id: string;
-  handler: string;
-  schedule: string;
-  tz: string;
-  status: ScheduleStatus;
-  input: unknown;
-  priority: number;
-  /** ms */
-  timeout: number;
-  retries: number;
-  maxRuns?: number;
-  startAt?: string;
-  endAt?: string;
-  misfire: ScheduleRecord["misfire"];
-  overlap: ScheduleRecord["overlap"];
-  /** ms */
-  jitter: number;
-  tags: string[];
-  nextRunAt: string | null;
-  lastRunAt?: string;
-  runs: number;
-  createdAt: string;
-  updatedAt: string;
-}
-
-/** What `/v1/tick` answers. */
-export type TickResource =
-  | { leader: true; dispatched: number; recovered: number; due: number; tookMs: number }
-  | { leader: false; leaseRemainingMs: number };
-
-/** A page of a listing. */
-export interface PageResource<T> {
-  items: T[];
-  cursor?: string;
-}
+// The answers' JSON is declared once, in core, and read by the client too.
+export type { JobResource, JobSummary, PageResource, ScheduleResource, TickResource };
 
 /** The largest |ms| a `Date` holds (±100,000,000 days from the epoch). */
 const DATE_LIMIT_MS = 8.64e15;

@@ -14,6 +14,7 @@ import {
   type EngineOptions,
   silentLogger,
 } from "../../src/engine/index.ts";
+import { deliveryResponse } from "../../src/http/delivery.ts";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { scripts } from "../../src/store/redis/scripts.generated.ts";
 import { scheduleRecord } from "../contract/fixtures.ts";
@@ -154,8 +155,10 @@ describe("cost (I4)", () => {
   it("a worker delivery (beginRun + finishRun) is two round trips", async () => {
     const { engine, counter, queue } = await setup("cost-delivery");
     await engine.broker.submit({ handler: "work", input: null });
-    const worker = (d: Parameters<typeof engine.runner.deliver>[0]) => engine.runner.deliver(d);
-    const dead = (d: Parameters<typeof engine.runner.dead>[0]) => engine.runner.dead(d);
+    const worker = (d: Parameters<typeof engine.runner.deliver>[0]) =>
+      engine.runner.deliver(d).then(deliveryResponse);
+    const dead = (d: Parameters<typeof engine.runner.dead>[0]) =>
+      engine.runner.dead(d).then(deliveryResponse);
     const m = await measure(counter, () => queue.deliverSome(worker, dead, 1));
     console.log("worker delivery:", m);
     expect(queue.stats.delivered).toBe(1);

@@ -12,6 +12,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { OverloadedError } from "../../src/core/errors.ts";
 import type { JobRecord } from "../../src/core/model.ts";
 import { createEngine, type Engine, type Handlers, type Logger } from "../../src/engine/index.ts";
+import { deliveryResponse } from "../../src/http/delivery.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { ChaosQueue } from "../support/chaos-queue.ts";
 import { prng } from "../support/prng.ts";
@@ -101,8 +102,8 @@ describe("degradation through the engine", () => {
   async function deliverDue(): Promise<void> {
     while (
       (await queue.deliverSome(
-        (d) => engine.runner.deliver(d),
-        (d) => engine.runner.dead(d),
+        (d) => engine.runner.deliver(d).then(deliveryResponse),
+        (d) => engine.runner.dead(d).then(deliveryResponse),
         100,
         now,
       )) > 0

@@ -18,6 +18,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { ScheduleRecord } from "../../src/core/model.ts";
 import { occurrenceId } from "../../src/core/model.ts";
 import { createEngine, type Engine, type Handlers, silentLogger } from "../../src/engine/index.ts";
+import { deliveryResponse } from "../../src/http/delivery.ts";
 import type { Store } from "../../src/store/port.ts";
 import { ChaosQueue, NO_FAULTS } from "../support/chaos-queue.ts";
 import { faultyStore, InjectedCrash } from "../support/faulty-store.ts";
@@ -232,8 +233,8 @@ async function scenario(factory: StoreFactory, seed: number, totals: Totals): Pr
       for (let i = 0; i < tickers; i++) work.push(swallowCrash(engine.ticker.tick()));
       work.push(
         queue.deliverSome(
-          (d) => engine.runner.deliver(d),
-          (d) => engine.runner.dead(d),
+          (d) => engine.runner.deliver(d).then(deliveryResponse),
+          (d) => engine.runner.dead(d).then(deliveryResponse),
           1 + rng.int(25),
         ),
       );
@@ -256,8 +257,8 @@ async function scenario(factory: StoreFactory, seed: number, totals: Totals): Pr
       await clean.ticker.tick();
       while (queue.pending.some((p) => p.notBefore <= Date.now())) {
         await queue.deliverSome(
-          (d) => clean.runner.deliver(d),
-          (d) => clean.runner.dead(d),
+          (d) => clean.runner.deliver(d).then(deliveryResponse),
+          (d) => clean.runner.dead(d).then(deliveryResponse),
           50,
         );
       }

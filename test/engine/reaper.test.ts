@@ -10,6 +10,7 @@
 import { describe, expect, it } from "vitest";
 import type { OutboxMessage } from "../../src/core/model.ts";
 import { createEngine, silentLogger } from "../../src/engine/index.ts";
+import { deliveryResponse } from "../../src/http/delivery.ts";
 import { ChaosQueue } from "../support/chaos-queue.ts";
 import { prng } from "../support/prng.ts";
 import { storeFactories } from "../support/stores.ts";
@@ -49,11 +50,13 @@ describe.each(storeFactories)("reaper on $name", (factory) => {
       degradation: false,
     });
     const deliver = (message: OutboxMessage) =>
-      engine.runner.deliver({
-        url: "http://worker.test/v1/worker",
-        headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
-        body: JSON.stringify(message.job),
-      });
+      engine.runner
+        .deliver({
+          url: "http://worker.test/v1/worker",
+          headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
+          body: JSON.stringify(message.job),
+        })
+        .then(deliveryResponse);
     /** The queue loses everything it holds: no delivery, no failure callback. */
     const queueGivesUp = () => queue.pending.splice(0).map((p) => p.message);
     return { ...handle, engine, queue, runs, deliver, queueGivesUp };

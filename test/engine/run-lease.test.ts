@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createEngine, silentLogger } from "../../src/engine/index.ts";
+import { deliveryResponse } from "../../src/http/delivery.ts";
 import type { Store } from "../../src/store/port.ts";
 import { ChaosQueue } from "../support/chaos-queue.ts";
 import { prng } from "../support/prng.ts";
@@ -72,11 +73,11 @@ describe.each(storeFactories)("run lease on $name", (factory) => {
       held = new Promise<void>((r) => {
         release = r;
       });
-      const stalled = engine.runner.deliver(delivery()); // attempt 1, its answer held back
+      const stalled = engine.runner.deliver(delivery()).then(deliveryResponse); // attempt 1, its answer held back
       await appliedOnce;
       held = undefined;
       await sleep(TIMEOUT_MS + GRACE_MS + 100); // attempt 1's run lease runs out
-      const newer = await engine.runner.deliver(delivery()); // a duplicate: attempt 2
+      const newer = deliveryResponse(await engine.runner.deliver(delivery())); // a duplicate: attempt 2
       expect(newer.status).toBe(200);
       expect(runs).toBe(1);
 

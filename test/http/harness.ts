@@ -181,9 +181,23 @@ export async function until(check: () => Promise<boolean> | boolean, ms = 5_000)
   }
 }
 
-/** Handlers the HTTP tests use, and the switch of the `gated` one. */
+/**
+ * Handlers the HTTP tests use, the switch of the `gated` one, and the latch of the `latched` one:
+ * it runs until the test calls `latch.release()`; `latch.running` resolves once a run began.
+ */
 export function testHandlers() {
   const gate = { open: false };
+  let began!: () => void;
+  let release!: () => void;
+  const latch = {
+    running: new Promise<void>((resolve) => {
+      began = resolve;
+    }),
+    released: new Promise<void>((resolve) => {
+      release = resolve;
+    }),
+    release: () => release(),
+  };
   const runs: { handler: string; jobId: string; attempt: number }[] = [];
   const handlers: Handlers = {
     echo: {
@@ -212,7 +226,15 @@ export function testHandlers() {
         return "held";
       },
     },
+    latched: {
+      run: async (_input, ctx) => {
+        runs.push({ handler: "latched", jobId: ctx.jobId, attempt: ctx.attempt });
+        began();
+        await latch.released;
+        return "held";
+      },
+    },
     typed: { input: z.object({ n: z.number() }), run: ({ n }: { n: number }) => n * 2 },
   };
-  return { handlers, gate, runs };
+  return { handlers, gate, latch, runs };
 }

@@ -11,6 +11,7 @@ import {
   QStashTransport,
   type QStashTransportOptions,
 } from "../../src/transport/qstash/index.ts";
+import { until } from "../http/harness.ts";
 import { type QStashDoubleOptions, startQStashDouble } from "../support/qstash-double/index.ts";
 import { type Hit, ok, type Route, startEndpoint } from "./endpoint.ts";
 
@@ -250,7 +251,7 @@ describe("QStashTransport failures never throw", () => {
       "timeout",
     ]);
     qstash.faults.publishDelayMs = 0;
-    await new Promise((resolve) => setTimeout(resolve, 300)); // the slow request lands meanwhile
+    await until(() => qstash.counters.messages >= 2); // the slow request has landed meanwhile
     const again = await transport.publish(messages);
     expect(again.map((o) => o.ok && o.deduplicated)).toEqual([true, true]);
   });

@@ -13,6 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigValidationError } from "../../src/config/define.ts";
 import type { JobSpec, ScheduleRecord } from "../../src/core/model.ts";
 import { createEngine, silentLogger } from "../../src/engine/index.ts";
+import { deliveryResponse } from "../../src/http/delivery.ts";
 import { jobResource, scheduleResource } from "../../src/http/serialize.ts";
 import type { Store } from "../../src/store/port.ts";
 import { expectProblem, type Harness, testHandlers } from "../http/harness.ts";
@@ -463,11 +464,13 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
     }
 
     const deliver = (engine: ReturnType<typeof engineWith>["engine"], spec: JobSpec) =>
-      engine.runner.deliver({
-        url: "http://worker.example/v1/worker",
-        headers: new Headers(SIGNED),
-        body: JSON.stringify(spec),
-      });
+      engine.runner
+        .deliver({
+          url: "http://worker.example/v1/worker",
+          headers: new Headers(SIGNED),
+          body: JSON.stringify(spec),
+        })
+        .then(deliveryResponse);
 
     it("2. the broker refuses inherited names; the runner dead-letters a stored one at once", async () => {
       const { engine } = engineWith();

@@ -14,8 +14,8 @@
  * `admin` implies every scope.
  */
 import type { MiddlewareHandler } from "hono";
-import { hasScope, type Scope } from "../../config/scopes.ts";
 import { ForbiddenError } from "../../core/errors.ts";
+import { hasScope, type Scope } from "../../core/scopes.ts";
 import type { AppEnv } from "../options.ts";
 
 /**

@@ -4,6 +4,7 @@
  * `/v1/dead` (the failure callback) and the dead-letter list `/v1/dlq`.
  */
 import { type Context, Hono } from "hono";
+import { deliveryResponse } from "../delivery.ts";
 import { authorizeRequest, requireTickSecret } from "../middleware/auth.ts";
 import { readText } from "../middleware/body.ts";
 import { requireScope } from "../middleware/scope.ts";
@@ -37,22 +38,25 @@ export function queueRoutes(config: AppConfig): Hono<AppEnv> {
   }
 
   if (config.serves.worker) {
-    // The runner answers in the queue's terms (200 done, 489 give up, 409 busy, else retry).
+    // The runner's outcome, answered in the queue's terms (200 done, 489 give up, 409 busy, else
+    // retry): see ../delivery.ts.
     routes.post("/worker", async (c) => {
       const body = await readText(c, config.deliveryLimitBytes);
-      return engine.runner.deliver(
+      const outcome = await engine.runner.deliver(
         { url: deliveredTo(c, "/v1/worker"), headers: c.req.raw.headers, body },
         c.get("logger"),
       );
+      return deliveryResponse(outcome);
     });
 
     routes.post("/dead", async (c) => {
       const body = await readText(c, config.deliveryLimitBytes);
-      return engine.runner.dead({
+      const outcome = await engine.runner.dead({
         url: deliveredTo(c, "/v1/dead"),
         headers: c.req.raw.headers,
         body,
       });
+      return deliveryResponse(outcome);
     });
   }
 

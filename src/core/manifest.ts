@@ -1,15 +1,46 @@
 /**
  * @module
- * A tenant's manifest in the form the broker checks it: handler patterns compiled, quotas turned
- * into the store's sliding windows ({@link QuotaCheck}), limits as numbers.
+ * A tenant's manifest — what it may do besides its scopes (docs/architecture.md, "Admission
+ * control") — and its rules in the form the broker checks them: handler patterns compiled, quotas
+ * turned into the store's sliding windows ({@link QuotaCheck}), limits as numbers.
+ *
+ * The types are the domain's; `src/config/schema.ts` validates a configuration against them (its
+ * zod schema is checked, at compile time, to infer exactly {@link Manifest} and {@link QuotaLimits}).
  */
-import type { QuotaCheck, QuotaWindow } from "../core/admission.ts";
+import type { QuotaCheck, QuotaWindow } from "./admission.ts";
 import { compileGlobs } from "./glob.ts";
-import type { Manifest, QuotaLimits } from "./schema.ts";
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
+
+/** Limits of one kind of write, each a sliding window (checked inside the write itself). */
+export interface QuotaLimits {
+  /** At most this many in any 60 s. */
+  perMinute?: number | undefined;
+  /** At most this many in any hour. */
+  perHour?: number | undefined;
+  /** At most this many in any 24 h. */
+  perDay?: number | undefined;
+  /** Further windows: at most `limit` in any `windowMs`. */
+  windows?: { limit: number; windowMs: number }[] | undefined;
+}
+
+/** What a tenant may do besides its scopes. Every field is optional. */
+export interface Manifest {
+  /** Handlers the tenant may submit jobs for (patterns, see `compileGlobs`). Default `["**"]`. */
+  submit?: string[] | undefined;
+  /** Handlers the tenant may schedule. Default `["**"]`. */
+  schedule?: string[] | undefined;
+  /** Job submits, and schedule writes (create, replace, patch). */
+  quotas?: { submit?: QuotaLimits | undefined; schedule?: QuotaLimits | undefined } | undefined;
+  /** Largest handler timeout a job or schedule may ask for (a larger default is lowered to it). */
+  maxTimeoutMs?: number | undefined;
+  /** Smallest gap allowed between two occurrences of a schedule. */
+  minIntervalMs?: number | undefined;
+  /** Largest job or schedule input, as JSON in UTF-8 bytes. */
+  maxInputBytes?: number | undefined;
+}
 
 /** A {@link Manifest}, compiled. */
 export interface ManifestRules {
@@ -25,7 +56,6 @@ export interface ManifestRules {
   minIntervalMs?: number;
   maxInputBytes?: number;
 }
-
 const compiled = new WeakMap<Manifest, ManifestRules>();
 
 /**

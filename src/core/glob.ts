@@ -1,6 +1,6 @@
 /**
  * @module
- * Handler patterns of a tenant's manifest. Handler names are dot-separated (`email.send`,
+ * Handler patterns of a tenant's manifest (`tickwork/config` exports {@link compileGlobs}). Handler names are dot-separated (`email.send`,
  * `reports.daily.pdf`); in a pattern `*` matches any characters but `.` (one segment or part of
  * one), `**` matches any characters (dots included), everything else matches itself.
  *

@@ -1,0 +1,48 @@
+/**
+ * @module
+ * What became of a delivery: the runner's answer to the queue, in the domain's terms. Each
+ * transport turns it into its own wire answer:
+ *
+ * | outcome        | push (QStash, the local queue: HTTP)                     | pull (e.g. Redis Streams)          |
+ * | -------------- | -------------------------------------------------------- | ---------------------------------- |
+ * | `done`         | 200                                                      | ack                                |
+ * | `retry`        | 500 (+ `Retry-After` when `retryAfterMs`)                 | retry later (after `retryAfterMs`) |
+ * | `give-up`      | 489 + `Upstash-NonRetryable-Error: true`                 | ack (the job is already dead)      |
+ * | `busy`         | 409 + `Retry-After`                                      | redeliver after `retryAfterMs`     |
+ * | `unauthorized` | 401                                                      | drop (not the queue's message)     |
+ * | `bad-request`  | `job`: 489 + `Upstash-NonRetryable-Error`; `failure-callback`: 400 | dead-letter the message |
+ *
+ * `src/http/delivery.ts` renders the push column for the `/v1/worker` and `/v1/dead` routes.
+ */
+import type { JobError, JobStatus } from "./model.ts";
+
+/**
+ * The outcome of one delivery (`Runner.deliver`) or failure callback (`Runner.dead`).
+ *
+ * - `done` — nothing left to do for this delivery: the attempt succeeded, the job is already
+ *   final or skipped (`status`: its status), the delivery was a replay (`"replayed"`), or the job
+ *   expired after it was cancelled or finished (`"gone"`). For a failure callback: the job's
+ *   status after it was dead-lettered.
+ * - `retry` — the attempt failed and the job has retries left: deliver it again, after
+ *   `retryAfterMs` when the handler asked for that (`RetryAfterError`), else with the queue's backoff.
+ * - `give-up` — the attempt failed for good (retries spent, `NonRetryableError`, unknown handler,
+ *   invalid input): the job is dead; do not deliver it again.
+ * - `busy` — not run now, and not an attempt: deliver it again after `retryAfterMs`.
+ *   `attempt-running`: another attempt of the job holds the run lease; `lease-lapsed`: the run
+ *   lease ran out before the handler could start; `still-running` (failure callback): the
+ *   reported attempt is still running under its lease.
+ * - `unauthorized` — the delivery's signature (or token) does not verify.
+ * - `bad-request` — the body is not what the route expects (`job`: a tickwork job spec;
+ *   `failure-callback`: the queue's failure callback for one) and never will be.
+ */
+export type DeliveryOutcome =
+  | { kind: "done"; id: string; status: JobStatus | "replayed" | "gone" }
+  | { kind: "retry"; id: string; error: JobError; retryAfterMs?: number }
+  | { kind: "give-up"; id: string; error: JobError }
+  | {
+      kind: "busy";
+      reason: "attempt-running" | "lease-lapsed" | "still-running";
+      retryAfterMs: number;
+    }
+  | { kind: "unauthorized" }
+  | { kind: "bad-request"; expected: "job" | "failure-callback" };

@@ -1,0 +1,121 @@
+/**
+ * @module
+ * A schedule record's timing, pure: which fields decide when it fires, checking its spec, the
+ * smallest gap between its occurrences, and recomputing its status and `nextRunAt` after a write.
+ * The broker uses these for every schedule write (create, replace, patch, resume).
+ */
+import { UnprocessableError } from "../errors.ts";
+import type { ScheduleDef, ScheduleRecord } from "../model.ts";
+import { ScheduleError } from "./errors.ts";
+import { firstRunAt, nextAfter } from "./occurrences.ts";
+import { parseSchedule } from "./parse.ts";
+import type { ParsedSchedule } from "./types.ts";
+
+/** Occurrences examined (at most) when looking for the smallest gap of a cron schedule. */
+const GAP_SAMPLE = 1_000;
+/** …over at most this long: a year and a bit, so every month and both DST changes are seen. */
+const GAP_SPAN_MS = 400 * 24 * 60 * 60 * 1000;
+
+/** The definition part of a schedule record (without its status, counters and times). */
+export function defOf(s: ScheduleRecord): ScheduleDef {
+  const {
+    status: _s,
+    nextRunAt: _n,
+    lastRunAt: _l,
+    runs: _r,
+    rev: _v,
+    createdAt: _c,
+    updatedAt: _u,
+    ...def
+  } = s;
+  return def;
+}
+
+/**
+ * The fields that decide when a schedule fires, as one comparable string: two definitions with
+ * the same key fire at the same times.
+ */
+export function timingKey(d: ScheduleDef): string {
+  return JSON.stringify([d.schedule, d.tz, d.startAt ?? null, d.endAt ?? null, d.maxRuns ?? null]);
+}
+
+/**
+ * The definition's parsed spec.
+ * @throws UnprocessableError (422) with the {@link ScheduleError}'s code for a spec, time zone or
+ * start that cannot be used.
+ */
+export function validateTiming(def: ScheduleDef): ParsedSchedule {
+  try {
+    return parseSchedule(def.schedule, def.tz, def.startAt);
+  } catch (error) {
+    if (error instanceof ScheduleError)
+      throw new UnprocessableError(error.code, error.message, { cause: error });
+    throw error;
+  }
+}
+
+/**
+ * 422 `interval_too_short` when two occurrences of the schedule can be closer than `minMs`: an
+ * interval's period, or the smallest gap between consecutive cron occurrences over the coming year
+ * (and a bit).
+ */
+export function checkMinInterval(
+  def: ScheduleDef,
+  parsed: ParsedSchedule,
+  minMs: number,
+  now: number,
+): void {
+  let gap: number | undefined;
+  if (parsed.kind === "interval") {
+    gap = parsed.everyMs;
+  } else {
+    const from = Math.max(now, def.startAt ?? 0);
+    let previous = nextAfter(parsed, from - 1);
+    const end = previous === null ? 0 : previous + GAP_SPAN_MS;
+    for (let i = 0; i < GAP_SAMPLE && previous !== null && previous <= end; i++) {
+      const next = nextAfter(parsed, previous);
+      if (next === null) break;
+      const d = next - previous;
+      if (gap === undefined || d < gap) gap = d;
+      if (gap < minMs) break;
+      previous = next;
+    }
+  }
+  if (gap !== undefined && gap < minMs) {
+    throw new UnprocessableError(
+      "interval_too_short",
+      `schedule "${def.schedule}" can run ${gap} ms apart; this tenant's minimum is ${minMs} ms`,
+    );
+  }
+}
+
+/**
+ * Recompute status and `nextRunAt`: from `now` when the timing changed (or on resume), else keep
+ * the pending `nextRunAt`. Completed when `maxRuns` is reached or nothing is left before `endAt`.
+ */
+export function withTiming(
+  record: ScheduleRecord,
+  now: number,
+  recompute: boolean,
+): ScheduleRecord {
+  const exhausted = record.maxRuns !== undefined && record.runs >= record.maxRuns;
+  let next = record.nextRunAt;
+  if (recompute || next === null) {
+    next = exhausted
+      ? null
+      : // Never before the last dispatched occurrence: the tick may have dispatched up to
+        // now + horizon already, and those must not be sent (and counted) twice.
+        firstRunAt(
+          parseSchedule(record.schedule, record.tz, record.startAt),
+          Math.max(now, (record.lastRunAt ?? Number.NEGATIVE_INFINITY) + 1),
+          record.startAt,
+        );
+  }
+  if (next !== null && record.endAt !== undefined && next > record.endAt) next = null;
+  if (next === null) return { ...record, nextRunAt: null, status: "completed" };
+  return {
+    ...record,
+    nextRunAt: next,
+    status: record.status === "completed" ? "active" : record.status,
+  };
+}

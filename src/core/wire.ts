@@ -1,0 +1,112 @@
+/**
+ * @module
+ * The JSON bodies of the HTTP API's answers (docs/api.md), declared once: the server renders them
+ * (`src/http/serialize.ts` and `src/http/problem.ts` are typed by these) and the client reads them
+ * (`src/client/types.ts` re-exports them under its own names: `Job`, `Schedule`, `Page`,
+ * `TickResult`), so a field added on one side only does not compile.
+ *
+ * Times are ISO-8601 strings, durations milliseconds under the API's field names (`timeout`,
+ * `jitter`). An absent optional value is omitted, never `null` — except a schedule's
+ * `nextRunAt`, which is `null` once it is completed. Pure types: no code, no imports at run time.
+ */
+import type { JobError, JobStatus, Misfire, Overlap, ScheduleStatus } from "./model.ts";
+
+/** A job, as `GET /v1/jobs/:id` and the listings show it. */
+export interface JobResource {
+  id: string;
+  handler: string;
+  status: JobStatus;
+  input: unknown;
+  /** Present once `succeeded`. */
+  result?: unknown;
+  /** The last attempt's error. */
+  error?: JobError;
+  attempts: number;
+  priority: number;
+  tags: string[];
+  runAt: string;
+  createdAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+  /** Set on occurrences of a schedule. */
+  scheduleId?: string;
+  /** The occurrence's nominal fire time. */
+  fireAt?: string;
+  /** Handler timeout, ms. */
+  timeout: number;
+  retries: number;
+  idempotencyKey?: string;
+}
+
+/**
+ * What a submit (and anything else that queues a job) answers — `202`, or `200` when the
+ * idempotency key was replayed: the job without its payloads.
+ */
+export interface JobSummary {
+  id: string;
+  handler: string;
+  status: JobStatus;
+  runAt: string;
+  priority: number;
+  attempts: number;
+  createdAt: string;
+}
+
+/** A schedule: its definition plus `status`, `nextRunAt`, `lastRunAt`, `runs`. */
+export interface ScheduleResource {
+  id: string;
+  handler: string;
+  schedule: string;
+  tz: string;
+  status: ScheduleStatus;
+  input: unknown;
+  priority: number;
+  /** ms */
+  timeout: number;
+  retries: number;
+  maxRuns?: number;
+  startAt?: string;
+  endAt?: string;
+  misfire: Misfire;
+  overlap: Overlap;
+  /** ms */
+  jitter: number;
+  tags: string[];
+  /** `null` once completed. */
+  nextRunAt: string | null;
+  lastRunAt?: string;
+  /** Occurrences dispatched so far. */
+  runs: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** What `/v1/tick` answers. */
+export type TickResource =
+  | { leader: true; dispatched: number; recovered: number; due: number; tookMs: number }
+  | { leader: false; leaseRemainingMs: number };
+
+/** One page of a listing; `cursor` is absent on the last page. */
+export interface PageResource<T> {
+  items: T[];
+  cursor?: string;
+}
+
+/** One field-level issue of a 400 or 422. */
+export interface FieldIssue {
+  /** Dotted path of the field (`"input.to"`, `"limit"`); `""` for the body or query as a whole. */
+  path: string;
+  message: string;
+}
+
+/** An RFC 9457 problem document (`application/problem+json`), as every error answer carries it. */
+export interface Problem {
+  /** `urn:tickwork:problem:<code>`, e.g. `urn:tickwork:problem:unknown_handler`. */
+  type: string;
+  /** The HTTP reason phrase of `status`. */
+  title: string;
+  status: number;
+  /** What went wrong with this request, for a human. */
+  detail: string;
+  errors?: FieldIssue[];
+}

@@ -1,0 +1,171 @@
+/**
+ * @module
+ * Whether the broker admits a write, before and inside the store: the actor's manifest (handler
+ * patterns, timeout, input size and schedule interval limits), the handler and its input schema,
+ * and what the store checks inside the write itself — the tenant's quota and the degradation
+ * controller — with the error a refusal is answered with.
+ */
+import type { Admission, Denied, QuotaCheck, QuotaState, QuotaWindow } from "../core/admission.ts";
+import { parseDuration } from "../core/duration.ts";
+import {
+  ForbiddenError,
+  InputTooLargeError,
+  OverloadedError,
+  QuotaExceededError,
+  UnprocessableError,
+} from "../core/errors.ts";
+import { type ManifestRules, manifestRules } from "../core/manifest.ts";
+import { type Actor, tenantOf } from "./actor.ts";
+import { type HandlerDefinition, type Handlers, handlerOf, parseInput } from "./handlers.ts";
+import type { ResolvedOptions } from "./options.ts";
+
+/** Where a tenant's quota stands after an admitted write, with every window of the quota. */
+export interface QuotaReport extends QuotaState {
+  /** The quota's windows, for the `RateLimit-Policy` header. */
+  policy: readonly QuotaWindow[];
+}
+
+/** The actor's compiled manifest, or `undefined` when it has none (nothing is limited). */
+export function rulesOf(actor: Actor): ManifestRules | undefined {
+  return actor.manifest ? manifestRules(actor.manifest) : undefined;
+}
+
+/** The actor's rules, after checking it may submit jobs for `handler` (403 otherwise). */
+export function permitSubmit(handler: string, actor: Actor): ManifestRules | undefined {
+  const rules = rulesOf(actor);
+  if (rules && !rules.submits(handler)) {
+    throw new ForbiddenError(
+      "handler_not_permitted",
+      `tenant "${tenantOf(actor)}" may not submit jobs for handler "${handler}"`,
+    );
+  }
+  return rules;
+}
+
+/** The actor's rules, after checking it may schedule `handler` (403 otherwise). */
+export function permitSchedule(handler: string, actor: Actor): ManifestRules | undefined {
+  const rules = rulesOf(actor);
+  if (rules && !rules.schedules(handler)) {
+    throw new ForbiddenError(
+      "handler_not_permitted",
+      `tenant "${tenantOf(actor)}" may not schedule handler "${handler}"`,
+    );
+  }
+  return rules;
+}
+
+/** The handler registered as `name`; 422 `unknown_handler` when there is none. */
+export function requireHandler(handlers: Handlers, name: string): HandlerDefinition {
+  const handler = handlerOf(handlers, name);
+  if (!handler) {
+    throw new UnprocessableError("unknown_handler", `no handler named "${name}" is registered`);
+  }
+  return handler;
+}
+
+/**
+ * 413 when `input` is larger (as UTF-8 JSON) than the manifest allows, or than the engine's
+ * `maxInputBytes` (whichever is lower).
+ */
+export function checkInputSize(
+  input: unknown,
+  rules: ManifestRules | undefined,
+  what: "job" | "schedule",
+  engineMax: number,
+): void {
+  const tenantMax = rules?.maxInputBytes ?? Number.POSITIVE_INFINITY;
+  const max = Math.min(tenantMax, engineMax);
+  if (max === Number.POSITIVE_INFINITY) return;
+  const text = JSON.stringify(input ?? null);
+  // A UTF-16 unit is 1–3 UTF-8 bytes: most inputs are decided without encoding them.
+  if (text.length * 3 <= max) return;
+  const bytes = new TextEncoder().encode(text).byteLength;
+  if (bytes > max) {
+    throw new InputTooLargeError(
+      tenantMax <= engineMax
+        ? `${what} input is ${bytes} bytes; this tenant may send at most ${max}`
+        : `${what} input is ${bytes} bytes; at most ${max} are accepted`,
+    );
+  }
+}
+
+/**
+ * 422 `invalid_input` when the handler declares an `input` schema that `input` does not satisfy,
+ * with one `{ path, message }` per issue (`path` from the body's root, e.g. `input.n`). The same
+ * check for a job and for a schedule, whose occurrences run with its input.
+ */
+export function checkInput(name: string, handler: HandlerDefinition, input: unknown): void {
+  if (!handler.input) return;
+  const parsed = parseInput(handler.input, input);
+  if (parsed.success) return;
+  throw new UnprocessableError("invalid_input", `input does not match handler "${name}"`, {
+    errors: parsed.error.issues.map((i) => ({
+      path: `input.${i.path.join(".")}`,
+      message: i.message,
+    })),
+  });
+}
+
+/**
+ * The timeout to use: an explicit one must be within `max` (422 otherwise); a default above
+ * `max` is lowered to it.
+ */
+export function timeoutWithin(
+  explicit: number | undefined,
+  fallback: number,
+  max?: number,
+): number {
+  if (max === undefined) return explicit ?? fallback;
+  if (explicit !== undefined) {
+    if (explicit > max) {
+      throw new UnprocessableError(
+        "timeout_not_permitted",
+        `timeout ${explicit} ms is over this tenant's limit of ${max} ms`,
+      );
+    }
+    return explicit;
+  }
+  return Math.min(fallback, max);
+}
+
+/** A handler's own duration (`"30s"`, ms), or `fallback` when it has none. */
+export function durationOr(value: string | number | undefined, fallback: number): number {
+  return value === undefined ? fallback : (parseDuration(value) ?? fallback);
+}
+
+/** What a submit passes to the store: the quota, and the degradation controller when on. */
+export function submitAdmission(
+  options: ResolvedOptions,
+  quota: QuotaCheck | undefined,
+): Admission | undefined {
+  const { degradation, localSignals } = options;
+  if (!quota && !degradation) return undefined;
+  const local = degradation ? localSignals?.() : undefined;
+  return {
+    ...(quota ? { quota } : {}),
+    ...(degradation
+      ? { degradation: local ? { ...degradation, local: { ...local } } : degradation }
+      : {}),
+  };
+}
+
+/**
+ * The quota report of an admitted write: the store's state of the quota with the quota's windows
+ * (nothing without a quota, or when the store reported none, e.g. on a replay).
+ */
+export function quotaReport(
+  state: QuotaState | undefined,
+  quota: QuotaCheck | undefined,
+): { quota?: QuotaReport } {
+  return state && quota ? { quota: { ...state, policy: quota.windows } } : {};
+}
+
+/** The error a refused admission is answered with: 503 overloaded, or 429 over the quota. */
+export function deniedError(
+  denied: Denied,
+  what: "submit" | "schedule",
+  quota: QuotaCheck | undefined,
+): Error {
+  if (denied.kind === "overloaded") return new OverloadedError(denied.retryAfterMs);
+  return new QuotaExceededError(what, denied.quota, quota?.windows ?? []);
+}

@@ -1,0 +1,227 @@
+/**
+ * @module
+ * The broker's jobs: submit (one store operation — one Redis round trip — plus one publish),
+ * cancel, reads, and the dead-letter list. `Broker` (./broker.ts) is the public face.
+ */
+import { ConflictError, NotFoundError } from "../core/errors.ts";
+import { quotaCheck } from "../core/manifest.ts";
+import type { JobRecord, NewJob } from "../core/model.ts";
+import { parseOrThrow, type SubmitJobInput, submitJobSchema } from "../core/schemas.ts";
+import type { ListJobsQuery, Page, Store } from "../store/port.ts";
+import type { Transport } from "../transport/port.ts";
+import { type Actor, presentJob, scheduleStoreIdOf, sees, tenantOf } from "./actor.ts";
+import {
+  checkInput,
+  checkInputSize,
+  deniedError,
+  durationOr,
+  permitSubmit,
+  type QuotaReport,
+  quotaReport,
+  requireHandler,
+  submitAdmission,
+  timeoutWithin,
+} from "./admission.ts";
+import type { HandlerInput, HandlerName, Handlers, InputField } from "./handlers.ts";
+import { newJobId } from "./ids.ts";
+import type { ResolvedOptions } from "./options.ts";
+import { PublishCoalescer, publishAll } from "./publish.ts";
+
+/**
+ * A job for handler `K` of the handler map `H`: the fields of `POST /v1/jobs`, with `handler`
+ * limited to the map's names and `input` typed by that handler's schema (required when the schema
+ * does not accept `undefined`). With an untyped map, any name and any input.
+ */
+export type JobRequest<
+  H extends Handlers = Handlers,
+  K extends HandlerName<H> = HandlerName<H>,
+> = Omit<SubmitJobInput, "handler" | "input"> & { handler: K } & InputField<HandlerInput<H, K>>;
+
+/** Result of `Broker.submit`. */
+export interface Submitted {
+  job: JobRecord;
+  /** True when the idempotency key was seen before: `job` is the first job. */
+  replayed: boolean;
+  /** Where the tenant's submit quota stands (absent without a quota, and on a replay). */
+  quota?: QuotaReport;
+}
+
+/** What the broker needs. */
+export interface BrokerDeps<H extends Handlers = Handlers> {
+  store: Store;
+  transport: Transport;
+  handlers: H;
+  options: ResolvedOptions;
+  /** Hands background work to the platform (`ctx.waitUntil`); by default it is awaited. */
+  defer?: (work: Promise<unknown>) => void;
+  /**
+   * Without `defer`: answer a submit once the store wrote it, and publish in the background (see
+   * `EngineConfig.backgroundPublish`). By default the submit waits for its publish.
+   */
+  backgroundPublish?: boolean;
+}
+
+/**
+ * Accepts jobs, and answers for them: cancel, reads, dead letters.
+ *
+ * @example
+ * const jobs = new JobsBroker({ store, transport, handlers, options: resolveOptions() });
+ * const { job } = await jobs.submit({ handler: "email.send", input: { to: "a@b.c" } });
+ */
+export class JobsBroker<H extends Handlers = Handlers> {
+  readonly #coalescer: PublishCoalescer;
+
+  constructor(private readonly deps: BrokerDeps<H>) {
+    this.#coalescer = new PublishCoalescer(
+      deps.transport,
+      deps.options.tick.publishBatch,
+      deps.options.logger,
+      // Background publishes keep no caller waiting: they may wait for fuller batches.
+      deps.backgroundPublish === true && !deps.defer,
+    );
+  }
+
+  /**
+   * Submit a one-off job: one atomic store write — with the actor's quota and the degradation
+   * controller checked inside it — then a publish (a failed publish is recovered by the tick).
+   *
+   * @throws ValidationError (400) for a malformed job; ForbiddenError (403) for a handler outside
+   * the actor's manifest; InputTooLargeError (413); UnprocessableError (422) for an unknown
+   * handler, input its schema refuses, or a timeout over the manifest's limit;
+   * QuotaExceededError (429); OverloadedError (503) while critical with `critical: "reject"`.
+   */
+  async submit<K extends HandlerName<H>>(
+    body: JobRequest<H, K>,
+    actor: Actor = {},
+  ): Promise<Submitted> {
+    const req = parseOrThrow(submitJobSchema, body, "job");
+    const tenant = tenantOf(actor);
+    const rules = permitSubmit(req.handler, actor);
+    const handler = requireHandler(this.deps.handlers, req.handler);
+    const input = req.input === undefined ? null : req.input;
+    checkInputSize(input, rules, "job", this.deps.options.maxInputBytes);
+    checkInput(req.handler, handler, input);
+    const { jobs, tick, logger } = this.deps.options;
+    const job: NewJob = {
+      id: newJobId(),
+      tenant,
+      handler: req.handler,
+      input,
+      priority: req.priority ?? jobs.priority,
+      timeoutMs: timeoutWithin(
+        req.timeout,
+        durationOr(handler.timeout, jobs.timeoutMs),
+        rules?.maxTimeoutMs,
+      ),
+      retries: req.retries ?? handler.retries ?? jobs.retries,
+      tags: req.tags ?? [],
+      ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+    };
+    const quota = quotaCheck("submit", tenant, rules?.submitWindows ?? []);
+    const admission = submitAdmission(this.deps.options, quota);
+    const timing = {
+      ...(req.runAt != null ? { runAt: req.runAt } : {}),
+      delayMs: req.delay ?? 0,
+      recoverGraceMs: tick.recoverGraceMs,
+    };
+    const result = admission
+      ? await this.deps.store.submitJob(job, timing, admission)
+      : await this.deps.store.submitJob(job, timing);
+    if ("denied" in result) throw deniedError(result.denied, "submit", quota);
+    if (result.message) {
+      // With `defer` (Workers, Vercel) each request hands its own publish to the platform; in a
+      // long-lived process concurrent submits share queue requests — and with
+      // `backgroundPublish` the answer does not wait for them (a message the queue did not take
+      // stays in the outbox for the tick's recover step either way).
+      if (this.deps.defer)
+        this.deps.defer(publishAll(this.deps.transport, [result.message], 1, logger));
+      else if (this.deps.backgroundPublish) this.#coalescer.send(result.message);
+      else await this.#coalescer.publish(result.message);
+    }
+    return {
+      job: presentJob(result.job),
+      replayed: result.replayed,
+      ...quotaReport(result.quota, quota),
+    };
+  }
+
+  /**
+   * Resolves once the publishes of every submit answered so far have settled (accepted, or left
+   * in the outbox for the tick); never rejects. With `backgroundPublish`, await it before the
+   * process exits. Publishes handed to `defer` are the platform's to wait for.
+   */
+  settled(): Promise<void> {
+    return this.#coalescer.settled();
+  }
+
+  /** Cancel a queued job (404 when it is another tenant's, see {@link Actor}). */
+  async cancel(id: string, actor: Actor = {}): Promise<JobRecord> {
+    if (actor.scopes !== undefined) await this.ownJob(id, actor, "job");
+    const res = await this.deps.store.cancelJob(id);
+    if (res.kind === "missing") throw new NotFoundError("job", id);
+    if (res.kind === "conflict") {
+      throw new ConflictError(
+        "job_not_queued",
+        `job "${id}" is ${res.job.status}; only queued jobs can be cancelled`,
+      );
+    }
+    return presentJob(res.job);
+  }
+
+  /** Re-run a dead job (404 when it is another tenant's). */
+  async retryDead(id: string, actor: Actor = {}): Promise<JobRecord> {
+    if (actor.scopes !== undefined) await this.ownJob(id, actor, "dead job");
+    const res = await this.deps.store.retryDead(id, {
+      recoverGraceMs: this.deps.options.tick.recoverGraceMs,
+    });
+    if (!res) throw new NotFoundError("dead job", id);
+    await publishAll(this.deps.transport, [res.message], 1, this.deps.options.logger);
+    return presentJob(res.job);
+  }
+
+  /** Delete a dead job (404 when it is not dead, or another tenant's). */
+  async deleteDead(id: string, actor: Actor = {}): Promise<void> {
+    if (actor.scopes !== undefined) await this.ownJob(id, actor, "dead job");
+    if (!(await this.deps.store.deleteDead(id))) throw new NotFoundError("dead job", id);
+  }
+
+  /** A job by id (404 when it is another tenant's, see {@link Actor}). */
+  async getJob(id: string, actor: Actor = {}): Promise<JobRecord> {
+    const job = await this.deps.store.getJob(id);
+    if (!job || !sees(actor, job.tenant)) throw new NotFoundError("job", id);
+    return presentJob(job);
+  }
+
+  /**
+   * The actor's tenant's jobs, newest first. Read from that tenant's own index: a page holds only
+   * its records, and a cursor names only them.
+   */
+  async listJobs(
+    query: Omit<ListJobsQuery, "tenant">,
+    actor: Actor = {},
+  ): Promise<Page<JobRecord>> {
+    const page = await this.deps.store.listJobs({
+      ...query,
+      tenant: tenantOf(actor),
+      ...(query.scheduleId !== undefined
+        ? { scheduleId: scheduleStoreIdOf(query.scheduleId, actor) }
+        : {}),
+    });
+    return { ...page, items: page.items.map(presentJob) };
+  }
+
+  /** The actor's tenant's dead letters, newest death first. */
+  async listDead(
+    query: { limit: number; cursor?: string | undefined },
+    actor: Actor = {},
+  ): Promise<Page<JobRecord>> {
+    const page = await this.deps.store.listDead({ ...query, tenant: tenantOf(actor) });
+    return { ...page, items: page.items.map(presentJob) };
+  }
+
+  /** 404 unless the job exists and the actor sees it. */
+  private async ownJob(id: string, actor: Actor, what: string): Promise<void> {
+    const job = await this.deps.store.getJob(id);
+    if (!job || !sees(actor, job.tenant)) throw new NotFoundError(what, id);
+  }
+}

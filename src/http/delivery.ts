@@ -1,0 +1,99 @@
+/**
+ * @module
+ * The queue's HTTP answers: a delivery outcome of the runner ({@link DeliveryOutcome}) as the
+ * response of `/v1/worker` or `/v1/dead`, in the terms of QStash (and of the local queue, which
+ * speaks them too):
+ *
+ * - `done` → 200 `{ id, status }`;
+ * - `retry` → 500 `{ id, status: "failed", error }`, with `Retry-After` (seconds) when the handler
+ *   asked for a delay — any non-2xx but 489 is retried with the queue's backoff;
+ * - `give-up` → 489 `{ id, status: "dead", error }` + `Upstash-NonRetryable-Error: true`: the queue
+ *   stops retrying and calls the failure callback;
+ * - `busy` → 409 problem (`attempt_running`, `lease_lapsed`) + `Retry-After`;
+ * - `unauthorized` → 401 problem; `bad-request` → 489 `not_a_job` (+ non-retryable: a body that is
+ *   not a job never will be) on the worker route, 400 `invalid_request` for a failure callback.
+ *
+ * Problem bodies are built by `problem()` (src/http/problem.ts), like every other error answer.
+ */
+import type { DeliveryOutcome } from "../core/delivery.ts";
+import { PROBLEM_JSON, problem } from "./problem.ts";
+
+/** The header that tells QStash not to retry (with status 489). */
+const NON_RETRYABLE = { "Upstash-NonRetryable-Error": "true" };
+
+const BUSY = {
+  "attempt-running": { code: "attempt_running", detail: "another attempt of this job is running" },
+  "lease-lapsed": {
+    code: "lease_lapsed",
+    detail: "the run lease ran out before the handler started",
+  },
+  "still-running": {
+    code: "attempt_running",
+    detail: "the reported job is still running under its lease",
+  },
+} as const;
+
+/**
+ * The HTTP answer to a delivery: what the worker route (`Runner.deliver`) and the failure-callback
+ * route (`Runner.dead`) send back to the queue.
+ *
+ * @example
+ * routes.post("/worker", async (c) =>
+ *   deliveryResponse(await engine.runner.deliver({ url: c.req.url, headers: c.req.raw.headers, body })),
+ * );
+ */
+export function deliveryResponse(outcome: DeliveryOutcome): Response {
+  switch (outcome.kind) {
+    case "done":
+      return json(200, { id: outcome.id, status: outcome.status });
+    case "retry": {
+      const headers: Record<string, string> =
+        outcome.retryAfterMs !== undefined
+          ? { "Retry-After": retryAfter(outcome.retryAfterMs) }
+          : {};
+      return json(500, { id: outcome.id, status: "failed", error: outcome.error }, headers);
+    }
+    case "give-up":
+      return json(489, { id: outcome.id, status: "dead", error: outcome.error }, NON_RETRYABLE);
+    case "busy": {
+      const { code, detail } = BUSY[outcome.reason];
+      return problemAnswer(409, detail, code, { "Retry-After": retryAfter(outcome.retryAfterMs) });
+    }
+    case "unauthorized":
+      return problemAnswer(401, "invalid or missing delivery signature", "unauthorized");
+    case "bad-request":
+      return outcome.expected === "job"
+        ? problemAnswer(489, "delivery body is not a tickwork job", "not_a_job", NON_RETRYABLE)
+        : problemAnswer(400, "not a failure callback for a tickwork job", "invalid_request");
+  }
+}
+
+/** `Retry-After` in whole seconds, at least 1. */
+function retryAfter(ms: number): string {
+  return String(Math.max(1, Math.ceil(ms / 1000)));
+}
+
+function problemAnswer(
+  status: number,
+  detail: string,
+  code: string,
+  headers: Record<string, string> = {},
+): Response {
+  return answer(status, problem(status, detail, code), PROBLEM_JSON, headers);
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return answer(status, body, "application/json", headers);
+}
+
+function answer(
+  status: number,
+  body: unknown,
+  contentType: string,
+  headers: Record<string, string>,
+): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": contentType, ...headers },
+  });
+}
