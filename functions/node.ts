@@ -16,7 +16,7 @@
  * Dev mode: auth is off (the banner says so), local deliveries are signed with a random key per
  * process, and an internal timer ticks every second with a one-second look-ahead.
  */
-import { ConfigError, StartError, serverOptionsFromEnv, startServer } from "tickwork/node";
+import { serverOptionsFromEnv, startServer, TickworkConfigError } from "tickwork/node";
 import { handlers } from "./handlers.ts";
 
 try {
@@ -27,7 +27,8 @@ try {
     engine: { tick: { horizonMs: 1_000 } },
   });
 } catch (error) {
-  if (!(error instanceof StartError || error instanceof ConfigError)) throw error;
+  // A setup it cannot run with (the environment's `ConfigError`, the server's `StartError`).
+  if (!(error instanceof TickworkConfigError)) throw error;
   console.error(`tickwork: ${error.message}`);
   process.exit(1);
 }

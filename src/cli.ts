@@ -6,7 +6,10 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+// Both small and free of dependencies: the error classes are here before anything is loaded.
+import { StartError } from "./adapter/node/errors.ts";
 import { DEV_HELP, GLOBAL_HELP, START_HELP } from "./cli/help.ts";
+import { TickworkConfigError } from "./core/errors.ts";
 import type { Handlers } from "./engine/handlers.ts";
 
 type Env = Record<string, string | undefined>;
@@ -33,7 +36,7 @@ async function main(argv: string[], env: Env): Promise<number> {
   }
   // `tickwork redis-rest`: the Upstash REST bridge, with its own options and help.
   if (argv[0] === "redis-rest") {
-    const { runRedisRestCommand } = await import("./adapter/redis-rest/cli.ts");
+    const { runRedisRestCommand } = await import("./tools/redis-rest/cli.ts");
     return runRedisRestCommand(argv.slice(1), env);
   }
   // `tickwork hash-key`: a new API key and its hash, or the hash of a key on stdin.
@@ -92,14 +95,15 @@ async function main(argv: string[], env: Env): Promise<number> {
     return 0;
   } catch (error) {
     // A configuration the server cannot start with (`StartError`): no stack, exit 1.
-    if (error instanceof Error && error.name === "StartError") {
+    if (error instanceof StartError) {
       console.error(`tickwork: ${error.message}`);
       return 1;
     }
-    // A mistake in how it was called or configured: exit 2, pointing at the help.
+    // A mistake in how it was called or configured (any other `TickworkConfigError`, e.g. the
+    // environment reader's `ConfigError`): exit 2, pointing at the help.
     if (
       error instanceof UsageError ||
-      isConfigError(error) ||
+      error instanceof TickworkConfigError ||
       isArgError(error) ||
       (error instanceof Error && error.name === "HandlersModuleError")
     ) {
@@ -124,11 +128,6 @@ async function loadHandlers(file: string | undefined): Promise<Handlers> {
 function readVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
   return String(pkg.version);
-}
-
-/** `ConfigError` from the environment reader (matched by name: it is loaded lazily). */
-function isConfigError(error: unknown): boolean {
-  return error instanceof Error && error.name === "ConfigError";
 }
 
 /** `parseArgs` rejects unknown options and missing values with `ERR_PARSE_ARGS_*` codes. */

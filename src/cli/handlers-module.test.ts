@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, describe, expect, test } from "vitest";
+import { StartError } from "../adapter/node/errors.ts";
 import {
   conventionalHandlersPaths,
   describeHandlersLocations,
@@ -143,6 +144,7 @@ describe("loading", () => {
     expect(bases[0]).toHaveLength(2);
     // Reported by the CLI as a start failure (exit 1), not a usage mistake.
     expect(new TypeScriptLoaderError("x").name).toBe("StartError");
+    expect(new TypeScriptLoaderError("x")).toBeInstanceOf(StartError);
   });
 
   test("TypeScript without type stripping: tsx is registered (import and require hooks) first", async () => {

@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, extname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { StartError } from "../adapter/node/errors.ts";
 import type { Handlers } from "../engine/handlers.ts";
 
 /** File extensions of a handlers module, in the order they are looked for. */
@@ -57,13 +58,10 @@ export class HandlersModuleError extends Error {
 }
 
 /**
- * A TypeScript module cannot be loaded in this process (no type stripping, no tsx): reported as
- * a start failure, in one line (exit 1).
+ * A TypeScript module cannot be loaded in this process (no type stripping, no tsx): a
+ * `StartError` (named so), which the CLI reports in one line without a stack (exit 1).
  */
-export class TypeScriptLoaderError extends Error {
-  // The CLI reports errors of this name without a stack and exits 1.
-  override name = "StartError";
-}
+export class TypeScriptLoaderError extends StartError {}
 
 /** Resolve `specifier` the way `require` does from the file `base`; throws when it cannot. */
 export type Resolver = (specifier: string, base: string) => string;

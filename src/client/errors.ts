@@ -2,6 +2,15 @@
  * @module
  * Errors the client throws: {@link TickworkApiError} (and a subclass per status family) for error
  * answers of the API, and job outcome errors for {@link JobHandle.result}.
+ *
+ * This family is the client's own, built from HTTP answers (`status`, the problem+json body,
+ * `requestId`), and named for the answer: `ValidationError` is a 400 or 422, `NotFoundError` a
+ * 404, and so on. The engine's errors (`tickwork`, thrown in process by `engine.broker`) are a
+ * separate family under `TickworkError`, named for the domain (`InvalidRequestError`,
+ * `RecordNotFoundError`, `StateConflictError`, `NotPermittedError`, …), so no name means two
+ * classes. `tickwork` still exports the engine's old names (`ValidationError`, `NotFoundError`,
+ * `ConflictError`, `ForbiddenError`) as deprecated aliases of those: they never match an error
+ * this client throws. Catch the client's errors with the classes of `tickwork/client`.
  */
 import type { Job, Problem } from "./types.ts";
 

@@ -13,6 +13,21 @@
  * } catch (error) {
  *   if (error instanceof JobFailedError) console.error(error.job.error);
  * }
+ *
+ * Errors: an error answer of the API is a {@link TickworkApiError} — for the common statuses one
+ * of its subclasses, {@link ValidationError} (400, 422), {@link UnauthorizedError} (401),
+ * {@link ForbiddenError} (403), {@link NotFoundError} (404), {@link ConflictError} (409),
+ * {@link RateLimitedError} (429), {@link UnavailableError} (503) — with `status`, `code`, the
+ * problem+json body (`problem`, `errors`) and `requestId`. A job's outcome is
+ * {@link JobFailedError}, {@link JobCancelledError} or {@link ResultTimeoutError}. These are the
+ * client's own classes: import them from `tickwork/client`. The engine's errors (`tickwork`,
+ * thrown in process by `engine.broker`) are another family, named for the domain
+ * (`InvalidRequestError`, `RecordNotFoundError`, `StateConflictError`, `NotPermittedError`), and
+ * the same-named `ValidationError`, `NotFoundError`, `ConflictError` and `ForbiddenError` that
+ * `tickwork` still exports are deprecated aliases of those, never what the client throws.
+ *
+ * Request and response bodies are typed (`Job`, `Schedule`, `Page`, `Problem`, …); the responses
+ * are the server's own declarations of its JSON.
  */
 export { type ClientOptions, createClient, type TickworkClient } from "./client.ts";
 export { DlqApi } from "./dlq.ts";

@@ -3,32 +3,30 @@
  * Request and response bodies of the HTTP API (docs/api.md), as the client sends and receives
  * them: times are ISO-8601 strings in responses; requests take ISO strings, epoch ms or `Date`.
  * Durations are ms or strings like `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`.
+ *
+ * The response bodies are the server's own declarations (`src/core/wire.ts`, which the server's
+ * serializers are typed by), under the client's names; the request bodies are the client's, with
+ * their keys checked against the server's schemas (`types.test.ts`).
  */
+import type { JobError, JobStatus, ScheduleStatus } from "../core/model.ts";
+import type {
+  FieldIssue,
+  JobResource,
+  JobSummary,
+  PageResource,
+  Problem,
+  ScheduleResource,
+  TickResource,
+} from "../core/wire.ts";
 import type { HandlerInput, HandlerName, Handlers, InputField } from "../engine/handlers.ts";
+
+export type { FieldIssue, JobError, JobStatus, JobSummary, Problem, ScheduleStatus };
 
 /** Milliseconds, or a string with a unit: `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`. */
 export type Duration = number | string;
 
 /** A point in time in a request: ISO-8601 string, epoch ms or `Date`. */
 export type Instant = string | number | Date;
-
-/** Lifecycle of a job. `succeeded`, `dead`, `cancelled` and `skipped` are final. */
-export type JobStatus =
-  | "queued"
-  | "running"
-  | "succeeded"
-  | "failed"
-  | "dead"
-  | "cancelled"
-  | "skipped";
-
-export type ScheduleStatus = "active" | "paused" | "completed";
-
-/** An error as stored on a job. */
-export interface JobError {
-  name: string;
-  message: string;
-}
 
 /** `POST /v1/jobs` body but `handler` and `input`. */
 export interface SubmitJobOptions {
@@ -57,43 +55,8 @@ export type SubmitJobRequest<
   K extends HandlerName<H> = HandlerName<H>,
 > = SubmitJobOptions & { handler: K } & InputField<HandlerInput<H, K>>;
 
-/** What a submit answers (`202`, or `200` when the idempotency key was replayed). */
-export interface JobSummary {
-  id: string;
-  handler: string;
-  status: JobStatus;
-  runAt: string;
-  priority: number;
-  attempts: number;
-  createdAt: string;
-}
-
 /** A job, as `GET /v1/jobs/:id` and the listings show it. */
-export interface Job {
-  id: string;
-  handler: string;
-  status: JobStatus;
-  input: unknown;
-  /** Present once `succeeded`. */
-  result?: unknown;
-  /** The last attempt's error. */
-  error?: JobError;
-  attempts: number;
-  priority: number;
-  tags: string[];
-  runAt: string;
-  createdAt: string;
-  startedAt?: string;
-  finishedAt?: string;
-  /** Set on occurrences of a schedule. */
-  scheduleId?: string;
-  /** The occurrence's nominal fire time. */
-  fireAt?: string;
-  /** Handler timeout, ms. */
-  timeout: number;
-  retries: number;
-  idempotencyKey?: string;
-}
+export type Job = JobResource;
 
 /** `GET /v1/jobs` filters. */
 export interface ListJobsQuery {
@@ -145,33 +108,7 @@ export type UpdateScheduleRequest<H extends Handlers = Handlers> = Partial<
 > & { handler?: HandlerName<H>; input?: unknown };
 
 /** A schedule. */
-export interface Schedule {
-  id: string;
-  handler: string;
-  schedule: string;
-  tz: string;
-  status: ScheduleStatus;
-  input: unknown;
-  priority: number;
-  /** ms */
-  timeout: number;
-  retries: number;
-  maxRuns?: number;
-  startAt?: string;
-  endAt?: string;
-  misfire: "skip" | "once" | "all";
-  overlap: "allow" | "skip";
-  /** ms */
-  jitter: number;
-  tags: string[];
-  /** `null` once completed. */
-  nextRunAt: string | null;
-  lastRunAt?: string;
-  /** Occurrences dispatched so far. */
-  runs: number;
-  createdAt: string;
-  updatedAt: string;
-}
+export type Schedule = ScheduleResource;
 
 /** `GET /v1/schedules` filters. */
 export interface ListSchedulesQuery {
@@ -188,22 +125,7 @@ export interface PageQuery {
 }
 
 /** One page of a listing; `cursor` is absent on the last page. */
-export interface Page<T> {
-  items: T[];
-  cursor?: string;
-}
+export type Page<T> = PageResource<T>;
 
 /** What `POST /v1/tick` answers. */
-export type TickResult =
-  | { leader: true; dispatched: number; recovered: number; due: number; tookMs: number }
-  | { leader: false; leaseRemainingMs: number };
-
-/** An error answer (RFC 9457 problem+json). */
-export interface Problem {
-  /** `urn:tickwork:problem:<code>` */
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  errors?: { path: string; message: string }[];
-}
+export type TickResult = TickResource;

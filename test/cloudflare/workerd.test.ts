@@ -11,8 +11,8 @@ import { createServer } from "node:net";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { unstable_startWorker } from "wrangler";
-import { type RedisRestServer, serveRedisRest } from "../../src/adapter/redis-rest/index.ts";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
+import { type RedisRestServer, serveRedisRest } from "../../src/tools/redis-rest/index.ts";
 import { type QStashDouble, startQStashDouble } from "../support/qstash-double/index.ts";
 
 type Worker = Awaited<ReturnType<typeof unstable_startWorker>>;

@@ -17,7 +17,7 @@ import {
   type RedisRestServer,
   type ServeRedisRestOptions,
   serveRedisRest,
-} from "../../src/adapter/redis-rest/index.ts";
+} from "../../src/tools/redis-rest/index.ts";
 
 export const REDIS_URL = "redis://127.0.0.1:6379";
 export const BRIDGE_TOKEN = `test-${Math.random().toString(36).slice(2)}`;

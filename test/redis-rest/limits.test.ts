@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { errors } from "@upstash/redis";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRedisRestBridge } from "../../src/adapter/redis-rest/index.ts";
+import { createRedisRestBridge } from "../../src/tools/redis-rest/index.ts";
 import { type PrivateRedis, REDIS_URL, startPrivateRedis, upstashClient } from "./harness.ts";
 
 const { UpstashError } = errors;

@@ -6,7 +6,7 @@
 import { createServer } from "node:net";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { createRedisRestBridge } from "../../src/adapter/redis-rest/index.ts";
+import { createRedisRestBridge } from "../../src/tools/redis-rest/index.ts";
 import { deletePrefix, freshPrefix, REDIS_URL } from "./harness.ts";
 
 const TOKEN = "protocol-token";

@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import { errors, type Redis } from "@upstash/redis";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createRedisRestBridge } from "../../src/adapter/redis-rest/index.ts";
+import { createRedisRestBridge } from "../../src/tools/redis-rest/index.ts";
 import { type PrivateBridge, privateBridge } from "./harness.ts";
 
 const { UpstashError } = errors;

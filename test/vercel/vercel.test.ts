@@ -11,7 +11,7 @@ import { serve } from "@hono/node-server";
 import { createVercelApp } from "tickwork/vercel";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { handlers } from "../../functions/handlers.ts";
-import { type RedisRestServer, serveRedisRest } from "../../src/adapter/redis-rest/index.ts";
+import { type RedisRestServer, serveRedisRest } from "../../src/tools/redis-rest/index.ts";
 import { deletePrefix, REDIS_URL } from "../dev/server.ts";
 import { type QStashDouble, startQStashDouble } from "../support/qstash-double/index.ts";
 

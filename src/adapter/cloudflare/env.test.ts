@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { TickworkConfigError } from "../../core/errors.ts";
 import { assertEnv, MissingEnvError, REQUIRED_ENV } from "./env.ts";
 
 const complete = Object.fromEntries(REQUIRED_ENV.map((name) => [name, `${name.toLowerCase()}`]));
@@ -17,6 +18,8 @@ describe("assertEnv", () => {
       caught = error;
     }
     expect(caught).toBeInstanceOf(MissingEnvError);
+    expect(caught).toBeInstanceOf(TickworkConfigError);
+    expect((caught as MissingEnvError).variable).toBe("QSTASH_TOKEN");
     expect((caught as MissingEnvError).missing).toEqual([
       "QSTASH_TOKEN",
       "TICKWORK_API_KEY",

@@ -3,6 +3,7 @@
  * The Worker's variables and secrets, and the check that they are all there: a forgotten
  * `wrangler secret put` fails with the names of what is missing, not with a URL parse error later.
  */
+import { TickworkConfigError } from "../../core/errors.ts";
 
 /**
  * The bindings `functions/cloudflare.ts` reads (`[vars]` in `wrangler.toml`, the rest secrets).
@@ -63,8 +64,11 @@ export const REQUIRED_ENV = [
   "CRON_SECRET",
 ] as const satisfies readonly (keyof TickworkEnv)[];
 
-/** Some required bindings are missing or empty; `missing` names them. */
-export class MissingEnvError extends Error {
+/**
+ * Some required bindings are missing or empty; `missing` names them (`variable` the first). A
+ * {@link TickworkConfigError}.
+ */
+export class MissingEnvError extends TickworkConfigError {
   override readonly name = "MissingEnvError";
   readonly missing: readonly string[];
 
@@ -72,6 +76,7 @@ export class MissingEnvError extends Error {
     super(
       `tickwork: missing Worker variables ${missing.join(", ")}: ` +
         "set secrets with `wrangler secret put NAME` (`.dev.vars` locally), vars in wrangler.toml",
+      { variable: missing[0] },
     );
     this.missing = missing;
   }

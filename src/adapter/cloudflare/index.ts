@@ -5,6 +5,7 @@
  * an explicit config) and the typed, checked bindings. No Node modules.
  */
 export type { ExecutionContext } from "hono";
+export { TickworkConfigError } from "../../core/errors.ts";
 export { Background } from "./background.ts";
 export { assertEnv, MissingEnvError, REQUIRED_ENV, type TickworkEnv } from "./env.ts";
 export {

@@ -6,12 +6,13 @@
  * Node module, so a Workers entry (or any fetch-based runtime) builds it once per isolate.
  */
 import type { ExecutionContext, Hono } from "hono";
-import { type Config, parseConfig } from "../../config/index.ts";
+import type { Config } from "../../config/index.ts";
 import type { Engine, EngineOptions, Handlers } from "../../engine/index.ts";
 import { createEngine } from "../../engine/index.ts";
 import { type AppEnv, createApp } from "../../http/index.ts";
 import { RedisStore, type ScriptClient } from "../../store/redis/index.ts";
 import { QStashTransport, type QStashTransportOptions } from "../../transport/qstash/index.ts";
+import { resolveDeployment } from "../deployment.ts";
 import { Background } from "./background.ts";
 
 /** The QStash settings: credentials and delivery options; the URLs follow from `publicUrl`. */
@@ -36,20 +37,22 @@ export interface TickworkConfig {
   /**
    * The app's public URL: QStash delivers to `publicUrl + "/v1/worker"` and calls
    * `publicUrl + "/v1/dead"` when a job gives up; both are checked against the signatures.
+   * Trailing slashes are dropped.
    * @example "https://tickwork.acme.workers.dev"
    */
   publicUrl: string;
   /**
    * Plain API keys accepted as `Authorization: Bearer <key>` on the API routes, each an `admin`
-   * key of the tenant `"default"`. At least one key is needed: here or in `config.tenants`.
+   * key of the tenant `"default"` (a list, or `TICKWORK_API_KEY`'s comma-separated text). At
+   * least one key is needed: here or in `config.tenants`.
    */
-  apiKeys?: readonly string[] | undefined;
+  apiKeys?: readonly string[] | string | undefined;
   /**
    * Tenants with hashed keys, scopes and manifests; CORS; degradation (`defineConfig(…)`, or
-   * `parseConfig(env.TICKWORK_CONFIG)`). `config.degradation` applies unless `engine.degradation`
-   * is given.
+   * the JSON text of `env.TICKWORK_CONFIG`). `config.degradation` applies unless
+   * `engine.degradation` is given.
    */
-  config?: Config | undefined;
+  config?: Config | string | undefined;
   /**
    * Serve every route under this path, e.g. a Worker on the route `example.com/api/tickwork/*`.
    * `publicUrl` then names the same path (`https://example.com/api/tickwork`).
@@ -77,10 +80,12 @@ export interface Tickwork {
 }
 
 /**
- * Compose store, transport, engine and app. Build it once per isolate and reuse it.
+ * Compose store, transport, engine and app. Build it once per isolate and reuse it. The settings
+ * every platform shares are checked by `resolveDeployment` (`src/adapter/deployment.ts`).
  *
- * @throws RangeError for an empty credential or no API key; TypeError for an invalid URL;
- * ConfigValidationError for an invalid `config`.
+ * @throws TickworkConfigError naming the variable and field at fault: no API key, no or an invalid
+ * public URL, a bad base path, an invalid `config` (a `ConfigValidationError`); RangeError for an
+ * empty QStash credential.
  * @example
  * import { Redis } from "@upstash/redis/cloudflare";
  * const tickwork = createTickwork({
@@ -92,51 +97,39 @@ export interface Tickwork {
  *     nextSigningKey: env.QSTASH_NEXT_SIGNING_KEY,
  *   },
  *   publicUrl: env.TICKWORK_PUBLIC_URL,
- *   apiKeys: env.TICKWORK_API_KEY.split(","),
+ *   apiKeys: env.TICKWORK_API_KEY, // comma-separated
  *   tickSecret: env.CRON_SECRET,
  * });
  * // fetch: (request, env, ctx) => tickwork.fetch(request, env, ctx)
  * // scheduled: (controller, env, ctx) => ctx.waitUntil(tickwork.engine.ticker.tick())
  */
 export function createTickwork(config: TickworkConfig): Tickwork {
-  const publicUrl = new URL(config.publicUrl).href.replace(/\/+$/, "");
-  const apiKeys = (config.apiKeys ?? []).map((key) => key.trim()).filter(Boolean);
-  const settings = config.config ? parseConfig(config.config, "config") : undefined;
-  const tenants = settings?.tenants ?? [];
-  if (apiKeys.length === 0 && !tenants.some((tenant) => tenant.keys.length > 0)) {
-    throw new RangeError(
-      "no API key: set TICKWORK_API_KEY, or TICKWORK_CONFIG with tenant keys (npx tickwork hash-key)",
-    );
-  }
+  const deployment = resolveDeployment({
+    publicUrl: config.publicUrl,
+    requirePublicUrl: true,
+    queue: "qstash",
+    apiKeys: config.apiKeys,
+    config: config.config,
+    basePath: config.basePath,
+    tickSecret: config.tickSecret,
+    engine: config.engine,
+    // A once-a-minute Cron Trigger.
+    horizonMs: 60_000,
+  });
   const store = new RedisStore({
     client: config.redis,
     ...(config.prefix ? { prefix: config.prefix } : {}),
   });
-  const transport = new QStashTransport({
-    ...config.qstash,
-    workerUrl: `${publicUrl}/v1/worker`,
-    failureCallbackUrl: `${publicUrl}/v1/dead`,
-  });
+  const transport = new QStashTransport({ ...config.qstash, ...deployment.delivery });
   const background = new Background();
-  const engineOptions = config.engine ?? {};
   const engine = createEngine({
-    ...(settings?.degradation !== undefined ? { degradation: settings.degradation } : {}),
-    ...engineOptions,
-    tick: { ...engineOptions.tick, horizonMs: engineOptions.tick?.horizonMs ?? 60_000 },
+    ...deployment.engine,
     store,
     transport,
     handlers: config.handlers,
     defer: background.defer,
   });
-  const app = createApp({
-    engine,
-    publicUrl,
-    ...(config.basePath ? { basePath: config.basePath } : {}),
-    ...(apiKeys.length > 0 ? { apiKeys } : {}),
-    ...(tenants.length > 0 ? { tenants } : {}),
-    ...(settings?.cors ? { cors: settings.cors } : {}),
-    tickSecret: config.tickSecret || false,
-  });
+  const app = createApp({ ...deployment.app, engine });
   return {
     engine,
     app,

@@ -6,7 +6,6 @@
  */
 import { Redis } from "@upstash/redis/cloudflare";
 import type { ExecutionContext } from "hono";
-import { parseConfig } from "../../config/index.ts";
 import type { Handlers } from "../../engine/handlers.ts";
 import type { EngineOptions } from "../../engine/options.ts";
 import { assertEnv, type TickworkEnv } from "./env.ts";
@@ -32,7 +31,8 @@ export interface TickworkWorker {
 /**
  * The Worker for `handlers`, configured from its bindings (see {@link TickworkEnv}: Upstash Redis,
  * QStash, `TICKWORK_PUBLIC_URL`, `TICKWORK_API_KEY` or `TICKWORK_CONFIG`, `CRON_SECRET`). A
- * missing binding fails every request with a `MissingEnvError` naming it.
+ * missing binding fails every request with a `MissingEnvError` naming it; a binding it cannot use
+ * (a malformed URL, an invalid configuration), with a `TickworkConfigError` naming it.
  *
  * @example
  * // src/worker.ts (wrangler.toml: main = "src/worker.ts", [triggers] crons = ["* * * * *"])
@@ -56,10 +56,8 @@ export function createWorker(options: WorkerOptions): TickworkWorker {
         nextSigningKey: env.QSTASH_NEXT_SIGNING_KEY,
       },
       publicUrl: env.TICKWORK_PUBLIC_URL,
-      apiKeys: env.TICKWORK_API_KEY?.split(",") ?? [],
-      ...(env.TICKWORK_CONFIG
-        ? { config: parseConfig(env.TICKWORK_CONFIG, "TICKWORK_CONFIG") }
-        : {}),
+      apiKeys: env.TICKWORK_API_KEY,
+      config: env.TICKWORK_CONFIG || undefined,
       tickSecret: env.CRON_SECRET,
       basePath: env.TICKWORK_BASE_PATH,
       engine: options.engine ?? { tick: { horizonMs: 60_000 } },

@@ -28,6 +28,7 @@ export function loadConfig(value: string): Config {
     throw new ConfigError(
       `TICKWORK_CONFIG names ${path}, which cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}). ` +
         "Set it to the path of a JSON file (schema: schema/tickwork.config.schema.json) or to the JSON itself.",
+      { variable: "TICKWORK_CONFIG", cause: error },
     );
   }
   return parse(content, path);
@@ -37,7 +38,13 @@ function parse(text: string, source: string): Config {
   try {
     return parseConfig(text, source);
   } catch (error) {
-    if (error instanceof ConfigValidationError) throw new ConfigError(error.message);
+    if (error instanceof ConfigValidationError) {
+      throw new ConfigError(error.message, {
+        variable: "TICKWORK_CONFIG",
+        field: error.field,
+        cause: error,
+      });
+    }
     throw error;
   }
 }

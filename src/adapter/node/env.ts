@@ -5,7 +5,8 @@
  * nothing here touches `process.env`.
  */
 import { type Config, hasKeys } from "../../config/index.ts";
-import { parseRoles } from "../../http/roles.ts";
+import { parseRoles, routeSet } from "../../http/roles.ts";
+import { splitApiKeys } from "../deployment.ts";
 import { loadConfig } from "./config.ts";
 import { ConfigError } from "./errors.ts";
 import type { StartServerOptions } from "./start.ts";
@@ -46,6 +47,7 @@ export function selectStore(env: Env): StoreSelection {
       throw new ConfigError(
         "UPSTASH_REDIS_REST_URL is set but UPSTASH_REDIS_REST_TOKEN is not: set both (the Upstash " +
           "console shows them together), or unset the URL to use REDIS_URL or memory.",
+        { variable: "UPSTASH_REDIS_REST_TOKEN" },
       );
     }
     checkUrl(restUrl, "UPSTASH_REDIS_REST_URL", ["http:", "https:"]);
@@ -121,13 +123,13 @@ export function serverOptionsFromEnv(
   try {
     roles = rolesText ? parseRoles(rolesText) : undefined;
   } catch (error) {
-    throw new ConfigError(`--role / TICKWORK_ROLES: ${(error as Error).message}`);
+    throw new ConfigError(`--role / TICKWORK_ROLES: ${(error as Error).message}`, {
+      variable: "TICKWORK_ROLES",
+      field: "roles",
+    });
   }
-  const servesApi = !roles || roles.some((role) => role !== "tick" && role !== "worker");
-  const apiKeys = (value(env, "TICKWORK_API_KEY") ?? "")
-    .split(",")
-    .map((key) => key.trim())
-    .filter(Boolean);
+  const servesApi = routeSet(roles ?? ["all"]).read;
+  const apiKeys = splitApiKeys(value(env, "TICKWORK_API_KEY"));
   const configValue = value(env, "TICKWORK_CONFIG");
   let config: Config | undefined = configValue ? loadConfig(configValue) : undefined;
   if (dev && config?.tenants) {
@@ -142,6 +144,7 @@ export function serverOptionsFromEnv(
         "Redis, so it survives restarts and can run as several replicas. Set one, e.g.\n" +
         "  REDIS_URL=redis://127.0.0.1:6379 TICKWORK_API_KEY=<key> tickwork start\n" +
         "or run `tickwork dev` for a local server with in-memory state.",
+      { variable: "REDIS_URL" },
     );
   }
   if (!dev && servesApi && apiKeys.length === 0 && !hasKeys(config)) {
@@ -152,6 +155,7 @@ export function serverOptionsFromEnv(
         "tenants whose keys are stored as hashes (generate a key and its hash with " +
         "`npx tickwork hash-key`; schema: schema/tickwork.config.schema.json). Or run " +
         "`tickwork dev` (auth off).",
+      { variable: "TICKWORK_API_KEY", field: "apiKeys" },
     );
   }
 
@@ -183,7 +187,10 @@ export function serverOptionsFromEnv(
 export function parsePort(text: string | undefined): number {
   if (text === undefined || text === "") return 8787;
   if (!/^\d{1,5}$/.test(text) || Number(text) > 65_535) {
-    throw new ConfigError(`port must be a whole number from 0 to 65535, got "${text}"`);
+    throw new ConfigError(`port must be a whole number from 0 to 65535, got "${text}"`, {
+      variable: "PORT",
+      field: "port",
+    });
   }
   return Number(text);
 }
@@ -195,6 +202,7 @@ function qstashIncomplete(missing: string[]): ConfigError {
       "(Upstash console → QStash → Signing keys) and TICKWORK_PUBLIC_URL, the URL QStash can " +
       "reach this app at (e.g. https://jobs.example.com). Set them, or unset QSTASH_TOKEN to use " +
       "the local queue.",
+    { variable: missing[0] },
   );
 }
 
@@ -203,10 +211,10 @@ function checkUrl(text: string, name: string, protocols: string[]): void {
   try {
     url = new URL(text);
   } catch {
-    throw new ConfigError(`${name} is not a URL: "${text}"`);
+    throw new ConfigError(`${name} is not a URL: "${text}"`, { variable: name });
   }
   if (!protocols.includes(url.protocol)) {
     const starts = protocols.map((protocol) => `${protocol}//`).join(" or ");
-    throw new ConfigError(`${name} must start with ${starts}, got "${text}"`);
+    throw new ConfigError(`${name} must start with ${starts}, got "${text}"`, { variable: name });
   }
 }

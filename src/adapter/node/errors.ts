@@ -1,14 +1,31 @@
 /**
  * @module
  * The two ways a Node server refuses to start, each printed as a plain message (no stack trace).
+ * Both are a {@link TickworkConfigError} (the one configuration error of every platform), under
+ * the names the Node entry has always thrown; the CLI exits 1 for a `StartError` and 2 for any
+ * other configuration error.
  */
+import { TickworkConfigError } from "../../core/errors.ts";
 
-/** A configuration the server cannot start with (missing key, unreachable Redis, port in use). */
-export class StartError extends Error {
+/**
+ * A configuration the server cannot start with (missing key, unreachable Redis, port in use):
+ * what `startServer` throws for any setup it refuses.
+ */
+export class StartError extends TickworkConfigError {
   override name = "StartError";
+
+  /** `error` as a `StartError`, keeping its message, `variable` and `field`. */
+  static from(error: TickworkConfigError): StartError {
+    if (error instanceof StartError) return error;
+    return new StartError(error.message, {
+      variable: error.variable,
+      field: error.field,
+      cause: error,
+    });
+  }
 }
 
 /** A configuration the environment cannot give: the message says what to set. */
-export class ConfigError extends Error {
+export class ConfigError extends TickworkConfigError {
   override name = "ConfigError";
 }

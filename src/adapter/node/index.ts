@@ -4,6 +4,8 @@
  * `serve` (an app on a Node HTTP server with graceful shutdown) and `startTicker` (the tick timer);
  * and `serverOptionsFromEnv`, the environment variables every entry file reads, in one place.
  */
+
+export { TickworkConfigError } from "../../core/errors.ts";
 export { apiKeyAuthorize } from "./api-key.ts";
 export {
   BANNER_IDEMPOTENCY_KEY,
@@ -33,4 +35,4 @@ export {
   startServer,
 } from "./start.ts";
 export { type OpenStore, openStore, type StoreTarget } from "./store.ts";
-export { startTicker, type TickerTimer, type TickerTimerOptions } from "./ticker.ts";
+export { startTicker, type TickerTimer, type TickerTimerOptions } from "./tick-timer.ts";

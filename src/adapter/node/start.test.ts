@@ -1,4 +1,5 @@
 import { expect, test } from "vitest";
+import { TickworkConfigError } from "../../core/errors.ts";
 import { StartError } from "./errors.ts";
 import { type StartServerOptions, startServer } from "./start.ts";
 
@@ -37,7 +38,21 @@ test.each<[string, Partial<StartServerOptions>, string]>([
 ])("refuses %s", async (_name, options, message) => {
   const failed = await startServer({ ...base, ...options }).catch((error: unknown) => error);
   expect(failed).toBeInstanceOf(StartError);
+  // One configuration error type on every platform; StartError is Node's name for it.
+  expect(failed).toBeInstanceOf(TickworkConfigError);
   expect((failed as Error).message).toContain(message);
+});
+
+test("a refusal names the field and the variable at fault", async () => {
+  const failed = await startServer({ ...base, publicUrl: "jobs.example.com" }).catch(
+    (error: unknown) => error,
+  );
+  expect(failed).toBeInstanceOf(StartError);
+  expect(failed).toMatchObject({
+    message: 'publicUrl (TICKWORK_PUBLIC_URL) is not a URL: "jobs.example.com"',
+    field: "publicUrl",
+    variable: "TICKWORK_PUBLIC_URL",
+  });
 });
 
 test("a tick-only server outside dev needs no API key; an unreachable Upstash fails the start", async () => {

@@ -8,22 +8,24 @@
  * environment (see `serverOptionsFromEnv`).
  */
 import { randomBytes } from "node:crypto";
-import { type Config, ConfigValidationError, hasKeys, parseConfig } from "../../config/index.ts";
+import type { Config } from "../../config/index.ts";
+import { TickworkConfigError } from "../../core/errors.ts";
 import type { Handlers } from "../../engine/handlers.ts";
 import { createEngine, type Engine, type EngineOptions } from "../../engine/index.ts";
 import { jsonLogger, type Logger } from "../../engine/logger.ts";
 import { createApp } from "../../http/index.ts";
-import { normalizeRoles, type Role, type RouteSet, routeSet } from "../../http/roles.ts";
+import type { Role } from "../../http/roles.ts";
 import { LocalTransport } from "../../transport/local/index.ts";
 import type { Transport } from "../../transport/port.ts";
 import { DEFAULT_QSTASH_URL } from "../../transport/qstash/options.ts";
+import { type DeliveryUrls, deliveryUrls, resolveDeployment } from "../deployment.ts";
 import { loadPeer, MissingPeerError } from "../peer.ts";
 import { type BannerInfo, formatBanner, sampleJob } from "./banner.ts";
 import { StartError } from "./errors.ts";
 import { type FetchApp, serve } from "./serve.ts";
 import { nodeSignals } from "./signals.ts";
 import { openStore, type StoreTarget } from "./store.ts";
-import { startTicker } from "./ticker.ts";
+import { startTicker } from "./tick-timer.ts";
 
 /** QStash credentials (the Upstash console's QStash page). */
 export interface QStashCredentials {
@@ -167,6 +169,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   try {
     return await start(options);
   } catch (error) {
+    // Any setup it refuses is a StartError (with the message, variable and field of the check).
+    if (error instanceof TickworkConfigError) throw StartError.from(error);
     // A client the configuration asks for is not installed: a start error naming the package.
     if (error instanceof MissingPeerError) throw new StartError(error.message, { cause: error });
     throw error;
@@ -174,35 +178,33 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
 }
 
 async function start(options: StartServerOptions): Promise<RunningServer> {
-  const dev = options.dev ?? false;
-  const roles = checkRoles(options.roles);
-  const serves = routeSet(roles);
-  const apiKeys = (options.apiKeys ?? []).filter((key) => key.length > 0);
-  const config = checkConfig(options.config);
-  if (!dev && serves.read && apiKeys.length === 0 && !hasKeys(config)) {
-    throw new StartError(
-      "no API key configured: outside dev every API request needs one. Set TICKWORK_API_KEY " +
-        "(one admin key; or pass apiKeys), or TICKWORK_CONFIG with tenants whose keys are stored " +
-        "as hashes (or pass config); generate a key and its hash with `npx tickwork hash-key`.",
-    );
-  }
+  const tickEveryMs = options.tickEveryMs ?? 1_000;
+  const deployment = resolveDeployment({
+    dev: options.dev,
+    roles: options.roles,
+    publicUrl: options.publicUrl,
+    queue: options.qstash ? "qstash" : "local",
+    signingKey: options.signingKey,
+    apiKeys: options.apiKeys,
+    config: options.config,
+    tickSecret: options.tickSecret,
+    engine: options.engine,
+    horizonMs: tickEveryMs,
+  });
+  const { dev, roles, serves, publicUrl, config } = deployment;
   const port = options.port ?? 8787;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new StartError(
       `port must be a whole number from 0 to 65535, got ${String(options.port)}`,
+      { variable: "PORT", field: "port" },
     );
   }
-  const publicUrl = checkPublicUrl(options.publicUrl);
-  checkDeliveries(options, serves, publicUrl);
-  const tickEveryMs = options.tickEveryMs ?? 1_000;
-  const engineOptions: EngineOptions = {
-    ...(config?.degradation !== undefined ? { degradation: config.degradation } : {}),
-    ...options.engine,
-    localSignals: options.engine?.localSignals ?? nodeSignals(),
-    tick: { ...options.engine?.tick, horizonMs: options.engine?.tick?.horizonMs ?? tickEveryMs },
-  };
   const logger: Logger = options.engine?.logger ?? jsonLogger();
-  engineOptions.logger = logger;
+  const engineOptions: EngineOptions = {
+    ...deployment.engine,
+    localSignals: options.engine?.localSignals ?? nodeSignals(),
+    logger,
+  };
 
   const target = storeTarget(options);
   const { store, close: closeStore } = await openStore(target, logger);
@@ -228,6 +230,8 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     const code = (error as { code?: unknown }).code;
     if (code === "EADDRINUSE") {
       throw new StartError(`port ${port} is in use: set PORT (or --port) to another one`, {
+        variable: "PORT",
+        field: "port",
         cause: error,
       });
     }
@@ -238,7 +242,9 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   let ticking: boolean;
   let transportBanner: BannerInfo["transport"];
   try {
-    const made = await makeTransport(options, publicUrl ?? server.url);
+    // Without a public URL the local queue delivers to this server.
+    const delivery = deployment.delivery ?? deliveryUrls(server.url);
+    const made = await makeTransport(options, delivery);
     const { transport } = made;
     transportBanner = made.banner;
     if (transport instanceof LocalTransport) cleanups.push(() => transport.close());
@@ -253,21 +259,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     });
     const { broker } = engine;
     cleanups.push(() => broker.settled());
-    app = createApp({
-      engine,
-      dev,
-      roles,
-      publicUrl: publicUrl ?? server.url,
-      // Outside dev, no secret: no HTTP tick route (this server's timer ticks on its own).
-      ...(options.tickSecret
-        ? { tickSecret: options.tickSecret }
-        : dev
-          ? {}
-          : { tickSecret: false }),
-      ...(apiKeys.length > 0 ? { apiKeys } : {}),
-      ...(config?.tenants?.length ? { tenants: config.tenants } : {}),
-      ...(config?.cors ? { cors: config.cors } : {}),
-    });
+    app = createApp({ ...deployment.app, engine, publicUrl: publicUrl ?? server.url });
     ticking = serves.tick;
     if (ticking) {
       const ticker = startTicker(engine, tickEveryMs, { signal: server.signal, logger });
@@ -296,7 +288,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     transport: transportBanner,
     tickEveryMs: ticking ? tickEveryMs : undefined,
     horizonMs: engine.options.tick.horizonMs,
-    auth: apiKeys.length > 0 || hasKeys(config),
+    auth: deployment.keyed,
     ...(config?.tenants?.length ? { tenants: config.tenants.length } : {}),
     tickRoute: dev || Boolean(options.tickSecret),
     handlers: Object.keys(options.handlers),
@@ -306,86 +298,24 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   return { url: server.url, port: server.port, engine, banner, close: server.close };
 }
 
-function checkConfig(config: Config | undefined): Config | undefined {
-  if (config === undefined) return undefined;
-  try {
-    return parseConfig(config, "config");
-  } catch (error) {
-    if (error instanceof ConfigValidationError)
-      throw new StartError(error.message, { cause: error });
-    throw error;
-  }
-}
-
-function checkRoles(roles: readonly Role[] | undefined): Role[] {
-  try {
-    return normalizeRoles(roles ?? ["all"]);
-  } catch (error) {
-    throw new StartError((error as Error).message, { cause: error });
-  }
-}
-
-function checkPublicUrl(url: string | undefined): string | undefined {
-  if (url === undefined || url === "") return undefined;
-  try {
-    return new URL(url).href.replace(/\/+$/, "");
-  } catch (error) {
-    throw new StartError(`publicUrl (TICKWORK_PUBLIC_URL) is not a URL: "${url}"`, {
-      cause: error,
-    });
-  }
-}
-
-/** Refuse a setup whose deliveries could not arrive, or could not be verified where they do. */
-function checkDeliveries(
-  options: StartServerOptions,
-  serves: RouteSet,
-  publicUrl: string | undefined,
-): void {
-  // An observer publishes nothing and receives nothing.
-  if (!serves.write && !serves.tick && !serves.worker) return;
-  if (options.qstash) {
-    if (!publicUrl) {
-      throw new StartError(
-        "QStash needs the public URL of this app to deliver to: set TICKWORK_PUBLIC_URL (or " +
-          "pass publicUrl), e.g. https://jobs.example.com",
-      );
-    }
-    return;
-  }
-  if (!publicUrl && !serves.worker) {
-    throw new StartError(
-      "the local queue delivers to /v1/worker, which this server does not serve (its roles lack " +
-        "worker). Set TICKWORK_PUBLIC_URL to the URL of the servers with the worker role and the " +
-        "same TICKWORK_SIGNING_KEY on all of them, or use QStash (QSTASH_TOKEN).",
-    );
-  }
-  if (publicUrl && !options.signingKey) {
-    throw new StartError(
-      `the local queue delivers to ${publicUrl}/v1/worker, which may be another server, and ` +
-        "deliveries are checked with the receiver's signing key: set the same " +
-        "TICKWORK_SIGNING_KEY (or signingKey) on every server, e.g. $(openssl rand -hex 32).",
-    );
-  }
-}
-
 function storeTarget(options: StartServerOptions): StoreTarget {
   const prefix = options.prefix ?? "tw";
   if (options.redisUrl && options.upstash) {
-    throw new StartError("pass one store: redisUrl (Redis over TCP) or upstash (REST), not both");
+    throw new StartError("pass one store: redisUrl (Redis over TCP) or upstash (REST), not both", {
+      field: "redisUrl",
+    });
   }
   if (options.upstash) return { kind: "upstash", ...options.upstash, prefix };
   if (options.redisUrl) return { kind: "redis", url: options.redisUrl, prefix };
   return { kind: "memory" };
 }
 
-/** QStash when configured, else the local queue; both deliver to `base` + `/v1/worker`. */
+/** QStash when configured, else the local queue; both deliver to `delivery`. */
 async function makeTransport(
   options: StartServerOptions,
-  base: string,
+  delivery: DeliveryUrls,
 ): Promise<{ transport: Transport; banner: BannerInfo["transport"] }> {
-  const workerUrl = `${base}/v1/worker`;
-  const failureCallbackUrl = `${base}/v1/dead`;
+  const { workerUrl, failureCallbackUrl } = delivery;
   if (options.qstash) {
     const { token, baseUrl, currentSigningKey, nextSigningKey } = options.qstash;
     // Loaded only when asked for: the local queue needs no QStash client installed.

@@ -11,6 +11,7 @@ import { fromIoredis, RedisStore } from "../../store/redis/index.ts";
 import { loadPeer } from "../peer.ts";
 import { redactRedisUrl } from "./banner.ts";
 import { StartError } from "./errors.ts";
+import { connectIoredis } from "./ioredis.ts";
 
 /** Where state lives. */
 export type StoreTarget =
@@ -86,54 +87,15 @@ async function openIoredis(
   target: { url: string; prefix: string },
   logger: Logger,
 ): Promise<OpenStore> {
-  // Loaded only when asked for: the memory setup needs no Redis client installed.
-  const { Redis } = await loadPeer(
-    "ioredis",
-    "REDIS_URL (Redis over TCP)",
-    () => import("ioredis"),
-  );
-  let connected = false;
-  const redis = new Redis(target.url, {
-    lazyConnect: true,
+  const { redis, close } = await connectIoredis({
+    url: target.url,
+    purpose: "REDIS_URL (Redis over TCP)",
     // Fail a command after a few reconnect attempts instead of queueing it for long: the API
     // answers 503 and the tick timer tries again a second later.
     maxRetriesPerRequest: 2,
-    connectTimeout: CHECK_TIMEOUT_MS,
-    // No retries before the first connection (a wrong URL fails the start at once); then back off.
-    retryStrategy: (times) => (connected ? Math.min(times * 100, 2_000) : null),
+    connectTimeoutMs: CHECK_TIMEOUT_MS,
+    onOutage: (error) => logger.warn("redis connection error; retrying", { error: error.message }),
+    onRestored: () => logger.info("redis connection restored"),
   });
-  // ioredis emits an error on every reconnect attempt: log the first of each outage only.
-  let lastError: Error | undefined;
-  redis.on("error", (error: Error) => {
-    if (connected && lastError === undefined) {
-      logger.warn("redis connection error; retrying", { error: error.message });
-    }
-    lastError = error;
-  });
-  redis.on("ready", () => {
-    if (connected && lastError) logger.info("redis connection restored");
-    lastError = undefined;
-  });
-  try {
-    await redis.connect();
-    await redis.ping();
-    connected = true;
-  } catch (error) {
-    redis.disconnect();
-    const reason = (lastError ?? (error as Error)).message;
-    throw new StartError(`cannot reach Redis at ${redactRedisUrl(target.url)}: ${reason}`, {
-      cause: error,
-    });
-  }
-  let closing: Promise<void> | undefined;
-  return {
-    store: new RedisStore({ client: fromIoredis(redis), prefix: target.prefix }),
-    close: () => {
-      closing ??= redis.quit().then(
-        () => undefined,
-        () => undefined,
-      );
-      return closing;
-    },
-  };
+  return { store: new RedisStore({ client: fromIoredis(redis), prefix: target.prefix }), close };
 }

@@ -22,11 +22,13 @@
 import { Redis } from "@upstash/redis";
 import { Hono } from "hono";
 import { hasKeys } from "../../config/index.ts";
+import { TickworkConfigError } from "../../core/errors.ts";
 import type { Handlers } from "../../engine/handlers.ts";
 import { createEngine } from "../../engine/index.ts";
-import { type AppEnv, createApp, PROBLEM_JSON, parseRoles, type Role } from "../../http/index.ts";
+import { type AppEnv, createApp, PROBLEM_JSON } from "../../http/index.ts";
 import { RedisStore } from "../../store/redis/index.ts";
 import { QStashTransport } from "../../transport/qstash/index.ts";
+import { resolveDeployment, splitApiKeys } from "../deployment.ts";
 import { loadConfig } from "../node/config.ts";
 import { type Env, selectQStash, selectStore } from "../node/env.ts";
 import { ConfigError } from "../node/errors.ts";
@@ -47,8 +49,10 @@ export interface VercelAppOptions {
 }
 
 /**
- * The app for `env`. A configuration it cannot run with gives an app that answers every request
- * with a 500 problem naming the variables to set (the values are never shown), and logs it once.
+ * The app for `env`. A configuration it cannot run with (a `TickworkConfigError`: a missing
+ * variable, a malformed URL or base path, an invalid `TICKWORK_CONFIG`) gives an app that answers
+ * every request with a 500 problem naming the variables to set (the values are never shown), and
+ * logs it once.
  *
  * @example
  * // src/index.ts — Vercel runs a Hono app exported by default with zero configuration
@@ -61,7 +65,7 @@ export function createVercelApp(env: Env, options: VercelAppOptions): Hono<AppEn
   try {
     return buildApp(env, options);
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
+    if (!(error instanceof TickworkConfigError)) throw error;
     console.error(`tickwork: ${error.message}`);
     return misconfigured(error.message);
   }
@@ -73,7 +77,7 @@ function buildApp(env: Env, { handlers, basePath }: VercelAppOptions): Hono<AppE
   const production = env.VERCEL_PROJECT_PRODUCTION_URL;
   const publicUrl = env.TICKWORK_PUBLIC_URL || (production ? `https://${production}` : undefined);
   const cronSecret = env.CRON_SECRET;
-  const apiKeys = (env.TICKWORK_API_KEY ?? "").split(",").flatMap((key) => key.trim() || []);
+  const apiKeys = splitApiKeys(env.TICKWORK_API_KEY);
   const config = env.TICKWORK_CONFIG ? loadConfig(env.TICKWORK_CONFIG) : undefined;
   const keyed = apiKeys.length > 0 || hasKeys(config);
   if (store.kind !== "upstash" || !qstash || !publicUrl || !cronSecret || !keyed) {
@@ -88,47 +92,30 @@ function buildApp(env: Env, { handlers, basePath }: VercelAppOptions): Hono<AppE
       `tickwork on Vercel needs ${missing.join(", ")}: set them in the project's Environment ` +
         "Variables and redeploy." +
         (store.kind === "redis" ? " (REDIS_URL, Redis over TCP, is for Node servers.)" : ""),
+      { variable: missing[0]?.split(" ")[0] },
     );
   }
-  let base: string;
-  let roles: Role[] | undefined;
-  try {
-    base = new URL(publicUrl).href.replace(/\/+$/, "");
-    roles = env.TICKWORK_ROLES ? parseRoles(env.TICKWORK_ROLES) : undefined;
-  } catch (error) {
-    throw new ConfigError(`TICKWORK_PUBLIC_URL or TICKWORK_ROLES: ${(error as Error).message}`);
-  }
-
+  const deployment = resolveDeployment({
+    publicUrl,
+    requirePublicUrl: true,
+    queue: "qstash",
+    roles: env.TICKWORK_ROLES,
+    basePath: basePath ?? env.TICKWORK_BASE_PATH,
+    apiKeys,
+    config,
+    tickSecret: cronSecret,
+    horizonMs: TICK_HORIZON_MS,
+  });
   const engine = createEngine({
+    ...deployment.engine,
     store: new RedisStore({
       client: new Redis({ url: store.url, token: store.token }),
       ...(env.TICKWORK_PREFIX ? { prefix: env.TICKWORK_PREFIX } : {}),
     }),
-    transport: new QStashTransport({
-      ...qstash,
-      workerUrl: `${base}/v1/worker`,
-      failureCallbackUrl: `${base}/v1/dead`,
-    }),
+    transport: new QStashTransport({ ...qstash, ...deployment.delivery }),
     handlers,
-    tick: { horizonMs: TICK_HORIZON_MS },
-    ...(config?.degradation !== undefined ? { degradation: config.degradation } : {}),
   });
-  try {
-    return createApp({
-      engine,
-      publicUrl: base,
-      tickSecret: cronSecret,
-      basePath: basePath ?? (env.TICKWORK_BASE_PATH || undefined),
-      ...(apiKeys.length > 0 ? { apiKeys } : {}),
-      ...(config?.tenants?.length ? { tenants: config.tenants } : {}),
-      ...(config?.cors ? { cors: config.cors } : {}),
-      ...(roles ? { roles } : {}),
-    });
-  } catch (error) {
-    // A base path (or another setting) createApp refuses: answer it like a missing variable.
-    if (error instanceof RangeError) throw new ConfigError(error.message);
-    throw error;
-  }
+  return createApp({ ...deployment.app, engine });
 }
 
 /** Every request: 500, with what to fix. */

@@ -5,4 +5,6 @@
  * Cron — built from the project's Environment Variables (Upstash Redis, QStash, `CRON_SECRET`,
  * `TICKWORK_API_KEY`). Export it by default from `src/index.ts` and Vercel serves it.
  */
+
+export { TickworkConfigError } from "../../core/errors.ts";
 export { createVercelApp, type VercelAppOptions } from "./app.ts";

@@ -2,7 +2,7 @@ import { expect, test } from "vitest";
 import type { Logger } from "../../engine/logger.ts";
 import { silentLogger } from "../../engine/logger.ts";
 import type { TickResult } from "../../engine/ticker.ts";
-import { startTicker } from "./ticker.ts";
+import { startTicker } from "./tick-timer.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -4,13 +4,9 @@
  * (checked with a PING first, so a wrong URL fails at start rather than on the first request).
  * Clients reach that URL's database only (`redis://host:6379/3` serves database 3).
  */
-import {
-  type NodeServer,
-  redactRedisUrl,
-  type ServeOptions,
-  StartError,
-  serve,
-} from "../node/index.ts";
+import { StartError } from "../../adapter/node/errors.ts";
+import { connectIoredis } from "../../adapter/node/ioredis.ts";
+import { type NodeServer, type ServeOptions, serve } from "../../adapter/node/serve.ts";
 import { createRedisRestBridge } from "./bridge.ts";
 
 /** Options of {@link serveRedisRest}. */
@@ -77,40 +73,16 @@ export interface RedisRestServer {
  */
 export async function serveRedisRest(options: ServeRedisRestOptions): Promise<RedisRestServer> {
   const log = options.log ?? ((line: string) => console.error(line));
-  // Loaded only when asked for, as in `startServer`.
-  const { Redis } = await import("ioredis");
-  let connected = false;
-  const redis = new Redis(options.redisUrl, {
-    lazyConnect: true,
+  const { redis, close: disconnect } = await connectIoredis({
+    url: options.redisUrl,
+    purpose: "the redis-rest bridge",
     // During an outage a request fails after a reconnect attempt or two (503) instead of queueing:
     // the client sees the error; it does not retry on an HTTP status.
     maxRetriesPerRequest: 1,
-    connectTimeout: 5_000,
-    // No retries before the first connection (a wrong URL fails the start at once); then back off.
-    retryStrategy: (times) => (connected ? Math.min(times * 100, 2_000) : null),
+    onOutage: (error) =>
+      log(`tickwork redis-rest: Redis connection error, retrying: ${error.message}`),
+    onRestored: () => log("tickwork redis-rest: Redis connection restored"),
   });
-  let lastError: Error | undefined;
-  redis.on("error", (error: Error) => {
-    if (connected && lastError === undefined) {
-      log(`tickwork redis-rest: Redis connection error, retrying: ${error.message}`);
-    }
-    lastError = error;
-  });
-  redis.on("ready", () => {
-    if (connected && lastError) log("tickwork redis-rest: Redis connection restored");
-    lastError = undefined;
-  });
-  try {
-    await redis.connect();
-    await redis.ping();
-    connected = true;
-  } catch (error) {
-    redis.disconnect();
-    const reason = (lastError ?? (error as Error)).message;
-    throw new StartError(`cannot reach Redis at ${redactRedisUrl(options.redisUrl)}: ${reason}`, {
-      cause: error,
-    });
-  }
 
   const app = createRedisRestBridge({
     redis,
@@ -125,11 +97,11 @@ export async function serveRedisRest(options: ServeRedisRestOptions): Promise<Re
       port: options.port ?? 8079,
       hostname: options.hostname ?? "127.0.0.1",
       log,
-      onShutdown: () => redis.quit().catch(() => redis.disconnect()),
+      onShutdown: disconnect,
       ...(options.signals !== undefined ? { signals: options.signals } : {}),
     });
   } catch (error) {
-    redis.disconnect();
+    await disconnect();
     const code = (error as { code?: unknown }).code;
     const reason = code === "EADDRINUSE" ? "is in use" : `cannot be bound: ${String(error)}`;
     throw new StartError(`port ${options.port ?? 8079} ${reason}: choose another port`, {

@@ -4,7 +4,8 @@
  * place that reads the environment (`REDIS_URL`, `TICKWORK_REST_TOKEN`).
  */
 import { parseArgs } from "node:util";
-import { redactRedisUrl } from "../node/banner.ts";
+import { redactRedisUrl } from "../../adapter/node/banner.ts";
+import { StartError } from "../../adapter/node/errors.ts";
 
 const HELP = `Usage: tickwork redis-rest [options]
 
@@ -115,7 +116,7 @@ export async function runRedisRestCommand(
     );
     return 0;
   } catch (error) {
-    if (error instanceof Error && error.name === "StartError") {
+    if (error instanceof StartError) {
       console.error(`tickwork redis-rest: ${error.message}`);
       return 1;
     }

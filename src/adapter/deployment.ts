@@ -1,0 +1,312 @@
+/**
+ * @module
+ * The deployment resolver: what every platform entry — Node's `startServer`, Cloudflare's
+ * `createTickwork` (and `createWorker` through it), Vercel's `createVercelApp` — needs worked out
+ * before it builds anything, worked out once: the public URL (normalised) and the queue's
+ * delivery URLs, the API keys, the configuration, the roles, the base path, the tick route and the
+ * engine's look-ahead. It builds nothing: it returns the options of `createEngine` and
+ * `createApp`, or throws a {@link TickworkConfigError} naming the variable and field at fault.
+ *
+ * Platform settings (which store, which QStash credentials, the port) stay with each platform.
+ * No Node modules: Workers run this too.
+ */
+
+import { type Config, ConfigValidationError, hasKeys, parseConfig } from "../config/index.ts";
+import { TickworkConfigError } from "../core/errors.ts";
+import type { EngineOptions } from "../engine/options.ts";
+import { type AppOptions, normalizeBasePath } from "../http/options.ts";
+import { normalizeRoles, parseRoles, type Role, type RouteSet, routeSet } from "../http/roles.ts";
+
+/** The settings every platform has; each names the environment variable it usually comes from. */
+export interface DeploymentSettings {
+  /**
+   * Development mode: no API key needed, `/v1/tick` open without `tickSecret`.
+   * @default false
+   */
+  dev?: boolean | undefined;
+  /**
+   * `TICKWORK_ROLES`: the route sets served, as a list or as the variable's comma-separated text
+   * (blank text is the default).
+   * @default ["all"]
+   */
+  roles?: readonly Role[] | string | undefined;
+  /**
+   * `TICKWORK_PUBLIC_URL`: where the queue delivers (`/v1/worker`, `/v1/dead`) and what delivery
+   * signatures name. Blank is unset. Trailing slashes are dropped.
+   * @example "https://jobs.example.com/api/tickwork"
+   */
+  publicUrl?: string | undefined;
+  /**
+   * Require `publicUrl` whatever the roles (Workers and Vercel: QStash must always reach the app).
+   * Otherwise it is required only when QStash delivers to or for this server.
+   * @default false
+   */
+  requirePublicUrl?: boolean | undefined;
+  /**
+   * How jobs travel: through QStash (which needs `publicUrl`), or the local in-process queue (which
+   * delivers to `publicUrl`, else to this server, and then needs this server's `worker` role).
+   */
+  queue: "qstash" | "local";
+  /**
+   * `TICKWORK_SIGNING_KEY`: the local queue's signing key, shared by every server. Required when
+   * its deliveries go to `publicUrl` (possibly another server).
+   */
+  signingKey?: string | undefined;
+  /** `TICKWORK_BASE_PATH`: serve every route under this path. Blank is the root. @default "/" */
+  basePath?: string | undefined;
+  /**
+   * `TICKWORK_API_KEY`: plain API keys, as a list or as the variable's comma-separated text;
+   * blanks are dropped. Outside dev the API routes need these or tenant keys in `config`.
+   */
+  apiKeys?: readonly string[] | string | undefined;
+  /**
+   * `TICKWORK_CONFIG`: tenants, CORS, degradation — a configuration (`defineConfig(…)`, checked
+   * again here) or its JSON text.
+   */
+  config?: Config | string | undefined;
+  /**
+   * `CRON_SECRET`: required as `Authorization: Bearer <tickSecret>` on `/v1/tick`. Without it,
+   * `/v1/tick` is not served over HTTP (in dev it is open).
+   */
+  tickSecret?: string | undefined;
+  /** Engine settings; `config.degradation` applies unless they name `degradation`. */
+  engine?: EngineOptions | undefined;
+  /**
+   * The tick's look-ahead unless `engine.tick.horizonMs` is given: the period of whatever calls
+   * the tick (60 s for a once-a-minute platform cron, the timer's period on Node).
+   */
+  horizonMs: number;
+}
+
+/** Where the queue delivers: the worker route and the failure callback. */
+export interface DeliveryUrls {
+  /** `<publicUrl>/v1/worker` */
+  workerUrl: string;
+  /** `<publicUrl>/v1/dead` */
+  failureCallbackUrl: string;
+}
+
+/** What to build: checked, normalised settings, and the options of the engine and the app. */
+export interface Deployment {
+  dev: boolean;
+  /** Normalised (`["all"]` by default). */
+  roles: Role[];
+  /** What the roles serve. */
+  serves: RouteSet;
+  /** Without trailing slashes; `undefined` when not set (Node: the server's own URL). */
+  publicUrl: string | undefined;
+  /** The delivery URLs under `publicUrl`, when it is set. */
+  delivery: DeliveryUrls | undefined;
+  /** Trimmed, blanks dropped. */
+  apiKeys: string[];
+  /** The configuration, validated. */
+  config: Config | undefined;
+  /** Whether any API key exists: `apiKeys`, or a tenant's. */
+  keyed: boolean;
+  /** Spread into `createEngine` with the store, transport and handlers. */
+  engine: EngineOptions;
+  /** Spread into `createApp` with the engine. */
+  app: Omit<AppOptions, "engine">;
+}
+
+/** A {@link Deployment} whose public URL is known. */
+export type PublicDeployment = Deployment & { publicUrl: string; delivery: DeliveryUrls };
+
+/** Where each setting comes from in the environment, for the errors. */
+const VARIABLES = {
+  roles: "TICKWORK_ROLES",
+  publicUrl: "TICKWORK_PUBLIC_URL",
+  signingKey: "TICKWORK_SIGNING_KEY",
+  basePath: "TICKWORK_BASE_PATH",
+  apiKeys: "TICKWORK_API_KEY",
+  config: "TICKWORK_CONFIG",
+} as const;
+
+function configError(setting: keyof typeof VARIABLES, message: string, cause?: unknown) {
+  return new TickworkConfigError(message, { variable: VARIABLES[setting], field: setting, cause });
+}
+
+/**
+ * Check `settings` and work out what to build.
+ * @throws TickworkConfigError (a `ConfigValidationError` for an invalid configuration) naming the
+ * variable and field at fault.
+ *
+ * @example
+ * const deployment = resolveDeployment({
+ *   publicUrl: env.TICKWORK_PUBLIC_URL,
+ *   requirePublicUrl: true,
+ *   queue: "qstash",
+ *   apiKeys: env.TICKWORK_API_KEY,
+ *   tickSecret: env.CRON_SECRET,
+ *   horizonMs: 60_000,
+ * });
+ * const engine = createEngine({
+ *   ...deployment.engine,
+ *   store,
+ *   transport: new QStashTransport({ ...credentials, ...deployment.delivery }),
+ *   handlers,
+ * });
+ * const app = createApp({ ...deployment.app, engine });
+ */
+export function resolveDeployment(
+  settings: DeploymentSettings & { requirePublicUrl: true },
+): PublicDeployment;
+export function resolveDeployment(settings: DeploymentSettings): Deployment;
+export function resolveDeployment(settings: DeploymentSettings): Deployment {
+  const dev = settings.dev ?? false;
+  const roles = resolveRoles(settings.roles);
+  const serves = routeSet(roles);
+  const config = resolveConfig(settings.config);
+  const apiKeys = splitApiKeys(settings.apiKeys);
+  const keyed = apiKeys.length > 0 || hasKeys(config);
+  if (!dev && serves.read && !keyed) {
+    throw configError(
+      "apiKeys",
+      "no API key configured: outside dev every API request needs one. Set TICKWORK_API_KEY " +
+        "(one admin key; or pass apiKeys), or TICKWORK_CONFIG with tenants whose keys are stored " +
+        "as hashes (or pass config); generate a key and its hash with `npx tickwork hash-key`.",
+    );
+  }
+  const publicUrl = normalizePublicUrl(settings.publicUrl);
+  checkDeliveries(settings, serves, publicUrl);
+  const basePath = resolveBasePath(settings.basePath);
+
+  const engine: EngineOptions = {
+    ...(config?.degradation !== undefined ? { degradation: config.degradation } : {}),
+    ...settings.engine,
+    tick: {
+      ...settings.engine?.tick,
+      horizonMs: settings.engine?.tick?.horizonMs ?? settings.horizonMs,
+    },
+  };
+  const app: Omit<AppOptions, "engine"> = {
+    dev,
+    roles,
+    ...(publicUrl !== undefined ? { publicUrl } : {}),
+    ...(basePath !== undefined ? { basePath } : {}),
+    // Without a secret: open in dev; otherwise no HTTP tick route (a Node server's timer ticks).
+    ...(settings.tickSecret
+      ? { tickSecret: settings.tickSecret }
+      : dev
+        ? {}
+        : { tickSecret: false as const }),
+    ...(apiKeys.length > 0 ? { apiKeys } : {}),
+    ...(config?.tenants?.length ? { tenants: config.tenants } : {}),
+    ...(config?.cors ? { cors: config.cors } : {}),
+  };
+  return {
+    dev,
+    roles,
+    serves,
+    publicUrl,
+    delivery: publicUrl === undefined ? undefined : deliveryUrls(publicUrl),
+    apiKeys,
+    config,
+    keyed,
+    engine,
+    app,
+  };
+}
+
+/**
+ * The queue's delivery URLs under `base` (a public URL without trailing slash).
+ *
+ * @example
+ * deliveryUrls("https://jobs.example.com");
+ * // { workerUrl: "https://jobs.example.com/v1/worker", failureCallbackUrl: "https://jobs.example.com/v1/dead" }
+ */
+export function deliveryUrls(base: string): DeliveryUrls {
+  return { workerUrl: `${base}/v1/worker`, failureCallbackUrl: `${base}/v1/dead` };
+}
+
+/**
+ * API keys from a list or from `TICKWORK_API_KEY`'s comma-separated text: trimmed, blanks dropped.
+ *
+ * @example
+ * splitApiKeys(" a, ,b "); // ["a", "b"]
+ */
+export function splitApiKeys(keys: readonly string[] | string | undefined): string[] {
+  const list = typeof keys === "string" ? keys.split(",") : (keys ?? []);
+  return list.map((key) => key.trim()).filter(Boolean);
+}
+
+/**
+ * A public URL without trailing slashes; `undefined` for none (blank).
+ * @throws TickworkConfigError naming `TICKWORK_PUBLIC_URL` when it is not a URL.
+ */
+export function normalizePublicUrl(url: string | undefined): string | undefined {
+  if (url === undefined || url.trim() === "") return undefined;
+  try {
+    return new URL(url).href.replace(/\/+$/, "");
+  } catch (error) {
+    throw configError("publicUrl", `publicUrl (TICKWORK_PUBLIC_URL) is not a URL: "${url}"`, error);
+  }
+}
+
+function resolveRoles(roles: DeploymentSettings["roles"]): Role[] {
+  try {
+    if (typeof roles !== "string") return normalizeRoles(roles ?? ["all"]);
+    return roles.trim() === "" ? ["all"] : parseRoles(roles);
+  } catch (error) {
+    const message = (error as Error).message;
+    throw configError("roles", typeof roles === "string" ? `TICKWORK_ROLES: ${message}` : message);
+  }
+}
+
+function resolveConfig(config: DeploymentSettings["config"]): Config | undefined {
+  if (config === undefined) return undefined;
+  // JSON text comes from the variable; an object was passed in code.
+  const source = typeof config === "string" ? VARIABLES.config : "config";
+  try {
+    return parseConfig(config, source);
+  } catch (error) {
+    if (!(error instanceof ConfigValidationError)) throw error;
+    throw new ConfigValidationError(source, error.issues, {
+      variable: VARIABLES.config,
+      cause: error,
+    });
+  }
+}
+
+function resolveBasePath(basePath: string | undefined): string | undefined {
+  if (basePath === undefined || basePath.trim() === "") return undefined;
+  try {
+    return normalizeBasePath(basePath);
+  } catch (error) {
+    throw configError("basePath", (error as Error).message, error);
+  }
+}
+
+/** Refuse a setup whose deliveries could not arrive, or could not be verified where they do. */
+function checkDeliveries(
+  settings: DeploymentSettings,
+  serves: RouteSet,
+  publicUrl: string | undefined,
+): void {
+  const needsQueue = serves.write || serves.tick || serves.worker;
+  if (!publicUrl && (settings.requirePublicUrl || (needsQueue && settings.queue === "qstash"))) {
+    throw configError(
+      "publicUrl",
+      "QStash needs the public URL of this app to deliver to: set TICKWORK_PUBLIC_URL (or " +
+        "pass publicUrl), e.g. https://jobs.example.com",
+    );
+  }
+  // An observer publishes nothing and receives nothing.
+  if (!needsQueue || settings.queue === "qstash") return;
+  if (!publicUrl && !serves.worker) {
+    throw configError(
+      "publicUrl",
+      "the local queue delivers to /v1/worker, which this server does not serve (its roles lack " +
+        "worker). Set TICKWORK_PUBLIC_URL to the URL of the servers with the worker role and the " +
+        "same TICKWORK_SIGNING_KEY on all of them, or use QStash (QSTASH_TOKEN).",
+    );
+  }
+  if (publicUrl && !settings.signingKey) {
+    throw configError(
+      "signingKey",
+      `the local queue delivers to ${publicUrl}/v1/worker, which may be another server, and ` +
+        "deliveries are checked with the receiver's signing key: set the same " +
+        "TICKWORK_SIGNING_KEY (or signingKey) on every server, e.g. $(openssl rand -hex 32).",
+    );
+  }
+}

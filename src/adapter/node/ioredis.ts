@@ -1,0 +1,98 @@
+/**
+ * @module
+ * A checked ioredis connection, as a long-lived Node process wants one: the client loaded only
+ * when asked for, no retries before the first connection (a wrong URL fails at once), a PING
+ * before it is handed out, reconnects with backoff afterwards, and one note per outage instead
+ * of ioredis's error on every reconnect attempt. The Node server's store (`openStore`) and the
+ * REST bridge (`serveRedisRest`) both connect through it.
+ */
+import type { Redis } from "ioredis";
+import { loadPeer } from "../peer.ts";
+import { redactRedisUrl } from "./banner.ts";
+import { StartError } from "./errors.ts";
+
+/** Options of {@link connectIoredis}. */
+export interface IoredisConnectOptions {
+  /** The Redis to connect to. @example "redis://127.0.0.1:6379/3" */
+  url: string;
+  /**
+   * What needs ioredis, named when the package is not installed.
+   * @example "REDIS_URL (Redis over TCP)"
+   */
+  purpose: string;
+  /**
+   * During an outage, fail a command after this many reconnect attempts instead of queueing it
+   * (the caller answers 503, or tries again later).
+   */
+  maxRetriesPerRequest: number;
+  /** How long the first connection may take. @default 5_000 */
+  connectTimeoutMs?: number | undefined;
+  /** The first error of an outage (after the first connection); later ones are not reported. */
+  onOutage?: ((error: Error) => void) | undefined;
+  /** The connection is back after an outage. */
+  onRestored?: (() => void) | undefined;
+}
+
+/** An open, checked connection. */
+export interface IoredisConnection {
+  redis: Redis;
+  /** Quit (disconnect if quitting fails). Idempotent, never throws. */
+  close(): Promise<void>;
+}
+
+/**
+ * Connect to `options.url` and PING it.
+ * @throws StartError when Redis cannot be reached (the message names it, without its password);
+ * MissingPeerError when ioredis is not installed.
+ *
+ * @example
+ * const { redis, close } = await connectIoredis({
+ *   url: "redis://127.0.0.1:6379",
+ *   purpose: "REDIS_URL (Redis over TCP)",
+ *   maxRetriesPerRequest: 2,
+ * });
+ */
+export async function connectIoredis(options: IoredisConnectOptions): Promise<IoredisConnection> {
+  // Loaded only when asked for: a setup without Redis over TCP needs no Redis client installed.
+  const { Redis } = await loadPeer("ioredis", options.purpose, () => import("ioredis"));
+  let connected = false;
+  const redis = new Redis(options.url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: options.maxRetriesPerRequest,
+    connectTimeout: options.connectTimeoutMs ?? 5_000,
+    // No retries before the first connection (a wrong URL fails the start at once); then back off.
+    retryStrategy: (times) => (connected ? Math.min(times * 100, 2_000) : null),
+  });
+  // ioredis emits an error on every reconnect attempt: report the first of each outage only.
+  let lastError: Error | undefined;
+  redis.on("error", (error: Error) => {
+    if (connected && lastError === undefined) options.onOutage?.(error);
+    lastError = error;
+  });
+  redis.on("ready", () => {
+    if (connected && lastError) options.onRestored?.();
+    lastError = undefined;
+  });
+  try {
+    await redis.connect();
+    await redis.ping();
+    connected = true;
+  } catch (error) {
+    redis.disconnect();
+    const reason = (lastError ?? (error as Error)).message;
+    throw new StartError(`cannot reach Redis at ${redactRedisUrl(options.url)}: ${reason}`, {
+      cause: error,
+    });
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    redis,
+    close: () => {
+      closing ??= redis.quit().then(
+        () => undefined,
+        () => redis.disconnect(),
+      );
+      return closing;
+    },
+  };
+}
