@@ -113,7 +113,8 @@ async function startDev(cwd: string): Promise<Dev> {
       }
     };
     child.stdout.on("data", check);
-    child.once("exit", (code) => {
+    // `close`: exited, and its output read to the end (for the message).
+    child.once("close", (code) => {
       clearTimeout(timer);
       reject(new Error(`dev exited (${code}) before its banner:\n${out}`));
     });

@@ -2,6 +2,14 @@
  * The dev server as a child process, the way a developer runs it: spawn, wait for the banner,
  * read its URL and curl lines; stop with SIGTERM (the whole process group). Plus a Redis prefix
  * cleaner (SCAN MATCH + DEL, never FLUSHALL).
+ *
+ * Readiness and shutdown are what the process says, never a guess after a sleep:
+ * - ready: the banner's last line is printed. `startServer` prints the banner after `serve` has
+ *   bound the port and installed the SIGINT/SIGTERM handlers (src/adapter/node/start.ts and
+ *   serve.ts), so a signal sent after it is handled gracefully;
+ * - stopped: the child emitted `close`, i.e. it exited *and* everything it wrote to stdout and
+ *   stderr has been read. `exit` alone can come first: the shutdown note on stderr may still be
+ *   unread then.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -45,7 +53,10 @@ export interface DevServer {
   banner: string;
   /** Everything the process wrote so far (stdout and stderr). */
   output(): string;
-  /** SIGTERM the process group and wait for it to exit; resolves with the exit code. */
+  /**
+   * SIGTERM the process group and wait until it has exited and all its output is read (`close`);
+   * resolves with the exit code. SIGKILL after 8 s.
+   */
   stop(): Promise<number | null>;
 }
 
@@ -77,8 +88,9 @@ export async function startDevServer(
   child.stderr?.on("data", (chunk: Buffer) => {
     out += chunk.toString();
   });
-  const exited = new Promise<number | null>((resolve) =>
-    child.once("exit", (code) => resolve(code)),
+  // `close`, not `exit`: the child has exited and its stdout and stderr are read to the end.
+  const closed = new Promise<number | null>((resolve) =>
+    child.once("close", (code) => resolve(code)),
   );
 
   const banner = await new Promise<string>((resolve, reject) => {
@@ -99,7 +111,7 @@ export async function startDevServer(
       }
     };
     child.stdout?.on("data", check);
-    void exited.then((code) => {
+    void closed.then((code) => {
       clearTimeout(timer);
       reject(new Error(`dev server exited (${code}) before its banner; output:\n${out}`));
     });
@@ -111,18 +123,22 @@ export async function startDevServer(
     .split("\n")
     .filter((line) => /^\s+curl /.test(line))
     .map((line) => line.trim());
+  let stopping: Promise<number | null> | undefined;
   return {
     url,
     curls,
     banner,
     output: () => out,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      stopGroup(child, "SIGTERM");
-      const killer = setTimeout(() => stopGroup(child, "SIGKILL"), 8_000);
-      const code = await exited;
-      clearTimeout(killer);
-      return code;
+    stop() {
+      stopping ??= (async () => {
+        // Signalled even when the child has exited: the rest of its group may hold the pipes.
+        stopGroup(child, "SIGTERM");
+        const killer = setTimeout(() => stopGroup(child, "SIGKILL"), 8_000);
+        const code = await closed;
+        clearTimeout(killer);
+        return code;
+      })();
+      return stopping;
     },
   };
 }

@@ -5,8 +5,8 @@
  */
 import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type RedisRestServer, serveRedisRest } from "../../src/adapter/redis-rest/index.ts";
 import { createClient, type TickworkClient } from "../../src/client/index.ts";
+import { type RedisRestServer, serveRedisRest } from "../../src/tools/redis-rest/index.ts";
 import {
   type DevServer,
   deletePrefix,

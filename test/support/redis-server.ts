@@ -26,35 +26,54 @@ export interface PrivateRedis {
   stop(): Promise<void>;
 }
 
-/** Start `redis-server` on a free loopback port, with no persistence. */
-export async function startRedisServer(): Promise<PrivateRedis> {
+/**
+ * Start `redis-server` on a free loopback port, with no persistence. Ready when the server says so
+ * ("Ready to accept connections", printed once it listens), then checked with a PING; an exit
+ * before that (the port taken meanwhile, no redis-server) fails at once with its output.
+ */
+export async function startRedisServer(timeoutMs = 20_000): Promise<PrivateRedis> {
   const port = await freePort();
   const child = spawn(
     "redis-server",
     ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    { stdio: "ignore" },
+    { stdio: ["ignore", "pipe", "pipe"] },
   );
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(url, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
+  let log = "";
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`redis-server not ready within ${timeoutMs} ms:\n${log}`));
+    }, timeoutMs);
+    const read = (chunk: Buffer) => {
+      log += chunk.toString();
+      if (log.includes("Ready to accept connections")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on("data", read);
+    child.stderr?.on("data", read);
+    child.once("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`redis-server exited before it was ready:\n${log}`));
+    });
   });
-  // Refused connections while the server starts are expected: the loop below retries.
-  probe.on("error", () => {});
-  for (let i = 0; ; i++) {
-    try {
-      await probe.connect();
-      await probe.ping();
-      break;
-    } catch (error) {
-      if (i > 100) throw error;
-      probe.disconnect();
-      await new Promise((r) => setTimeout(r, 50));
-    }
+  // Keep draining its log, so a full pipe never blocks it.
+  child.stdout?.resume();
+  child.stderr?.resume();
+  const url = `redis://127.0.0.1:${port}`;
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+  try {
+    await probe.connect();
+    await probe.ping();
+  } finally {
+    probe.disconnect();
   }
-  probe.disconnect();
   return {
     url,
     port,
