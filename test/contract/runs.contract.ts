@@ -37,8 +37,13 @@ export function describeRunsContract(name: string, make: MakeContractStore): voi
         expect(first.kind).toBe("run");
         const job = await store.getJob(spec.id);
         const totals = (await store.stats()).totals;
-        // The same token again — after the attempt finished, and while it runs — changes nothing.
-        expect(await store.beginRun(spec, 5_000, undefined, token)).toEqual({ kind: "replayed" });
+        // The same token again changes nothing. While the attempt it began runs under its lease
+        // it is busy (the request re-sent after a lost answer: the queue asks again later)…
+        const again = await store.beginRun(spec, 5_000, undefined, token);
+        expect(again.kind).toBe("busy");
+        expect(again.kind === "busy" && again.retryAfterMs).toBeGreaterThan(0);
+        expect(await store.getJob(spec.id)).toEqual(job);
+        // …and once that attempt has finished it is done.
         await store.finishRun(spec.id, 1, {
           ok: false,
           error: { name: "E", message: "x" },

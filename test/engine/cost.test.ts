@@ -163,12 +163,12 @@ describe("cost (I4)", () => {
     console.log("worker delivery:", m);
     expect(queue.stats.delivered).toBe(1);
     expect(m.roundTrips).toBe(2);
-    // beginRun 11: EVALSHA, TIME, SET NX the delivery's token (replay guard), HMGET job,
+    // beginRun 12: EVALSHA, TIME, GET + SET the delivery's token (replay guard), HMGET job,
     // ZREM pending, HSET job, ZADD + HSET the attempt's watch (the outbox message), HMGET + HSET
     // metrics, XADD. finishRun 14: EVALSHA, HMGET job, TIME, HDEL run lease, HSET job,
     // PEXPIRE + ZADD retention, ZCARD (the finished-jobs cap), ZREM + HDEL the watch,
     // HMGET + HSET metrics, XADD, ZRANGEBYSCORE sweep.
-    expect(m.billed).toBe(25);
+    expect(m.billed).toBe(26);
   });
 
   it("a tick costs the same with 10 and with 10,000 stored schedules (same number due)", async () => {

@@ -32,10 +32,30 @@ export function jobOrCreate(s: MemoryState, spec: JobSpec, now: number): StoredJ
 export function firstUse(s: MemoryState, token: DeliveryToken | undefined, now: number): boolean {
   if (!token) return true;
   if (live(s.deliveries, token.id, now)) return false;
-  const expiresAt = now + Math.max(1_000, token.expiresAt - now + 60_000);
-  s.deliveries.set(token.id, { value: true, expiresAt });
-  s.expiresAt(expiresAt);
+  rememberToken(s, token, now, "-");
   return true;
+}
+
+/** What an earlier use of `token` recorded (the attempt it began, or `-`); undefined if none. */
+export function tokenUse(
+  s: MemoryState,
+  token: DeliveryToken | undefined,
+  now: number,
+): string | undefined {
+  return token ? live(s.deliveries, token.id, now)?.value : undefined;
+}
+
+/** Records a use of `token` until it expires (plus a minute, as the Redis store does). */
+export function rememberToken(
+  s: MemoryState,
+  token: DeliveryToken | undefined,
+  now: number,
+  value: string,
+): void {
+  if (!token) return;
+  const expiresAt = now + Math.max(1_000, token.expiresAt - now + 60_000);
+  s.deliveries.set(token.id, { value, expiresAt });
+  s.expiresAt(expiresAt);
 }
 
 /** Lists an occurrence under its schedule's runs, while the schedule exists. */

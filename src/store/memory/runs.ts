@@ -8,7 +8,7 @@ import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../../core/mod
 import { FINAL_JOB_STATUSES } from "../../core/model.ts";
 import type { BeginRunResult, FinishRunResult, RunOutcome } from "../port.ts";
 import { errorOf, jobFields } from "./events.ts";
-import { firstUse, jobOrCreate, releaseRun, specOf } from "./job-table.ts";
+import { firstUse, jobOrCreate, releaseRun, rememberToken, specOf, tokenUse } from "./job-table.ts";
 import { movingAverage, observe } from "./metrics.ts";
 import { retain } from "./retention.ts";
 import { clone, live } from "./shared.ts";
@@ -22,7 +22,22 @@ export function beginRun(
   token: DeliveryToken | undefined,
 ): BeginRunResult {
   const now = s.now();
-  if (!firstUse(s, token, now)) return { kind: "replayed" };
+  const used = tokenUse(s, token, now);
+  if (used !== undefined) {
+    // This delivery again: never a second run. Busy while the attempt it began still runs under
+    // its lease (its answer may have been lost; the queue will ask again), else done.
+    const current = s.jobs.get(spec.id);
+    if (
+      current?.record.status === "running" &&
+      String(current.record.attempts) === used &&
+      current.leaseUntil !== undefined &&
+      current.leaseUntil > now
+    ) {
+      return { kind: "busy", retryAfterMs: current.leaseUntil - now };
+    }
+    return { kind: "replayed" };
+  }
+  rememberToken(s, token, now, "-");
   const stored = jobOrCreate(s, spec, now);
   if (!stored) {
     s.outbox.delete(spec.id); // finished and expired: a leftover re-dispatch
@@ -77,6 +92,7 @@ export function beginRun(
     s.metrics.averages.lagMs = movingAverage(s.metrics.averages.lagMs, lag);
   }
   s.events.emit(now, { type: "job.started", ...jobFields(job), attempt: job.attempts });
+  rememberToken(s, token, now, String(job.attempts));
   return { kind: "run", attempt: job.attempts, job: clone(job) };
 }
 

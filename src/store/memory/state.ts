@@ -47,7 +47,7 @@ export class MemoryState {
   /** `tenant` NUL `key` → job id. */
   readonly idempotency = new Map<string, Expiring<string>>();
   /** Delivery token ids seen, until their tokens expire: a second use is a replay. */
-  readonly deliveries = new Map<string, Expiring<true>>();
+  readonly deliveries = new Map<string, Expiring<string>>();
   /** Jobs deleted from the dead-letter list, never re-created by a late delivery. */
   readonly gone = new Map<string, Expiring<true>>();
   /** Held schedules (degradation `critical`) → their due-index score instead of `nextRunAt`. */

@@ -30,8 +30,9 @@
     ARGV[11] retention: `jobMs maxJobs maxRuns` (see include "job")
     ARGV[12] eventsMaxLen (0 = no events)
     ARGV[13] reapAfterMs
-    ARGV[14] delivery token id ('' = none): a token seen before is a replay -> replayed, nothing
-             written or counted
+    ARGV[14] delivery token id ('' = none): a token seen before is this delivery again (a replay,
+             or the request re-sent after its answer was lost): nothing written or counted, and
+             busy while the attempt it began still runs under its lease, else replayed
     ARGV[15] delivery token expiry (ms)
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
@@ -50,13 +51,27 @@
 local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
 local maxLen = tonumber(ARGV[12])
 local now = nowMs()
-if not firstUse(root, ARGV[14], ARGV[15], now) then
+local token = ARGV[14]
+local used = tokenUse(root, token)
+if used then
+  -- Never a second run. If the attempt this delivery began still runs under its lease (its
+  -- answer may have been lost, the queue will ask again), say busy rather than done.
+  local current = readJob(jobKey(root, ARGV[1]))
+  if current and current.status == 'running' and current.attempts == used and current.leaseUntil
+    and tonumber(current.leaseUntil) > now then
+    return '{"kind":"busy","retryAfterMs":' .. int(tonumber(current.leaseUntil) - now) .. '}'
+  end
   return '{"kind":"replayed"}'
+end
+-- Every answer records the token: a later use of it is recognised (and never runs).
+local function remember(value)
+  rememberToken(root, token, ARGV[15], now, value)
 end
 local id, key, job = jobFromArgv(root, 1)
 if not job then
   -- Finished and expired: a leftover message (a re-dispatch) has nothing left to do.
   removeMessages(KEYS[2], KEYS[3], { id })
+  remember('-')
   return '{"kind":"missing"}'
 end
 
@@ -78,9 +93,11 @@ if FINAL_STATUSES[job.status] then
   removeMessages(KEYS[2], KEYS[3], { id })
   leave(job.status)
   metricsFlush(metrics, m)
+  remember('-')
   return '{"kind":"final","job":' .. jobJson(job) .. '}'
 end
 if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
+  remember('-')
   return '{"kind":"busy","retryAfterMs":' .. int(tonumber(job.leaseUntil) - now) .. '}'
 end
 
@@ -91,6 +108,7 @@ if job.overlap == 'skip' and job.scheduleId then
   if holder and holder ~= id then
     if tonumber(job.attempts) > 0 then
       local ttl = redis.call('PTTL', running)
+      remember('-')
       return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
     end
     removeMessages(KEYS[2], KEYS[3], { id })
@@ -102,6 +120,7 @@ if job.overlap == 'skip' and job.scheduleId then
     mAdd(m, 't:skipped', 1)
     metricsFlush(metrics, m)
     emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
+    remember('-')
     return '{"kind":"skipped","job":' .. jobJson(job) .. '}'
   end
   redis.call('SET', running, id, 'PX', leaseMs)
@@ -117,6 +136,7 @@ if finished then
   redis.call('HDEL', key, 'finishedAt')
 end
 putWatch(KEYS[2], KEYS[3], id, job, int(now + leaseMs + tonumber(ARGV[13])))
+remember(job.attempts)
 mAdd(m, 't:started', 1)
 mAdd(m, 'g:running', 1)
 if job.attempts == '1' then

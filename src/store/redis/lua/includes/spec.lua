@@ -13,6 +13,11 @@
                                  False when the delivery token was seen before (a replay); else
                                  remembers it until it expires (plus a minute for clock skew).
                                  An empty tokenId (no token) is always a first use.
+  tokenUse(root, tokenId)        What an earlier use of the token recorded (see rememberToken), or
+                                 nil for a first use (or no token).
+  rememberToken(root, tokenId, expiresAt, now, value)
+                                 Records a use of the token until it expires (plus a minute):
+                                 `value` is the attempt it began, or '-'.
 ]]
 --@include "keys"
 --@include "job"
@@ -38,10 +43,28 @@ local function jobFromArgv(root, from)
   return id, key, job
 end
 
+local function tokenTtl(expiresAt, now)
+  return int(math.max(1000, tonumber(expiresAt) - now + 60000))
+end
+
 local function firstUse(root, tokenId, expiresAt, now)
   if tokenId == '' then
     return true
   end
-  local ttl = math.max(1000, tonumber(expiresAt) - now + 60000)
-  return redis.call('SET', deliveryKey(root, tokenId), '1', 'PX', int(ttl), 'NX') ~= false
+  return redis.call('SET', deliveryKey(root, tokenId), '-', 'PX', tokenTtl(expiresAt, now), 'NX')
+    ~= false
+end
+
+local function tokenUse(root, tokenId)
+  if tokenId == '' then
+    return nil
+  end
+  local used = redis.call('GET', deliveryKey(root, tokenId))
+  return used or nil
+end
+
+local function rememberToken(root, tokenId, expiresAt, now, value)
+  if tokenId ~= '' then
+    redis.call('SET', deliveryKey(root, tokenId), value, 'PX', tokenTtl(expiresAt, now))
+  end
 end
