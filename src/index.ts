@@ -91,9 +91,21 @@ export type {
   JobDefaults,
   TickOptions,
 } from "./engine/options.ts";
+export {
+  PullWorker,
+  type PullWorkerOptions,
+  type PullWorkerStats,
+} from "./engine/pull-worker.ts";
 export { Runner } from "./engine/runner.ts";
 export { Ticker, type TickResult } from "./engine/ticker.ts";
 
 // The ports, for code that is handed a store or a transport
 export type { Store } from "./store/port.ts";
-export type { Delivery, FailureCallbackBody, PublishOutcome, Transport } from "./transport/port.ts";
+export type {
+  Delivery,
+  FailureCallbackBody,
+  PublishOutcome,
+  PulledMessage,
+  PullQueue,
+  Transport,
+} from "./transport/port.ts";

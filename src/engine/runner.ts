@@ -85,7 +85,24 @@ export class Runner {
   ): Promise<DeliveryOutcome> {
     const token = await this.#verify(delivery);
     if (token === false) return { kind: "unauthorized" };
-    const spec = parseSpec(delivery.body);
+    return this.#begin(delivery.body, token, logger);
+  }
+
+  /**
+   * Handle one delivery a worker of this process pulled from a queue it reads itself (Redis
+   * Streams: `PullWorker`). Nothing to verify — it never crossed the network as a request — and
+   * no token: a second copy of it is told apart by the job's own state, as every redelivery is.
+   */
+  runPulled(body: string, logger: Logger = this.deps.options.logger): Promise<DeliveryOutcome> {
+    return this.#begin(body, undefined, logger);
+  }
+
+  async #begin(
+    body: string,
+    token: DeliveryToken | undefined,
+    logger: Logger,
+  ): Promise<DeliveryOutcome> {
+    const spec = parseSpec(body);
     if (!spec) return { kind: "bad-request", expected: "job" };
 
     const { store, options } = this.deps;

@@ -73,3 +73,41 @@ export interface FailureCallbackBody {
   endpointName?: string;
   callerIP?: string;
 }
+
+/** A delivery a worker took from a pull queue (e.g. Redis Streams). */
+export interface PulledMessage {
+  /** The queue's id of this delivery (a stream entry id). */
+  id: string;
+  /** The JobSpec JSON, as a push queue's request body carries it. */
+  body: string;
+  /** How many times this job's delivery was retried after a failed attempt. */
+  retried: number;
+  /** Taken over from a consumer that stopped (not read fresh). */
+  claimed: boolean;
+}
+
+/**
+ * A queue the workers pull from (the push queues — QStash, the local queue — call the worker
+ * route instead). The worker (`PullWorker`) runs each message through the runner and answers with
+ * {@link PullQueue.ack} or {@link PullQueue.retryLater}; a message it never answers for (the
+ * process died) is taken over by another worker's {@link PullQueue.pull} once it has been idle
+ * for a while, and its run lease decides whether it runs again.
+ */
+export interface PullQueue {
+  /** Prepare to read (e.g. create the consumer group); idempotent. */
+  open(): Promise<void>;
+  /**
+   * Up to `max` messages (at least one), waiting up to `waitMs` when none is ready: due delayed
+   * ones first moved to ready, stopped consumers' stale ones taken over, then new ones.
+   * Resolves `[]` when the wait ran out or {@link PullQueue.interrupt} was called.
+   */
+  pull(max: number, waitMs: number): Promise<PulledMessage[]>;
+  /** Done with these messages: they leave the queue. */
+  ack(ids: string[]): Promise<void>;
+  /** Deliver `message`'s job again after `delayMs`, as having been retried `retried` times. */
+  retryLater(message: PulledMessage, delayMs: number, retried: number): Promise<void>;
+  /** The wait before retry number `retried + 1` (ms). */
+  backoff(retried: number): number;
+  /** End a {@link PullQueue.pull} that is waiting (it resolves `[]`). */
+  interrupt(): void;
+}

@@ -16,6 +16,8 @@ export interface RedisContext {
   readonly retention: StoreRetention;
   /** How many events the stream keeps, as the scripts take it. */
   readonly eventsMaxLen: string;
+  /** Where a submit puts the job's delivery: the outbox (a queue publishes it) or the stream. */
+  readonly dispatch: "outbox" | "streams";
   /** Runs `script` (see `safeEval`). */
   run(script: LuaScript, keys: string[], args: (string | number)[]): Promise<unknown>;
 }

@@ -1,7 +1,8 @@
 /**
  * @module
  * The Redis store: `RedisStore` over any client that can EVAL/EVALSHA (`@upstash/redis` as is,
- * ioredis through `fromIoredis`).
+ * ioredis through `fromIoredis`), and `RedisStreams`, the durable queue on Redis Streams (with
+ * `RedisStore({ dispatch: "streams" })` and `PullWorker` from `tickwork`).
  */
 
 export { DEFAULT_RETENTION } from "../port.ts";
@@ -14,3 +15,10 @@ export {
   type ScriptClient,
   safeEval,
 } from "./script.ts";
+export {
+  RedisStreams,
+  type RedisStreamsOptions,
+  type StreamMessage,
+  type StreamsClient,
+  type StreamsStats,
+} from "./streams/redis-streams.ts";

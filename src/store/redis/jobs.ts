@@ -75,6 +75,7 @@ export async function submitJob(
       String(degradation?.criticalDelayMs ?? 0),
       String(degradation?.retryAfterMs ?? 0),
       ...quotaArgs(admission?.quota),
+      c.dispatch === "streams" ? "streams" : "",
     ],
   );
   const r = fromJson<
@@ -91,18 +92,20 @@ export async function submitJob(
   if ("denied" in r) return { denied: r.denied };
   // The stored spec is the JSON text plus the stamps; rebuild it the way a read would.
   const spec = (): JobSpec => ({ ...JSON.parse(data), createdAt: r.createdAt, runAt: r.runAt });
-  const message: OutboxMessage = {
-    id: job.id,
-    dedupId: job.id,
-    job: spec(),
-    notBefore: r.runAt,
-    recoverAt: r.runAt + timing.recoverGraceMs,
-  };
   const result: SubmitResult = {
     job: { ...spec(), status: "queued", attempts: 0 },
-    message,
     replayed: false,
   };
+  // Dispatched to the stream by the script itself: nothing left to publish.
+  if (c.dispatch === "outbox") {
+    result.message = {
+      id: job.id,
+      dedupId: job.id,
+      job: spec(),
+      notBefore: r.runAt,
+      recoverAt: r.runAt + timing.recoverGraceMs,
+    };
+  }
   if (r.quota) result.quota = r.quota;
   if (r.degradation) result.degradation = r.degradation;
   return result;

@@ -81,6 +81,14 @@ export interface RedisStoreOptions {
    * @default 10_000
    */
   eventsMaxLen?: number | undefined;
+  /**
+   * Where a submit puts the job's delivery. `"outbox"`: in the outbox, for the transport to
+   * publish (QStash, the local queue). `"streams"`: straight onto the Redis Streams queue inside
+   * the submit's own script — one round trip, nothing to publish; use it with `RedisStreams` as
+   * the transport, on the same Redis and prefix (docs/streams.md).
+   * @default "outbox"
+   */
+  dispatch?: "outbox" | "streams" | undefined;
 }
 
 /**
@@ -106,6 +114,7 @@ export class RedisStore implements Store {
       keys: buildKeys(options.prefix),
       retention: { ...DEFAULT_RETENTION, ...retention },
       eventsMaxLen: String(Math.max(0, Math.floor(options.eventsMaxLen ?? 10_000))),
+      dispatch: options.dispatch ?? "outbox",
       run: (script, keys, args) => safeEval(client, script, keys, args),
     };
   }

@@ -7,8 +7,9 @@
      runAt += criticalDelayMs (delay).
   3. With a quota: denied → nothing written, nothing counted; else counted.
   4. Stamps createdAt = now and runAt = runAt or now + delayMs (+ the degradation delay), writes
-     the `queued` job, indexes it, remembers the key, puts the job's message in the outbox and
-     the job in the pending backlog, counts it (t:submitted, g:queued) and writes `job.created`.
+     the `queued` job, indexes it, remembers the key, puts the job's message in the outbox (or,
+     dispatching to streams, its delivery on the stream) and the job in the pending backlog,
+     counts it (t:submitted, g:queued) and writes `job.created`.
   Input:
     KEYS[1] root
     KEYS[2] outbox
@@ -38,6 +39,8 @@
     ARGV[19] retryAfterMs of a critical rejection
     ARGV[20] quota key ('' = none)
     ARGV[21] quota windows (`windowMs limit ...`)
+    ARGV[22] dispatch: '' = the outbox (a queue publishes it); 'streams' = straight onto the
+             Redis Streams queue (include "streams"): no outbox entry, nothing to publish
   Output: JSON text
     {"createdAt":ms,"runAt":ms,"quota"?:QuotaState,"degradation"?:{"level":..,"delayedMs":ms}}
                                   written; the caller knows the rest of the job and message
@@ -53,6 +56,7 @@
 --@include "events"
 --@include "degrade"
 --@include "quota"
+--@include "streams"
 
 local root, outbox, messages = KEYS[1], KEYS[2], KEYS[3]
 local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
@@ -120,9 +124,14 @@ if ARGV[13] ~= '' then
 end
 createJob(root, id, job, runsScore)
 
-local recoverAt = int(runAt + tonumber(ARGV[6]))
-putMessage(outbox, messages, id, recoverAt, '{"id":' .. idJson .. ',"dedupId":' .. idJson
-  .. ',"job":' .. specJson(job) .. ',"notBefore":' .. job.runAt .. ',"recoverAt":' .. recoverAt .. '}')
+if ARGV[22] == 'streams' then
+  streamDispatch(root, id, specJson(job), 0, tonumber(job.runAt), now)
+else
+  local recoverAt = int(runAt + tonumber(ARGV[6]))
+  putMessage(outbox, messages, id, recoverAt, '{"id":' .. idJson .. ',"dedupId":' .. idJson
+    .. ',"job":' .. specJson(job) .. ',"notBefore":' .. job.runAt .. ',"recoverAt":' .. recoverAt
+    .. '}')
+end
 
 if idemKey then
   redis.call('SET', idemKey, id, 'PX', ARGV[9])

@@ -1,0 +1,55 @@
+--[[
+  streamMaintain: what a worker does besides reading, in one round trip: move due delayed
+  deliveries onto the stream (the earliest first, at most ARGV[1]), and take over up to ARGV[4]
+  deliveries pending longer than ARGV[3] ms with consumers that stopped (XAUTOCLAIM; their run
+  lease decides at begin-run whether they run again).
+  Input:
+    KEYS[1] root
+    ARGV[1] most delayed deliveries to move
+    ARGV[2] this consumer's name
+    ARGV[3] min idle ms of a pending delivery to take over (0 = take none over)
+    ARGV[4] most to take over
+  Output: { moved, next not-before ms of the delayed set (-1 = empty), claimed entries
+            ({ id, { field, value, ... } } each, as XAUTOCLAIM answers), the server's now (ms),
+            deliveries pending in the group (this consumer's included) }
+]]
+--@include "time"
+--@include "streams"
+
+local root = KEYS[1]
+local stream = streamKey(root)
+local delayed, bodies = stream .. ':delayed', stream .. ':bodies'
+local now = nowMs()
+
+local due = redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+for _, member in ipairs(due) do
+  local body = redis.call('HGET', bodies, member)
+  if body then
+    local space = string.find(body, ' ', 1, true)
+    redis.call('XADD', stream, '*', 'j', string.sub(body, space + 1), 'r',
+      string.sub(body, 1, space - 1))
+  end
+end
+if #due > 0 then
+  redis.call('ZREM', delayed, unpack(due))
+  redis.call('HDEL', bodies, unpack(due))
+end
+
+local nextAt = -1
+local first = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
+if first[2] then
+  nextAt = tonumber(first[2])
+end
+
+local claimed, pending = {}, 0
+if redis.call('EXISTS', stream) == 1 then
+  local ok, summary = pcall(redis.call, 'XPENDING', stream, STREAM_GROUP)
+  if ok then
+    pending = summary[1]
+  end
+  if pending > 0 and tonumber(ARGV[3]) > 0 then
+    claimed = redis.call('XAUTOCLAIM', stream, STREAM_GROUP, ARGV[2], ARGV[3], '0-0', 'COUNT',
+      ARGV[4])[2]
+  end
+end
+return { #due, nextAt, claimed, now, pending }

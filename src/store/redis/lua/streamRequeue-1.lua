@@ -1,0 +1,25 @@
+--[[
+  streamRequeue: deliver a pulled delivery again later (a retry after its backoff, or a busy job
+  after the time it was told to wait), atomically with acknowledging the entry read: the delivery
+  is never in neither place nor (for long) in both.
+  Input:
+    KEYS[1] root
+    ARGV[1] stream entry id read
+    ARGV[2] member (the job id)
+    ARGV[3] retries the new delivery has had
+    ARGV[4] delay (ms, from the server's now)
+    ARGV[5] JobSpec JSON
+  Output: 1 when the entry was still pending (so requeued), else 0 (another consumer finished it).
+]]
+--@include "time"
+--@include "streams"
+
+local root = KEYS[1]
+local stream = streamKey(root)
+if redis.call('XACK', stream, STREAM_GROUP, ARGV[1]) == 0 then
+  return 0
+end
+redis.call('XDEL', stream, ARGV[1])
+local now = nowMs()
+streamDispatch(root, ARGV[2], ARGV[5], tonumber(ARGV[3]), now + tonumber(ARGV[4]), now)
+return 1

@@ -1,0 +1,316 @@
+/**
+ * @module
+ * `RedisStreams`: a durable, self-hosted queue on Redis Streams (docs/streams.md). It is the
+ * transport (publishing the outbox's messages onto the stream) and the pull queue the workers
+ * read with XREADGROUP. With `RedisStore({ dispatch: "streams" })` a submit's own script puts its
+ * delivery on the stream, so a submit is one round trip with nothing to publish.
+ *
+ * Deliveries stay in the consumer group's pending list until a worker is done with them (XACK and
+ * XDEL); one whose consumer stopped is taken over with XAUTOCLAIM, and the job's run lease decides
+ * at begin-run whether it runs again. Not-yet-due deliveries (delays, retries after backoff) wait
+ * in a sorted set and are moved onto the stream by the workers when due.
+ */
+import type { OutboxMessage } from "../../../core/model.ts";
+import { keys as buildKeys } from "../keys.ts";
+import { fromIoredis, type IoredisScripting, type LuaScript, safeEval } from "../script.ts";
+import { scripts } from "../scripts.generated.ts";
+
+/** The ioredis client surface `RedisStreams` uses (an ioredis `Redis`). */
+export interface StreamsClient extends IoredisScripting {
+  call(command: string, ...args: (string | number)[]): Promise<unknown>;
+  /** A new connection with the same options, for the blocking reads. */
+  duplicate(): StreamsClient & { disconnect(): void };
+}
+
+/** Options of {@link RedisStreams}. */
+export interface RedisStreamsOptions {
+  /** An ioredis client (Redis over TCP: blocking reads need a connection of their own). */
+  redis: StreamsClient;
+  /**
+   * Key prefix: the same as the `RedisStore`'s.
+   * @default "tw"
+   */
+  prefix?: string | undefined;
+  /**
+   * This process's consumer name in the group.
+   * @default `<random>` per instance
+   */
+  consumer?: string | undefined;
+  /**
+   * A delivery pending this long with a consumer is taken over by another (its run lease still
+   * decides whether the job runs again, so a live long handler is not run twice).
+   * @default 30_000
+   */
+  claimIdleMs?: number | undefined;
+  /**
+   * How often a busy worker moves due delayed deliveries and takes over stale ones, at most.
+   * @default 5_000
+   */
+  maintainEveryMs?: number | undefined;
+  /**
+   * Wait before retry `n + 1` of a failed attempt (ms), unless the handler asked for a time.
+   * @default (retried) => Math.min(1000 * 2 ** retried, 60_000)
+   */
+  backoff?: ((retried: number) => number) | undefined;
+}
+
+/** A pulled delivery (see `PullQueue` in `src/transport/port.ts`). */
+export interface StreamMessage {
+  id: string;
+  body: string;
+  retried: number;
+  claimed: boolean;
+}
+
+/** What the queue holds now, for `/metrics` and `/v1/stats`. */
+export interface StreamsStats {
+  /** Entries on the stream: not read yet, or read and pending. */
+  length: number;
+  /** Read by a consumer and not acknowledged yet. */
+  pending: number;
+  /** Age of the oldest pending delivery (ms; 0 when none). */
+  oldestPendingMs: number;
+  /** Deliveries waiting for their not-before time (delays, retries after backoff). */
+  delayed: number;
+  /** Consumers the group knows (including stopped ones until their pending is taken over). */
+  consumers: number;
+  /** Deliveries this process took over from stopped consumers. */
+  claimed: number;
+}
+
+const GROUP = "tickwork";
+const MAX_WAIT_MS = 300_000;
+
+/**
+ * The Redis Streams transport and pull queue.
+ *
+ * @example
+ * const redis = new Redis(process.env.REDIS_URL);
+ * const store = new RedisStore({ client: fromIoredis(redis), dispatch: "streams" });
+ * const streams = new RedisStreams({ redis });
+ * const engine = createEngine({ store, transport: streams, handlers });
+ * const worker = new PullWorker({ runner: engine.runner, queue: streams, concurrency: 20 });
+ * await worker.start();
+ */
+export class RedisStreams {
+  readonly #redis: StreamsClient;
+  readonly #root: string;
+  readonly #stream: string;
+  readonly #consumer: string;
+  readonly #claimIdleMs: number;
+  readonly #maintainEveryMs: number;
+  readonly #backoff: (retried: number) => number;
+  #reader: (StreamsClient & { disconnect(): void }) | undefined;
+  #lastMaintain = Number.NEGATIVE_INFINITY;
+  /** When the earliest delayed delivery is due (ms, this process's clock); Infinity: none. */
+  #nextDelayedAt = Number.NEGATIVE_INFINITY;
+  /** Pending deliveries of other consumers were seen: keep checking for stale ones. */
+  #othersPending = true;
+  #claimedTotal = 0;
+  #interrupted = false;
+  #closed = false;
+
+  constructor(options: RedisStreamsOptions) {
+    this.#redis = options.redis;
+    this.#root = buildKeys(options.prefix).root;
+    this.#stream = `${this.#root}:q`;
+    this.#consumer =
+      options.consumer ?? `c-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+    this.#claimIdleMs = positive("claimIdleMs", options.claimIdleMs, 30_000);
+    this.#maintainEveryMs = positive("maintainEveryMs", options.maintainEveryMs, 5_000);
+    this.#backoff = options.backoff ?? ((n) => Math.min(1_000 * 2 ** n, 60_000));
+  }
+
+  /** This process's consumer name. */
+  get consumer(): string {
+    return this.#consumer;
+  }
+
+  // ── Transport ────────────────────────────────────────────────────────────
+
+  /** Put outbox messages on the queue (due ones on the stream, later ones delayed). */
+  async publish(messages: OutboxMessage[]) {
+    if (messages.length === 0) return [];
+    const args: string[] = [];
+    for (const m of messages) args.push(m.job.id, String(m.notBefore), JSON.stringify(m.job));
+    try {
+      await this.#run(scripts.streamPublish, args);
+      return messages.map((m) => ({
+        id: m.id,
+        ok: true as const,
+        messageId: m.dedupId,
+        deduplicated: false,
+      }));
+    } catch (error) {
+      const err = error instanceof Error ? error : new Error(String(error));
+      return messages.map((m) => ({ id: m.id, ok: false as const, error: err }));
+    }
+  }
+
+  /**
+   * Deliveries are pulled, never pushed: a request to the worker route is not one of ours.
+   * (The worker route answers 401 to everything while this is the transport.)
+   */
+  async verify(): Promise<boolean> {
+    return false;
+  }
+
+  // ── PullQueue ────────────────────────────────────────────────────────────
+
+  async open(): Promise<void> {
+    try {
+      await this.#redis.call("XGROUP", "CREATE", this.#stream, GROUP, "0", "MKSTREAM");
+    } catch (error) {
+      if (!String((error as Error).message).includes("BUSYGROUP")) throw error;
+    }
+  }
+
+  async pull(max: number, waitMs: number): Promise<StreamMessage[]> {
+    this.#interrupted = false;
+    const count = Math.max(1, Math.floor(max));
+    const now = Date.now();
+    if (now - this.#lastMaintain >= this.#maintainEveryMs || now >= this.#nextDelayedAt) {
+      const claimed = await this.#maintain(count);
+      if (claimed.length > 0) return claimed;
+    }
+    if (this.#interrupted || this.#closed) return [];
+    const after = Date.now();
+    let block = Math.min(waitMs, MAX_WAIT_MS, this.#nextDelayedAt - after);
+    if (this.#othersPending) block = Math.min(block, this.#maintainEveryMs);
+    block = Math.max(1, Math.ceil(block));
+    const reply = await this.#reading().call(
+      "XREADGROUP",
+      "GROUP",
+      GROUP,
+      this.#consumer,
+      "COUNT",
+      count,
+      "BLOCK",
+      block,
+      "STREAMS",
+      this.#stream,
+      ">",
+    );
+    const entries = (reply as [string, Entry[]][] | null)?.[0]?.[1] ?? [];
+    return this.#deliveries(entries, false);
+  }
+
+  async ack(ids: string[]): Promise<void> {
+    if (ids.length > 0) await this.#run(scripts.streamAck, ids);
+  }
+
+  async retryLater(message: StreamMessage, delayMs: number, retried: number): Promise<void> {
+    const spec = JSON.parse(message.body) as { id: string };
+    // The server's clock decides due times: pass the delay, the script adds it to its now.
+    await this.#run(scripts.streamRequeue, [
+      message.id,
+      spec.id,
+      String(retried),
+      String(Math.max(0, Math.ceil(delayMs))),
+      message.body,
+    ]);
+  }
+
+  backoff(retried: number): number {
+    return this.#backoff(retried);
+  }
+
+  interrupt(): void {
+    this.#interrupted = true;
+    // A blocked XREADGROUP cannot be cancelled: drop its connection (a new one is made on demand).
+    const reader = this.#reader;
+    this.#reader = undefined;
+    reader?.disconnect();
+  }
+
+  /** Stop reading (the shared client stays the caller's to close). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.interrupt();
+  }
+
+  /** Queue length, pending deliveries and their age, delayed ones and consumers. */
+  async stats(): Promise<StreamsStats> {
+    const raw = (await this.#run(scripts.streamStats, [])) as number[];
+    const [length, pending, oldestPendingMs, delayed, consumers] = raw.map(Number);
+    return {
+      length: length ?? 0,
+      pending: pending ?? 0,
+      oldestPendingMs: oldestPendingMs ?? 0,
+      delayed: delayed ?? 0,
+      consumers: consumers ?? 0,
+      claimed: this.#claimedTotal,
+    };
+  }
+
+  // ── internals ────────────────────────────────────────────────────────────
+
+  async #maintain(count: number): Promise<StreamMessage[]> {
+    const reply = (await this.#run(scripts.streamMaintain, [
+      String(Math.max(100, count)),
+      this.#consumer,
+      String(this.#claimIdleMs),
+      String(count),
+    ])) as [number, number, Entry[], number, number];
+    this.#lastMaintain = Date.now();
+    const [, nextAt, claimed, serverNow] = reply;
+    // Due times are the server's: turn them into this process's clock.
+    this.#nextDelayedAt =
+      Number(nextAt) < 0
+        ? Number.POSITIVE_INFINITY
+        : this.#lastMaintain + Math.max(0, Number(nextAt) - Number(serverNow));
+    this.#othersPending = Number(reply[4]) > 0;
+    const messages = await this.#deliveries(claimed ?? [], true);
+    this.#claimedTotal += messages.length;
+    return messages;
+  }
+
+  /** Deliveries from stream entries; wake-ups (and anything unreadable) are acknowledged. */
+  async #deliveries(entries: Entry[], claimed: boolean): Promise<StreamMessage[]> {
+    const out: StreamMessage[] = [];
+    const drop: string[] = [];
+    for (const entry of entries) {
+      if (!entry) continue;
+      const [id, fields] = entry;
+      const f = fieldsOf(fields);
+      if (f.j !== undefined) {
+        out.push({ id, body: f.j, retried: Number(f.r ?? 0) || 0, claimed });
+      } else {
+        // A wake-up: the earliest delayed delivery changed; re-read it before the next wait.
+        if (f.w !== undefined) this.#nextDelayedAt = Number.NEGATIVE_INFINITY;
+        drop.push(id);
+      }
+    }
+    if (drop.length > 0) await this.ack(drop);
+    return out;
+  }
+
+  #reading(): StreamsClient & { disconnect(): void } {
+    this.#reader ??= this.#redis.duplicate();
+    return this.#reader;
+  }
+
+  #run(script: LuaScript, args: string[]): Promise<unknown> {
+    return safeEval(fromIoredis(this.#redis), script, [this.#root], args);
+  }
+}
+
+type Entry = [string, string[] | null] | null;
+
+function fieldsOf(fields: string[] | null): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!fields) return out;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const k = fields[i] as string;
+    if (k === "j" || k === "r" || k === "w") out[k] = fields[i + 1] as string;
+  }
+  return out;
+}
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!(Number.isFinite(value) && value > 0)) {
+    throw new RangeError(`${name} must be a positive number of ms, got ${String(value)}`);
+  }
+  return value;
+}
