@@ -53,6 +53,8 @@ async function main(argv: string[], env: Env): Promise<number> {
         host: { type: "string" },
         prefix: { type: "string" },
         role: { type: "string", multiple: true },
+        transport: { type: "string" },
+        concurrency: { type: "string" },
         handlers: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
@@ -85,6 +87,8 @@ async function main(argv: string[], env: Env): Promise<number> {
       ...(values.host !== undefined ? { HOST: values.host } : {}),
       ...(values.prefix !== undefined ? { TICKWORK_PREFIX: values.prefix } : {}),
       ...(values.role !== undefined ? { TICKWORK_ROLES: values.role.join(",") } : {}),
+      ...(values.transport !== undefined ? { TICKWORK_TRANSPORT: values.transport } : {}),
+      ...(values.concurrency !== undefined ? { TICKWORK_CONCURRENCY: values.concurrency } : {}),
     };
     // Loaded here, not at the top: `--help` and usage and configuration errors stay fast.
     const { serverOptionsFromEnv } = await import("./adapter/node/env.ts");

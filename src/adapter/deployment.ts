@@ -43,10 +43,11 @@ export interface DeploymentSettings {
    */
   requirePublicUrl?: boolean | undefined;
   /**
-   * How jobs travel: through QStash (which needs `publicUrl`), or the local in-process queue (which
-   * delivers to `publicUrl`, else to this server, and then needs this server's `worker` role).
+   * How jobs travel: through QStash (which needs `publicUrl`), the local in-process queue (which
+   * delivers to `publicUrl`, else to this server, and then needs this server's `worker` role), or
+   * Redis Streams (the servers with the worker role pull: no URL, no signing key).
    */
-  queue: "qstash" | "local";
+  queue: "qstash" | "local" | "streams";
   /**
    * `TICKWORK_SIGNING_KEY`: the local queue's signing key, shared by every server. Required when
    * its deliveries go to `publicUrl` (possibly another server).
@@ -291,8 +292,9 @@ function checkDeliveries(
         "pass publicUrl), e.g. https://jobs.example.com",
     );
   }
-  // An observer publishes nothing and receives nothing.
-  if (!needsQueue || settings.queue === "qstash") return;
+  // An observer publishes nothing and receives nothing; Streams workers pull from Redis (no
+  // delivery URL, nothing to sign).
+  if (!needsQueue || settings.queue === "qstash" || settings.queue === "streams") return;
   if (!publicUrl && !serves.worker) {
     throw configError(
       "publicUrl",

@@ -18,6 +18,12 @@ const SERVER_OPTIONS = `      --prefix <p>      Redis key prefix (default: $TICK
                         observer; comma-separated or repeated (default:
                         $TICKWORK_ROLES). Only servers with tick (or all) run
                         the tick timer; every replica may, the lease picks one.
+                        With Redis Streams, servers with worker pull jobs.
+      --transport <t>   qstash, streams or local (default: $TICKWORK_TRANSPORT,
+                        else qstash with QSTASH_TOKEN, streams with REDIS_URL,
+                        local otherwise)
+      --concurrency <n> Jobs a Streams worker runs at once (default:
+                        $TICKWORK_CONCURRENCY or 10)
 ${HANDLERS_OPTION}
   -h, --help            Show this help`;
 
@@ -27,6 +33,9 @@ const STORE_AND_QUEUE_ENV = `  UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN
   QSTASH_TOKEN       deliver jobs through QStash; then also needed:
                      QSTASH_CURRENT_SIGNING_KEY, QSTASH_NEXT_SIGNING_KEY and
                      TICKWORK_PUBLIC_URL (optional: QSTASH_URL)
+  TICKWORK_TRANSPORT qstash | streams | local (default: qstash with QSTASH_TOKEN,
+                     Redis Streams with REDIS_URL, else the local queue)
+  TICKWORK_CONCURRENCY jobs a Streams worker runs at once (default 10)
   TICKWORK_PUBLIC_URL  the URL the queue delivers to (required with QStash; with
                      the local queue, the servers with the worker role)
   TICKWORK_SIGNING_KEY key signing local-queue deliveries, the same on every

@@ -28,6 +28,7 @@ export interface BannerInfo {
   transport?:
     | { kind: "local"; workerUrl: string; sharedKey: boolean }
     | { kind: "qstash"; baseUrl: string; workerUrl: string }
+    | { kind: "streams"; consumer: string; concurrency: number }
     | undefined;
   /** Tick timer period (ms), or `undefined` when this server runs no tick timer. */
   tickEveryMs: number | undefined;
@@ -272,6 +273,9 @@ function describeStore(store: BannerInfo["store"]): string {
 }
 
 function describeTransport(transport: NonNullable<BannerInfo["transport"]>): string {
+  if (transport.kind === "streams") {
+    return `Redis Streams (durable; workers pull, ${transport.concurrency} at once, as ${transport.consumer})`;
+  }
   if (transport.kind === "qstash") {
     return `QStash ${transport.baseUrl}, delivers to ${transport.workerUrl}`;
   }

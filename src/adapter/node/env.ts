@@ -31,6 +31,56 @@ export interface QStashSelection {
 
 const value = (env: Env, name: string): string | undefined => env[name]?.trim() || undefined;
 
+/** How jobs travel (`TICKWORK_TRANSPORT`). */
+export type TransportChoice = "qstash" | "streams" | "local";
+
+/**
+ * The transport: `TICKWORK_TRANSPORT` when set, else QStash with `QSTASH_TOKEN`, else Redis
+ * Streams with Redis over TCP (`REDIS_URL`), else the local in-process queue (memory, or Upstash
+ * over REST, which cannot block on a stream).
+ * @throws ConfigError for an unknown value or one the store cannot carry.
+ */
+export function selectTransport(
+  env: Env,
+  store: StoreSelection,
+  qstash: QStashSelection | undefined,
+): TransportChoice {
+  const asked = value(env, "TICKWORK_TRANSPORT")?.toLowerCase();
+  if (asked === undefined) return qstash ? "qstash" : store.kind === "redis" ? "streams" : "local";
+  if (asked !== "qstash" && asked !== "streams" && asked !== "local") {
+    throw new ConfigError(`TICKWORK_TRANSPORT must be qstash, streams or local, got "${asked}"`, {
+      variable: "TICKWORK_TRANSPORT",
+      field: "transport",
+    });
+  }
+  if (asked === "qstash" && !qstash) throw qstashIncomplete(["QSTASH_TOKEN"]);
+  if (asked === "streams" && store.kind !== "redis") {
+    throw new ConfigError(
+      "TICKWORK_TRANSPORT=streams needs Redis over TCP (REDIS_URL): workers block on the stream, " +
+        "which Upstash over REST cannot do" +
+        (store.kind === "memory" ? ", and the in-memory store has no stream" : "") +
+        ". Set REDIS_URL, or use qstash or local.",
+      { variable: "TICKWORK_TRANSPORT", field: "transport" },
+    );
+  }
+  return asked;
+}
+
+/**
+ * `TICKWORK_CONCURRENCY`: deliveries a Streams worker runs at once (default 10).
+ * @throws ConfigError unless it is a whole number from 1 to 10000.
+ */
+export function parseConcurrency(text: string | undefined): number | undefined {
+  if (text === undefined || text === "") return undefined;
+  if (!/^\d{1,5}$/.test(text) || Number(text) < 1 || Number(text) > 10_000) {
+    throw new ConfigError(`concurrency must be a whole number from 1 to 10000, got "${text}"`, {
+      variable: "TICKWORK_CONCURRENCY",
+      field: "concurrency",
+    });
+  }
+  return Number(text);
+}
+
 /**
  * `UPSTASH_REDIS_REST_URL` + `UPSTASH_REDIS_REST_TOKEN` (or Vercel's `KV_REST_API_URL` +
  * `KV_REST_API_TOKEN`) → Upstash over REST; else `REDIS_URL` → Redis over TCP; else memory.
@@ -92,6 +142,8 @@ export function selectQStash(env: Env): QStashSelection | undefined {
  * | `UPSTASH_REDIS_REST_URL` + `_TOKEN`, else `REDIS_URL` | `upstash`, else `redisUrl` (else memory) |
  * | `TICKWORK_PREFIX` | `prefix` |
  * | `QSTASH_TOKEN`, `QSTASH_URL`, `QSTASH_CURRENT_SIGNING_KEY`, `QSTASH_NEXT_SIGNING_KEY` | `qstash` |
+ * | `TICKWORK_TRANSPORT` | `transport`: `qstash`, `streams` or `local` (see {@link selectTransport}) |
+ * | `TICKWORK_CONCURRENCY` | `concurrency` (deliveries a Streams worker runs at once; default 10) |
  * | `TICKWORK_PUBLIC_URL` | `publicUrl` (required with QStash) |
  * | `TICKWORK_SIGNING_KEY` | `signingKey` (the local queue's, shared by replicas) |
  * | `TICKWORK_ROLES` | `roles` (comma-separated; default `all`) |
@@ -115,9 +167,11 @@ export function serverOptionsFromEnv(
   const dev = mode === "dev";
   const store = selectStore(env);
   const qstash = selectQStash(env);
+  const transport = selectTransport(env, store, qstash);
+  const concurrency = parseConcurrency(value(env, "TICKWORK_CONCURRENCY"));
   const publicUrl = value(env, "TICKWORK_PUBLIC_URL");
   if (publicUrl) checkUrl(publicUrl, "TICKWORK_PUBLIC_URL", ["http:", "https:"]);
-  if (qstash && !publicUrl) throw qstashIncomplete(["TICKWORK_PUBLIC_URL"]);
+  if (transport === "qstash" && !publicUrl) throw qstashIncomplete(["TICKWORK_PUBLIC_URL"]);
   const rolesText = value(env, "TICKWORK_ROLES");
   let roles: StartServerOptions["roles"];
   try {
@@ -170,7 +224,9 @@ export function serverOptionsFromEnv(
     ...(store.kind === "redis" ? { redisUrl: store.url } : {}),
     ...(store.kind === "upstash" ? { upstash: { url: store.url, token: store.token } } : {}),
     ...(prefix ? { prefix } : {}),
-    ...(qstash ? { qstash } : {}),
+    ...(qstash && transport === "qstash" ? { qstash } : {}),
+    transport,
+    ...(concurrency !== undefined ? { concurrency } : {}),
     ...(publicUrl ? { publicUrl } : {}),
     ...(signingKey ? { signingKey } : {}),
     ...(roles ? { roles } : {}),

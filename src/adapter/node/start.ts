@@ -13,8 +13,10 @@ import { TickworkConfigError } from "../../core/errors.ts";
 import type { Handlers } from "../../engine/handlers.ts";
 import { createEngine, type Engine, type EngineOptions } from "../../engine/index.ts";
 import { jsonLogger, type Logger } from "../../engine/logger.ts";
+import { PullWorker } from "../../engine/pull-worker.ts";
 import { createApp } from "../../http/index.ts";
 import type { Role } from "../../http/roles.ts";
+import { RedisStreams, type StreamsClient } from "../../store/redis/index.ts";
 import { LocalTransport } from "../../transport/local/index.ts";
 import type { Transport } from "../../transport/port.ts";
 import { DEFAULT_QSTASH_URL } from "../../transport/qstash/options.ts";
@@ -87,6 +89,17 @@ export interface StartServerOptions {
    * must be able to reach.
    */
   qstash?: QStashCredentials | undefined;
+  /**
+   * How jobs travel: `"qstash"` (needs `qstash`), `"streams"` (Redis Streams on `redisUrl`;
+   * servers with the worker role pull and run deliveries) or `"local"` (the in-process queue).
+   * @default "qstash" with `qstash`, else "streams" with `redisUrl`, else "local"
+   */
+  transport?: "qstash" | "streams" | "local" | undefined;
+  /**
+   * Deliveries a Streams worker (a server with the worker role) runs at once.
+   * @default 10
+   */
+  concurrency?: number | undefined;
   /**
    * The public URL of this app, where the queue delivers (`/v1/worker`, `/v1/dead`) and what
    * delivery signatures are checked against. Required with `qstash`. With the local queue it
@@ -179,11 +192,12 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
 
 async function start(options: StartServerOptions): Promise<RunningServer> {
   const tickEveryMs = options.tickEveryMs ?? 1_000;
+  const queue = transportOf(options);
   const deployment = resolveDeployment({
     dev: options.dev,
     roles: options.roles,
     publicUrl: options.publicUrl,
-    queue: options.qstash ? "qstash" : "local",
+    queue,
     signingKey: options.signingKey,
     apiKeys: options.apiKeys,
     config: options.config,
@@ -206,8 +220,8 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     logger,
   };
 
-  const target = storeTarget(options);
-  const { store, close: closeStore } = await openStore(target, logger);
+  const target = storeTarget(options, queue);
+  const { store, close: closeStore, redis } = await openStore(target, logger);
   // Undone in reverse order at shutdown (or when the start fails half-way).
   const cleanups: Array<() => unknown> = [closeStore, () => store.close?.()];
   let app: FetchApp = { fetch: () => new Response("starting", { status: 503 }) };
@@ -244,7 +258,10 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   try {
     // Without a public URL the local queue delivers to this server.
     const delivery = deployment.delivery ?? deliveryUrls(server.url);
-    const made = await makeTransport(options, delivery);
+    const made =
+      queue === "streams" && redis
+        ? streamsTransport(redis, target.kind === "redis" ? target.prefix : "tw", options)
+        : await makeTransport(options, delivery);
     const { transport } = made;
     transportBanner = made.banner;
     if (transport instanceof LocalTransport) cleanups.push(() => transport.close());
@@ -260,6 +277,22 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     const { broker } = engine;
     cleanups.push(() => broker.settled());
     app = createApp({ ...deployment.app, engine, publicUrl: publicUrl ?? server.url });
+    if (transport instanceof RedisStreams) {
+      cleanups.push(() => transport.close());
+      // Servers with the worker role pull and run deliveries; at shutdown they stop pulling and
+      // finish what they hold (what is left stays pending for another worker to take over).
+      if (serves.worker) {
+        const worker = new PullWorker({
+          runner: engine.runner,
+          queue: transport,
+          concurrency: options.concurrency ?? 10,
+          logger,
+        });
+        await worker.start();
+        const shutdownMs = options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000);
+        cleanups.push(() => worker.stop({ deadlineMs: Math.max(0, shutdownMs - 500) }));
+      }
+    }
     ticking = serves.tick;
     if (ticking) {
       const ticker = startTicker(engine, tickEveryMs, { signal: server.signal, logger });
@@ -298,7 +331,41 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   return { url: server.url, port: server.port, engine, banner, close: server.close };
 }
 
-function storeTarget(options: StartServerOptions): StoreTarget {
+/** The transport asked for, else the default (see `StartServerOptions.transport`). */
+function transportOf(options: StartServerOptions): "qstash" | "streams" | "local" {
+  const queue =
+    options.transport ?? (options.qstash ? "qstash" : options.redisUrl ? "streams" : "local");
+  if (queue === "qstash" && !options.qstash) {
+    throw new StartError("transport qstash needs the QStash credentials (QSTASH_TOKEN, …)", {
+      variable: "QSTASH_TOKEN",
+      field: "qstash",
+    });
+  }
+  if (queue === "streams" && !options.redisUrl) {
+    throw new StartError(
+      "transport streams needs Redis over TCP (REDIS_URL): workers block on the stream, which " +
+        "Upstash over REST and the in-memory store cannot do",
+      { variable: "TICKWORK_TRANSPORT", field: "transport" },
+    );
+  }
+  return queue;
+}
+
+/** Redis Streams on the store's own connection (the blocking reads get one of their own). */
+function streamsTransport(
+  redis: StreamsClient,
+  prefix: string,
+  options: StartServerOptions,
+): { transport: Transport; banner: BannerInfo["transport"] } {
+  const transport = new RedisStreams({ redis, prefix });
+  const concurrency = options.concurrency ?? 10;
+  return {
+    transport,
+    banner: { kind: "streams", consumer: transport.consumer, concurrency },
+  };
+}
+
+function storeTarget(options: StartServerOptions, queue: string): StoreTarget {
   const prefix = options.prefix ?? "tw";
   if (options.redisUrl && options.upstash) {
     throw new StartError("pass one store: redisUrl (Redis over TCP) or upstash (REST), not both", {
@@ -306,7 +373,14 @@ function storeTarget(options: StartServerOptions): StoreTarget {
     });
   }
   if (options.upstash) return { kind: "upstash", ...options.upstash, prefix };
-  if (options.redisUrl) return { kind: "redis", url: options.redisUrl, prefix };
+  if (options.redisUrl) {
+    return {
+      kind: "redis",
+      url: options.redisUrl,
+      prefix,
+      dispatch: queue === "streams" ? "streams" : "outbox",
+    };
+  }
   return { kind: "memory" };
 }
 

@@ -7,7 +7,7 @@
 import type { Logger } from "../../engine/logger.ts";
 import { MemoryStore } from "../../store/memory/index.ts";
 import type { Store } from "../../store/port.ts";
-import { fromIoredis, RedisStore } from "../../store/redis/index.ts";
+import { fromIoredis, RedisStore, type StreamsClient } from "../../store/redis/index.ts";
 import { loadPeer } from "../peer.ts";
 import { redactRedisUrl } from "./banner.ts";
 import { StartError } from "./errors.ts";
@@ -16,7 +16,7 @@ import { connectIoredis } from "./ioredis.ts";
 /** Where state lives. */
 export type StoreTarget =
   | { kind: "memory" }
-  | { kind: "redis"; url: string; prefix: string }
+  | { kind: "redis"; url: string; prefix: string; dispatch?: "outbox" | "streams" }
   | { kind: "upstash"; url: string; token: string; prefix: string };
 
 /** An open store, and how to let go of its connection. */
@@ -24,6 +24,8 @@ export interface OpenStore {
   store: Store;
   /** Close the connection (idempotent, never throws). */
   close(): Promise<void>;
+  /** The ioredis client, for Redis over TCP (the Streams transport shares it). */
+  redis?: StreamsClient;
 }
 
 /** How long the start-up check may take before the store counts as unreachable. */
@@ -84,7 +86,7 @@ async function openUpstash(target: {
 
 /** ioredis, checked with a PING; reconnects with backoff after the first connection. */
 async function openIoredis(
-  target: { url: string; prefix: string },
+  target: { url: string; prefix: string; dispatch?: "outbox" | "streams" },
   logger: Logger,
 ): Promise<OpenStore> {
   const { redis, close } = await connectIoredis({
@@ -97,5 +99,10 @@ async function openIoredis(
     onOutage: (error) => logger.warn("redis connection error; retrying", { error: error.message }),
     onRestored: () => logger.info("redis connection restored"),
   });
-  return { store: new RedisStore({ client: fromIoredis(redis), prefix: target.prefix }), close };
+  const store = new RedisStore({
+    client: fromIoredis(redis),
+    prefix: target.prefix,
+    dispatch: target.dispatch ?? "outbox",
+  });
+  return { store, close, redis: redis as unknown as StreamsClient };
 }
