@@ -27,11 +27,17 @@ interface Job {
   attempts: number;
 }
 
-async function checkBanner(server: DevServer, store: RegExp): Promise<void> {
+async function checkBanner(
+  server: DevServer,
+  store: RegExp,
+  transport: "local" | "streams" = "local",
+): Promise<void> {
   const { banner, url, curls } = server;
   expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   expect(banner).toMatch(store);
-  expect(banner).toContain(`transport  local queue, delivers to ${url}/v1/worker`);
+  // Redis over TCP without QStash: Redis Streams; otherwise the local queue.
+  if (transport === "streams") expect(banner).toMatch(/transport {2}Redis Streams \(durable;/);
+  else expect(banner).toContain(`transport  local queue, delivers to ${url}/v1/worker`);
   expect(banner).toContain("tick       internal timer every 1 s, look-ahead 1 s");
   expect(banner).toMatch(/auth {7}OFF \(dev mode\)/);
   expect(banner).toContain("handlers   echo, fail, sleep");
@@ -78,7 +84,7 @@ describe.concurrent("npm run dev", () => {
     );
   });
 
-  test("with REDIS_URL: the banner shows Redis, and its curl lines work as printed", async () => {
+  test("with REDIS_URL: the banner shows Redis and Redis Streams, and its curl lines work as printed", async () => {
     const prefix = randomPrefix();
     prefixes.push(prefix);
     const server = await startDevServer({ env: { REDIS_URL, TICKWORK_PREFIX: prefix } });
@@ -86,6 +92,7 @@ describe.concurrent("npm run dev", () => {
     await checkBanner(
       server,
       new RegExp(`store {6}redis redis://127\\.0\\.0\\.1:6379 \\(key prefix "${prefix}"\\)`),
+      "streams",
     );
   });
 

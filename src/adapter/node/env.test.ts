@@ -58,11 +58,11 @@ describe("selectQStash", () => {
 
 describe("serverOptionsFromEnv", () => {
   test("dev: zero config is memory, local queue, all roles, no auth", () => {
-    expect(serverOptionsFromEnv({}, "dev")).toEqual({ dev: true, port: 8787 });
+    expect(serverOptionsFromEnv({}, "dev")).toEqual({ dev: true, port: 8787, transport: "local" });
     // Dev has no auth: keys and the cron secret are not passed on.
     expect(
       serverOptionsFromEnv({ TICKWORK_API_KEY: "k", CRON_SECRET: "s", PORT: "0" }, "dev"),
-    ).toEqual({ dev: true, port: 0 });
+    ).toEqual({ dev: true, port: 0, transport: "local" });
   });
 
   test("start: maps every variable", () => {
@@ -89,12 +89,59 @@ describe("serverOptionsFromEnv", () => {
       upstash: { url: "https://eu1-x.upstash.io", token: "t" },
       prefix: "jobs",
       qstash: { token: "q", currentSigningKey: "c", nextSigningKey: "n" },
+      transport: "qstash",
       publicUrl: "https://jobs.example.com",
       signingKey: "sig",
       roles: ["api", "worker"],
       apiKeys: ["k1", "k2"],
       tickSecret: "cron",
     });
+  });
+
+  test("transport: QStash, else Redis Streams on Redis over TCP, else the local queue", () => {
+    const redis = { REDIS_URL: "redis://127.0.0.1:6379" };
+    expect(serverOptionsFromEnv(redis, "dev").transport).toBe("streams");
+    expect(
+      serverOptionsFromEnv({ ...redis, ...QSTASH, TICKWORK_PUBLIC_URL: "https://x.io" }, "dev"),
+    ).toMatchObject({ transport: "qstash", qstash: { token: "q" } });
+    expect(serverOptionsFromEnv({ ...redis, TICKWORK_TRANSPORT: "local" }, "dev").transport).toBe(
+      "local",
+    );
+    // Explicit, and with QStash credentials present: QStash is not used.
+    const streams = serverOptionsFromEnv(
+      { ...redis, ...QSTASH, TICKWORK_TRANSPORT: "Streams" },
+      "dev",
+    );
+    expect(streams.transport).toBe("streams");
+    expect(streams.qstash).toBeUndefined();
+    expect(serverOptionsFromEnv({ ...redis, TICKWORK_CONCURRENCY: "50" }, "dev").concurrency).toBe(
+      50,
+    );
+  });
+
+  test("transport: refused when the store cannot carry it, or the value is unknown", () => {
+    const upstash = {
+      UPSTASH_REDIS_REST_URL: "https://x.upstash.io",
+      UPSTASH_REDIS_REST_TOKEN: "t",
+    };
+    expect(serverOptionsFromEnv(upstash, "dev").transport).toBe("local");
+    expect(() =>
+      serverOptionsFromEnv({ ...upstash, TICKWORK_TRANSPORT: "streams" }, "dev"),
+    ).toThrow(/needs Redis over TCP \(REDIS_URL\)/);
+    expect(() => serverOptionsFromEnv({ TICKWORK_TRANSPORT: "streams" }, "dev")).toThrow(
+      /in-memory store has no stream/,
+    );
+    expect(() => serverOptionsFromEnv({ TICKWORK_TRANSPORT: "kafka" }, "dev")).toThrow(
+      /TICKWORK_TRANSPORT must be qstash, streams or local, got "kafka"/,
+    );
+    expect(() => serverOptionsFromEnv({ TICKWORK_TRANSPORT: "qstash" }, "dev")).toThrow(
+      /QSTASH_TOKEN/,
+    );
+    for (const bad of ["0", "-1", "1.5", "10001", "1e3", "ten"]) {
+      expect(() => serverOptionsFromEnv({ TICKWORK_CONCURRENCY: bad }, "dev")).toThrow(
+        /concurrency must be a whole number from 1 to 10000/,
+      );
+    }
   });
 
   test("QStash needs TICKWORK_PUBLIC_URL, and says so", () => {
