@@ -125,6 +125,12 @@ export interface Admission {
     criticalDelayMs: number;
     /** Retry-After of a critical rejection. */
     retryAfterMs: number;
+    /**
+     * A submit re-evaluates the controller only when its last evaluation (by any operation) is
+     * older than this (ms); otherwise it acts on the stored level. `0` or absent: every submit
+     * evaluates. The tick and `stats` always evaluate.
+     */
+    evaluateEveryMs?: number;
   };
 }
 

@@ -93,6 +93,14 @@ export interface DegradationOptions {
   criticalDelayMs?: number | undefined;
   /** `Retry-After` of a critical rejection. @default 30_000 */
   retryAfterMs?: number | undefined;
+  /**
+   * A submit re-evaluates the controller only when the last evaluation (a submit's, the tick's or
+   * `stats`') is older than this, and otherwise acts on the stored level: evaluating reads the
+   * backlog and the averages and writes the state, about half a submit's Redis time. `0`:
+   * every submit evaluates. Changes still need `debounceMs` to hold; this adds at most its own
+   * length to how soon a submit sees them. @default 1_000
+   */
+  evaluateEveryMs?: number | undefined;
 }
 
 /** Options shared by the broker, ticker and runner. */
@@ -218,6 +226,7 @@ function resolveDegradation(
     critical: o.critical ?? "reject",
     criticalDelayMs: o.criticalDelayMs ?? 5_000,
     retryAfterMs: o.retryAfterMs ?? 30_000,
+    evaluateEveryMs: o.evaluateEveryMs ?? 1_000,
   };
 }
 
@@ -260,6 +269,7 @@ function validate(o: ResolvedOptions): void {
   check("degradation.degradedDelayMs", d.degradedDelayMs, 0);
   check("degradation.criticalDelayMs", d.criticalDelayMs, 0);
   check("degradation.retryAfterMs", d.retryAfterMs, 0);
+  check("degradation.evaluateEveryMs", d.evaluateEveryMs ?? 0, 0);
   const signals = {
     queueDepth: d.queueDepth,
     lagMs: d.lagMs,

@@ -69,6 +69,20 @@ export function evaluateDegradation(
   return { state: { level: state.level, since: state.since, pending: { ...pending }, signals } };
 }
 
+/**
+ * The level a submit acts on: the stored one while the last evaluation is younger than
+ * `evaluateEveryMs`, else a new evaluation's.
+ */
+export function levelForSubmit(
+  s: MemoryState,
+  policy: DegradationPolicy & { evaluateEveryMs?: number },
+  now: number,
+): DegradationLevel {
+  const every = policy.evaluateEveryMs ?? 0;
+  if (every > 0 && now - s.degradationEvaluatedAt < every) return s.degradation.level;
+  return evaluate(s, policy, now);
+}
+
 /** Evaluates the controller at `now` on the store's signals; returns the level after it. */
 export function evaluate(s: MemoryState, policy: DegradationPolicy, now: number): DegradationLevel {
   const { state, changed } = evaluateDegradation(
@@ -82,6 +96,7 @@ export function evaluate(s: MemoryState, policy: DegradationPolicy, now: number)
     now,
   );
   s.degradation = state;
+  s.degradationEvaluatedAt = now;
   if (changed) s.events.emit(now, { type: "degradation.changed", ...changed });
   return state.level;
 }

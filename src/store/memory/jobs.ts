@@ -17,7 +17,7 @@ import type {
   SubmitResult,
 } from "../port.ts";
 import { paginate, type Scored } from "./cursor.ts";
-import { evaluate } from "./degrade.ts";
+import { levelForSubmit } from "./degrade.ts";
 import { jobFields } from "./events.ts";
 import { drop, indexRun, specOf } from "./job-table.ts";
 import { quota as countQuota } from "./quota.ts";
@@ -42,7 +42,7 @@ export function submitJob(
   let degradation: { level: DegradationLevel; delayedMs: number } | undefined;
   if (admission.degradation) {
     const policy = admission.degradation;
-    const level = evaluate(s, policy, now);
+    const level = levelForSubmit(s, policy, now);
     if (level === "critical" && policy.critical === "reject") {
       return {
         denied: { kind: "overloaded", level: "critical", retryAfterMs: policy.retryAfterMs },

@@ -57,6 +57,8 @@ export class MemoryState {
   readonly metrics = new Metrics();
   readonly leader = { holder: null as string | null, changes: 0, flaps: 0, acquiredAt: 0 };
   degradation: DegradationState = initialDegradation();
+  /** When the controller was last evaluated (ms; -Infinity: never). */
+  degradationEvaluatedAt = Number.NEGATIVE_INFINITY;
   readonly events: EventLog;
   leaseSeq = 0;
   /** Schedule rev sequence: a created schedule's rev is above every rev a deleted one had. */

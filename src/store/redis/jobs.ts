@@ -76,6 +76,7 @@ export async function submitJob(
       String(degradation?.retryAfterMs ?? 0),
       ...quotaArgs(admission?.quota),
       c.dispatch === "streams" ? "streams" : "",
+      String(degradation?.evaluateEveryMs ?? 0),
     ],
   );
   const r = fromJson<

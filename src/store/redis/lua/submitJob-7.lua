@@ -41,6 +41,8 @@
     ARGV[21] quota windows (`windowMs limit ...`)
     ARGV[22] dispatch: '' = the outbox (a queue publishes it); 'streams' = straight onto the
              Redis Streams queue (include "streams"): no outbox entry, nothing to publish
+    ARGV[23] reuse the stored degradation level when evaluated less than this long ago (ms; 0 =
+             evaluate on every submit)
   Output: JSON text
     {"createdAt":ms,"runAt":ms,"quota"?:QuotaState,"degradation"?:{"level":..,"delayedMs":ms}}
                                   written; the caller knows the rest of the job and message
@@ -84,10 +86,13 @@ end
 local extra = {}
 local known
 if ARGV[15] ~= '' then
-  known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 't:submitted', 'g:queued' })
-  local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
-  local level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[15]), depth,
-    known['avg:lag'], known['avg:fail'], now)
+  local level = storedLevel(KEYS[7], now, tonumber(ARGV[23]) or 0)
+  if not level then
+    known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 't:submitted', 'g:queued' })
+    local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
+    level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[15]), depth,
+      known['avg:lag'], known['avg:fail'], now)
+  end
   local delayed = 0
   if level == 'degraded' then
     delayed = tonumber(ARGV[16])

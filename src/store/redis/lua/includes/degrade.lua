@@ -1,7 +1,7 @@
 --[[
   Include "degrade" (needs "time", "json", "events"): the degradation controller, state in the
-  hash `{p}:degrade` (level, since, pendingLevel and pendingSince — '' when none — and signals,
-  the JSON of the last evaluation's signals).
+  hash `{p}:degrade` (level, since, pendingLevel and pendingSince — '' when none — signals, the
+  JSON of the last evaluation's signals, and at, when that evaluation ran).
 
   parsePolicy(text)   A DegradationPolicy from its argument text (see codec.ts policyArg): 18
                       space-separated numbers — queueDepth, lagMs, failureRate, cpu, memory
@@ -9,8 +9,11 @@
                       memory; `-` = absent, `inf` = Infinity.
   evaluateDegradation(key, events, maxLen, policy, depth, lag, fail, now)
                       One evaluation (target level with hysteresis, then the debounce, as
-                      port.ts DegradationPolicy says); writes the state only when it changed,
-                      and a `degradation.changed` event when the level did. Returns the level.
+                      port.ts DegradationPolicy says); writes the state (and the time `at`)
+                      and a `degradation.changed` event when the level changed. Returns the level.
+  storedLevel(key, now, everyMs)
+                      The stored level while the last evaluation is younger than everyMs, else
+                      nil (evaluate then).
 ]]
 --@include "time"
 --@include "json"
@@ -101,10 +104,18 @@ local function evaluateDegradation(key, events, maxLen, policy, depth, lag, fail
       newLevel, newSince, newPending, newPendingSince = target, int(now), '', ''
     end
   end
-  if newLevel ~= st[1] or newSince ~= since or newPending ~= pendingLevel
-    or newPendingSince ~= pendingSince or signals ~= st[5] then
-    redis.call('HSET', key, 'level', newLevel, 'since', newSince, 'pendingLevel', newPending,
-      'pendingSince', newPendingSince, 'signals', signals)
-  end
+  redis.call('HSET', key, 'level', newLevel, 'since', newSince, 'pendingLevel', newPending,
+    'pendingSince', newPendingSince, 'signals', signals, 'at', int(now))
   return newLevel
+end
+
+local function storedLevel(key, now, everyMs)
+  if everyMs <= 0 then
+    return nil
+  end
+  local st = redis.call('HMGET', key, 'level', 'at')
+  if st[2] and now - tonumber(st[2]) < everyMs then
+    return st[1] or 'normal'
+  end
+  return nil
 end
