@@ -3,7 +3,7 @@
  * The engine: broker, ticker and runner composed from a store, a transport and handlers.
  */
 import type { Store, StoreStats } from "../store/port.ts";
-import type { Transport } from "../transport/port.ts";
+import type { QueueStats, Transport } from "../transport/port.ts";
 import { Broker } from "./broker.ts";
 import { type Handlers, validateHandlers } from "./handlers.ts";
 import { type EngineOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
@@ -44,6 +44,12 @@ export interface Engine<H extends Handlers = Handlers> {
    * store round trip; the degradation controller is evaluated with {@link EngineOptions.degradation}).
    */
   stats(): Promise<StoreStats>;
+  /**
+   * What the transport's queue holds now (length, pending, oldest pending age, delayed, consumers,
+   * claims), or `undefined` when the transport does not report it (QStash, the local transport):
+   * {@link Transport.queueStats}. One round trip to the queue, apart from {@link Engine.stats}'s.
+   */
+  queueStats(): Promise<QueueStats | undefined>;
 }
 
 /**
@@ -76,7 +82,8 @@ export function createEngine<H extends Handlers>(config: EngineConfig<H>): Engin
     const local = degradation ? localSignals?.() : undefined;
     return store.stats(degradation && local ? { ...degradation, local } : degradation);
   };
-  return { broker, ticker, runner, store, transport, handlers, options, stats };
+  const queueStats = async (): Promise<QueueStats | undefined> => transport.queueStats?.();
+  return { broker, ticker, runner, store, transport, handlers, options, stats, queueStats };
 }
 
 export type { DeliveryOutcome } from "../core/delivery.ts";

@@ -1,9 +1,11 @@
 /**
  * @module
  * The store's counters as Prometheus text (exposition format 0.0.4): every family with `# HELP`
- * and `# TYPE`, durations in seconds, histograms cumulative with `le` buckets up to `+Inf`.
+ * and `# TYPE`, durations in seconds, histograms cumulative with `le` buckets up to `+Inf`; and,
+ * when the transport reports them, its queue's figures (`queue_length`, `queue_pending`, …).
  */
 import type { DegradationLevel, Histogram, StoreStats } from "../store/port.ts";
+import type { QueueStats } from "../transport/port.ts";
 
 /** `Content-Type` of the exposition. */
 export const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
@@ -47,15 +49,21 @@ const HISTOGRAMS: readonly [string, string, keyof StoreStats & `${string}Ms`][] 
 ];
 
 /**
- * The exposition of `stats`; every metric name starts with `prefix`.
+ * The exposition of `stats`, and of `queue` when given (the transport's queue,
+ * `engine.queueStats()`; without it no `queue_length`, `queue_pending`, … family is written);
+ * every metric name starts with `prefix`.
  *
  * @example
- * renderPrometheus(await engine.stats());
+ * renderPrometheus(await engine.stats(), await engine.queueStats());
  * // # HELP tickwork_jobs_succeeded_total Jobs that succeeded.
  * // # TYPE tickwork_jobs_succeeded_total counter
  * // tickwork_jobs_succeeded_total 42
  */
-export function renderPrometheus(stats: StoreStats, prefix = "tickwork_"): string {
+export function renderPrometheus(
+  stats: StoreStats,
+  queue?: QueueStats,
+  prefix = "tickwork_",
+): string {
   const seconds = (ms: number) => ms / 1000;
   const { leader, degradation } = stats;
   const families: Family[] = [
@@ -131,11 +139,44 @@ export function renderPrometheus(stats: StoreStats, prefix = "tickwork_"): strin
       "When the current degradation level was entered (0: never changed).",
       seconds(degradation.since),
     ),
+    ...(queue ? queueFamilies(queue) : []),
   ];
   return families
     .filter((family) => family.samples.length > 0)
     .map((family) => renderFamily(prefix, family))
     .join("");
+}
+
+/** The transport's queue (Redis Streams): what it holds now, and this process's claims. */
+function queueFamilies(queue: QueueStats): Family[] {
+  return [
+    gauge(
+      "queue_length",
+      "Entries on the transport's queue: not read by a worker yet, or read and not acknowledged.",
+      queue.length,
+    ),
+    gauge("queue_pending", "Deliveries read by a worker and not acknowledged yet.", queue.pending),
+    gauge(
+      "queue_oldest_pending_seconds",
+      "Age of the oldest pending delivery (0: none pending).",
+      queue.oldestPendingMs / 1000,
+    ),
+    gauge(
+      "queue_delayed",
+      "Deliveries waiting for their not-before time (delays, retries after backoff).",
+      queue.delayed,
+    ),
+    gauge(
+      "queue_consumers",
+      "Consumers the queue knows, including stopped ones still holding deliveries.",
+      queue.consumers,
+    ),
+    counter(
+      "queue_claimed_total",
+      "Deliveries this process took over from stopped consumers.",
+      queue.claimed,
+    ),
+  ];
 }
 
 function gauge(name: string, help: string, value: number): Family {

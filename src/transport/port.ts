@@ -36,6 +36,33 @@ export interface Transport {
    * own state; both built-in transports have it (the signature's `jti` and `exp`).
    */
   deliveryToken?(delivery: Delivery): DeliveryToken | undefined;
+  /**
+   * What the queue holds now, for `/metrics`, `/v1/stats` and the dashboard. Only a queue this
+   * deployment runs itself has it (Redis Streams); a hosted push queue (QStash) and the local
+   * transport do not, and then those show no queue figures.
+   */
+  queueStats?(): Promise<QueueStats>;
+}
+
+/** A transport's queue as it stands now ({@link Transport.queueStats}). */
+export interface QueueStats {
+  /** Which queue answered, e.g. `"redis-streams"`. */
+  kind: string;
+  /**
+   * Entries on the queue: not read by a worker yet, or read and not acknowledged (Redis Streams
+   * also counts its wake-up entries, which the next read drops).
+   */
+  length: number;
+  /** Read by a worker and not acknowledged yet. */
+  pending: number;
+  /** Age of the oldest pending delivery (ms; 0 when none). */
+  oldestPendingMs: number;
+  /** Deliveries waiting for their not-before time (delays, retries after backoff). */
+  delayed: number;
+  /** Consumers (workers) the queue knows, including stopped ones it still holds deliveries of. */
+  consumers: number;
+  /** Deliveries this process took over from stopped consumers since it started (a counter). */
+  claimed: number;
 }
 
 /**

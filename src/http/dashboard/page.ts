@@ -65,6 +65,10 @@ export const DASHBOARD_HTML = `<!doctype html>
       <h2 id="h-degradation">Degradation</h2>
       <dl id="degradation-stats"></dl>
     </section>
+    <section id="queue-card" aria-labelledby="h-queue" hidden>
+      <h2 id="h-queue">Queue <span class="unit" id="queue-kind"></span></h2>
+      <dl id="queue-stats"></dl>
+    </section>
   </div>
   <section aria-labelledby="h-schedules">
     <h2 id="h-schedules">Schedules</h2>

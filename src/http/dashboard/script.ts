@@ -2,7 +2,8 @@
  * @module
  * The dashboard's browser script, inlined into the page. It polls `v1/stats` and the listings
  * every 3 s (`?refresh=<seconds>`, 1–60), draws the charts from the samples it keeps (the last 60),
- * and calls the API for the buttons. Every value reaches the DOM through `textContent` or an
+ * shows the transport's queue (the Queue card) only when `v1/stats` has a `queue` member, and
+ * calls the API for the buttons. Every value reaches the DOM through `textContent` or an
  * attribute, never as markup. A 401 asks for an API key (kept in `sessionStorage`); any other
  * refusal (a read-only key pausing a schedule: 403) is shown as the API's own `detail`.
  *
@@ -222,6 +223,22 @@ export const DASHBOARD_JS = `
       ["Lag (avg)", duration(s.averages.lagMs)],
       ["Failure rate", num(Math.round(s.averages.failureRate * 1000) / 10) + " %"],
     ]);
+    // The transport's queue (Redis Streams): only when the transport reports one.
+    const q = s.queue;
+    $("queue-card").hidden = !q;
+    $("queue-kind").textContent = q ? q.kind : "";
+    if (q) {
+      fillList($("queue-stats"), [
+        ["Length", num(q.length)],
+        ["Pending", num(q.pending)],
+        ["Oldest pending", q.pending > 0 ? duration(q.oldestPendingMs) : "–"],
+        ["Delayed", num(q.delayed)],
+        ["Consumers", num(q.consumers)],
+        ["Claimed here", num(q.claimed)],
+      ]);
+    } else {
+      $("queue-stats").replaceChildren();
+    }
     $("instance").textContent = "answered by " + s.instance;
     $("updated").textContent = "updated " + new Date().toLocaleTimeString();
     $("updated").title = s.now;

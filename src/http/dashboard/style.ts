@@ -34,6 +34,7 @@ dt { color: var(--muted); }
 dd { margin: 0; font-variant-numeric: tabular-nums; text-align: right; }
 .big { font-size: 1.6rem; font-weight: 600; font-variant-numeric: tabular-nums; }
 .unit { color: var(--muted); font-size: 0.85rem; margin-left: 0.3rem; }
+h2 .unit { font-weight: 400; margin-left: 0; }
 svg.spark { display: block; width: 100%; height: 48px; margin-top: 0.3rem; }
 svg.spark polyline { fill: none; stroke: var(--chart); stroke-width: 1.5; vector-effect: non-scaling-stroke; }
 svg.spark polygon { fill: var(--chart); opacity: 0.12; }

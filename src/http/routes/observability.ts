@@ -2,7 +2,8 @@
  * @module
  * `/metrics` (Prometheus text), `/v1/stats` (the same as JSON), `/v1/events` (the lifecycle
  * event log) and `/dashboard` (one static page that reads those and the listings). Each data
- * route is one store round trip; all of them need the `read` scope when keys carry scopes.
+ * route is one store round trip (`/metrics` and `/v1/stats` also read the transport's queue, when
+ * it reports one, at the same time); all of them need the `read` scope when keys carry scopes.
  * Metrics and stats are the deployment's (every tenant's); a tenant's key sees the events of its
  * own jobs, plus those of the deployment (leader and degradation changes).
  */
@@ -18,6 +19,7 @@ import type {
   StoreStats,
   TickEvent,
 } from "../../store/port.ts";
+import type { QueueStats } from "../../transport/port.ts";
 import { dashboardPage } from "../dashboard/page.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { requireScope } from "../middleware/scope.ts";
@@ -117,13 +119,15 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
   const guard = [authorizeRequest(config.authorize), requireScope("read")] as const;
 
   routes.get("/metrics", ...guard, async (c) => {
-    const text = renderPrometheus(await engine.stats());
+    const [stats, queue] = await Promise.all([engine.stats(), engine.queueStats()]);
+    const text = renderPrometheus(stats, queue);
     return c.body(text, 200, { "Content-Type": PROMETHEUS_TEXT, "Cache-Control": "no-store" });
   });
 
   routes.get("/v1/stats", ...guard, async (c) => {
+    const [stats, queue] = await Promise.all([engine.stats(), engine.queueStats()]);
     c.header("Cache-Control", "no-store");
-    return c.json(statsResource(await engine.stats(), engine.options.instanceId));
+    return c.json(statsResource(stats, engine.options.instanceId, queue));
   });
 
   routes.get("/v1/events", ...guard, async (c) => {
@@ -179,10 +183,19 @@ export interface StatsResource {
     since: string | null;
     pending?: { level: DegradationState["level"]; since: string };
   };
+  /**
+   * The transport's queue (`engine.queueStats()`), only when the transport reports one (Redis
+   * Streams); `oldestPendingMs` in ms like the other durations.
+   */
+  queue?: QueueStats;
 }
 
-/** Stats as `/v1/stats` answers them. */
-export function statsResource(stats: StoreStats, instance: string): StatsResource {
+/** Stats as `/v1/stats` answers them (with `queue` when the transport reported one). */
+export function statsResource(
+  stats: StoreStats,
+  instance: string,
+  queue?: QueueStats,
+): StatsResource {
   const { degradation, leader } = stats;
   return {
     now: iso(stats.now),
@@ -207,7 +220,14 @@ export function statsResource(stats: StoreStats, instance: string): StatsResourc
         : {}),
       signals: degradation.signals,
     },
+    ...(queue ? { queue: queueResource(queue) } : {}),
   };
+}
+
+/** The queue's figures, exactly the fields of `QueueStats` (nothing else a transport adds). */
+function queueResource(queue: QueueStats): QueueStats {
+  const { kind, length, pending, oldestPendingMs, delayed, consumers, claimed } = queue;
+  return { kind, length, pending, oldestPendingMs, delayed, consumers, claimed };
 }
 
 /** An event as `/v1/events` lists it: `at` as ISO-8601. */

@@ -243,6 +243,14 @@ export class RedisStreams {
     };
   }
 
+  /**
+   * {@link RedisStreams.stats} as the transport's `queueStats` (`QueueStats` in
+   * `src/transport/port.ts`), for `/metrics`, `/v1/stats` and the dashboard.
+   */
+  async queueStats(): Promise<StreamsStats & { kind: "redis-streams" }> {
+    return { kind: "redis-streams", ...(await this.stats()) };
+  }
+
   // ── internals ────────────────────────────────────────────────────────────
 
   async #maintain(count: number): Promise<StreamMessage[]> {
