@@ -1,7 +1,7 @@
 /**
  * @module
- * `npm run bench [-- --quick] [-- --only submit,tick,scale,idle,memory,retention]`: tickwork
- * beside the alternatives, measured side by side in one run. Prints each section's rows, a
+ * `npm run bench [-- --quick] [-- --only submit,streams,tick,scale,idle,memory,retention]`:
+ * tickwork beside the alternatives, measured side by side in one run. Prints each section's rows, a
  * summary table with the targets (met or not, as measured), and writes `bench/results.json` (a
  * full set of sections only). `--quick` shortens every section (whole run under 2 minutes on 2
  * cores).
@@ -14,10 +14,11 @@ import { benchIdle, type IdleFigures } from "./sections/idle.ts";
 import { benchMemory, type MemoryFigures } from "./sections/memory.ts";
 import { benchRetention, type RetentionFigures } from "./sections/retention.ts";
 import { benchScale, type ScaleFigures, sizeLabel } from "./sections/scale.ts";
+import { benchStreams, type StreamsFigures } from "./sections/streams.ts";
 import { benchSubmit, type SubmitFigures } from "./sections/submit.ts";
 import { benchTick, type TickFigures } from "./sections/tick.ts";
 
-const SECTIONS = ["submit", "tick", "scale", "idle", "memory", "retention"] as const;
+const SECTIONS = ["submit", "streams", "tick", "scale", "idle", "memory", "retention"] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Results {
@@ -25,6 +26,8 @@ interface Results {
   mode: "full" | "quick";
   machine: ReturnType<typeof machine>;
   submit?: SubmitFigures | undefined;
+  /** In `results.json`: `submit` (in-process figures, beside the HTTP ones) and `e2e`. */
+  streams?: StreamsFigures | undefined;
   tick?: TickFigures | undefined;
   scale?: ScaleFigures | undefined;
   idle?: IdleFigures | undefined;
@@ -71,6 +74,31 @@ function targets(r: Results): Target[] {
       target: "submit ≥ 1.2 × BullMQ",
       measured: `${r.submit.tickwork_vs_bullmq} ×`,
       met: r.submit.tickwork_vs_bullmq >= 1.2,
+    });
+    const cpu = r.submit.cpu_us_per_request;
+    out.push({
+      target: "submit over HTTP, Redis Streams ≥ 1.2 × BullMQ",
+      measured: `${r.submit.streams_vs_bullmq} ×`,
+      met: r.submit.streams_vs_bullmq >= 1.2,
+    });
+    out.push({
+      target: "submit over HTTP, Redis Streams server CPU/request ≤ BullMQ's",
+      measured: `${cpu.streams.server} µs vs ${cpu.bullmq.server} µs`,
+      met: cpu.streams.server <= cpu.bullmq.server,
+    });
+  }
+  if (r.streams) {
+    const s = r.streams.submit;
+    out.push({
+      target: "submit in process, Redis µs/submit (streams) ≤ 1.2 × BullMQ µs/add",
+      measured: `${s.redis_us_per_submit.streams} µs vs ${s.redis_us_per_submit.bullmq} µs = ${s.redis_us_streams_vs_bullmq} ×`,
+      met: s.redis_us_per_submit.streams <= 1.2 * s.redis_us_per_submit.bullmq,
+    });
+    const e = r.streams.e2e;
+    out.push({
+      target: `end to end (${e.jobs} jobs, concurrency ${e.concurrency}), PullWorker ≥ 1.0 × BullMQ Worker`,
+      measured: `${e.tickwork_jobs_per_s} vs ${e.bullmq_jobs_per_s} jobs/s = ${e.tickwork_vs_bullmq} ×`,
+      met: e.tickwork_jobs_per_s >= e.bullmq_jobs_per_s,
     });
   }
   if (r.tick) {
@@ -121,6 +149,11 @@ function summary(r: Results): string {
     );
     add(
       "submit",
+      "streams req/s · p50 · p99",
+      `${s.streams_rps} · ${s.streams_p50_ms} ms · ${s.streams_p99_ms} ms`,
+    );
+    add(
+      "submit",
       "ceiling (one SET) req/s · p50 · p99",
       `${s.ceiling_rps} · ${s.ceiling_p50_ms} ms · ${s.ceiling_p99_ms} ms`,
     );
@@ -133,6 +166,36 @@ function summary(r: Results): string {
       "submit",
       "tickwork / ceiling · tickwork / BullMQ",
       `${s.tickwork_vs_ceiling} · ${s.tickwork_vs_bullmq}`,
+    );
+    const cpu = s.cpu_us_per_request;
+    add(
+      "submit",
+      "server CPU µs/request tickwork · streams · BullMQ",
+      `${cpu.tickwork.server} · ${cpu.streams.server} · ${cpu.bullmq.server}`,
+    );
+  }
+  if (r.streams) {
+    const s = r.streams.submit;
+    const e = r.streams.e2e;
+    add(
+      "streams",
+      "in process submits/s streams · BullMQ",
+      `${s.in_process.submits_per_s.streams} · ${s.in_process.submits_per_s.bullmq}`,
+    );
+    add(
+      "streams",
+      "Redis µs/submit streams · BullMQ (commandstats)",
+      `${s.redis_us_per_submit.streams} · ${s.redis_us_per_submit.bullmq}`,
+    );
+    add(
+      "streams",
+      `e2e jobs/s PullWorker · BullMQ Worker (${e.jobs} jobs)`,
+      `${e.tickwork_jobs_per_s} · ${e.bullmq_jobs_per_s}`,
+    );
+    add(
+      "streams",
+      "e2e Redis µs/job PullWorker · BullMQ Worker",
+      `${e.redis_us_per_job.tickwork} · ${e.redis_us_per_job.bullmq}`,
     );
   }
   if (r.tick) {
@@ -210,6 +273,7 @@ async function main(): Promise<void> {
     return figures;
   };
   results.submit = await timed("submit", () => benchSubmit(quick, log));
+  results.streams = await timed("streams", () => benchStreams(quick, log));
   results.tick = await timed("tick", () => benchTick(log));
   results.scale = await timed("scale", () => benchScale(quick, log));
   results.idle = await timed("idle", () => benchIdle(quick, log));
@@ -221,8 +285,21 @@ async function main(): Promise<void> {
   log(summary(results));
   if (SECTIONS.every((section) => only.includes(section))) {
     const path = new URL("./results.json", import.meta.url);
-    const { targets: met, took_s, section_s, ...figures } = results;
-    const ordered = { ...figures, targets: met, took_s, section_s, load_at_end: loadNow() };
+    const { targets: met, took_s, section_s, streams, submit, ...figures } = results;
+    const { generated, mode, machine: on, ...rest } = figures;
+    // The in-process submit figures sit beside the HTTP ones; the drain is `e2e`.
+    const ordered = {
+      generated,
+      mode,
+      machine: on,
+      submit: { ...submit, ...streams?.submit },
+      e2e: streams?.e2e,
+      ...rest,
+      targets: met,
+      took_s,
+      section_s,
+      load_at_end: loadNow(),
+    };
     writeFileSync(path, `${JSON.stringify(ordered, null, 2)}\n`);
     log(`\nwrote bench/results.json (${results.mode}, ${results.took_s} s)`);
   } else {

@@ -66,6 +66,46 @@ export async function scriptUsec(redis: Redis): Promise<number> {
   return total;
 }
 
+/** Calls and µs spent, by command, as `INFO commandstats` lists them (`client|setname` etc.). */
+export type CommandUsage = Map<string, { calls: number; usec: number }>;
+
+/** `INFO commandstats`: calls and usec of every command since the server started. */
+export async function commandUsage(redis: Redis): Promise<CommandUsage> {
+  const info = await redis.info("commandstats");
+  const out: CommandUsage = new Map();
+  for (const line of info.split("\n")) {
+    const m = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line.trim());
+    if (m) out.set(m[1]!, { calls: Number(m[2]), usec: Number(m[3]) });
+  }
+  return out;
+}
+
+/**
+ * µs Redis spent executing the commands the clients sent between two snapshots: each script call
+ * (EVAL/EVALSHA, whose usec already holds the commands the script ran) and each command sent on
+ * its own. `INFO commandstats` lists a script's inner commands a second time under their own
+ * names, so a plain sum counts them twice; `sent` (calls the clients sent in the window, by
+ * command name, counted client side) tells them apart: of a command's usec, the share
+ * `sent / calls` (at most 1) is the clients' own, the rest ran inside scripts. `INFO` (the
+ * benchmark's own reads) is left out.
+ */
+export function ownUsecBetween(
+  before: CommandUsage,
+  after: CommandUsage,
+  sent: Record<string, number>,
+): number {
+  let total = 0;
+  for (const [cmd, a] of after) {
+    if (cmd === "info") continue;
+    const b = before.get(cmd) ?? { calls: 0, usec: 0 };
+    const calls = a.calls - b.calls;
+    if (calls <= 0) continue;
+    const own = sent[cmd] ?? sent[cmd.split("|")[0]!] ?? 0;
+    total += (a.usec - b.usec) * Math.min(1, own / calls);
+  }
+  return total;
+}
+
 /** `used_memory` in bytes. */
 export async function usedMemory(redis: Redis): Promise<number> {
   const info = await redis.info("memory");

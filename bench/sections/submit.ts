@@ -2,7 +2,9 @@
  * @module
  * `submit`: HTTP submits over real sockets, autocannon (50 connections) in this process against a
  * server process per contender, each on its own private Redis: tickwork `POST /v1/jobs` (QStash
- * transport → the QStash double in a third process), the one-`SET` ceiling, and BullMQ `queue.add`.
+ * transport → the QStash double in a third process), tickwork `POST /v1/jobs` on Redis Streams
+ * (`dispatch: "streams"`, the `RedisStreams` transport; no queue double), the one-`SET` ceiling,
+ * and BullMQ `queue.add`.
  */
 import autocannon from "autocannon";
 import type { Redis } from "ioredis";
@@ -10,7 +12,7 @@ import { startTsChild, type TsChild } from "../lib/children.ts";
 import { redisCpu, startRedis } from "../lib/redis.ts";
 import { BENCH_API_KEY, SUBMIT_BODY } from "../lib/settings.ts";
 
-export type Contender = "tickwork" | "ceiling" | "bullmq";
+export type Contender = "tickwork" | "streams" | "ceiling" | "bullmq";
 
 /** CPU time per answered request during the measured run, in µs, by process. */
 export interface CpuPerRequest {
@@ -31,10 +33,14 @@ export interface LoadFigures {
 
 export interface SubmitFigures {
   tickwork_rps: number;
+  /** tickwork on Redis Streams. */
+  streams_rps: number;
   ceiling_rps: number;
   bullmq_rps: number;
   tickwork_p50_ms: number;
   tickwork_p99_ms: number;
+  streams_p50_ms: number;
+  streams_p99_ms: number;
   ceiling_p50_ms: number;
   ceiling_p99_ms: number;
   bullmq_p50_ms: number;
@@ -43,7 +49,9 @@ export interface SubmitFigures {
   tickwork_vs_ceiling: number;
   /** tickwork_rps / bullmq_rps */
   tickwork_vs_bullmq: number;
-  non2xx: { tickwork: number; ceiling: number; bullmq: number };
+  /** streams_rps / bullmq_rps */
+  streams_vs_bullmq: number;
+  non2xx: Record<Contender, number>;
   connections: number;
   duration_s: number;
   warmup_s: number;
@@ -51,6 +59,8 @@ export interface SubmitFigures {
   degradation: unknown;
   /** Messages the QStash double accepted during tickwork's run (warm-up included). */
   queue_messages: number;
+  /** The streams contender's store after the run (`store.stats()`), or why it is unknown. */
+  streams_after: unknown;
   /**
    * CPU µs per request by process, during the measured run. Unlike req/s, this does not move
    * with other load on the machine; it shows what each request costs where.
@@ -140,6 +150,17 @@ async function runContender(
     } catch (error) {
       info = { unavailable: (error as Error).message };
     }
+    if (name === "streams") {
+      // Every 202 means the submit script wrote the job and added it to the stream (requests
+      // cut off when the load stopped may be stored without being counted as answered).
+      const answered = warm.requests + figures.requests;
+      const submitted = (info as { submitted?: number }).submitted;
+      if (submitted === undefined || submitted < answered) {
+        throw new Error(
+          `submit/streams: the store counts ${submitted} submits for ${answered} 202s`,
+        );
+      }
+    }
     let queueMessages = 0;
     if (double) {
       const c = await double.request<{ messages: number; rejected: number }>("counters");
@@ -177,7 +198,7 @@ async function cpuNow(
   return { server: s, redis: r, queue: q };
 }
 
-/** Run the three contenders one after another, same load and duration each. */
+/** Run the four contenders one after another, same load and duration each. */
 export async function benchSubmit(
   quick: boolean,
   log: (line: string) => void,
@@ -189,28 +210,46 @@ export async function benchSubmit(
   );
   const tickwork = await runContender("tickwork", warmupS, durationS, log);
   const ceiling = await runContender("ceiling", warmupS, durationS, log);
+  const streams = await runContender("streams", warmupS, durationS, log);
   const bullmq = await runContender("bullmq", warmupS, durationS, log);
   log(`  tickwork degradation controller after the run: ${JSON.stringify(tickwork.info)}`);
+  log(`  streams store after the run: ${JSON.stringify(streams.info)}`);
   const t = tickwork.figures;
+  const st = streams.figures;
   return {
     tickwork_rps: round(t.rps),
+    streams_rps: round(st.rps),
     ceiling_rps: round(ceiling.figures.rps),
     bullmq_rps: round(bullmq.figures.rps),
     tickwork_p50_ms: t.p50_ms,
     tickwork_p99_ms: t.p99_ms,
+    streams_p50_ms: st.p50_ms,
+    streams_p99_ms: st.p99_ms,
     ceiling_p50_ms: ceiling.figures.p50_ms,
     ceiling_p99_ms: ceiling.figures.p99_ms,
     bullmq_p50_ms: bullmq.figures.p50_ms,
     bullmq_p99_ms: bullmq.figures.p99_ms,
     tickwork_vs_ceiling: round(t.rps / ceiling.figures.rps, 2),
     tickwork_vs_bullmq: round(t.rps / bullmq.figures.rps, 2),
-    non2xx: { tickwork: t.non2xx, ceiling: ceiling.figures.non2xx, bullmq: bullmq.figures.non2xx },
+    streams_vs_bullmq: round(st.rps / bullmq.figures.rps, 2),
+    non2xx: {
+      tickwork: t.non2xx,
+      streams: st.non2xx,
+      ceiling: ceiling.figures.non2xx,
+      bullmq: bullmq.figures.non2xx,
+    },
     connections: CONNECTIONS,
     duration_s: durationS,
     warmup_s: warmupS,
     degradation: tickwork.info,
     queue_messages: tickwork.queueMessages,
-    cpu_us_per_request: { tickwork: tickwork.cpu, ceiling: ceiling.cpu, bullmq: bullmq.cpu },
+    streams_after: streams.info,
+    cpu_us_per_request: {
+      tickwork: tickwork.cpu,
+      streams: streams.cpu,
+      ceiling: ceiling.cpu,
+      bullmq: bullmq.cpu,
+    },
   };
 }
 

@@ -9,10 +9,14 @@
  *   the controller still evaluates on every submit, but a backlog of undelivered jobs cannot push
  *   it out of `normal`. Publishes run in the background (`backgroundPublish`), as `tickwork start`
  *   runs them; the run still counts every message the double accepted.
+ * - `streams`: as `tickwork`, but the Redis Streams transport: `RedisStore({ dispatch:
+ *   "streams" })` (the submit script adds the job to the stream) and `RedisStreams` as the
+ *   transport, no queue double. No worker runs, so the stream only grows.
  * - `ceiling`: a bare Hono route doing one Redis `SET`.
  * - `bullmq`: a Hono route doing BullMQ `queue.add` (default job options).
  *
- * Requests: `info` (tickwork: the controller's level and backlog from `store.stats()`), and the
+ * Requests: `info` (tickwork, streams: the controller's level and backlog from `store.stats()`),
+ * and the
  * built-in `cpu` and `exit` (see `serveParent`).
  */
 import { randomBytes, randomUUID } from "node:crypto";
@@ -24,7 +28,8 @@ import { Hono } from "hono";
 import { Redis } from "ioredis";
 import { createEngine } from "../../src/engine/index.ts";
 import { createApp } from "../../src/http/index.ts";
-import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
+import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
+import type { Transport } from "../../src/transport/port.ts";
 import { QStashTransport } from "../../src/transport/qstash/index.ts";
 import { serveParent } from "../lib/children.ts";
 import { BENCH_API_KEY, BENCH_DEGRADATION } from "../lib/settings.ts";
@@ -63,6 +68,39 @@ if (kind === "tickwork") {
     currentSigningKey,
     nextSigningKey,
   });
+  serveTickwork(store, transport);
+} else if (kind === "streams") {
+  const redis = new Redis(redisUrl);
+  const prefix = "bench";
+  const store = new RedisStore({ client: fromIoredis(redis), prefix, dispatch: "streams" });
+  serveTickwork(store, new RedisStreams({ redis, prefix }));
+} else if (kind === "ceiling") {
+  const redis = new Redis(redisUrl);
+  const app = new Hono();
+  app.post("/v1/jobs", async (c) => {
+    const body = await c.req.json();
+    const id = randomUUID();
+    await redis.set(`ceiling:${id}`, JSON.stringify(body));
+    return c.json({ id, status: "queued" }, 202);
+  });
+  fetchHandler = (request) => app.fetch(request);
+  info = async () => ({ keys: await redis.dbsize() });
+} else if (kind === "bullmq") {
+  const queue = new Queue("bench", { connection: new Redis(redisUrl) });
+  const app = new Hono();
+  app.post("/v1/jobs", async (c) => {
+    const body = (await c.req.json()) as { handler: string; input?: unknown };
+    const job = await queue.add(body.handler, body.input ?? null);
+    return c.json({ id: job.id, status: "queued" }, 202);
+  });
+  fetchHandler = (request) => app.fetch(request);
+  info = async () => ({ waiting: await queue.getWaitingCount() });
+} else {
+  throw new Error(`unknown contender ${kind}: tickwork | streams | ceiling | bullmq`);
+}
+
+/** tickwork's app (`createApp` + `createEngine`) on `store` and `transport`, as `tickwork start`. */
+function serveTickwork(store: RedisStore, transport: Transport): void {
   const engine = createEngine({
     store,
     transport,
@@ -88,29 +126,6 @@ if (kind === "tickwork") {
       outbox: stats.outbox,
     };
   };
-} else if (kind === "ceiling") {
-  const redis = new Redis(redisUrl);
-  const app = new Hono();
-  app.post("/v1/jobs", async (c) => {
-    const body = await c.req.json();
-    const id = randomUUID();
-    await redis.set(`ceiling:${id}`, JSON.stringify(body));
-    return c.json({ id, status: "queued" }, 202);
-  });
-  fetchHandler = (request) => app.fetch(request);
-  info = async () => ({ keys: await redis.dbsize() });
-} else if (kind === "bullmq") {
-  const queue = new Queue("bench", { connection: new Redis(redisUrl) });
-  const app = new Hono();
-  app.post("/v1/jobs", async (c) => {
-    const body = (await c.req.json()) as { handler: string; input?: unknown };
-    const job = await queue.add(body.handler, body.input ?? null);
-    return c.json({ id: job.id, status: "queued" }, 202);
-  });
-  fetchHandler = (request) => app.fetch(request);
-  info = async () => ({ waiting: await queue.getWaitingCount() });
-} else {
-  throw new Error(`unknown contender ${kind}: tickwork | ceiling | bullmq`);
 }
 
 serveParent({ url: origin }, { info: () => info() });
