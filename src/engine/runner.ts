@@ -94,13 +94,14 @@ export class Runner {
    * no token: a second copy of it is told apart by the job's own state, as every redelivery is.
    */
   runPulled(body: string, logger: Logger = this.deps.options.logger): Promise<DeliveryOutcome> {
-    return this.#begin(body, undefined, logger);
+    return this.#begin(body, undefined, logger, true);
   }
 
   async #begin(
     body: string,
     token: DeliveryToken | undefined,
     logger: Logger,
+    pulled = false,
   ): Promise<DeliveryOutcome> {
     const spec = parseSpec(body);
     if (!spec) return { kind: "bad-request", expected: "job" };
@@ -135,6 +136,20 @@ export class Runner {
             waitedMs: Math.round(waitedMs),
           });
           return { kind: "busy", reason: "lease-lapsed", retryAfterMs: 1_000 };
+        }
+        // A pull queue redelivers an attempt whose worker stopped mid-handler for as long as it
+        // takes (a push queue gives up after its retries and calls back): past the last attempt,
+        // the job is dead without running again — a handler that kills its worker every time
+        // does not loop forever.
+        if (pulled && begun.attempt - (begun.job.attemptBase ?? 0) > begun.job.retries + 1) {
+          const error: JobError = {
+            name: "DeliveryFailed",
+            message: `attempt ${begun.attempt} began after the job's ${begun.job.retries} retries were spent: earlier attempts never finished (their worker stopped mid-handler)`,
+          };
+          const final = { ok: false as const, final: true, error };
+          await store.finishRun(spec.id, begun.attempt, final, options.reapAfterMs);
+          logger.warn("attempts spent without an answer; job is dead", { jobId: spec.id });
+          return { kind: "give-up", id: spec.id, error };
         }
         return this.run(begun.job, begun.attempt, logger, { leaseEndsAt: asked + leaseMs });
       }

@@ -190,6 +190,30 @@ describe("Redis Streams transport", () => {
     expect((await live.streams.stats()).claimed).toBeGreaterThanOrEqual(1);
   });
 
+  it("a job whose attempts keep dying mid-handler is dead past its last attempt, not run again", async () => {
+    let runs = 0;
+    const { engine, worker, streams } = rig(
+      defineHandlers({ crashy: { run: async () => void runs++ } }),
+    );
+    const { job } = await engine.broker.submit({ handler: "crashy", retries: 1 });
+    // Two attempts begin and never finish (their workers died): leases of 1 ms lapse at once.
+    const spec = { ...job, input: job.input ?? null };
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      await until(
+        async () => (await engine.store.beginRun(spec, 1)).kind === "run",
+        `attempt ${attempt} begun`,
+      );
+    }
+    // The delivery still on the stream is the third attempt: past retries + 1, so it is dead.
+    await worker.start();
+    await until(async () => (await engine.broker.getJob(job.id)).status === "dead", "dead");
+    const dead = await engine.broker.getJob(job.id);
+    expect(dead.error).toMatchObject({ name: "DeliveryFailed" });
+    expect(dead.attempts).toBe(3);
+    expect(runs).toBe(0);
+    await until(async () => (await streams.stats()).length === 0, "acknowledged");
+  });
+
   it("refuses pushed deliveries: verify is false for any request", async () => {
     const { streams } = rig(defineHandlers({}));
     expect(await streams.verify()).toBe(false);
