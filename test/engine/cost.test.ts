@@ -136,9 +136,9 @@ describe("cost (I4)", () => {
     expect(b.billed).toBe(9);
     // + XADD of the `job.created` event.
     expect(e.billed).toBe(10);
-    // + HMGET metrics, ZCOUNT backlog, HMGET + HSET degradation state, GET + SET quota
-    // (the two HINCRBY become one HSET).
-    expect(f.billed).toBe(15);
+    // + HMGET of the stored degradation level (evaluated less than `evaluateEveryMs` ago, by the
+    // first submit: not evaluated again), GET + SET quota.
+    expect(f.billed).toBe(13);
     // An idempotency key adds GET + SET; its replay is EVALSHA, TIME, GET key, HMGET first job.
     expect(replay.billed).toBe(f.billed + 2 + 4);
   });

@@ -76,7 +76,8 @@ export interface RedisStoreOptions {
    */
   retention?: Partial<StoreRetention> | undefined;
   /**
-   * How many lifecycle events the stream `{prefix}:events` keeps (exact trim on every write);
+   * How many lifecycle events the stream `{prefix}:events` keeps, trimmed on every write (from
+   * 1,000 up approximately: Redis drops whole stream nodes, so up to 100 more may stay);
    * `0` writes no events at all (each event is one billed command).
    * @default 10_000
    */

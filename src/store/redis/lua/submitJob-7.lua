@@ -88,7 +88,7 @@ local known
 if ARGV[15] ~= '' then
   local level = storedLevel(KEYS[7], now, tonumber(ARGV[23]) or 0)
   if not level then
-    known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 't:submitted', 'g:queued' })
+    known = metricsLoad(metrics, { 'avg:lag', 'avg:fail' })
     local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
     level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[15]), depth,
       known['avg:lag'], known['avg:fail'], now)
@@ -142,10 +142,11 @@ if idemKey then
   redis.call('SET', idemKey, id, 'PX', ARGV[9])
 end
 
-local m = newMetrics()
-mAdd(m, 't:submitted', 1)
-mAdd(m, 'g:queued', redis.call('ZADD', pending, job.runAt, id))
-metricsFlush(metrics, m, known)
+-- Two increments: HINCRBY each (what metricsFlush would write, without building a batch).
+redis.call('HINCRBY', metrics, 't:submitted', 1)
+if redis.call('ZADD', pending, job.runAt, id) == 1 then
+  redis.call('HINCRBY', metrics, 'g:queued', 1)
+end
 emitEvent(events, maxLen, jobEvent('job.created', now, id, job))
 
 local out = '{"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt

@@ -2,7 +2,8 @@
   Include "events" (needs "json", "time"): the capped event stream `{p}:events`. Each entry has
   one field `e`, the TickEvent JSON without its id (the stream id), `type` first.
 
-  emitEvent(events, maxLen, json)   XADD with an exact MAXLEN trim; nothing when maxLen is 0.
+  emitEvent(events, maxLen, json)   XADD, trimmed to maxLen (approximately from 1,000 up, see
+                                    below); nothing when maxLen is 0.
   jobEvent(type, now, id, job, extra)
                                     A job event's JSON: type, at, jobId, handler, tenant and
                                     scheduleId (when the job has them), then `extra` members.
@@ -10,8 +11,13 @@
 --@include "time"
 --@include "json"
 
+-- Caps of 1,000 and more are kept approximately (`MAXLEN ~`: Redis drops whole stream nodes, so
+-- up to one node — 100 entries by default — more may stay), which costs far less per write than
+-- an exact trim; smaller caps are exact.
 local function emitEvent(events, maxLen, json)
-  if maxLen > 0 then
+  if maxLen >= 1000 then
+    redis.call('XADD', events, 'MAXLEN', '~', maxLen, '*', 'e', json)
+  elseif maxLen > 0 then
     redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
   end
 end

@@ -1,0 +1,138 @@
+/**
+ * The Redis store's billed cost (see `redis-store.test.ts`): EVALSHA plus every command a script
+ * runs, counted from `INFO commandstats` on a private redis-server nobody else touches.
+ */
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countingClient } from "../../../test/support/counting-client.ts";
+import {
+  billedBetween,
+  commandsExecuted,
+  type PrivateRedis,
+  startRedisServer,
+} from "../../../test/support/redis-server.ts";
+import { ADMISSION, newJob, schedule, uniq } from "../../../test/support/redis-store-fixtures.ts";
+import { RedisStore } from "./redis-store.ts";
+import { fromIoredis } from "./script.ts";
+
+describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", () => {
+  let server: PrivateRedis;
+  let redis: Redis;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    redis = new Redis(server.url);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  async function billed(fn: () => Promise<unknown>) {
+    const before = await commandsExecuted(redis);
+    await fn();
+    const after = await commandsExecuted(redis);
+    const byCommand = new Map<string, number>();
+    for (const [cmd, calls] of after) {
+      const d = calls - (before.get(cmd) ?? 0);
+      if (cmd !== "info" && d > 0) byCommand.set(cmd, d);
+    }
+    return { total: billedBetween(before, after), byCommand };
+  }
+
+  it("an idle beginTick is EVALSHA + TIME, ZRANGE x2, PTTL, and writes nothing", async () => {
+    const { client, counter } = countingClient(fromIoredis(redis));
+    const store = new RedisStore({ client, prefix: "cost" });
+    for (let i = 0; i < 50; i++) await store.putSchedule(schedule({ id: `far${i}` }));
+    const opts = {
+      leaseMs: 5_000,
+      horizonMs: 60_000,
+      limit: 10,
+      recoverLimit: 10,
+      recoverGraceMs: 0,
+    };
+    await store.beginTick(opts); // loads the script
+    counter.roundTrips = 0;
+    const m = await billed(() => store.beginTick(opts));
+    expect(counter.roundTrips).toBe(1);
+    expect(Object.fromEntries(m.byCommand)).toEqual({ evalsha: 1, time: 1, zrange: 2, pttl: 1 });
+    expect(m.total).toBe(5);
+  });
+
+  it("submitJob is one EVALSHA; events, idempotency and admission add known commands", async () => {
+    const { client, counter } = countingClient(fromIoredis(redis));
+    const store = new RedisStore({ client, prefix: "cost" });
+    const quiet = new RedisStore({ client, prefix: "cost-quiet", eventsMaxLen: 0 });
+    const timing = { delayMs: 0, recoverGraceMs: 0 };
+    await store.submitJob(newJob(), timing); // loads the script
+    counter.roundTrips = 0;
+    const plain = await billed(() => store.submitJob(newJob(), timing));
+    const keyed = await billed(() =>
+      store.submitJob(newJob({ idempotencyKey: uniq("k") }), timing),
+    );
+    const silent = await billed(() => quiet.submitJob(newJob(), timing));
+    const guarded = await billed(() => store.submitJob(newJob(), timing, ADMISSION));
+    const replay = await billed(async () => {
+      const job = newJob({ idempotencyKey: uniq("k") });
+      await store.submitJob(job, timing, ADMISSION);
+      await store.submitJob({ ...job, id: uniq("job") }, timing, ADMISSION);
+    });
+    expect(counter.roundTrips).toBe(6);
+    // TIME; HSET job, ZADD jobs; ZADD + HSET outbox; ZADD pending; HINCRBY submitted, queued; XADD
+    expect(Object.fromEntries(plain.byCommand)).toEqual({
+      evalsha: 1,
+      time: 1,
+      hset: 2,
+      zadd: 3,
+      hincrby: 2,
+      xadd: 1,
+    });
+    expect(plain.total).toBe(10);
+    expect(keyed.total).toBe(12); // + GET and SET of the idempotency key
+    expect(silent.total).toBe(9); // eventsMaxLen 0: no XADD
+    // Admission (the policy passes no evaluateEveryMs: every submit evaluates): HMGET degrade
+    // (the stored level and its age), HMGET metrics (averages), ZCOUNT backlog, HSET degrade,
+    // GET + SET quota.
+    expect(Object.fromEntries(guarded.byCommand)).toEqual({
+      evalsha: 1,
+      time: 1,
+      hmget: 2,
+      zcount: 1,
+      hincrby: 2,
+      hset: 3,
+      get: 1,
+      set: 1,
+      zadd: 3,
+      xadd: 1,
+    });
+    expect(guarded.total).toBe(16);
+    // Dispatching to Redis Streams: XADD of the delivery instead of ZADD + HSET of the outbox.
+    const streams = new RedisStore({ client, prefix: "cost-streams", dispatch: "streams" });
+    await streams.submitJob(newJob(), timing);
+    const streamed = await billed(() => streams.submitJob(newJob(), timing));
+    expect(Object.fromEntries(streamed.byCommand)).toEqual({
+      evalsha: 1,
+      time: 1,
+      hset: 1,
+      zadd: 2,
+      hincrby: 2,
+      xadd: 2,
+    });
+    // The replay answers before admission: GET key + HMGET of the first job.
+    expect(replay.total).toBe(guarded.total + 2 + 4);
+    console.log("submit billed:", {
+      plain: plain.total,
+      idempotencyKey: keyed.total,
+      noEvents: silent.total,
+      admission: guarded.total,
+    });
+  });
+
+  it("works on a server that has never seen the scripts (NOSCRIPT → EVAL, once)", async () => {
+    await redis.script("FLUSH"); // private server: nobody else uses it
+    const store = new RedisStore({ client: fromIoredis(redis), prefix: "fresh" });
+    const m = await billed(() => store.now());
+    expect(Object.fromEntries(m.byCommand)).toEqual({ evalsha: 1, eval: 1, time: 1 });
+    const again = await billed(() => store.now());
+    expect(Object.fromEntries(again.byCommand)).toEqual({ evalsha: 1, time: 1 });
+  });
+});
