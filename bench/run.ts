@@ -220,6 +220,11 @@ function summary(r: Results): string {
       `${r.idle.billed_per_tick} · ${r.idle.billed_per_day}`,
     );
     add("idle", "BullMQ per day (one repeatable job, idle worker)", r.idle.bullmq_per_day);
+    add(
+      "idle",
+      "Streams worker, idle: billed per wake-up · per min (default waits)",
+      `${r.idle.streams_worker_billed_per_wake} · ${r.idle.streams_worker_billed_per_min}`,
+    );
   }
   if (r.memory) {
     add(

@@ -8,6 +8,8 @@
  */
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
+import { createEngine, PullWorker, silentLogger } from "../../src/engine/index.ts";
+import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
 import { benchEngine, farTemplate, seedFar } from "../lib/engine.ts";
 import { billedBetween, commandStats, commandsBetween, startRedis } from "../lib/redis.ts";
 
@@ -25,6 +27,14 @@ export interface IdleFigures {
   bullmq_jobs_in_window: number;
   bullmq_commands: Record<string, number>;
   bullmq_settings: string;
+  /**
+   * An idle Redis Streams worker (PullWorker, nothing queued): billed commands per wake-up (one
+   * blocking read that timed out, then the maintenance script), measured with short waits…
+   */
+  streams_worker_billed_per_wake: number;
+  /** …and per minute at the default `idleWaitMs` (one wake-up per 5 minutes). */
+  streams_worker_billed_per_min: number;
+  streams_worker_commands_per_wake: Record<string, number>;
 }
 
 const TICKS = 20;
@@ -60,6 +70,40 @@ async function tickworkIdle() {
     };
   } finally {
     bench.close();
+    await redis.stop();
+  }
+}
+
+/** An idle PullWorker's wake-ups: each a blocking read that timed out, then maintenance. */
+async function streamsWorkerIdle(windowS: number) {
+  const redis = await startRedis();
+  const client = new Redis(redis.url);
+  const waitMs = 1_000;
+  // At the defaults (idleWaitMs 5 min ≥ maintainEveryMs 5 s) every wake-up maintains: keep that
+  // ratio with the short waits measured here.
+  const streams = new RedisStreams({ redis: client, prefix: "idle", maintainEveryMs: waitMs });
+  const engine = createEngine({
+    store: new RedisStore({ client: fromIoredis(client), prefix: "idle", dispatch: "streams" }),
+    transport: streams,
+    handlers: { noop: { run: async () => null } },
+    logger: silentLogger,
+  });
+  const worker = new PullWorker({ runner: engine.runner, queue: streams, idleWaitMs: waitMs });
+  try {
+    await worker.start();
+    await sleep(2 * waitMs); // past start-up (group creation, the first maintenance)
+    const c0 = await commandStats(redis.admin);
+    await sleep(windowS * 1000);
+    const c1 = await commandStats(redis.admin);
+    const commands = commandsBetween(c0, c1);
+    const wakes = commands.xreadgroup ?? 0;
+    if (wakes === 0) throw new Error("idle: the streams worker never woke up");
+    const perWake = billedBetween(c0, c1) / wakes;
+    return { perWake, commands: perTick(commands, wakes) };
+  } finally {
+    await worker.stop({ deadlineMs: 0 });
+    await streams.close();
+    client.disconnect();
     await redis.stop();
   }
 }
@@ -112,6 +156,9 @@ export async function benchIdle(quick: boolean, log: (line: string) => void): Pr
   );
   const tw = await tickworkIdle();
   const bull = await bullmqIdle(windowS);
+  const streams = await streamsWorkerIdle(quick ? 5 : 10);
+  // PullWorker's default idleWaitMs: one wake-up per 5 minutes.
+  const defaultWakesPerMin = 60_000 / 300_000;
   const figures: IdleFigures = {
     billed_per_tick: tw.billed,
     billed_per_day: tw.billed * 1_440,
@@ -125,6 +172,9 @@ export async function benchIdle(quick: boolean, log: (line: string) => void): Pr
     bullmq_jobs_in_window: bull.jobs,
     bullmq_commands: bull.commands,
     bullmq_settings: settings,
+    streams_worker_billed_per_wake: round2(streams.perWake),
+    streams_worker_billed_per_min: round2(streams.perWake * defaultWakesPerMin),
+    streams_worker_commands_per_wake: streams.commands,
   };
   log(
     `  tickwork: ${figures.billed_per_tick} billed / idle tick (${figures.round_trips_per_tick} round trip), ${figures.billed_per_day} / day at one tick a minute: ${JSON.stringify(tw.commands)}`,
@@ -132,7 +182,14 @@ export async function benchIdle(quick: boolean, log: (line: string) => void): Pr
   log(
     `  BullMQ:   ${bull.billed} commands in ${windowS} s (${bull.jobs} repeatable-job runs started inside), ${figures.bullmq_per_day} / day: ${JSON.stringify(bull.commands)}`,
   );
+  log(
+    `  Streams worker, idle: ${figures.streams_worker_billed_per_wake} billed per wake-up, ${figures.streams_worker_billed_per_min} / min at one wake-up per 5 min: ${JSON.stringify(streams.commands)}`,
+  );
   return figures;
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
 }
 
 function perTick(commands: Record<string, number>, n: number): Record<string, number> {
