@@ -25,9 +25,9 @@
  *   own folder and the shared `src/adapter/*.ts` files; `adapter/vercel` may also use
  *   `adapter/node` (it reuses the Node environment parsing). `adapter/cloudflare` imports no
  *   other adapter.
- * - Tools are programs, not platform adapters: `src/tools/*` (and `src/adapter/redis-rest`, its
- *   old place) sit above the adapters, below the CLI that starts them. They may use the Node
- *   adapter's helpers (the REST bridge reuses its server, ioredis loader and `StartError`).
+ * - Tools are programs, not platform adapters: `src/tools/*` sit above the adapters, below the
+ *   CLI that starts them. They may use the Node adapter's helpers (the REST bridge reuses its
+ *   server, ioredis loader and `StartError`).
  * - Imports of packages (`hono`, `zod`, `node:…`) are not layers and are not checked here, except
  *   that no source file imports this package by name (`tickwork/…`): inside `src/` use paths.
  *
@@ -108,7 +108,6 @@ function placeOf(file: string): Place | undefined {
   if (path === "cli.ts" || top === "cli") return { layer: "cli" };
   if (top === "tools") return { layer: "tools" };
   if (top === "adapter") {
-    if (sub === "redis-rest") return { layer: "tools" }; // moving to src/tools/redis-rest
     if (sub?.endsWith(".ts")) return { layer: "adapter", unit: "shared" };
     return { layer: "adapter", unit: sub! };
   }
@@ -316,6 +315,6 @@ describe("layers", () => {
     expect(refusal(at("cli/init.ts"), at("tools/redis-rest/cli.ts"), false)).toBeUndefined();
     expect(refusal(at("tools/redis-rest/cli.ts"), at("cli/init.ts"), false)).toContain("higher");
     expect(at("index.ts").layer).toBe("engine");
-    expect(at("adapter/redis-rest/serve.ts").layer).toBe("tools");
+    expect(at("tools/redis-rest/serve.ts").layer).toBe("tools");
   });
 });

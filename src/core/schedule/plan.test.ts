@@ -127,11 +127,9 @@ describe("planOccurrences", () => {
     ])("%s in %s", (spec, tz, occurrences) => {
       const p = parseSchedule(spec, tz);
       const first = firstRunAt(p, yearAgo)!;
-      const started = performance.now();
       const skip = planOccurrences(p, record(first, { misfire: "skip" }), newYear, o);
       const once = planOccurrences(p, record(first, { misfire: "once" }), newYear, o);
       const all = planOccurrences(p, record(first, { misfire: "all" }), newYear, o);
-      expect(performance.now() - started).toBeLessThan(2_000);
       const onTime = skip.fires.length; // `now` itself when it is an occurrence
       expect(skip.missed).toBe(occurrences);
       expect(once.missed).toBe(occurrences - 1);

@@ -9,13 +9,13 @@ export {
   DEV_NEXT_SIGNING_KEY,
   DEV_TOKEN,
 } from "./constants.ts";
+export { canonical } from "./failure-callback.ts";
 export type {
   DeliveryRecord,
   DlqEntry,
   MessageView,
   QStashDoubleCounters,
   QStashDoubleFaults,
-} from "./deliveries.ts";
-export { canonical } from "./failure-callback.ts";
+} from "./records.ts";
 export { type QStashDouble, type QStashDoubleOptions, startQStashDouble } from "./server.ts";
 export { signQStashJwt } from "./sign.ts";

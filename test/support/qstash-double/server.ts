@@ -7,16 +7,15 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DEV_CURRENT_SIGNING_KEY, DEV_NEXT_SIGNING_KEY, DEV_TOKEN } from "./constants.ts";
-import {
-  Deliveries,
-  type DeliveryRecord,
-  type DlqEntry,
-  type MessageView,
-  type QStashDoubleCounters,
-  type QStashDoubleFaults,
-  randomId,
-} from "./deliveries.ts";
+import { Deliveries, randomId } from "./deliveries.ts";
 import { type MessageSpec, PublishRejection, parseMessage } from "./message.ts";
+import type {
+  DeliveryRecord,
+  DlqEntry,
+  MessageView,
+  QStashDoubleCounters,
+  QStashDoubleFaults,
+} from "./records.ts";
 
 const PUBLISH_PREFIX = "/v2/publish/";
 
