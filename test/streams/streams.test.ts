@@ -219,3 +219,21 @@ describe("Redis Streams transport", () => {
     expect(await streams.verify()).toBe(false);
   });
 });
+
+describe("Redis Streams transport, recovery", () => {
+  it("a worker whose stream and group were deleted makes them again and keeps running jobs", async () => {
+    let runs = 0;
+    const { engine, worker, streams, redis, prefix } = rig(
+      defineHandlers({ count: { run: async () => void runs++ } }),
+    );
+    await worker.start();
+    await engine.broker.submit({ handler: "count" });
+    await until(() => runs === 1, "first job");
+    // Everything under the prefix goes (a FLUSHDB, say): the group with it.
+    const keys = await redis.keys(`{${prefix}}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await engine.broker.submit({ handler: "count" });
+    await until(() => runs === 2, "a job after the group was deleted");
+    expect((await streams.stats()).consumers).toBe(1);
+  });
+});

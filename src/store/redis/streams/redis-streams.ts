@@ -178,7 +178,18 @@ export class RedisStreams {
     let block = Math.min(waitMs, MAX_WAIT_MS, this.#nextDelayedAt - after);
     if (this.#othersPending) block = Math.min(block, this.#maintainEveryMs);
     block = Math.max(1, Math.ceil(block));
-    const reply = await this.#reading().call(
+    const reply = await this.#read(count, block).catch(async (error: unknown) => {
+      // The stream or its group was deleted (a FLUSHDB, a key eviction): make them again.
+      if (!String((error as Error)?.message).includes("NOGROUP")) throw error;
+      await this.open();
+      return null;
+    });
+    const entries = (reply as [string, Entry[]][] | null)?.[0]?.[1] ?? [];
+    return this.#deliveries(entries, false);
+  }
+
+  #read(count: number, block: number): Promise<unknown> {
+    return this.#reading().call(
       "XREADGROUP",
       "GROUP",
       GROUP,
@@ -191,8 +202,6 @@ export class RedisStreams {
       this.#stream,
       ">",
     );
-    const entries = (reply as [string, Entry[]][] | null)?.[0]?.[1] ?? [];
-    return this.#deliveries(entries, false);
   }
 
   async ack(ids: string[]): Promise<void> {
