@@ -4,7 +4,9 @@
  * it at random: an `app` (the HTTP app on a real port: submits, schedules, `/v1/worker`,
  * `/v1/dead`, the dead-letter list) or a `tick` process (the Node tick timer). Both open Redis the
  * way `tickwork start` does (`openStore`: ioredis with its production settings) through the fault
- * proxy, and publish through `QStashTransport` (the real `@upstash/qstash` client) to the double.
+ * proxy, and publish through `QStashTransport` (the real `@upstash/qstash` client) to the double —
+ * or, with `transport: "streams"`, through `RedisStreams` on that same connection, each app
+ * process pulling and running deliveries with a `PullWorker` (what `tickwork start` does).
  *
  * The `work` handler writes its side effect to the ledger (a direct Redis connection). The store's
  * `finishRun` is wrapped only to observe it (ledger marks `F`/`E`) and, with a small probability,
@@ -12,13 +14,23 @@
  * no at-least-once system closes, injected on purpose and counted apart.
  *
  * Reports to the parent over IPC: `listening` (app), `inflight` (handlers running), `log` counts,
- * and a `beat` every second (in flight, `finishRun` calls pending, event-loop lag).
+ * a `beat` every second (in flight, `finishRun` calls pending, event-loop lag) and, on Streams,
+ * the worker's counts (`worker`: pulled, acked, … and deliveries taken over from other consumers).
  */
 import { Redis } from "ioredis";
 import * as z from "zod";
-import { openStore, serve, startTicker } from "../../src/adapter/node/index.ts";
+import { type OpenStore, openStore, serve, startTicker } from "../../src/adapter/node/index.ts";
 import { createApp } from "../../src/http/index.ts";
-import { createEngine, type Handlers, type Logger, type Store } from "../../src/index.ts";
+import {
+  createEngine,
+  type Handlers,
+  type Logger,
+  PullWorker,
+  type Store,
+  type Transport,
+} from "../../src/index.ts";
+import { RedisStreams, type StreamsClient } from "../../src/store/redis/index.ts";
+import type { PulledMessage, PullQueue } from "../../src/transport/port.ts";
 import { QStashTransport } from "../../src/transport/qstash/index.ts";
 import { prng } from "../../test/support/prng.ts";
 import {
@@ -26,6 +38,7 @@ import {
   ENGINE_OPTIONS,
   HANDLER_TIMEOUT_MS,
   handlerMs,
+  STREAMS_CONCURRENCY,
   TRANSPORT_OPTIONS,
   transientFailure,
 } from "./config.ts";
@@ -100,6 +113,7 @@ const handlers: Handlers = {
       const run = `${config.slot}.${process.pid}.${++runSeq}`;
       runs.set(`${ctx.jobId}#${ctx.attempt}`, run);
       send({ t: "inflight", n: ++inflight });
+      const began = Date.now();
       try {
         await ledger.mark("S", ctx.jobId, run, ctx.attempt);
         await sleep(handlerMs(ctx.jobId, ctx.attempt), ctx.signal);
@@ -108,7 +122,15 @@ const handlers: Handlers = {
           throw new Error(`planned failure of attempt ${ctx.attempt}`);
         }
         ctx.signal.throwIfAborted();
-        await ledger.completed(ctx.jobId, run, ctx.attempt);
+        // Completed past the handler's timeout with its signal not aborted yet: the process was
+        // stalled (SIGSTOP) and its timers all fire late; noted, for the verdict.
+        const tookMs = Date.now() - began;
+        await ledger.completed(
+          ctx.jobId,
+          run,
+          ctx.attempt,
+          tookMs > HANDLER_TIMEOUT_MS ? `late:${tookMs}` : "",
+        );
         return { run };
       } finally {
         send({ t: "inflight", n: --inflight });
@@ -155,15 +177,11 @@ function observed(store: Store): Store {
   });
 }
 
-async function open(): Promise<Store> {
-  // The first connection may meet a fault too: try again, as a restarting container would.
+/** Try `step` again (up to 50 times, 100 ms apart): a start may meet a fault too. */
+async function persist<T>(step: () => Promise<T>): Promise<T> {
   for (let i = 0; ; i++) {
     try {
-      const { store } = await openStore(
-        { kind: "redis", url: config.redisUrl, prefix: config.prefix },
-        logger,
-      );
-      return store;
+      return await step();
     } catch (error) {
       if (i >= 50) throw error;
       await new Promise((r) => setTimeout(r, 100));
@@ -171,17 +189,57 @@ async function open(): Promise<Store> {
   }
 }
 
-async function main(): Promise<void> {
-  const store = observed(await open());
-  const transport = new QStashTransport({
-    token: config.qstash.token,
-    baseUrl: config.qstash.url,
-    workerUrl: `${config.publicUrl}/v1/worker`,
-    failureCallbackUrl: `${config.publicUrl}/v1/dead`,
-    currentSigningKey: config.qstash.currentSigningKey,
-    nextSigningKey: config.qstash.nextSigningKey,
-    ...TRANSPORT_OPTIONS,
+/** Open the store as `tickwork start` does (Streams: submits put deliveries on the stream). */
+function open(): Promise<OpenStore> {
+  // The first connection may meet a fault too: try again, as a restarting container would.
+  return persist(() =>
+    openStore(
+      {
+        kind: "redis",
+        url: config.redisUrl,
+        prefix: config.prefix,
+        dispatch: config.transport === "streams" ? "streams" : "outbox",
+      },
+      logger,
+    ),
+  );
+}
+
+/** The Streams queue, with the deliveries it took over from other consumers counted. */
+function counted(queue: PullQueue, counts: { claimed: number }): PullQueue {
+  return new Proxy(queue, {
+    get(target, prop, receiver) {
+      if (prop === "pull") {
+        return async (max: number, waitMs: number): Promise<PulledMessage[]> => {
+          const messages = await target.pull(max, waitMs);
+          for (const m of messages) if (m.claimed) counts.claimed++;
+          return messages;
+        };
+      }
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
   });
+}
+
+async function main(): Promise<void> {
+  const opened = await open();
+  const store = observed(opened.store);
+  const streams =
+    config.transport === "streams"
+      ? new RedisStreams({ redis: opened.redis as StreamsClient, prefix: config.prefix })
+      : undefined;
+  const transport: Transport =
+    streams ??
+    new QStashTransport({
+      token: config.qstash.token,
+      baseUrl: config.qstash.url,
+      workerUrl: `${config.publicUrl}/v1/worker`,
+      failureCallbackUrl: `${config.publicUrl}/v1/dead`,
+      currentSigningKey: config.qstash.currentSigningKey,
+      nextSigningKey: config.qstash.nextSigningKey,
+      ...TRANSPORT_OPTIONS,
+    });
   const engine = createEngine({
     ...ENGINE_OPTIONS,
     store,
@@ -189,6 +247,8 @@ async function main(): Promise<void> {
     handlers,
     logger,
     instanceId: `${config.role}-${config.slot}.${config.generation}`,
+    // As `tickwork start` runs (the QStash runs keep the engine's default).
+    ...(streams ? { backgroundPublish: true } : {}),
   });
   if (config.role === "tick") {
     startTicker(engine, config.tickEveryMs, { logger });
@@ -197,6 +257,20 @@ async function main(): Promise<void> {
   }
   const app = createApp({ engine, publicUrl: config.publicUrl, dev: true });
   const server = await serve(app, { port: 0, signals: false, log: () => {} });
+  if (streams) {
+    const counts = { claimed: 0 };
+    const worker = new PullWorker({
+      runner: engine.runner,
+      queue: counted(streams, counts),
+      concurrency: STREAMS_CONCURRENCY,
+      logger,
+    });
+    await persist(() => worker.start());
+    setInterval(
+      () => send({ t: "worker", counts: { ...worker.stats(), ...counts } }),
+      1_000,
+    ).unref();
+  }
   send({ t: "listening", port: server.port });
 }
 

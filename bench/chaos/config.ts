@@ -7,9 +7,17 @@
 import type { EngineOptions } from "../../src/index.ts";
 import type { QStashTransportOptions } from "../../src/transport/qstash/index.ts";
 
+/**
+ * How jobs travel in a run: through the QStash double (push: deliveries over HTTP to the app
+ * processes, the default), or on Redis Streams (pull: each app process runs a `PullWorker`, as
+ * `tickwork start` does with `REDIS_URL` and no QStash).
+ */
+export type ChaosTransport = "qstash" | "streams";
+
 /** Passed to a child in the `CHAOS_CHILD` environment variable (JSON). */
 export interface ChildConfig {
   role: "app" | "tick";
+  transport: ChaosTransport;
   slot: number;
   /** How many times this slot was (re)started before. */
   generation: number;
@@ -50,6 +58,16 @@ export const ENGINE_OPTIONS: EngineOptions = {
 
 /** Handler timeout: deliveries time out at the queue after this plus `responseGraceMs`. */
 export const HANDLER_TIMEOUT_MS = 5_000;
+
+/** A run's lease: the handler timeout plus the engine's `leaseGraceMs` (default 5 s). */
+export const RUN_LEASE_MS = HANDLER_TIMEOUT_MS + 5_000;
+
+/**
+ * Streams: deliveries each app process's `PullWorker` runs at once — 3 × 16, the QStash runs'
+ * flow-control parallelism of 48. `RedisStreams` keeps its production defaults (`claimIdleMs`
+ * 30 s, `maintainEveryMs` 5 s), as `tickwork start` has no setting for them.
+ */
+export const STREAMS_CONCURRENCY = 16;
 
 /** QStash transport settings (besides URLs and keys). */
 export const TRANSPORT_OPTIONS: Pick<

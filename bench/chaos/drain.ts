@@ -4,22 +4,22 @@
  * the queue is idle (twice in a row), or until nothing could move any more (the queue idle and
  * nothing dead for longer than a run lease and the reaper take), or the drain limit.
  */
-import type { QStashDouble } from "../../test/support/qstash-double/index.ts";
 import { ENGINE_OPTIONS, HANDLER_TIMEOUT_MS } from "./config.ts";
 import type { Ledger } from "./ledger.ts";
 import { sleep } from "./util.ts";
 
 /**
  * Drain until settled; `quiesced` is false only when the drain limit (70 s quick, 240 s full,
- * from the end of the load) cut it short.
+ * from the end of the load) cut it short. `idle` says whether the queue holds nothing now (the
+ * QStash double: nothing to deliver; Streams: nothing on the stream, pending or delayed).
  */
 export async function drain(
   expected: ReadonlySet<string>,
-  parts: { ledger: Ledger; double: QStashDouble; dlq: { lastSeen: number } },
+  parts: { ledger: Ledger; idle: () => Promise<boolean>; dlq: { lastSeen: number } },
   options: { quick: boolean; loadEnded: number },
   log: (line: string) => void,
 ): Promise<{ quiesced: boolean }> {
-  const { ledger, double, dlq } = parts;
+  const { ledger, dlq } = parts;
   const drainLimitMs = options.quick ? 70_000 : 240_000;
   // Longer than a run lease plus the reaper's wait: an abandoned job comes back only after that.
   const quietLimitMs = HANDLER_TIMEOUT_MS + 5_000 + (ENGINE_OPTIONS.reapAfterMs ?? 0) + 10_000;
@@ -32,10 +32,7 @@ export async function drain(
     const done = await ledger.done();
     incomplete = 0;
     for (const id of expected) if (!done.has(id)) incomplete++;
-    const idle = await double.idle(1).then(
-      () => true,
-      () => false,
-    );
+    const idle = await parts.idle();
     if (incomplete === 0 && idle) {
       if (++settled >= 2) {
         quiesced = true;

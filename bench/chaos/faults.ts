@@ -2,9 +2,12 @@
  * @module
  * The fault suite's faults, each a loop at exponentially distributed intervals while the switch
  * is on: Redis faults at the proxy, publish faults at the QStash layer, SIGKILLs of app processes
- * running handlers and of tick processes, and the double's duplicate and reorder windows.
+ * running handlers and of tick processes, and the double's duplicate and reorder windows. On
+ * Streams, nothing goes through QStash (its publish faults and delivery windows stay off); app
+ * processes running handlers are stalled (SIGSTOP … SIGCONT) past their run lease instead.
  */
 import type { Prng } from "../../test/support/prng.ts";
+import type { ChaosTransport } from "./config.ts";
 import type { Slot } from "./fleet.ts";
 import { INTENSITY } from "./intensity.ts";
 import type { ChaosSwitch, Rig, Streams } from "./setup.ts";
@@ -16,6 +19,8 @@ export interface FaultCounts {
   ticker_kill: number;
   qstash_duplicate_window: number;
   qstash_reorder_window: number;
+  /** Streams runs only. */
+  worker_stall_past_lease: number;
 }
 
 export interface Faults {
@@ -25,7 +30,13 @@ export interface Faults {
 }
 
 /** Switch the faults on (when `enabled`; off, the run is the no-fault baseline) and start them. */
-export function startFaults(rig: Rig, rng: Streams, chaos: ChaosSwitch, enabled: boolean): Faults {
+export function startFaults(
+  rig: Rig,
+  rng: Streams,
+  chaos: ChaosSwitch,
+  enabled: boolean,
+  transport: ChaosTransport = "qstash",
+): Faults {
   const { proxy, layer, fleet, double } = rig;
   chaos.on = enabled;
   const counts: FaultCounts = {
@@ -33,13 +44,27 @@ export function startFaults(rig: Rig, rng: Streams, chaos: ChaosSwitch, enabled:
     ticker_kill: 0,
     qstash_duplicate_window: 0,
     qstash_reorder_window: 0,
+    worker_stall_past_lease: 0,
   };
   const loops: Promise<void>[] = [];
+  // The waits between faults end when the faults are switched off (an exponential wait can be
+  // long: without this, stopping waited for it while the drain's time ran).
+  const waits = new Set<() => void>();
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        waits.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      waits.add(done);
+    });
   const every = (mean: () => number, r: Prng, act: () => void | Promise<void>) => {
     loops.push(
       (async () => {
         while (chaos.on) {
-          await sleep(exponential(r, mean()));
+          await pause(exponential(r, mean()));
           if (chaos.on) await act();
         }
       })(),
@@ -60,7 +85,10 @@ export function startFaults(rig: Rig, rng: Streams, chaos: ChaosSwitch, enabled:
       proxy.fault(kind, (n) => rng.redis.int(n), ms);
     },
   );
-  if (chaos.on) layer.pick = () => pickCumulative(INTENSITY.publishFaults, rng.publish.next());
+  const qstash = transport === "qstash";
+  if (chaos.on && qstash) {
+    layer.pick = () => pickCumulative(INTENSITY.publishFaults, rng.publish.next());
+  }
 
   const apps = fleet.slots.filter((s) => s.role === "app");
   const ticks = fleet.slots.filter((s) => s.role === "tick");
@@ -89,23 +117,47 @@ export function startFaults(rig: Rig, rng: Streams, chaos: ChaosSwitch, enabled:
       if (victim && fleet.kill(victim)) counts.ticker_kill++;
     },
   );
-  every(
-    () => INTENSITY.doubleSwitchEveryMs,
-    rng.double,
-    () => {
-      const duplicate = rng.double.chance(INTENSITY.duplicateShare);
-      const reorder = rng.double.chance(INTENSITY.reorderShare);
-      if (duplicate && !double.faults.duplicateDeliveries) counts.qstash_duplicate_window++;
-      if (reorder && double.faults.reorderMs === 0) counts.qstash_reorder_window++;
-      double.faults.duplicateDeliveries = duplicate;
-      double.faults.reorderMs = reorder ? INTENSITY.reorderMs : 0;
-    },
-  );
+  if (qstash) {
+    every(
+      () => INTENSITY.doubleSwitchEveryMs,
+      rng.double,
+      () => {
+        const duplicate = rng.double.chance(INTENSITY.duplicateShare);
+        const reorder = rng.double.chance(INTENSITY.reorderShare);
+        if (duplicate && !double.faults.duplicateDeliveries) counts.qstash_duplicate_window++;
+        if (reorder && double.faults.reorderMs === 0) counts.qstash_reorder_window++;
+        double.faults.duplicateDeliveries = duplicate;
+        double.faults.reorderMs = reorder ? INTENSITY.reorderMs : 0;
+      },
+    );
+  } else {
+    // Its own stream (seeded apart from the others), so the QStash runs' draws are unchanged.
+    const stalls = rng.stall;
+    every(
+      () => INTENSITY.workerStallEveryMs,
+      stalls,
+      async () => {
+        // One stalled process at a time (two or three at once leave nobody to take over).
+        if (apps.some((s) => s.stalled)) return;
+        for (let i = 0; i < 40 && chaos.on; i++) {
+          const busy = apps.filter((s) => s.ready && s.inflight > 0);
+          const victim = busy[stalls.int(busy.length)];
+          if (victim && fleet.stall(victim, between(stalls, INTENSITY.workerStallMs))) {
+            counts.worker_stall_past_lease++;
+            return;
+          }
+          await sleep(25);
+        }
+      },
+    );
+  }
 
   return {
     counts,
     async stop() {
       chaos.on = false;
+      for (const done of [...waits]) done();
+      fleet.resumeAll();
       layer.pick = () => undefined;
       double.faults.duplicateDeliveries = false;
       double.faults.reorderMs = 0;

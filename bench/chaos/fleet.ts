@@ -3,7 +3,9 @@
  * The child processes of the system under test (`child.ts`): app processes behind the balancer
  * and tick processes. A process that exits is started again after a cold-start delay, whatever
  * killed it; the fleet remembers the pids the orchestrator killed, to tell its kills from the
- * injected self-kills after completion and from unexpected exits.
+ * injected self-kills after completion and from unexpected exits. An app process can also be
+ * stalled (SIGSTOP, then SIGCONT): out of the balancer meanwhile, as a failing readiness probe
+ * would take it out.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createRequire } from "node:module";
@@ -51,6 +53,8 @@ export interface Slot {
   ready: boolean;
   /** Handlers running now, as last reported. */
   inflight: number;
+  /** Stalled now (SIGSTOPped; see {@link Fleet.stall}). */
+  stalled?: boolean;
   /** When the slot last went down (stopped answering), if it is down. */
   downSince?: number | undefined;
   /** Time spent down so far (since {@link Fleet.start}). */
@@ -82,6 +86,10 @@ export interface FleetCounts {
   selfKilled: number;
   /** Any other exit while running. */
   unexpected: number;
+  /** Stalled (SIGSTOP … SIGCONT), and the time spent so, summed and at most. */
+  stalled: number;
+  stalledMs: number;
+  stalledMaxMs: number;
 }
 
 /**
@@ -108,7 +116,14 @@ export class Fleet {
     killed: 0,
     selfKilled: 0,
     unexpected: 0,
+    stalled: 0,
+    stalledMs: 0,
+    stalledMaxMs: 0,
   };
+  /** Streams runs: each app process's last reported worker counts, by pid. */
+  readonly workerCounts = new Map<number, Record<string, number>>();
+  /** Stalls under way: resume them now (see {@link Fleet.resumeAll}). */
+  readonly #stalls = new Set<() => void>();
   /** Log lines counted by the children, by level and message. */
   readonly logs: Record<string, number> = {};
   /** Last stderr lines of processes that exited unexpectedly. */
@@ -222,8 +237,46 @@ export class Fleet {
     return true;
   }
 
+  /**
+   * SIGSTOP the slot's process for `ms`, then SIGCONT it: a consumer stalled (its handlers, its
+   * reads and its connections frozen) while the rest go on. Out of the balancer meanwhile.
+   * Returns false when there was no live, ready process to stall.
+   */
+  stall(slot: Slot, ms: number): boolean {
+    const { child } = slot;
+    if (!child || !slot.ready || child.exitCode !== null || child.signalCode !== null) return false;
+    const port = this.appPorts[slot.index];
+    const began = Date.now();
+    this.counts.stalled++;
+    slot.stalled = true;
+    slot.ready = false;
+    if (slot.role === "app") this.appPorts[slot.index] = undefined;
+    child.kill("SIGSTOP");
+    const resume = () => {
+      clearTimeout(timer);
+      this.#stalls.delete(resume);
+      const took = Date.now() - began;
+      this.counts.stalledMs += took;
+      this.counts.stalledMaxMs = Math.max(this.counts.stalledMaxMs, took);
+      slot.stalled = false;
+      if (slot.child !== child || child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGCONT");
+      slot.ready = true;
+      if (slot.role === "app") this.appPorts[slot.index] = port;
+    };
+    const timer = setTimeout(resume, ms);
+    this.#stalls.add(resume);
+    return true;
+  }
+
+  /** SIGCONT every stalled process now. */
+  resumeAll(): void {
+    for (const resume of [...this.#stalls]) resume();
+  }
+
   /** Stop every process (no restarts from now on). */
   async stop(): Promise<void> {
+    this.resumeAll();
     this.#stopping = true;
     await Promise.all(
       this.slots.map(async ({ child }) => {
@@ -274,6 +327,8 @@ export class Fleet {
         const { inflight, finishing, lagMs } = message;
         life.lastBeat = { at: Date.now(), inflight, finishing, lagMs };
         life.maxLagMs = Math.max(life.maxLagMs, lagMs);
+      } else if (message.t === "worker") {
+        if (child.pid !== undefined) this.workerCounts.set(child.pid, message.counts);
       } else if (message.t === "log") {
         for (const [key, n] of Object.entries(message.counts)) {
           this.logs[key] = (this.logs[key] ?? 0) + n;
@@ -316,7 +371,8 @@ type ChildMessage =
   | { t: "ready" }
   | { t: "inflight"; n: number }
   | { t: "beat"; inflight: number; finishing: number; lagMs: number }
-  | { t: "log"; counts: Record<string, number> };
+  | { t: "log"; counts: Record<string, number> }
+  | { t: "worker"; counts: Record<string, number> };
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -24,6 +24,15 @@ export const INTENSITY = {
   outageMs: [300, 1_500],
   /** Mean time between SIGKILLs of an app process running handlers. */
   workerKillEveryMs: 10_000,
+  /**
+   * Streams runs only: mean time between stalls (SIGSTOP … SIGCONT) of an app process running
+   * handlers (one at a time), and how long one lasts — always past the run lease (timeout 5 s +
+   * grace 5 s), from under `claimIdleMs` (30 s: nobody takes its deliveries over; the late
+   * attempt finds its lease lapsed) to over it (another worker takes them over and runs them
+   * while it sleeps).
+   */
+  workerStallEveryMs: 20_000,
+  workerStallMs: [11_000, 40_000],
   /** Mean time between SIGKILLs of a tick process. */
   tickerKillEveryMs: 15_000,
   /** Probability that a completed run kills its process before `finishRun`. */

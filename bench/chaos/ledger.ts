@@ -6,7 +6,9 @@
  * each run went, so a job that completed twice can be explained:
  *
  * - `S` a run started the handler;
- * - `C` the handler completed its side effect (written atomically with the `done` count);
+ * - `C` the handler completed its side effect (written atomically with the `done` count); detail
+ *   `late:<ms>` when it completed past the handler's timeout without its signal aborted (the
+ *   process was stalled: every timer fired late);
  * - `X` the process is about to kill itself after completion, before `finishRun` (injected);
  * - `F` `finishRun` returned: `<kind>:<outcome>` (`ok:success` is a recorded success; `stale:…`
  *   means the attempt had lost its run lease);
@@ -58,11 +60,11 @@ export class Ledger {
   }
 
   /** The side effect: count the completion and mark it, atomically. */
-  async completed(jobId: string, run: string, attempt: number): Promise<void> {
+  async completed(jobId: string, run: string, attempt: number, detail = ""): Promise<void> {
     await this.redis
       .multi()
       .hincrby(DONE, jobId, 1)
-      .rpush(MARKS, encode({ kind: "C", jobId, run, attempt, detail: "" }))
+      .rpush(MARKS, encode({ kind: "C", jobId, run, attempt, detail }))
       .exec();
   }
 

@@ -26,6 +26,16 @@ export type ExtraCause =
   | "finish_stale"
   /** finishRun recorded a failure for a run that completed (its handler finished after the timeout). */
   | "finish_recorded_failure"
+  /**
+   * The run completed its side effect past its handler's timeout, its signal not aborted yet: its
+   * process stalled (SIGSTOP, in the Streams runs) past the run lease, and on waking the
+   * handler's own timers fired before the timeout's. Not the documented window: doubled. Either
+   * nobody had taken the job over, and the runner recorded the attempt as timed out (the timeout
+   * timer fired while the side effect was being written), so the job ran again…
+   */
+  | "completed_late_recorded_as_timeout"
+  /** … or another attempt had started meanwhile (finishRun answered stale). */
+  | "completed_late_taken_over"
   /** finishRun recorded success for this run too: a plain violation. */
   | "recorded_twice"
   | "unexplained";
@@ -45,6 +55,8 @@ interface RunInfo {
   started: boolean;
   completed: boolean;
   crashInjected: boolean;
+  /** The C mark said `late:<ms>` (see {@link ExtraCause} `completed_late_…`). */
+  late: boolean;
   finish?: string;
   finishError?: string;
 }
@@ -96,6 +108,7 @@ export function judge(
         started: false,
         completed: false,
         crashInjected: false,
+        late: false,
       };
       runs.set(m.run, info);
     }
@@ -114,6 +127,7 @@ export function judge(
       starts.set(m.jobId, [...(starts.get(m.jobId) ?? []), m.attempt]);
     } else if (m.kind === "C") {
       info.completed = true;
+      info.late = m.detail.startsWith("late:");
       completions.set(m.jobId, [...(completions.get(m.jobId) ?? []), info]);
     } else if (m.kind === "X") info.crashInjected = true;
     else if (m.kind === "F") info.finish = m.detail;
@@ -191,6 +205,11 @@ function died(r: RunInfo, ends: Map<number, string>): boolean {
 
 function causeOf(r: RunInfo, ends: Map<number, string>): ExtraCause {
   if (r.crashInjected) return "crash_after_completion_injected";
+  if (r.late) {
+    return r.finish?.startsWith("stale")
+      ? "completed_late_taken_over"
+      : "completed_late_recorded_as_timeout";
+  }
   if (r.finishError !== undefined) return "finish_failed";
   if (r.finish?.startsWith("stale")) return "finish_stale";
   if (r.finish !== undefined) return "finish_recorded_failure";

@@ -1,7 +1,7 @@
 /**
  * @module
- * `npm run chaos [-- --quick] [-- --seed N]`: the fault suite. It tries hard to lose or double a
- * job, then counts.
+ * `npm run chaos [-- --quick] [-- --seed N] [-- --transport streams]`: the fault suite. It tries
+ * hard to lose or double a job, then counts.
  *
  * Parts (all real but QStash, which is the wire-faithful double):
  * - a private `redis-server`, reached by every app, worker and tick process only through a TCP
@@ -16,6 +16,11 @@
  * - 3 tick processes (the Node tick timer, every 500 ms, racing for the lease), killed now and then;
  * - the workload: schedules whose exact occurrences are known in advance, and jobs submitted over
  *   HTTP with idempotency keys and client retries; dead jobs are retried from the dead-letter list.
+ *
+ * With `--transport streams` the jobs travel on Redis Streams instead (`RedisStreams` through the
+ * same fault proxy; each app process pulls with a `PullWorker`, as `tickwork start` does): no
+ * QStash faults, and app processes running handlers are also stalled (SIGSTOP … SIGCONT) past
+ * their run lease; the result goes to `bench/chaos-streams.json`.
  *
  * The ledger (a separate key prefix on a direct connection) records each handler completion.
  * After the faults stop, the system drains until every expected run completed (or nothing moves);
@@ -32,9 +37,12 @@
  */
 import os from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { RedisStreams, type StreamsClient } from "../../src/store/redis/index.ts";
 import { chaosClient } from "./client.ts";
+import type { ChaosTransport } from "./config.ts";
 import { drain } from "./drain.ts";
 import { startFaults } from "./faults.ts";
+import { PREFIX } from "./intensity.ts";
 import { createSchedules, runLoad } from "./load.ts";
 import { type ChaosSwitch, startRig, streams } from "./setup.ts";
 import { chaosResult, printSummary, writeResult } from "./summary.ts";
@@ -46,13 +54,27 @@ interface Args {
   seed: number;
   /** The same workload without any fault: the baseline. */
   faults: boolean;
+  /** How jobs travel: the QStash double (the default) or Redis Streams. */
+  transport: ChaosTransport;
+}
+
+function parseTransport(value: string | undefined): ChaosTransport {
+  if (value === "qstash" || value === "streams") return value;
+  throw new RangeError(`--transport needs qstash or streams, got ${String(value)}`);
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, seed: Math.floor(Math.random() * 2 ** 31), faults: true };
+  const args: Args = {
+    quick: false,
+    seed: Math.floor(Math.random() * 2 ** 31),
+    faults: true,
+    transport: "qstash",
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--quick") args.quick = true;
+    else if (a === "--transport") args.transport = parseTransport(argv[++i]);
+    else if (a?.startsWith("--transport=")) args.transport = parseTransport(a.slice(12));
     else if (a === "--no-faults") args.faults = false;
     else if (a === "--seed") {
       const n = Number(argv[++i]);
@@ -60,7 +82,11 @@ function parseArgs(argv: string[]): Args {
         throw new RangeError("--seed needs a non-negative integer");
       args.seed = n;
     } else if (a?.startsWith("--seed=")) args.seed = Number(a.slice(7));
-    else throw new RangeError(`unknown option ${a}; use --quick, --seed N, --no-faults`);
+    else {
+      throw new RangeError(
+        `unknown option ${a}; use --quick, --seed N, --no-faults, --transport qstash|streams`,
+      );
+    }
   }
   return args;
 }
@@ -82,7 +108,10 @@ async function main(): Promise<void> {
   const loadAtStart = os.loadavg()[0] ?? 0;
   const log = (line: string) =>
     console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}`);
-  log(`chaos ${args.quick ? "--quick" : "(full)"} --seed ${seed}`);
+  const onStreams = args.transport === "streams";
+  log(
+    `chaos ${args.quick ? "--quick" : "(full)"} --seed ${seed}${onStreams ? " --transport streams" : ""}`,
+  );
 
   // ── the fleet and its proxies ─────────────────────────────────────────────────
   const chaos: ChaosSwitch = { on: false };
@@ -100,7 +129,7 @@ async function main(): Promise<void> {
   // faithfully they keep time (a busy machine shows up here first).
   const loopDelay = monitorEventLoopDelay({ resolution: 20 });
   loopDelay.enable();
-  const faults = startFaults(rig, rng, chaos, args.faults);
+  const faults = startFaults(rig, rng, chaos, args.faults, args.transport);
   const { jobIds, sweeper } = await runLoad(plan, { size, seed }, client, fleet, ledger, log);
   for (const id of jobIds) expected.add(id);
   const loadEnded = Date.now();
@@ -109,9 +138,23 @@ async function main(): Promise<void> {
   // ── drain: faults off, let everything finish ────────────────────────────────
   await faults.stop();
   log(`faults off; draining (${expected.size} expected)`);
+  // The queue is idle: the double has nothing to deliver, or nothing is on the stream.
+  const queue = onStreams
+    ? new RedisStreams({ redis: rig.direct as unknown as StreamsClient, prefix: PREFIX })
+    : undefined;
+  const idle = queue
+    ? async () => {
+        const s = await queue.stats();
+        return s.length === 0 && s.pending === 0 && s.delayed === 0;
+      }
+    : () =>
+        double.idle(1).then(
+          () => true,
+          () => false,
+        );
   const { quiesced } = await drain(
     expected,
-    { ledger, double, dlq: sweeper.dlq },
+    { ledger, idle, dlq: sweeper.dlq },
     { quick: args.quick, loadEnded },
     log,
   );
@@ -123,8 +166,9 @@ async function main(): Promise<void> {
     direct: rig.direct,
     ledger,
     fleet,
-    deliveries: double.deliveries,
+    ...(onStreams ? {} : { deliveries: double.deliveries }),
   });
+  const queueAtEnd = await queue?.stats();
   const duplicates = double.deliveries.filter((d) => d.duplicate).length;
   await fleet.stop();
 
@@ -147,12 +191,19 @@ async function main(): Promise<void> {
     client: client.counters,
     dlq: sweeper.dlq,
     loopDelay,
+    ...(queueAtEnd ? { streams: queueAtEnd } : {}),
   });
 
   await cleanUp();
 
-  writeResult(result);
-  printSummary(result, fleet.logs, client.counters.refused, fleet.crashNotes);
+  writeResult(result, args.transport);
+  printSummary(
+    result,
+    fleet.logs,
+    client.counters.refused,
+    fleet.crashNotes,
+    onStreams ? "bench/chaos-streams.json" : "bench/chaos.json",
+  );
   process.exit(result.lost === 0 && result.doubled === 0 ? 0 : 1);
 }
 

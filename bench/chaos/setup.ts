@@ -2,15 +2,16 @@
  * @module
  * The fault suite's first phase: the system under test and its fault layers. A private
  * `redis-server` reached through the TCP fault proxy, the ledger on a direct connection, the
- * QStash double behind its publish fault layer, the balancer in front of the app slots, and the
- * fleet of app and tick processes, started and ready.
+ * QStash double behind its publish fault layer (started on Streams too, where nothing uses it),
+ * the balancer in front of the app slots, and the fleet of app and tick processes, started and
+ * ready.
  */
 import { Redis } from "ioredis";
 import { type Prng, prng } from "../../test/support/prng.ts";
 import { type QStashDouble, startQStashDouble } from "../../test/support/qstash-double/index.ts";
 import { type PrivateRedis, startRedisServer } from "../../test/support/redis-server.ts";
 import { Balancer, type SlotPorts } from "./balancer.ts";
-import { DELIVERY_TIMEOUT_MS, TRANSPORT_OPTIONS } from "./config.ts";
+import { type ChaosTransport, DELIVERY_TIMEOUT_MS, TRANSPORT_OPTIONS } from "./config.ts";
 import { childCommand, Fleet } from "./fleet.ts";
 import { INTENSITY, PREFIX } from "./intensity.ts";
 import { Ledger } from "./ledger.ts";
@@ -26,6 +27,8 @@ export interface Streams {
   kill: Prng;
   double: Prng;
   restart: Prng;
+  /** Streams runs: which app process to stall, and for how long. */
+  stall: Prng;
 }
 
 export function streams(seed: number): Streams {
@@ -37,6 +40,7 @@ export function streams(seed: number): Streams {
     kill: stream(4),
     double: stream(5),
     restart: stream(6),
+    stall: stream(7),
   };
 }
 
@@ -64,7 +68,7 @@ export interface Rig {
  * every process of the fleet is ready.
  */
 export async function startRig(
-  options: { seed: number; faults: boolean },
+  options: { seed: number; faults: boolean; transport: ChaosTransport },
   rng: Streams,
   chaos: ChaosSwitch,
   cleanups: (() => Promise<unknown>)[],
@@ -100,6 +104,7 @@ export async function startRig(
   cleanups.push(() => lb.close());
   const fleet = new Fleet(
     {
+      transport: options.transport,
       redisUrl: `redis://127.0.0.1:${proxy.port}`,
       ledgerUrl: redis.url,
       prefix: PREFIX,

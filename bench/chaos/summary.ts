@@ -1,12 +1,14 @@
 /**
  * @module
- * The fault suite's report: the result record (`bench/chaos.json`) built from every phase's
- * counts and the verdict, and its summary on stdout.
+ * The fault suite's report: the result record (`bench/chaos.json`; `bench/chaos-streams.json` for
+ * a Streams run) built from every phase's counts and the verdict, and its summary on stdout.
  */
 import { writeFileSync } from "node:fs";
 import os from "node:os";
 import type { IntervalHistogram } from "node:perf_hooks";
+import type { StreamsStats } from "../../src/store/redis/index.ts";
 import type { ClientCounters } from "./client.ts";
+import type { ChaosTransport } from "./config.ts";
 import type { FaultCounts } from "./faults.ts";
 import { MAX_VALID_LAG_MS } from "./intensity.ts";
 import { causeCounts } from "./report.ts";
@@ -15,10 +17,11 @@ import { round } from "./util.ts";
 import type { Findings } from "./verdict.ts";
 
 const OUTPUT = new URL("../chaos.json", import.meta.url);
+const STREAMS_OUTPUT = new URL("../chaos-streams.json", import.meta.url);
 
 /** What a run measured, phase by phase. */
 export interface RunRecord {
-  options: { seed: number; quick: boolean; faults: boolean };
+  options: { seed: number; quick: boolean; faults: boolean; transport: ChaosTransport };
   /** When the run started, and the machine's load average then. */
   started: number;
   loadAtStart: number;
@@ -38,6 +41,8 @@ export interface RunRecord {
   dlq: { retries: number; ids: ReadonlySet<string> };
   /** The orchestrator's event-loop delay over the faults and the drain. */
   loopDelay: IntervalHistogram;
+  /** Streams runs: what the queue held at the end. */
+  streams?: StreamsStats;
 }
 
 export type ChaosResult = ReturnType<typeof chaosResult>;
@@ -64,6 +69,31 @@ export function chaosResult(rig: Rig, run: RunRecord) {
     worker_crash_after_completion: verdict.crashesAfterCompletion,
     ticker_kill: faults.ticker_kill,
   };
+  const onStreams = options.transport === "streams";
+  if (onStreams) faultCounts.worker_stall_past_lease = faults.worker_stall_past_lease;
+  // Streams runs: the app processes' worker counts (each process's last report, summed; a
+  // process reports once a second, so one killed loses up to a second of counts).
+  const worker: Record<string, number> = {};
+  for (const counts of fleet.workerCounts.values()) {
+    for (const [k, v] of Object.entries(counts)) worker[k] = (worker[k] ?? 0) + v;
+  }
+  const streamsObserved = onStreams
+    ? {
+        stream_pulled: worker.pulled ?? 0,
+        stream_claimed_from_stopped_consumers: worker.claimed ?? 0,
+        stream_acked: worker.acked ?? 0,
+        stream_retried_after_backoff: worker.retried ?? 0,
+        stream_deferred_busy: worker.deferred ?? 0,
+        stream_left_pending_store_failed: worker.failed ?? 0,
+        stream_at_end_length: run.streams?.length ?? -1,
+        stream_at_end_pending: run.streams?.pending ?? -1,
+        stream_at_end_delayed: run.streams?.delayed ?? -1,
+        stream_at_end_consumers: run.streams?.consumers ?? -1,
+        processes_stalled: fleet.counts.stalled,
+        stall_mean_ms: Math.round(fleet.counts.stalledMs / Math.max(1, fleet.counts.stalled)),
+        stall_max_ms: fleet.counts.stalledMaxMs,
+      }
+    : {};
   const faultsInjected = Object.values(faultCounts).reduce((a, b) => a + b, 0);
   // The proxy, the double and the balancer live in this process: when its event loop stalls for
   // seconds (a machine busy with other work), every connection stalls with it, and the run
@@ -75,7 +105,7 @@ export function chaosResult(rig: Rig, run: RunRecord) {
       : undefined;
   return {
     seed: options.seed,
-    mode: `${options.quick ? "quick" : "full"}${options.faults ? "" : ", no faults"}`,
+    mode: `${options.quick ? "quick" : "full"}${options.faults ? "" : ", no faults"}${onStreams ? ", redis streams" : ""}`,
     valid: invalid === undefined,
     ...(invalid ? { invalid_because: invalid } : {}),
     occurrences: run.occurrences,
@@ -118,6 +148,7 @@ export function chaosResult(rig: Rig, run: RunRecord) {
       duplicate_windows: faults.qstash_duplicate_window,
       orchestrator_loop_delay_p99_ms: round(loopDelay.percentile(99) / 1e6),
       orchestrator_loop_delay_max_ms: round(loopDelay.max / 1e6),
+      ...streamsObserved,
     },
     store_status: findings.statuses,
     client_answers: client.statuses,
@@ -167,9 +198,14 @@ export function chaosResult(rig: Rig, run: RunRecord) {
   };
 }
 
-/** Write `bench/chaos.json`. */
-export function writeResult(result: ChaosResult): void {
-  writeFileSync(OUTPUT, `${JSON.stringify(result, null, 2)}\n`);
+/** Where a run's record goes: `bench/chaos.json`, or `bench/chaos-streams.json` for Streams. */
+export function resultFile(transport: ChaosTransport): URL {
+  return transport === "streams" ? STREAMS_OUTPUT : OUTPUT;
+}
+
+/** Write the run's record (see {@link resultFile}). */
+export function writeResult(result: ChaosResult, transport: ChaosTransport = "qstash"): void {
+  writeFileSync(resultFile(transport), `${JSON.stringify(result, null, 2)}\n`);
 }
 
 export function printSummary(
@@ -181,6 +217,7 @@ export function printSummary(
   logs: Record<string, number>,
   refused: string[],
   crashes: string[],
+  written = "bench/chaos.json",
 ): void {
   const line = (k: string, v: unknown) => console.log(`  ${k.padEnd(34)} ${String(v)}`);
   console.log("\nchaos result");
@@ -232,5 +269,5 @@ export function printSummary(
   }
   for (const note of refused.slice(0, 10)) console.log(`client: ${note}`);
   for (const note of crashes.slice(0, 5)) console.log(`unexpected exit: ${note}`);
-  console.log(`\nwritten to bench/chaos.json`);
+  console.log(`\nwritten to ${written}`);
 }

@@ -32,7 +32,8 @@ export interface Findings {
 
 export async function findings(
   expected: Set<string>,
-  parts: { direct: Redis; ledger: Ledger; fleet: Fleet; deliveries: DeliveryRecord[] },
+  /** `deliveries`: the double's delivery records; undefined on Streams (no delivery log). */
+  parts: { direct: Redis; ledger: Ledger; fleet: Fleet; deliveries?: DeliveryRecord[] },
 ): Promise<Findings> {
   const { direct, ledger, fleet } = parts;
   const store = new RedisStore({ client: fromIoredis(direct), prefix: PREFIX });
@@ -60,7 +61,9 @@ export async function findings(
     [...new Set([...story.matchAll(/@\d+\.(\d+)\./g)].map((m) => Number(m[1])))]
       .map((pid) => fleet.fate(pid))
       .join(" | ");
-  const history = queueHistory(parts.deliveries);
+  const history = parts.deliveries
+    ? queueHistory(parts.deliveries)
+    : () => "no delivery log (Redis Streams)";
   const lostCauses: Record<string, number> = {};
   for (const id of verdict.lost.keys()) {
     const cause = lostCause(view.get(id) ?? null, history(id));

@@ -36,6 +36,10 @@ export const CONFIG_VARIABLES = [
   "TICKWORK_API_KEY",
   "TICKWORK_PREFIX",
   "TICKWORK_ROLES",
+  "TICKWORK_TRANSPORT",
+  "TICKWORK_CONCURRENCY",
+  "TICKWORK_CAPABILITIES",
+  "TICKWORK_CONFIG",
   "CRON_SECRET",
 ];
 
@@ -53,22 +57,30 @@ export interface DevServer {
   banner: string;
   /** Everything the process wrote so far (stdout and stderr). */
   output(): string;
+  /** The process id (also its process group's: it is started detached). */
+  pid: number;
   /**
    * SIGTERM the process group and wait until it has exited and all its output is read (`close`);
    * resolves with the exit code. SIGKILL after 8 s.
    */
   stop(): Promise<number | null>;
+  /**
+   * SIGKILL the process group at once (a crash: no shutdown runs) and wait until it has exited
+   * and all its output is read; resolves when it has.
+   */
+  kill(): Promise<void>;
 }
 
 /**
  * Start the dev server on a free port (`PORT=0`) and wait for its banner.
- * `command` chooses how: `npm run dev` (as documented), `tsx` directly (one process, quicker), or
- * the `tickwork` bin with arguments (e.g. `["start"]`).
+ * `command` chooses how: `npm run dev` (as documented), `tsx` directly (one process, quicker),
+ * the `tickwork` bin with arguments (e.g. `["start"]`; it runs the compiled `dist/`), or the CLI
+ * from its sources through tsx with arguments (`{ cli: ["start"] }`: one process, no build).
  */
 export async function startDevServer(
   options: {
     env?: Record<string, string>;
-    command?: "npm" | "tsx" | { bin: string[] };
+    command?: "npm" | "tsx" | { bin: string[] } | { cli: string[] };
     timeoutMs?: number;
   } = {},
 ): Promise<DevServer> {
@@ -77,9 +89,11 @@ export async function startDevServer(
   const [file, args] =
     command === "npm"
       ? ["npm", ["run", "--silent", "dev"]]
-      : typeof command === "object"
+      : typeof command === "object" && "bin" in command
         ? [process.execPath, ["bin/tickwork.js", ...command.bin]]
-        : [process.execPath, ["--import", "tsx", "functions/node.ts"]];
+        : typeof command === "object"
+          ? [process.execPath, ["--import", "tsx", "src/cli.ts", ...command.cli]]
+          : [process.execPath, ["--import", "tsx", "functions/node.ts"]];
   const child = spawn(file, args, { cwd: ROOT, env, detached: true });
   let out = "";
   child.stdout?.on("data", (chunk: Buffer) => {
@@ -128,7 +142,12 @@ export async function startDevServer(
     url,
     curls,
     banner,
+    pid: child.pid as number,
     output: () => out,
+    async kill() {
+      stopGroup(child, "SIGKILL");
+      await closed;
+    },
     stop() {
       stopping ??= (async () => {
         // Signalled even when the child has exited: the rest of its group may hold the pipes.
