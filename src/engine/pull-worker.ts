@@ -7,10 +7,12 @@
  * | --------------------------------------- | -------------------------------------------------- |
  * | done, give-up, bad-request, unauthorized | ack (batched: one round trip for many)             |
  * | retry                                   | retry later: after `retryAfterMs`, else the backoff |
- * | busy                                    | deliver again after `retryAfterMs` (not a retry)   |
+ * | busy (an attempt runs, or `limited`)    | deliver again after `retryAfterMs` (not a retry)   |
  * | the store failed (threw)                | none: the delivery stays pending and is taken over |
  *
- * Backpressure: it pulls only as many as it has free slots. Stopping: it stops pulling, waits for
+ * Backpressure: it pulls only as many as it has free slots. `concurrency` is this process's own
+ * bound (a node's "max parallel"); a handler's `concurrency` option bounds its jobs across every
+ * worker (enforced by `beginRun`): a delivery over it is deferred, never counted as a retry. Stopping: it stops pulling, waits for
  * what is in flight up to a deadline, and leaves the rest pending for another worker to take over
  * (the run lease keeps a handler that is still running from being run twice).
  */
@@ -23,7 +25,8 @@ export interface PullWorkerOptions {
   runner: Runner;
   queue: PullQueue;
   /**
-   * Deliveries run at once by this process.
+   * Deliveries run at once by this process, of every handler: the node's parallelism. (A
+   * handler's own `concurrency` option limits its jobs across all workers.)
    * @default 10
    */
   concurrency?: number | undefined;
@@ -43,11 +46,16 @@ export interface PullWorkerStats {
   acked: number;
   /** Failed attempts queued again after their backoff. */
   retried: number;
-  /** Busy deliveries (another attempt holds the job) queued again. */
+  /**
+   * Busy deliveries queued again, not as retries: another attempt holds the job, or its handler's
+   * concurrency limit was reached.
+   */
   deferred: number;
   /** Deliveries whose run or answer failed (the store was unreachable): left pending. */
   failed: number;
   inFlight: number;
+  /** Deliveries it runs at once at most (its `concurrency`). */
+  concurrency: number;
 }
 
 /**
@@ -65,6 +73,8 @@ export class PullWorker {
   readonly #idleWaitMs: number;
   readonly #logger: Logger | undefined;
   readonly #inFlight = new Set<Promise<void>>();
+  /** Job ids with a delivery running in this process. */
+  readonly #jobsRunning = new Set<string>();
   #acks: string[] = [];
   #ackFlush: Promise<void> | undefined;
   /** Ack requests still under way. */
@@ -121,7 +131,7 @@ export class PullWorker {
   }
 
   stats(): PullWorkerStats {
-    return { ...this.#stats, inFlight: this.#inFlight.size };
+    return { ...this.#stats, inFlight: this.#inFlight.size, concurrency: this.#concurrency };
   }
 
   async #run(): Promise<void> {
@@ -159,7 +169,21 @@ export class PullWorker {
   }
 
   async #handle(message: PulledMessage): Promise<void> {
+    const jobId = jobIdOf(message.body);
+    let mine = false;
     try {
+      if (jobId !== undefined && this.#jobsRunning.has(jobId)) {
+        // An attempt of this job still runs here (its lease may have lapsed while this process
+        // was frozen, and a redelivery or a takeover of its own entry arrived): let it finish
+        // and record its outcome before another attempt may begin.
+        this.#stats.deferred++;
+        await this.#queue.retryLater(message, 1_000, message.retried);
+        return;
+      }
+      if (jobId !== undefined) {
+        this.#jobsRunning.add(jobId);
+        mine = true;
+      }
       const outcome = await this.#runner.runPulled(message.body, this.#logger);
       switch (outcome.kind) {
         case "retry":
@@ -189,6 +213,8 @@ export class PullWorker {
         entry: message.id,
         error: String(error),
       });
+    } finally {
+      if (mine && jobId !== undefined) this.#jobsRunning.delete(jobId);
     }
   }
 
@@ -249,5 +275,15 @@ export class PullWorker {
     } catch {
       // Nowhere left to report it.
     }
+  }
+}
+
+/** The job id a delivery's body names, if it can be read. */
+function jobIdOf(body: string): string | undefined {
+  try {
+    const id = (JSON.parse(body) as { id?: unknown } | null)?.id;
+    return typeof id === "string" ? id : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -3,8 +3,8 @@
  * The runner: what the worker route does with a delivery (docs/architecture.md, "The life of a
  * job and of an occurrence").
  * verify signature → `beginRun` (a run that succeeded is never run again; another live attempt
- * → 409; a run lease that ran out before its answer arrived → 409, not run) → handler with an
- * `AbortSignal` timeout → `finishRun`.
+ * → 409; the handler's concurrency limit reached → 409, not an attempt; a run lease that ran out
+ * before its answer arrived → 409, not run) → handler with an `AbortSignal` timeout → `finishRun`.
  *
  * The runner answers with a {@link DeliveryOutcome} (done, retry, give up, busy, unauthorized, bad
  * request); each transport turns it into its wire answer — for the HTTP queues (QStash, the local
@@ -24,6 +24,7 @@ import { MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import type { FinishRunResult, RunOutcome, Store } from "../store/port.ts";
 import type { Delivery, Transport } from "../transport/port.ts";
 import type { Broker } from "./broker.ts";
+import { runLimitOf } from "./concurrency.ts";
 import { type HandlerContext, type Handlers, handlerOf, parseInput } from "./handlers.ts";
 import type { Logger } from "./logger.ts";
 import type { ResolvedOptions } from "./options.ts";
@@ -108,9 +109,12 @@ export class Runner {
 
     const { store, options } = this.deps;
     const leaseMs = spec.timeoutMs + options.leaseGraceMs;
+    // A handler with `concurrency`: the store admits the run only while a slot of its key is free.
+    const definition = handlerOf(this.deps.handlers, spec.handler);
+    const limit = await runLimitOf(spec.handler, definition, spec.tenant, spec.input);
     // The run lease starts no earlier than the request does: time it from here.
     const asked = performance.now();
-    const begun = await store.beginRun(spec, leaseMs, this.deps.options.reapAfterMs, token);
+    const begun = await store.beginRun(spec, leaseMs, options.reapAfterMs, token, limit);
     switch (begun.kind) {
       case "replayed":
         // A captured delivery sent again: acknowledged, nothing run, nothing changed.
@@ -121,6 +125,14 @@ export class Runner {
         return { kind: "done", id: spec.id, status: begun.job.status };
       case "busy":
         return { kind: "busy", reason: "attempt-running", retryAfterMs: begun.retryAfterMs };
+      case "limited":
+        // Not an attempt. A push queue waits until a slot is free at the latest (each 409 spends
+        // one of its retries); a pull queue's redelivery costs no retry, so it looks again sooner.
+        return {
+          kind: "busy",
+          reason: "limited",
+          retryAfterMs: pulled ? Math.min(begun.retryAfterMs, pullRecheckMs()) : begun.retryAfterMs,
+        };
       case "missing":
         // Expired after it was cancelled or finished: nothing to run, and the queue must stop.
         return { kind: "done", id: spec.id, status: "gone" };
@@ -267,10 +279,16 @@ export class Runner {
     const timeoutMs = runnableTimeoutMs(job.timeoutMs);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = new Promise<never>((_, reject) => {
+      const due = performance.now() + timeoutMs;
       timer = setTimeout(() => {
         const error = new TimeoutError(`handler timed out after ${timeoutMs} ms`);
         controller.abort(error);
-        reject(error);
+        // Fired late: this process was frozen past the timeout (SIGSTOP, a VM or GC pause), and on
+        // waking the handler's own timers ran first, so it may be completing its work right now
+        // (its signal was not aborted when it last looked). Let it settle and keep what it did.
+        if (performance.now() - due > LATE_TIMEOUT_MS) {
+          timer = setTimeout(() => reject(error), LATE_SETTLE_MS);
+        } else reject(error);
       }, timeoutMs);
     });
     const ctx: HandlerContext = {
@@ -302,6 +320,19 @@ export class Runner {
     }
   }
 }
+
+/**
+ * How soon a pulled delivery held back by a concurrency limit is tried again, at most: 0.5–1.5 s,
+ * spread so that many waiting deliveries do not come back at the same moment.
+ */
+function pullRecheckMs(): number {
+  return 500 + Math.floor(Math.random() * 1_000);
+}
+
+/** A timeout timer this late means the process was frozen meanwhile (see `execute`). */
+const LATE_TIMEOUT_MS = 1_000;
+/** How long a handler may then take to settle before its timeout is recorded. */
+const LATE_SETTLE_MS = 1_000;
 
 /** Longest timer Node (and browsers) can set: a longer delay fires after 1 ms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -176,7 +176,11 @@ export class RedisStreams {
     if (this.#interrupted || this.#closed) return [];
     const after = Date.now();
     let block = Math.min(waitMs, MAX_WAIT_MS, this.#nextDelayedAt - after);
-    if (this.#othersPending) block = Math.min(block, this.#maintainEveryMs);
+    // Wake for the next maintenance: due maintainEveryMs after the last while anything is
+    // pending, else claimIdleMs after it all the same — a wake-up entry read by a consumer that
+    // then stopped (or whose reply was lost) reaches nobody else, and is claimable only then.
+    const maintainIn = this.#othersPending ? this.#maintainEveryMs : this.#claimIdleMs;
+    block = Math.min(block, this.#lastMaintain + maintainIn - after);
     block = Math.max(1, Math.ceil(block));
     const reply = await this.#read(count, block).catch(async (error: unknown) => {
       // The stream or its group was deleted (a FLUSHDB, a key eviction): make them again.
