@@ -32,7 +32,7 @@ export interface IdleFigures {
    * blocking read that timed out, then the maintenance script), measured with short waits…
    */
   streams_worker_billed_per_wake: number;
-  /** …and per minute at the default `idleWaitMs` (one wake-up per 5 minutes). */
+  /** …and per minute at the defaults (one wake-up per `claimIdleMs`, 30 s). */
   streams_worker_billed_per_min: number;
   streams_worker_commands_per_wake: Record<string, number>;
 }
@@ -157,8 +157,9 @@ export async function benchIdle(quick: boolean, log: (line: string) => void): Pr
   const tw = await tickworkIdle();
   const bull = await bullmqIdle(windowS);
   const streams = await streamsWorkerIdle(quick ? 5 : 10);
-  // PullWorker's default idleWaitMs: one wake-up per 5 minutes.
-  const defaultWakesPerMin = 60_000 / 300_000;
+  // At the defaults an idle worker wakes every claimIdleMs (30 s) to check for deliveries a stopped
+  // consumer left pending (a lost wake-up included): two wake-ups a minute.
+  const defaultWakesPerMin = 60_000 / 30_000;
   const figures: IdleFigures = {
     billed_per_tick: tw.billed,
     billed_per_day: tw.billed * 1_440,
@@ -183,7 +184,7 @@ export async function benchIdle(quick: boolean, log: (line: string) => void): Pr
     `  BullMQ:   ${bull.billed} commands in ${windowS} s (${bull.jobs} repeatable-job runs started inside), ${figures.bullmq_per_day} / day: ${JSON.stringify(bull.commands)}`,
   );
   log(
-    `  Streams worker, idle: ${figures.streams_worker_billed_per_wake} billed per wake-up, ${figures.streams_worker_billed_per_min} / min at one wake-up per 5 min: ${JSON.stringify(streams.commands)}`,
+    `  Streams worker, idle: ${figures.streams_worker_billed_per_wake} billed per wake-up, ${figures.streams_worker_billed_per_min} / min at one wake-up per 30 s: ${JSON.stringify(streams.commands)}`,
   );
   return figures;
 }
