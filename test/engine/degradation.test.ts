@@ -76,6 +76,9 @@ describe("degradation through the engine", () => {
         degradedDelayMs: 1_000,
         critical: "reject",
         retryAfterMs: 20_000,
+        // Every submit evaluates the controller (this test moves the clock by hand); the default
+        // reuse of a level for 1 s is tested in degradation-reuse.test.ts.
+        evaluateEveryMs: 0,
       },
     });
   });

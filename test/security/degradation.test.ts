@@ -32,7 +32,11 @@ function policy(extra: DegradationOptions): DegradationOptions {
 
 async function app(store: Store, degradation: DegradationOptions) {
   const acme = await tenant("acme", { client: ["jobs:write", "read"] });
-  const h = await securedApp(store, [acme], { engine: { degradation } });
+  // Every submit evaluates the controller (the default reuses a level for 1 s: see
+  // test/engine/degradation-reuse.test.ts).
+  const h = await securedApp(store, [acme], {
+    engine: { degradation: { evaluateEveryMs: 0, ...degradation } },
+  });
   open.push(h);
   return { h, acme };
 }
