@@ -72,6 +72,7 @@ export {
   type Submitted,
 } from "./engine/broker.ts";
 // Handlers
+export type { ConcurrencyOption } from "./engine/concurrency.ts";
 export {
   defineHandler,
   defineHandlers,

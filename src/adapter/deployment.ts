@@ -14,7 +14,7 @@
 import { type Config, ConfigValidationError, hasKeys, parseConfig } from "../config/index.ts";
 import { TickworkConfigError } from "../core/errors.ts";
 import type { EngineOptions } from "../engine/options.ts";
-import { type AppOptions, normalizeBasePath } from "../http/options.ts";
+import { type AppOptions, normalizeBasePath, type Platform } from "../http/options.ts";
 import { normalizeRoles, parseRoles, type Role, type RouteSet, routeSet } from "../http/roles.ts";
 
 /** The settings every platform has; each names the environment variable it usually comes from. */
@@ -77,6 +77,12 @@ export interface DeploymentSettings {
    * the tick (60 s for a once-a-minute platform cron, the timer's period on Node).
    */
   horizonMs: number;
+  /**
+   * The platform entry resolving this (`node`, `cloudflare`, `vercel`), passed on to the app
+   * (`AppOptions.platform`): `GET /v1/nodes` reports it, and lists no nodes on a serverless one.
+   * @default "custom"
+   */
+  platform?: Platform | undefined;
 }
 
 /** Where the queue delivers: the worker route and the failure callback. */
@@ -183,6 +189,7 @@ export function resolveDeployment(settings: DeploymentSettings): Deployment {
   const app: Omit<AppOptions, "engine"> = {
     dev,
     roles,
+    ...(settings.platform !== undefined ? { platform: settings.platform } : {}),
     ...(publicUrl !== undefined ? { publicUrl } : {}),
     ...(basePath !== undefined ? { basePath } : {}),
     // Without a secret: open in dev; otherwise no HTTP tick route (a Node server's timer ticks).

@@ -36,6 +36,8 @@ const STORE_AND_QUEUE_ENV = `  UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN
   TICKWORK_TRANSPORT qstash | streams | local (default: qstash with QSTASH_TOKEN,
                      Redis Streams with REDIS_URL, else the local queue)
   TICKWORK_CONCURRENCY jobs a Streams worker runs at once (default 10)
+  TICKWORK_CAPABILITIES labels this server reports in GET /v1/nodes, a JSON
+                     object of strings, e.g. {"region":"eu-west-1","gpu":"a100"}
   TICKWORK_PUBLIC_URL  the URL the queue delivers to (required with QStash; with
                      the local queue, the servers with the worker role)
   TICKWORK_SIGNING_KEY key signing local-queue deliveries, the same on every

@@ -28,9 +28,12 @@ import type { JobError, JobStatus } from "./model.ts";
  * - `give-up` — the attempt failed for good (retries spent, `NonRetryableError`, unknown handler,
  *   invalid input): the job is dead; do not deliver it again.
  * - `busy` — not run now, and not an attempt: deliver it again after `retryAfterMs`.
- *   `attempt-running`: another attempt of the job holds the run lease; `lease-lapsed`: the run
- *   lease ran out before the handler could start; `still-running` (failure callback): the
- *   reported attempt is still running under its lease.
+ *   `attempt-running`: another attempt of the job holds the run lease; `limited`: the handler's
+ *   concurrency limit is reached (as many jobs of its limit key run already; the job is
+ *   unchanged, its attempts included — a pull queue redelivers it without counting a retry, a
+ *   push queue after `Retry-After`); `lease-lapsed`: the run lease ran out before the handler
+ *   could start; `still-running` (failure callback): the reported attempt is still running
+ *   under its lease.
  * - `unauthorized` — the delivery's signature (or token) does not verify.
  * - `bad-request` — the body is not what the route expects (`job`: a tickwork job spec;
  *   `failure-callback`: the queue's failure callback for one) and never will be.
@@ -41,7 +44,7 @@ export type DeliveryOutcome =
   | { kind: "give-up"; id: string; error: JobError }
   | {
       kind: "busy";
-      reason: "attempt-running" | "lease-lapsed" | "still-running";
+      reason: "attempt-running" | "limited" | "lease-lapsed" | "still-running";
       retryAfterMs: number;
     }
   | { kind: "unauthorized" }

@@ -6,6 +6,7 @@ import type { z } from "zod";
 import { type Duration, parseDuration } from "../core/duration.ts";
 import type { JobRecord } from "../core/model.ts";
 import { MAX_RETRIES, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
+import { type ConcurrencyOption, validateConcurrency } from "./concurrency.ts";
 import type { Logger } from "./logger.ts";
 
 /** What a handler sees besides its input. */
@@ -45,6 +46,16 @@ export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType> {
   timeout?: Duration;
   /** Default retries for jobs of this handler. @default 3 */
   retries?: number;
+  /**
+   * At most this many jobs of this handler run at once, across every worker and transport: a
+   * whole number from 1 to 10,000, or `{ limit, key }` for a limit per value of an input field
+   * (`key`: a dotted path such as `"customerId"` or `"account.id"`; a leading `"input."` is
+   * allowed). Values are the input as submitted, compared as strings (non-strings as JSON) within
+   * one tenant; a missing or `null` value groups under the empty key. A delivery over the limit is
+   * not an attempt: it is answered busy and delivered again later (src/engine/concurrency.ts).
+   * @default no limit
+   */
+  concurrency?: ConcurrencyOption;
   run(input: z.output<Schema>, ctx: HandlerContext): unknown | Promise<unknown>;
 }
 
@@ -100,7 +111,8 @@ export function handlerOf(handlers: Handlers, name: string): HandlerDefinition |
 /**
  * Check a handler map as {@link createEngine} gets it: each entry has a `run` function, a
  * `timeout` (when set) from 1 s to 15 min, and `retries` (when set) a whole number from 0 to 100 —
- * the bounds a request's own `timeout` and `retries` have.
+ * the bounds a request's own `timeout` and `retries` have — and `concurrency` (when set) a whole
+ * number from 1 to 10,000 or `{ limit, key? }` with such a limit and a dotted input path.
  *
  * @throws TypeError or RangeError naming the handler and the option, e.g.
  * `handlers["report"].timeout must be a duration from 1s to 15m, got "1h"`.
@@ -134,6 +146,7 @@ export function validateHandlers(handlers: Handlers): void {
         `${at}.retries must be an integer from 0 to ${MAX_RETRIES}, got ${def.retries}`,
       );
     }
+    if (def.concurrency !== undefined) validateConcurrency(`${at}.concurrency`, def.concurrency);
   }
 }
 

@@ -96,6 +96,7 @@ export {
   type Submitted,
   sees,
 } from "./broker.ts";
+export type { ConcurrencyOption } from "./concurrency.ts";
 export type { HandlerContext, HandlerDefinition, Handlers, SubmitJob } from "./handlers.ts";
 export { defineHandler, defineHandlers } from "./handlers.ts";
 export type { Logger } from "./logger.ts";

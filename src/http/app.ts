@@ -11,6 +11,7 @@ import { type AppEnv, type AppOptions, resolveAppOptions } from "./options.ts";
 import { notFoundHandler, renderError } from "./problem.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { jobRoutes } from "./routes/jobs.ts";
+import { nodesRoutes } from "./routes/nodes.ts";
 import { observabilityRoutes } from "./routes/observability.ts";
 import { queueRoutes } from "./routes/queue.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
@@ -65,6 +66,7 @@ export function createApp(options: AppOptions): Hono<AppEnv> {
     app.route("/v1/jobs", jobRoutes(config));
     app.route("/v1/schedules", scheduleRoutes(config));
     app.route("/", observabilityRoutes(config));
+    app.route("/", nodesRoutes(config));
   }
   app.route("/v1", queueRoutes(config));
   const note = config.roles.includes("all")

@@ -58,6 +58,12 @@ describe("deliveryResponse", () => {
     const lapsed = await wire({ kind: "busy", reason: "lease-lapsed", retryAfterMs: 1_000 });
     expect(lapsed.headers["retry-after"]).toBe("1");
     expect(JSON.parse(lapsed.body)).toMatchObject({ type: "urn:tickwork:problem:lease_lapsed" });
+    const limited = await wire({ kind: "busy", reason: "limited", retryAfterMs: 61_200 });
+    expect(limited.status).toBe(409);
+    expect(limited.headers["retry-after"]).toBe("62");
+    expect(JSON.parse(limited.body)).toMatchObject({
+      type: "urn:tickwork:problem:concurrency_limited",
+    });
     const running = await wire({ kind: "busy", reason: "still-running", retryAfterMs: 3_000 });
     expect(JSON.parse(running.body)).toMatchObject({
       type: "urn:tickwork:problem:attempt_running",

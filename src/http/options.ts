@@ -46,6 +46,16 @@ export interface AppEnv {
  */
 export type Authorize = (c: Context<AppEnv>) => Actor | Promise<Actor>;
 
+/**
+ * Where the app runs, as `GET /v1/nodes` reports it (`deployment`): `node` (`startServer`, whose
+ * processes register in the node registry), `cloudflare` (`createWorker`) and `vercel`
+ * (`createVercelApp`), which are serverless, or `custom` (an app built with `createApp` directly).
+ */
+export type Platform = "node" | "cloudflare" | "vercel" | "custom";
+
+/** Platforms with no long-lived process: nothing there registers as a node. */
+export const SERVERLESS_PLATFORMS: readonly Platform[] = ["cloudflare", "vercel"];
+
 /** Options of {@link createApp}. */
 export interface AppOptions {
   /** The engine the routes drive. */
@@ -123,6 +133,12 @@ export interface AppOptions {
    * @example ["api", "worker"] // no /v1/tick: the tick runs elsewhere
    */
   roles?: readonly Role[] | undefined;
+  /**
+   * Where the app runs (see {@link Platform}); the platform entries set it. On a serverless one
+   * `GET /v1/nodes` answers an empty list with a note, and `/metrics` has no `tickwork_nodes`.
+   * @default "custom"
+   */
+  platform?: Platform | undefined;
 }
 
 /** Options with defaults applied; what the route factories receive. */
@@ -151,6 +167,8 @@ export interface AppConfig {
   roles: Role[];
   /** Which groups of routes the roles serve. */
   serves: RouteSet;
+  /** Where the app runs (`"custom"` by default). */
+  platform: Platform;
 }
 
 const DEFAULT_ACTOR: Actor = { tenant: "default" };
@@ -217,6 +235,7 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
     maxWaitMs,
     roles,
     serves,
+    platform: options.platform ?? "custom",
   };
 }
 

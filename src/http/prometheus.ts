@@ -32,6 +32,11 @@ const TOTALS: readonly [string, string, keyof StoreStats["totals"]][] = [
   ["jobs_dead_total", "Jobs that went to the dead-letter list.", "dead"],
   ["jobs_cancelled_total", "Jobs cancelled before they started.", "cancelled"],
   ["jobs_skipped_total", "Occurrences skipped because the previous one still ran.", "skipped"],
+  [
+    "job_deliveries_limited_total",
+    "Deliveries held back by a handler's concurrency limit (not attempts).",
+    "limited",
+  ],
   ["jobs_retried_total", "Dead jobs re-queued from the dead-letter list.", "retried"],
   ["ticks_total", "Ticks that took the lease (idle ticks write nothing).", "ticks"],
 ];
@@ -145,6 +150,33 @@ export function renderPrometheus(
     .filter((family) => family.samples.length > 0)
     .map((family) => renderFamily(prefix, family))
     .join("");
+}
+
+/**
+ * The node registry's gauges, `nodes{status="live"|"stale"}`: long-lived processes that
+ * heartbeat (`GET /v1/nodes` lists them). Appended to {@link renderPrometheus}'s text where nodes
+ * register (not on serverless platforms).
+ *
+ * @example
+ * renderNodeMetrics({ live: 3, stale: 1 });
+ * // # HELP tickwork_nodes Registered nodes by status (stale: no heartbeat within its TTL).
+ * // # TYPE tickwork_nodes gauge
+ * // tickwork_nodes{status="live"} 3
+ * // tickwork_nodes{status="stale"} 1
+ */
+export function renderNodeMetrics(
+  counts: { live: number; stale: number },
+  prefix = "tickwork_",
+): string {
+  return renderFamily(prefix, {
+    name: "nodes",
+    help: "Registered nodes by status (stale: no heartbeat within its TTL).",
+    type: "gauge",
+    samples: (["live", "stale"] as const).map((status) => ({
+      labels: { status },
+      value: counts[status],
+    })),
+  });
 }
 
 /** The transport's queue (Redis Streams): what it holds now, and this process's claims. */

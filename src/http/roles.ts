@@ -14,7 +14,7 @@
  * - `tick` — `/v1/tick`, what the platform cron (or the Node timer) calls;
  * - `worker` — `/v1/worker` and `/v1/dead`, where the queue delivers;
  * - `observer` — read only: the `GET` routes of jobs, schedules and the dead-letter list, and
- *   `/metrics`, `/v1/stats`, `/v1/events` and `/dashboard` (which `api` serves too).
+ *   `/metrics`, `/v1/stats`, `/v1/events`, `/v1/nodes` and `/dashboard` (which `api` serves too).
  *
  * `/health` and `/ready` are served whatever the roles.
  */

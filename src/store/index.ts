@@ -6,9 +6,17 @@
  */
 export type * from "./port.ts";
 export {
+  checkRunLimit,
   DEFAULT_REAP_AFTER_MS,
   DEFAULT_RETENTION,
   FLAP_WINDOW_MS,
   HISTOGRAM_BOUNDS_MS,
+  LIMITED_MIN_RETRY_MS,
+  MAX_RUN_LIMIT,
+  NODE_DROP_TTLS,
+  NODE_LIMITS,
+  nodeRecordJson,
+  nodeRegistry,
+  nodeStatus,
   TICK_LEASE,
 } from "./port.ts";

@@ -8,7 +8,8 @@
  *
  * The port is split by role in `port/`: `tick.ts` (leases and the tick), `jobs.ts` (jobs,
  * attempts, dead letters), `schedules.ts`, `observability.ts` (stats and events),
- * `retention.ts`, `page.ts`, and `store.ts`, which composes them into {@link Store}. This module
+ * `retention.ts`, `page.ts`, `nodes.ts` (the node registry, optional on a store), and `store.ts`,
+ * which composes them into {@link Store}. This module
  * re-exports all of it, with the admission types of `core`.
  */
 
@@ -25,17 +26,31 @@ export type {
   QuotaWindow,
   Thresholds,
 } from "../core/admission.ts";
-export type {
-  BeginRunResult,
-  CancelResult,
-  DeadQuery,
-  FinishRunResult,
-  JobStore,
-  ListJobsQuery,
-  RunOutcome,
-  SubmitDenied,
-  SubmitResult,
+export {
+  type BeginRunResult,
+  type CancelResult,
+  checkRunLimit,
+  type DeadQuery,
+  type FinishRunResult,
+  type JobStore,
+  LIMITED_MIN_RETRY_MS,
+  type ListJobsQuery,
+  MAX_RUN_LIMIT,
+  type RunLimit,
+  type RunOutcome,
+  type SubmitDenied,
+  type SubmitResult,
 } from "./port/jobs.ts";
+export {
+  NODE_DROP_TTLS,
+  NODE_LIMITS,
+  type NodeInfo,
+  type NodeRecord,
+  type NodeRegistry,
+  nodeRecordJson,
+  nodeRegistry,
+  nodeStatus,
+} from "./port/nodes.ts";
 export {
   type EventsPage,
   type EventsQuery,

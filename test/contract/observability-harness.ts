@@ -54,6 +54,7 @@ export const ZERO_TOTALS: StoreStats["totals"] = {
   dead: 0,
   cancelled: 0,
   skipped: 0,
+  limited: 0,
   retried: 0,
   ticks: 0,
 };

@@ -17,6 +17,7 @@ import { describeDeadLetterContract } from "./dead-letters.contract.ts";
 import type { MakeContractStore } from "./fixtures.ts";
 import { describeJobsContract } from "./jobs.contract.ts";
 import { describeLeaseContract } from "./lease.contract.ts";
+import { describeLimitsContract } from "./limits.contract.ts";
 import { describeReaperContract } from "./reaper.contract.ts";
 import { describeRetentionContract } from "./retention.contract.ts";
 import { describeRunsContract } from "./runs.contract.ts";
@@ -26,8 +27,8 @@ import { describeTickContract } from "./tick.contract.ts";
 
 /**
  * Registers the contract suite for one Store implementation: every part of it, each in its own
- * file by role of the port (leases, the tick, jobs, attempts, the reaper, retention, dead letters,
- * schedules, tenancy), under one name, `Store contract: <name>`.
+ * file by role of the port (leases, the tick, jobs, attempts, concurrency limits, the reaper,
+ * retention, dead letters, schedules, tenancy), under one name, `Store contract: <name>`.
  *
  * `make` is called before every test and must return a fresh, empty store (its own prefix on a
  * shared Redis is fine) built with `CONTRACT_RETENTION`; `cleanup` runs after the test.
@@ -37,6 +38,7 @@ export function describeStoreContract(name: string, make: MakeContractStore): vo
   describeTickContract(name, make);
   describeJobsContract(name, make);
   describeRunsContract(name, make);
+  describeLimitsContract(name, make);
   describeReaperContract(name, make);
   describeRetentionContract(name, make);
   describeDeadLetterContract(name, make);

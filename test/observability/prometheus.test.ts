@@ -48,6 +48,7 @@ const stats: fc.Arbitrary<StoreStats> = fc.record({
     dead: count,
     cancelled: count,
     skipped: count,
+    limited: count,
     retried: count,
     ticks: count,
   }),

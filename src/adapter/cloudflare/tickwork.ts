@@ -115,6 +115,7 @@ export function createTickwork(config: TickworkConfig): Tickwork {
     engine: config.engine,
     // A once-a-minute Cron Trigger.
     horizonMs: 60_000,
+    platform: "cloudflare",
   });
   const store = new RedisStore({
     client: config.redis,

@@ -9,6 +9,7 @@ import { parseRoles, routeSet } from "../../http/roles.ts";
 import { splitApiKeys } from "../deployment.ts";
 import { loadConfig } from "./config.ts";
 import { ConfigError } from "./errors.ts";
+import { capabilitiesProblem } from "./nodes.ts";
 import type { StartServerOptions } from "./start.ts";
 
 /** An environment: `process.env`, or any record of the same shape. */
@@ -82,6 +83,34 @@ export function parseConcurrency(text: string | undefined): number | undefined {
 }
 
 /**
+ * `TICKWORK_CAPABILITIES`: the labels this server reports in the node registry, as a JSON object
+ * of strings (at most 32; names and values up to 200 characters).
+ * @throws ConfigError naming the variable when it is not such an object.
+ *
+ * @example
+ * parseCapabilities('{"region":"eu-west-1","gpu":"a100"}'); // { region: "eu-west-1", gpu: "a100" }
+ */
+export function parseCapabilities(text: string | undefined): Record<string, string> | undefined {
+  if (text === undefined || text === "") return undefined;
+  const fail = (problem: string) =>
+    new ConfigError(`TICKWORK_CAPABILITIES ${problem}`, {
+      variable: "TICKWORK_CAPABILITIES",
+      field: "capabilities",
+    });
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw fail(
+      `is not JSON (${(error as Error).message}): set it to an object of strings, e.g. {"region":"eu-west-1"}`,
+    );
+  }
+  const problem = capabilitiesProblem(value);
+  if (problem) throw fail(problem);
+  return value as Record<string, string>;
+}
+
+/**
  * `UPSTASH_REDIS_REST_URL` + `UPSTASH_REDIS_REST_TOKEN` (or Vercel's `KV_REST_API_URL` +
  * `KV_REST_API_TOKEN`) → Upstash over REST; else `REDIS_URL` → Redis over TCP; else memory.
  * @throws ConfigError for a REST URL without its token.
@@ -144,6 +173,7 @@ export function selectQStash(env: Env): QStashSelection | undefined {
  * | `QSTASH_TOKEN`, `QSTASH_URL`, `QSTASH_CURRENT_SIGNING_KEY`, `QSTASH_NEXT_SIGNING_KEY` | `qstash` |
  * | `TICKWORK_TRANSPORT` | `transport`: `qstash`, `streams` or `local` (see {@link selectTransport}) |
  * | `TICKWORK_CONCURRENCY` | `concurrency` (deliveries a Streams worker runs at once; default 10) |
+ * | `TICKWORK_CAPABILITIES` | `capabilities` (JSON object of strings, reported in `GET /v1/nodes`) |
  * | `TICKWORK_PUBLIC_URL` | `publicUrl` (required with QStash) |
  * | `TICKWORK_SIGNING_KEY` | `signingKey` (the local queue's, shared by replicas) |
  * | `TICKWORK_ROLES` | `roles` (comma-separated; default `all`) |
@@ -169,6 +199,7 @@ export function serverOptionsFromEnv(
   const qstash = selectQStash(env);
   const transport = selectTransport(env, store, qstash);
   const concurrency = parseConcurrency(value(env, "TICKWORK_CONCURRENCY"));
+  const capabilities = parseCapabilities(value(env, "TICKWORK_CAPABILITIES"));
   const publicUrl = value(env, "TICKWORK_PUBLIC_URL");
   if (publicUrl) checkUrl(publicUrl, "TICKWORK_PUBLIC_URL", ["http:", "https:"]);
   if (transport === "qstash" && !publicUrl) throw qstashIncomplete(["TICKWORK_PUBLIC_URL"]);
@@ -227,6 +258,7 @@ export function serverOptionsFromEnv(
     ...(qstash && transport === "qstash" ? { qstash } : {}),
     transport,
     ...(concurrency !== undefined ? { concurrency } : {}),
+    ...(capabilities !== undefined ? { capabilities } : {}),
     ...(publicUrl ? { publicUrl } : {}),
     ...(signingKey ? { signingKey } : {}),
     ...(roles ? { roles } : {}),

@@ -24,6 +24,7 @@ import { type DeliveryUrls, deliveryUrls, resolveDeployment } from "../deploymen
 import { loadPeer, MissingPeerError } from "../peer.ts";
 import { type BannerInfo, formatBanner, sampleJob } from "./banner.ts";
 import { StartError } from "./errors.ts";
+import { type HeartbeatOptions, registerServer, resolveNodeOptions } from "./nodes.ts";
 import { type FetchApp, serve } from "./serve.ts";
 import { nodeSignals } from "./signals.ts";
 import { openStore, type StoreTarget } from "./store.ts";
@@ -146,6 +147,19 @@ export interface StartServerOptions {
   shutdownTimeoutMs?: number | undefined;
   /** Where the banner goes; `false` for none. @default console.log */
   print?: ((text: string) => void) | false | undefined;
+  /**
+   * Labels this server reports in the node registry (`GET /v1/nodes`), e.g.
+   * `{ region: "eu-west-1", gpu: "a100" }` (`TICKWORK_CAPABILITIES` as JSON): at most 32 entries,
+   * names and values up to 200 characters.
+   * @default {}
+   */
+  capabilities?: Readonly<Record<string, string>> | undefined;
+  /**
+   * The server's heartbeat into the node registry: every `everyMs` (default 15 s), stale after
+   * `ttlMs` (default 45 s) without one, dropped after 10 × `ttlMs`. `false`: do not register.
+   * Each heartbeat is one store round trip (5 billed commands on Redis).
+   */
+  heartbeat?: HeartbeatOptions | false | undefined;
 }
 
 /** A running server. */
@@ -204,6 +218,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     tickSecret: options.tickSecret,
     engine: options.engine,
     horizonMs: tickEveryMs,
+    platform: "node",
   });
   const { dev, roles, serves, publicUrl, config } = deployment;
   const port = options.port ?? 8787;
@@ -213,6 +228,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
       { variable: "PORT", field: "port" },
     );
   }
+  const nodeOptions = resolveNodeOptions(options.capabilities, options.heartbeat);
   const logger: Logger = options.engine?.logger ?? jsonLogger();
   const engineOptions: EngineOptions = {
     ...deployment.engine,
@@ -253,6 +269,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   }
 
   let engine: Engine;
+  let worker: PullWorker | undefined;
   let ticking: boolean;
   let transportBanner: BannerInfo["transport"];
   try {
@@ -282,15 +299,16 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
       // Servers with the worker role pull and run deliveries; at shutdown they stop pulling and
       // finish what they hold (what is left stays pending for another worker to take over).
       if (serves.worker) {
-        const worker = new PullWorker({
+        worker = new PullWorker({
           runner: engine.runner,
           queue: transport,
           concurrency: options.concurrency ?? 10,
           logger,
         });
-        await worker.start();
+        const pulling = worker;
+        await pulling.start();
         const shutdownMs = options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000);
-        cleanups.push(() => worker.stop({ deadlineMs: Math.max(0, shutdownMs - 500) }));
+        cleanups.push(() => pulling.stop({ deadlineMs: Math.max(0, shutdownMs - 500) }));
       }
     }
     ticking = serves.tick;
@@ -307,6 +325,19 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   if (!dev && target.kind === "memory") {
     logger.warn("tickwork: in-memory store outside dev: state is lost on restart");
   }
+  // The node registry: the first heartbeat before the banner, then one every `everyMs`.
+  const node = await registerServer({
+    ...nodeOptions,
+    store,
+    id: engine.options.instanceId,
+    roles,
+    handlers: Object.keys(options.handlers),
+    transport: queue,
+    worker: () => worker,
+    logger,
+  });
+  // Pushed last, so undone first: the node leaves the registry as soon as shutdown begins.
+  if (node) cleanups.push(() => node.stop());
 
   const banner = formatBanner({
     mode: dev ? "dev" : "start",

@@ -105,6 +105,7 @@ function buildApp(env: Env, { handlers, basePath }: VercelAppOptions): Hono<AppE
     config,
     tickSecret: cronSecret,
     horizonMs: TICK_HORIZON_MS,
+    platform: "vercel",
   });
   const engine = createEngine({
     ...deployment.engine,

@@ -69,7 +69,18 @@ export const DASHBOARD_HTML = `<!doctype html>
       <h2 id="h-queue">Queue <span class="unit" id="queue-kind"></span></h2>
       <dl id="queue-stats"></dl>
     </section>
+    <section aria-labelledby="h-nodes">
+      <h2 id="h-nodes">Nodes</h2>
+      <dl id="nodes-stats"></dl>
+    </section>
   </div>
+  <section aria-labelledby="h-fleet">
+    <h2 id="h-fleet">Fleet</h2>
+    <table aria-labelledby="h-fleet">
+      <thead><tr><th scope="col">Node</th><th scope="col">Status</th><th scope="col">Roles</th><th scope="col">Host</th><th scope="col">Transport</th><th scope="col">In flight</th><th scope="col">Capabilities</th><th scope="col">Version</th><th scope="col">Last seen</th></tr></thead>
+      <tbody id="nodes"></tbody>
+    </table>
+  </section>
   <section aria-labelledby="h-schedules">
     <h2 id="h-schedules">Schedules</h2>
     <table aria-labelledby="h-schedules">

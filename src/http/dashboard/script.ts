@@ -1,7 +1,7 @@
 /**
  * @module
- * The dashboard's browser script, inlined into the page. It polls `v1/stats` and the listings
- * every 3 s (`?refresh=<seconds>`, 1–60), draws the charts from the samples it keeps (the last 60),
+ * The dashboard's browser script, inlined into the page. It polls `v1/stats`, `v1/nodes` (the
+ * Nodes card and the Fleet table) and the listings every 3 s (`?refresh=<seconds>`, 1–60), draws the charts from the samples it keeps (the last 60),
  * shows the transport's queue (the Queue card) only when `v1/stats` has a `queue` member, and
  * calls the API for the buttons. Every value reaches the DOM through `textContent` or an
  * attribute, never as markup. A 401 asks for an API key (kept in `sessionStorage`); any other
@@ -289,17 +289,41 @@ export const DASHBOARD_JS = `
     }), 6, "No dead letters.");
   }
 
+  function renderNodes(r) {
+    const live = r.nodes.filter((n) => n.status === "live");
+    const busy = live.reduce((sum, n) => sum + n.inFlight, 0);
+    const slots = live.reduce((sum, n) => sum + n.concurrency, 0);
+    fillList($("nodes-stats"), [
+      ["Live", num(live.length)],
+      ["Stale", num(r.nodes.length - live.length)],
+      ["In flight", slots > 0 ? num(busy) + " / " + num(slots) : "–"],
+      ["Deployment", r.deployment],
+    ]);
+    fillTable($("nodes"), r.nodes.map((n) => {
+      const status = node("td");
+      status.append(badge(n.status));
+      const caps = Object.entries(n.capabilities).map(([k, v]) => k + "=" + v).join(", ");
+      const host = node("td", n.hostname + ":" + n.pid);
+      host.title = "started " + n.startedAt;
+      return [node("td", n.id, "id"), status, node("td", n.roles.join(", ")), host,
+        node("td", n.transport), node("td", n.concurrency > 0 ? n.inFlight + " / " + n.concurrency : "–", "num"),
+        node("td", caps || "–"), node("td", n.version), timeCell(n.lastSeen)];
+    }), 9, r.note || "No nodes registered.");
+  }
+
   // ── polling and actions ─────────────────────────────────────────────────
   async function refresh() {
     clearTimeout(timer);
     try {
-      const [stats, schedules, jobs, dead] = await Promise.all([
+      const [stats, nodes, schedules, jobs, dead] = await Promise.all([
         api("GET", "v1/stats"),
+        api("GET", "v1/nodes"),
         api("GET", "v1/schedules?limit=100"),
         api("GET", "v1/jobs?limit=20"),
         api("GET", "v1/dlq?limit=20"),
       ]);
       renderStats(stats);
+      renderNodes(nodes);
       renderSchedules(schedules.items);
       renderJobs(jobs.items);
       renderDead(dead.items);

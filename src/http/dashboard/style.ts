@@ -48,8 +48,8 @@ td.actions { white-space: nowrap; text-align: right; }
 .empty { color: var(--muted); }
 .badge { display: inline-block; padding: 0 0.45rem; border-radius: 999px; font-size: 0.8rem;
   border: 1px solid currentColor; white-space: nowrap; }
-.s-active, .s-succeeded, .s-normal { color: var(--ok); }
-.s-paused, .s-queued, .s-running, .s-degraded, .s-failed { color: var(--warn); }
+.s-active, .s-succeeded, .s-normal, .s-live { color: var(--ok); }
+.s-paused, .s-queued, .s-running, .s-degraded, .s-failed, .s-stale { color: var(--warn); }
 .s-dead, .s-critical, .s-cancelled { color: var(--bad); }
 .s-completed, .s-skipped { color: var(--muted); }
 button { font: inherit; font-size: 0.85rem; padding: 0.2rem 0.65rem; border-radius: 6px; cursor: pointer;

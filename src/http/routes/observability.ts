@@ -3,7 +3,8 @@
  * `/metrics` (Prometheus text), `/v1/stats` (the same as JSON), `/v1/events` (the lifecycle
  * event log) and `/dashboard` (one static page that reads those and the listings). Each data
  * route is one store round trip (`/metrics` and `/v1/stats` also read the transport's queue, when
- * it reports one, at the same time); all of them need the `read` scope when keys carry scopes.
+ * it reports one, at the same time, and `/metrics` the node registry, `routes/nodes.ts`); all of
+ * them need the `read` scope when keys carry scopes.
  * Metrics and stats are the deployment's (every tenant's); a tenant's key sees the events of its
  * own jobs, plus those of the deployment (leader and degradation changes).
  */
@@ -24,7 +25,8 @@ import { dashboardPage } from "../dashboard/page.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
-import { PROMETHEUS_TEXT, renderPrometheus } from "../prometheus.ts";
+import { PROMETHEUS_TEXT, renderNodeMetrics, renderPrometheus } from "../prometheus.ts";
+import { nodeCounts } from "./nodes.ts";
 
 /** Every event type, as `?type=` accepts them. */
 export const EVENT_TYPES = [
@@ -119,8 +121,12 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
   const guard = [authorizeRequest(config.authorize), requireScope("read")] as const;
 
   routes.get("/metrics", ...guard, async (c) => {
-    const [stats, queue] = await Promise.all([engine.stats(), engine.queueStats()]);
-    const text = renderPrometheus(stats, queue);
+    const [stats, queue, nodes] = await Promise.all([
+      engine.stats(),
+      engine.queueStats(),
+      nodeCounts(config),
+    ]);
+    const text = renderPrometheus(stats, queue) + (nodes ? renderNodeMetrics(nodes) : "");
     return c.body(text, 200, { "Content-Type": PROMETHEUS_TEXT, "Cache-Control": "no-store" });
   });
 

@@ -72,13 +72,23 @@ export function drop(s: MemoryState, job: JobRecord): void {
   if (job.scheduleId !== undefined) s.runs.get(job.scheduleId)?.delete(job.id);
 }
 
-/** Drops the job's run lease and, if it holds it, its schedule's overlap lease. */
+/** Drops the job's run lease, its concurrency slot and, if it holds it, its schedule's overlap lease. */
 export function releaseRun(s: MemoryState, stored: StoredJob): void {
   delete stored.leaseUntil;
+  releaseSlot(s, stored);
   const { scheduleId, id } = stored.record;
   if (scheduleId !== undefined && s.running.get(scheduleId)?.value === id) {
     s.running.delete(scheduleId);
   }
+}
+
+/** Leaves the concurrency limit's slots the job holds one of, if any. */
+export function releaseSlot(s: MemoryState, stored: StoredJob): void {
+  if (stored.slot === undefined) return;
+  const slots = s.limits.get(stored.slot);
+  slots?.delete(stored.record.id);
+  if (slots?.size === 0) s.limits.delete(stored.slot);
+  delete stored.slot;
 }
 
 /** The spec part of a job record. */

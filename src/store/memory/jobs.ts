@@ -19,7 +19,7 @@ import type {
 import { paginate, type Scored } from "./cursor.ts";
 import { levelForSubmit } from "./degrade.ts";
 import { jobFields } from "./events.ts";
-import { drop, indexRun, specOf } from "./job-table.ts";
+import { drop, indexRun, releaseSlot, specOf } from "./job-table.ts";
 import { quota as countQuota } from "./quota.ts";
 import { retain } from "./retention.ts";
 import { clone, live } from "./shared.ts";
@@ -106,6 +106,7 @@ export function cancelJob(s: MemoryState, id: string): CancelResult {
   s.metrics.leave(id, "queued");
   stored.record.status = "cancelled";
   stored.record.finishedAt = now;
+  releaseSlot(s, stored);
   retain(s, stored, now);
   s.outbox.delete(id);
   s.metrics.totals.cancelled += 1;

@@ -11,8 +11,8 @@
  * the same state and change inside the operations they record, as they do in the Redis scripts.
  *
  * Layout, as the Redis store's Lua: the operations by role of the port (`tick.ts`, `jobs.ts`,
- * `runs.ts`, `schedules.ts`, `observability.ts`), over the state (`state.ts`) and the parts
- * they share, each the counterpart of a Lua include: `job-table.ts` ("job", "spec"),
+ * `runs.ts`, `schedules.ts`, `observability.ts`, `nodes.ts`), over the state (`state.ts`) and the
+ * parts they share, each the counterpart of a Lua include: `job-table.ts` ("job", "spec"),
  * `retention.ts`, `metrics.ts`, `events.ts`, `degrade.ts`, `quota.ts`.
  */
 
@@ -41,9 +41,13 @@ import type {
   ListSchedulesQuery,
   NextDueOptions,
   NextDueResult,
+  NodeInfo,
+  NodeRecord,
+  NodeRegistry,
   OutboxAck,
   Page,
   PutScheduleResult,
+  RunLimit,
   RunOutcome,
   ScheduleCommit,
   Store,
@@ -54,6 +58,7 @@ import type {
 } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION } from "../port.ts";
 import * as jobs from "./jobs.ts";
+import * as nodes from "./nodes.ts";
 import * as observability from "./observability.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
@@ -91,7 +96,7 @@ export interface MemoryStoreOptions {
  * let now = 0;
  * const store = new MemoryStore({ clock: () => now, retention: { jobMs: 1_000 } });
  */
-export class MemoryStore implements Store {
+export class MemoryStore implements Store, NodeRegistry {
   readonly #s: MemoryState;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -177,8 +182,9 @@ export class MemoryStore implements Store {
     leaseMs: number,
     reapAfterMs = DEFAULT_REAP_AFTER_MS,
     token?: DeliveryToken,
+    limit?: RunLimit,
   ): Promise<BeginRunResult> {
-    return runs.beginRun(this.#s, spec, leaseMs, reapAfterMs, token);
+    return runs.beginRun(this.#s, spec, leaseMs, reapAfterMs, token, limit);
   }
 
   async finishRun(
@@ -251,6 +257,20 @@ export class MemoryStore implements Store {
 
   async events(query: EventsQuery): Promise<EventsPage> {
     return observability.events(this.#s, query);
+  }
+
+  // ── node registry ──────────────────────────────────────────────────────
+
+  async heartbeatNode(node: NodeInfo, ttlMs: number): Promise<void> {
+    nodes.heartbeatNode(this.#s, node, ttlMs);
+  }
+
+  async removeNode(id: string): Promise<void> {
+    nodes.removeNode(this.#s, id);
+  }
+
+  async listNodes(): Promise<NodeRecord[]> {
+    return nodes.listNodes(this.#s);
   }
 }
 

@@ -25,6 +25,7 @@ export class Metrics {
     dead: 0,
     cancelled: 0,
     skipped: 0,
+    limited: 0,
     retried: 0,
     ticks: 0,
   };

@@ -1,14 +1,21 @@
 /**
  * @module
  * The memory store's attempt operations (`JobStore`): a delivery begins an attempt
- * (`beginRun`: run leases, overlap `skip`, the attempt's watch), the attempt ends (`finishRun`),
- * or the queue gives up on it (`markDead`). Each is one synchronous step.
+ * (`beginRun`: run leases, overlap `skip`, concurrency limits, the attempt's watch), the attempt
+ * ends (`finishRun`), or the queue gives up on it (`markDead`). Each is one synchronous step.
  */
 import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../../core/model.ts";
 import { FINAL_JOB_STATUSES } from "../../core/model.ts";
-import type { BeginRunResult, FinishRunResult, RunOutcome } from "../port.ts";
+import {
+  type BeginRunResult,
+  checkRunLimit,
+  type FinishRunResult,
+  type RunLimit,
+  type RunOutcome,
+} from "../port.ts";
 import { errorOf, jobFields } from "./events.ts";
 import { firstUse, jobOrCreate, releaseRun, rememberToken, specOf, tokenUse } from "./job-table.ts";
+import { limitedFor, takeSlot } from "./limits.ts";
 import { movingAverage, observe } from "./metrics.ts";
 import { retain } from "./retention.ts";
 import { clone, live } from "./shared.ts";
@@ -20,7 +27,9 @@ export function beginRun(
   leaseMs: number,
   reapAfterMs: number,
   token: DeliveryToken | undefined,
+  limit?: RunLimit,
 ): BeginRunResult {
+  if (limit) checkRunLimit(limit);
   const now = s.now();
   const used = tokenUse(s, token, now);
   if (used !== undefined) {
@@ -68,6 +77,16 @@ export function beginRun(
       s.events.emit(now, { type: "job.skipped", ...jobFields(job) });
       return { kind: "skipped", job: clone(job) };
     }
+  }
+  const waitMs = limit ? limitedFor(s, limit, job.id, now) : undefined;
+  if (waitMs !== undefined) {
+    // Not an attempt: the job stays as it is; it is alive, only waiting, so the reaper waits too.
+    const watch = s.outbox.get(job.id);
+    if (watch) watch.recoverAt = now + reapAfterMs;
+    s.metrics.totals.limited += 1;
+    return { kind: "limited", retryAfterMs: waitMs };
+  }
+  if (job.overlap === "skip" && job.scheduleId !== undefined) {
     s.running.set(job.scheduleId, { value: job.id, expiresAt: now + leaseMs });
   }
   s.metrics.leave(job.id, job.status);
@@ -76,6 +95,7 @@ export function beginRun(
   job.startedAt = now;
   delete job.finishedAt;
   stored.leaseUntil = now + leaseMs;
+  takeSlot(s, stored, limit, stored.leaseUntil);
   s.outbox.set(job.id, {
     id: job.id,
     dedupId: `${job.id}~a${job.attempts}`,

@@ -13,6 +13,7 @@ import type { StoreRetention } from "../port.ts";
 import { initialDegradation } from "./degrade.ts";
 import { EventLog } from "./events.ts";
 import { Metrics } from "./metrics.ts";
+import type { StoredNode } from "./nodes.ts";
 import type { QuotaCounters } from "./quota.ts";
 import { sweepExpired } from "./retention.ts";
 import type { Expiring } from "./shared.ts";
@@ -22,6 +23,8 @@ export interface StoredJob {
   record: JobRecord;
   /** Run lease of the current attempt, while `running`. */
   leaseUntil?: number;
+  /** The concurrency limit key the run holds a slot of (`{p}:limit:…`), while running under one. */
+  slot?: string;
   /** Retention: the record is gone from this time on (final jobs only). */
   expiresAt?: number;
   /** Dispatches from the dead-letter list so far (`retryDead`), for fresh dedup ids. */
@@ -42,6 +45,11 @@ export class MemoryState {
   readonly runs = new Map<string, Set<string>>();
   /** Named leases → fencing token. */
   readonly leases = new Map<string, Expiring<number>>();
+  /**
+   * Concurrency limits' slots (`{p}:limit:<n>:<key>`): limit key → job id → its run lease's end.
+   * Members whose lease ended are dropped when `beginRun` next looks at the key.
+   */
+  readonly limits = new Map<string, Map<string, number>>();
   /** Overlap-`skip` schedules → id of the occurrence that holds the schedule's run lease. */
   readonly running = new Map<string, Expiring<string>>();
   /** `tenant` NUL `key` → job id. */
@@ -55,6 +63,8 @@ export class MemoryState {
   /** Quota key → its window counters and when they expire. */
   readonly quotas = new Map<string, { counters: QuotaCounters; expiresAt: number }>();
   readonly metrics = new Metrics();
+  /** The node registry: node id → its record (`nodes.ts`). */
+  readonly nodes = new Map<string, StoredNode>();
   readonly leader = { holder: null as string | null, changes: 0, flaps: 0, acquiredAt: 0 };
   degradation: DegradationState = initialDegradation();
   /** When the controller was last evaluated (ms; -Infinity: never). */

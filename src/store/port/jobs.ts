@@ -42,6 +42,41 @@ export interface SubmitDenied {
   denied: Denied;
 }
 
+/** The shortest `retryAfterMs` of a `limited` answer ({@link BeginRunResult}). */
+export const LIMITED_MIN_RETRY_MS = 250;
+
+/**
+ * A concurrency limit for {@link JobStore.beginRun}: at most `limit` jobs whose run holds a slot of
+ * `key` run at once, across every caller of the store. The store does not interpret `key`; the
+ * runner derives it from the handler's `concurrency` and the job's input (`src/engine/concurrency.ts`).
+ */
+export interface RunLimit {
+  /** The slot set's name, e.g. `email.send` or `email.send=7:default:42` (bounded in length). */
+  key: string;
+  /** A whole number from 1 to 10,000. */
+  limit: number;
+}
+
+/** Most jobs of one {@link RunLimit} key that may run at once. */
+export const MAX_RUN_LIMIT = 10_000;
+
+/**
+ * Refuse a {@link RunLimit} a store cannot honour: a limit that is not a whole number from 1 to
+ * {@link MAX_RUN_LIMIT}, or an empty key. Both stores call it before they write anything.
+ *
+ * @throws RangeError naming the value.
+ */
+export function checkRunLimit(limit: RunLimit): void {
+  if (!(Number.isInteger(limit.limit) && limit.limit >= 1 && limit.limit <= MAX_RUN_LIMIT)) {
+    throw new RangeError(
+      `a run limit must be a whole number from 1 to ${MAX_RUN_LIMIT}, got ${limit.limit}`,
+    );
+  }
+  if (typeof limit.key !== "string" || limit.key === "") {
+    throw new RangeError("a run limit needs a non-empty key");
+  }
+}
+
 /** Result of {@link JobStore.beginRun}. */
 export type BeginRunResult =
   /** The caller must run the handler now, as attempt number `attempt` (1-based). */
@@ -53,6 +88,13 @@ export type BeginRunResult =
    * schedule's run lease while this one already started): answer 409 so the queue retries later.
    */
   | { kind: "busy"; retryAfterMs: number }
+  /**
+   * The {@link RunLimit} is reached: `limit` other jobs hold a slot of its key under unexpired run
+   * leases. Not an attempt: nothing written to the job, nothing counted but `totals.limited`.
+   * `retryAfterMs`: until the earliest of those leases ends (when a slot is free at the latest),
+   * at least {@link LIMITED_MIN_RETRY_MS}.
+   */
+  | { kind: "limited"; retryAfterMs: number }
   /** Overlap `skip`: a previous occurrence of the schedule still runs; this job was marked `skipped`. */
   | { kind: "skipped"; job: JobRecord }
   /**
@@ -172,12 +214,24 @@ export interface JobStore {
    * `{p}:pending`. `busy` and `missing` count nothing; `final`
    * counts nothing either but drops a leftover `{p}:pending` entry (an occurrence committed again
    * after it finished, e.g. by a re-created schedule), decrementing `queued` if there was one.
+   *
+   * With `limit` (checked after `final`, `busy` and overlap `skip`, before the run): the slot set
+   * of `limit.key` (`{p}:limit:<n>:<key>`, job id → run lease end) first drops members whose lease
+   * ended (`<= now`); if the job is not a member and the set holds `limit.limit` members →
+   * `limited` (see {@link BeginRunResult}): the job is unchanged (status, attempts, pending entry,
+   * no event), its outbox entry's `recoverAt` moves to `now + reapAfterMs` (it is alive, only
+   * waiting: the reaper leaves it alone), `totals.limited` += 1. Otherwise the run takes a slot
+   * (member = job id, score = the run lease's end) and the job remembers it, so `finishRun`,
+   * `markDead`, `cancelJob` and a `skipped` answer release it (and a later run of the job under
+   * another key, or without a limit, leaves the old one). A job without `limit` costs nothing
+   * extra; a slot whose run lease ended is free again without anyone releasing it.
    */
   beginRun(
     spec: JobSpec,
     leaseMs: number,
     reapAfterMs?: number,
     token?: DeliveryToken,
+    limit?: RunLimit,
   ): Promise<BeginRunResult>;
   /**
    * Record how `attempt` ended, only if the job is `running` as that attempt.

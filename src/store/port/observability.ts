@@ -52,6 +52,11 @@ export interface StoreStats {
     dead: number;
     cancelled: number;
     skipped: number;
+    /**
+     * Deliveries not begun because the handler's concurrency limit was reached (`beginRun`
+     * `limited`; each retry of the same job counts again). Not attempts.
+     */
+    limited: number;
     /** Dead jobs re-queued. */
     retried: number;
     /** Ticks that took the lease (idle ticks are not counted: they write nothing). */

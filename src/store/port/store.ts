@@ -1,9 +1,11 @@
 /**
  * @module
  * The Store port, composed of its roles: {@link TickStore} (leases and the tick), {@link JobStore}
- * (jobs, attempts, dead letters), {@link ScheduleStore} and {@link ObservabilityStore}.
+ * (jobs, attempts, dead letters), {@link ScheduleStore} and {@link ObservabilityStore}; and,
+ * optionally, {@link NodeRegistry}.
  */
 import type { JobStore } from "./jobs.ts";
+import type { NodeRegistry } from "./nodes.ts";
 import type { ObservabilityStore } from "./observability.ts";
 import type { ScheduleStore } from "./schedules.ts";
 import type { TickStore } from "./tick.ts";
@@ -11,8 +13,17 @@ import type { TickStore } from "./tick.ts";
 /**
  * The persistence port. Implementations: `RedisStore` (Lua, one script per operation)
  * and `MemoryStore` (embedded). Both pass `test/contract/store.contract.ts`.
+ *
+ * The {@link NodeRegistry} methods are optional (`Partial`), so a store written before them still
+ * compiles: without them `GET /v1/nodes` lists no nodes and Node servers skip their heartbeats.
+ * Implement all three or none (`nodeRegistry(store)` reads them as one).
  */
-export interface Store extends TickStore, JobStore, ScheduleStore, ObservabilityStore {
+export interface Store
+  extends TickStore,
+    JobStore,
+    ScheduleStore,
+    ObservabilityStore,
+    Partial<NodeRegistry> {
   /** The store's clock (Redis `TIME`). One round trip; used by the broker to stamp records. */
   now(): Promise<number>;
 

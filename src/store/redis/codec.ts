@@ -19,11 +19,12 @@ import type {
   Page,
   QuotaCheck,
   QuotaWindow,
+  RunLimit,
   StoreRetention,
   Thresholds,
   TickEvent,
 } from "../port.ts";
-import { HISTOGRAM_BOUNDS_MS } from "../port.ts";
+import { checkRunLimit, HISTOGRAM_BOUNDS_MS } from "../port.ts";
 
 /** A script's JSON answer, raw or already parsed by the client. */
 export function fromJson<T>(raw: unknown): T {
@@ -260,6 +261,18 @@ export function toPage<T>(raw: RawPage<T>): Page<T> {
 /** A delivery token as the `beginRun` and `markDead` scripts take it: id and expiry, or none. */
 export function tokenArgs(token: DeliveryToken | undefined): [string, string] {
   return token ? [token.id, String(Math.floor(token.expiresAt))] : ["", "0"];
+}
+
+/**
+ * A concurrency limit as `beginRun` takes it (ARGV[16], ARGV[17]): the limit and its key, or
+ * nothing at all (a job without a limit sends the same arguments as before limits existed).
+ *
+ * @throws RangeError for a limit that is not a whole number from 1 to 10,000, or an empty key.
+ */
+export function limitArgs(limit: RunLimit | undefined): string[] {
+  if (limit === undefined) return [];
+  checkRunLimit(limit);
+  return [String(limit.limit), limit.key];
 }
 
 /** Retention as the scripts take it: `jobMs maxJobs maxRuns`, 0 for no cap. */

@@ -78,10 +78,23 @@ export function keys(prefix = "tw") {
      * is prefixed with its length in UTF-8 bytes, like the idempotency key's tenant.
      */
     quota: (key: string) => `${p}:quota:${utf8Length(key)}:${key}`,
+    /**
+     * zset: one concurrency limit's slots — job id → its run lease's end (ms); members whose lease
+     * ended are dropped by the next `beginRun` of the key. The limit key (see `RunLimit`) is
+     * prefixed with its length in UTF-8 bytes, like the quota key.
+     */
+    limit: (key: string) => `${p}:limit:${utf8Length(key)}:${key}`,
     /** hash: the degradation controller's shared state (level, since, pending, signals). */
     degrade: `${p}:degrade`,
     /** hash: the tick leader (holder, acquiredAt, changes, flaps). */
     leader: `${p}:leader`,
+    /**
+     * hash: the node registry, node id → its record JSON (with `lastSeen` and `ttlMs`). The
+     * scripts `heartbeatNode`, `removeNode` and `listNodes` build it from the root.
+     */
+    nodes: `${p}:nodes`,
+    /** zset: node id → when it is dropped (lastSeen + 10 × its TTL), pruned by heartbeats. */
+    nodesExpiry: `${p}:nodes:expiry`,
   };
 }
 

@@ -45,6 +45,7 @@ export async function stats(c: RedisContext, degradation?: DegradationPolicy): P
       dead: n("t:dead"),
       cancelled: n("t:cancelled"),
       skipped: n("t:skipped"),
+      limited: n("t:limited"),
       retried: n("t:retried"),
       ticks: n("t:ticks"),
     },

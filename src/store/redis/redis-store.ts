@@ -10,8 +10,8 @@
  * over REST, ioredis over TCP.
  *
  * Layout: the operations by role of the port (`tick.ts`, `jobs.ts`, `runs.ts`, `schedules.ts`,
- * `observability.ts`), each a thin encoder of one script's arguments and decoder of its answer
- * (`codec.ts`); the scripts are in `lua/`, generated into `scripts.generated.ts`.
+ * `observability.ts`, `nodes.ts`), each a thin encoder of one script's arguments and decoder of
+ * its answer (`codec.ts`); the scripts are in `lua/`, generated into `scripts.generated.ts`.
  */
 import type {
   DeliveryToken,
@@ -38,9 +38,13 @@ import type {
   ListSchedulesQuery,
   NextDueOptions,
   NextDueResult,
+  NodeInfo,
+  NodeRecord,
+  NodeRegistry,
   OutboxAck,
   Page,
   PutScheduleResult,
+  RunLimit,
   RunOutcome,
   ScheduleCommit,
   Store,
@@ -54,6 +58,7 @@ import { toInt } from "./codec.ts";
 import type { RedisContext } from "./context.ts";
 import * as jobs from "./jobs.ts";
 import { keys as buildKeys } from "./keys.ts";
+import * as nodes from "./nodes.ts";
 import * as observability from "./observability.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
@@ -103,7 +108,7 @@ export interface RedisStoreOptions {
  * import { Redis } from "ioredis";
  * const store = new RedisStore({ client: fromIoredis(new Redis(url)), prefix: "myapp" });
  */
-export class RedisStore implements Store {
+export class RedisStore implements Store, NodeRegistry {
   readonly #c: RedisContext;
 
   constructor(options: RedisStoreOptions) {
@@ -195,8 +200,9 @@ export class RedisStore implements Store {
     leaseMs: number,
     reapAfterMs = DEFAULT_REAP_AFTER_MS,
     token?: DeliveryToken,
+    limit?: RunLimit,
   ): Promise<BeginRunResult> {
-    return runs.beginRun(this.#c, spec, leaseMs, reapAfterMs, token);
+    return runs.beginRun(this.#c, spec, leaseMs, reapAfterMs, token, limit);
   }
 
   async finishRun(
@@ -269,5 +275,19 @@ export class RedisStore implements Store {
 
   async events(query: EventsQuery): Promise<EventsPage> {
     return observability.events(this.#c, query);
+  }
+
+  // ── node registry ──────────────────────────────────────────────────────
+
+  async heartbeatNode(node: NodeInfo, ttlMs: number): Promise<void> {
+    return nodes.heartbeatNode(this.#c, node, ttlMs);
+  }
+
+  async removeNode(id: string): Promise<void> {
+    return nodes.removeNode(this.#c, id);
+  }
+
+  async listNodes(): Promise<NodeRecord[]> {
+    return nodes.listNodes(this.#c);
   }
 }

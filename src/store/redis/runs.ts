@@ -4,13 +4,14 @@
  * `markDead`. Each one script, one round trip.
  */
 import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../../core/model.ts";
-import type { BeginRunResult, FinishRunResult, RunOutcome } from "../port.ts";
+import type { BeginRunResult, FinishRunResult, RunLimit, RunOutcome } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS } from "../port.ts";
 import {
   errorCodeOf,
   eventErrorArg,
   fromJson,
   jsonArg,
+  limitArgs,
   retentionArg,
   specArgs,
   tokenArgs,
@@ -26,6 +27,7 @@ export async function beginRun(
   leaseMs: number,
   reapAfterMs = DEFAULT_REAP_AFTER_MS,
   token?: DeliveryToken,
+  limit?: RunLimit,
 ): Promise<BeginRunResult> {
   const k = c.keys;
   const raw = await c.run(
@@ -38,6 +40,7 @@ export async function beginRun(
       c.eventsMaxLen,
       String(reapAfterMs),
       ...tokenArgs(token),
+      ...limitArgs(limit),
     ],
   );
   return fromJson<BeginRunResult>(raw);

@@ -44,10 +44,12 @@ describe("generated scripts", () => {
     const probe = `${includeSource("keys")}
 return { jobKey(KEYS[1], ARGV[1]), scheduleKey(KEYS[1], ARGV[1]), scheduleRunningKey(KEYS[1], ARGV[1]),
   runsKey(KEYS[1], ARGV[1]), idempotencyKey(KEYS[1], ARGV[2], ARGV[3]), quotaKey(KEYS[1], ARGV[4]),
-  jobsKey(KEYS[1], ARGV[2]), dlqKey(KEYS[1], ARGV[2]), schedulesKey(KEYS[1], ARGV[2]) }`;
+  jobsKey(KEYS[1], ARGV[2]), dlqKey(KEYS[1], ARGV[2]), schedulesKey(KEYS[1], ARGV[2]),
+  limitKey(KEYS[1], ARGV[5]) }`;
     const id = "a:b@1700000000000";
     const quota = "submit:tenant-é:1"; // multi-byte: the length prefix counts UTF-8 bytes
-    const built = await redis.eval(probe, 1, k.root, id, "tenant-ü", "order:7", quota);
+    const limit = "email.send=8:tenant-é:42"; // multi-byte, as above
+    const built = await redis.eval(probe, 1, k.root, id, "tenant-ü", "order:7", quota, limit);
     expect(built).toEqual([
       k.job(id),
       k.schedule(id),
@@ -58,6 +60,7 @@ return { jobKey(KEYS[1], ARGV[1]), scheduleKey(KEYS[1], ARGV[1]), scheduleRunnin
       k.jobs("tenant-ü"),
       k.dlq("tenant-ü"),
       k.schedules("tenant-ü"),
+      k.limit(limit),
     ]);
   });
 

@@ -9,10 +9,18 @@
     overlap `skip` and another job of the schedule holds the schedule's run lease
                                                    -> the job is `skipped` (and retained) if it
                                                       never started (attempts 0), else busy
+    a concurrency limit (ARGV[16], ARGV[17]) whose slot set, once members whose lease ended are
+    dropped, holds `limit` other jobs     -> limited (not an attempt: the job is unchanged, no
+                                             event; its outbox entry's recoverAt moves to
+                                             now + reapAfterMs; t:limited), retryAfterMs until
+                                             the earliest lease end (at least 250 ms)
     else `running`, attempts + 1, startedAt = now, run lease until now + leaseMs (and the
     schedule's run lease, for overlap `skip`), and the job's outbox message becomes the attempt's
     watch: dedupId `<id>~a<attempt>`, `attempt`, recoverAt = lease end + reapAfterMs (the tick
-    re-dispatches the job if the queue never delivers again and never calls back).
+    re-dispatches the job if the queue never delivers again and never calls back). Under a
+    limit the run takes a slot (member id, score = the run lease's end) and the job's `slot`
+    field names the set, so finishRun, markDead and cancelJob release it; a slot it held in
+    another set (its limit key changed) is left.
   `final` and `skipped` remove the job's outbox message.
   `run` and `skipped` leave the pending backlog, count (t:started or t:skipped, the gauges; the
   first attempt's dispatch lag in the `lag` histogram and average) and write `job.started` /
@@ -34,10 +42,13 @@
              or the request re-sent after its answer was lost): nothing written or counted, and
              busy while the attempt it began still runs under its lease, else replayed
     ARGV[15] delivery token expiry (ms)
+    ARGV[16] concurrency limit, 1..10000 ('' or absent = none)
+    ARGV[17] the limit key (the slot set is limitKey(root, key))
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
     {"kind":"busy","retryAfterMs":ms}          | {"kind":"skipped","job":JobRecord}
     {"kind":"missing"}                         | {"kind":"replayed"}
+    {"kind":"limited","retryAfterMs":ms}
 ]]
 --@include "time"
 --@include "keys"
@@ -102,8 +113,9 @@ if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now
 end
 
 local leaseMs = tonumber(ARGV[10])
+local running
 if job.overlap == 'skip' and job.scheduleId then
-  local running = scheduleRunningKey(root, job.scheduleId)
+  running = scheduleRunningKey(root, job.scheduleId)
   local holder = redis.call('GET', running)
   if holder and holder ~= id then
     if tonumber(job.attempts) > 0 then
@@ -123,6 +135,24 @@ if job.overlap == 'skip' and job.scheduleId then
     remember('-')
     return '{"kind":"skipped","job":' .. jobJson(job) .. '}'
   end
+end
+
+-- The concurrency limit: a slot per running job of the key, held until its lease ends.
+local limit, slots = tonumber(ARGV[16] or ''), nil
+if limit then
+  slots = limitKey(root, ARGV[17])
+  redis.call('ZREMRANGEBYSCORE', slots, '-inf', int(now))
+  if not redis.call('ZSCORE', slots, id) and redis.call('ZCARD', slots) >= limit then
+    local first = redis.call('ZRANGE', slots, 0, 0, 'WITHSCORES')
+    redis.call('ZADD', KEYS[2], 'XX', int(now + tonumber(ARGV[13])), id)
+    mAdd(m, 't:limited', 1)
+    metricsFlush(metrics, m)
+    remember('-')
+    return '{"kind":"limited","retryAfterMs":' .. int(math.max(250, tonumber(first[2]) - now))
+      .. '}'
+  end
+end
+if running then
   redis.call('SET', running, id, 'PX', leaseMs)
 end
 
@@ -130,10 +160,25 @@ leave(job.status)
 local finished = job.finishedAt
 job.status, job.startedAt, job.finishedAt = 'running', int(now), nil
 job.attempts = int(tonumber(job.attempts) + 1)
-redis.call('HSET', key, 'status', job.status, 'attempts', job.attempts, 'startedAt', job.startedAt,
-  'leaseUntil', int(now + leaseMs))
-if finished then
+local leaseEnd = int(now + leaseMs)
+if job.slot and job.slot ~= slots then
+  -- Its limit key changed since an attempt whose lease ran out: that slot is not this run's.
+  redis.call('ZREM', job.slot, id)
+end
+if slots then
+  redis.call('ZADD', slots, leaseEnd, id)
+  redis.call('HSET', key, 'status', job.status, 'attempts', job.attempts, 'startedAt',
+    job.startedAt, 'leaseUntil', leaseEnd, 'slot', slots)
+else
+  redis.call('HSET', key, 'status', job.status, 'attempts', job.attempts, 'startedAt',
+    job.startedAt, 'leaseUntil', leaseEnd)
+end
+if finished and job.slot and not slots then
+  redis.call('HDEL', key, 'finishedAt', 'slot')
+elseif finished then
   redis.call('HDEL', key, 'finishedAt')
+elseif job.slot and not slots then
+  redis.call('HDEL', key, 'slot')
 end
 putWatch(KEYS[2], KEYS[3], id, job, int(now + leaseMs + tonumber(ARGV[13])))
 remember(job.attempts)

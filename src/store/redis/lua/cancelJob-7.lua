@@ -1,6 +1,7 @@
 --[[
   cancelJob: `queued` -> `cancelled`, its outbox message and pending entry removed, the record
-  retained jobMs; counts t:cancelled (g:queued down if it was pending) and writes
+  retained jobMs; a concurrency slot it still names is released (a queued job holds none, but a
+  slot is never left behind); counts t:cancelled (g:queued down if it was pending) and writes
   `job.cancelled`.
   Input:
     KEYS[1] root
@@ -38,6 +39,7 @@ end
 local now = nowMs()
 job.status, job.finishedAt = 'cancelled', int(now)
 redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
+releaseSlot(key, id, job)
 removeMessages(KEYS[2], KEYS[3], { id })
 retainJob(root, KEYS[4], id, job, now, ARGV[2])
 local m = newMetrics()

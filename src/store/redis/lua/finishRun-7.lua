@@ -2,7 +2,8 @@
   finishRun: record how an attempt ended, only if the job is `running` as that attempt.
   Success -> `succeeded` with the result (and no error); failure -> `failed` (back in the
   pending backlog, score now), or `dead` and listed in the dead-letter list when final.
-  Releases the run lease and the schedule's overlap lease. Final records are retained jobMs.
+  Releases the run lease, its concurrency slot and the schedule's overlap lease. Final records
+  are retained jobMs.
   The attempt's watch (its outbox message, see beginRun) goes when the job is final; after a
   failure that will be retried it moves to now + reapAfterMs.
   Counts (handler duration, failure average, totals, gauges) and writes `job.succeeded`,

@@ -4,7 +4,8 @@
   succeeded, cancelled or skipped, its runAt differs from the spec's (a callback for an earlier
   dispatch), its attempts differ from ARGV[14] when given (the reaper's watch is out of date),
   or it is running with an unexpired run lease (then returned unchanged, nothing counted), marks
-  it `dead` with the error, lists it in the dead-letter list, releases its run leases, drops its
+  it `dead` with the error, lists it in the dead-letter list, releases its run leases and its
+  concurrency slot, drops its
   outbox message and its pending entry, retains the record jobMs, counts t:dead (and the gauge
   it leaves) and writes `job.dead`.
   Input:

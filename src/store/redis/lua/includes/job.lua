@@ -7,6 +7,8 @@
     status      JobStatus     attempts     attempts begun
     startedAt   ms, optional  finishedAt   ms, optional
     leaseUntil  ms, while running (the run lease)
+    slot        the concurrency limit's slot set (`<root>:limit:<n>:<key>`) the run holds a
+                slot in, while running under a limit (see beginRun)
     attemptBase attempts made before the last re-dispatch from the dead-letter list, optional
     result      JSON, optional             error  JobError JSON, optional
     handler, scheduleId, overlap, tenant   copies of spec fields, for filters, overlap checks
@@ -31,8 +33,10 @@
   keepJob(root, expiring, id, job)
                                Undo retainJob (a dead job queued again).
   releaseRun(root, key, id, job)
-                               Drop the run lease and, if this job holds it, the schedule's
-                               overlap lease.
+                               Drop the run lease, the concurrency slot (see releaseSlot) and,
+                               if this job holds it, the schedule's overlap lease.
+  releaseSlot(key, id, job)    Leave the concurrency limit's slot set the job holds a slot in, if
+                               any (nothing to do, and no command, for a job without a limit).
   sweepExpired(root, expiring, now, max)
                                Remove up to `max` expired jobs from the listing indexes.
 ]]
@@ -44,7 +48,7 @@ local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skippe
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
   'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
-  'attemptBase' }
+  'attemptBase', 'slot' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -191,11 +195,24 @@ local function keepJob(root, expiring, id, job)
   redis.call('ZREM', expiring, expiringMember(id, job))
 end
 
+local function releaseSlot(key, id, job)
+  if job.slot then
+    redis.call('ZREM', job.slot, id)
+    redis.call('HDEL', key, 'slot')
+    job.slot = nil
+  end
+end
+
 local function releaseRun(root, key, id, job)
-  if job.leaseUntil then
+  if job.leaseUntil and job.slot then
+    redis.call('ZREM', job.slot, id)
+    redis.call('HDEL', key, 'leaseUntil', 'slot')
+    job.leaseUntil, job.slot = nil, nil
+  elseif job.leaseUntil then
     redis.call('HDEL', key, 'leaseUntil')
     job.leaseUntil = nil
   end
+  releaseSlot(key, id, job)
   if job.overlap == 'skip' and job.scheduleId then
     local running = scheduleRunningKey(root, job.scheduleId)
     if redis.call('GET', running) == id then

@@ -29,6 +29,11 @@ local function quotaKey(root, key)
   return root .. ':quota:' .. #key .. ':' .. key
 end
 
+-- A concurrency limit's slots (job id -> run lease end); length-prefixed like the quota key.
+local function limitKey(root, key)
+  return root .. ':limit:' .. #key .. ':' .. key
+end
+
 -- A delivery's token id, remembered until the token expires: a second use is a replay.
 local function deliveryKey(root, tokenId)
   return root .. ':delivery:' .. tokenId
