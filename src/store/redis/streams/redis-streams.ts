@@ -238,8 +238,12 @@ export class RedisStreams {
 
   /** Stop reading (the shared client stays the caller's to close). */
   async close(): Promise<void> {
+    if (this.#closed) return;
     this.#closed = true;
     this.interrupt();
+    // A wake-up reaches one consumer: this one may be the only one that knows when the next
+    // delayed delivery is due. Hand it over, or the others sleep through it (up to idleWaitMs).
+    await this.#run(scripts.streamHandOver, []).catch(() => {});
   }
 
   /** Queue length, pending deliveries and their age, delayed ones and consumers. */
