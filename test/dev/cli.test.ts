@@ -110,6 +110,7 @@ describe.concurrent("tickwork CLI", () => {
     // No API key needed: a tick-only server serves no API route.
     const { code, stderr } = await tickwork(["start", "--role", "tick"], {
       REDIS_URL: "redis://127.0.0.1:6379",
+      TICKWORK_TRANSPORT: "local",
     });
     expect(code).toBe(1);
     expect(stderr).toContain("which this server does not serve (its roles lack worker)");

@@ -55,7 +55,12 @@ describe.concurrent("tickwork start", () => {
     prefixes.push(prefix);
     const port = await freePort();
     const workers = `http://127.0.0.1:${port}`;
-    const shared = { TICKWORK_PREFIX: prefix, TICKWORK_PUBLIC_URL: workers };
+    // The local queue across servers (with Redis over TCP the default would be Redis Streams).
+    const shared = {
+      TICKWORK_PREFIX: prefix,
+      TICKWORK_PUBLIC_URL: workers,
+      TICKWORK_TRANSPORT: "local",
+    };
     const signingKey = `key-${prefix}`;
     const [api, tick] = await Promise.all([
       start(["--role", "api", "--role", "worker", "--port", String(port)], {
@@ -99,6 +104,37 @@ describe.concurrent("tickwork start", () => {
     // A submitted job is delivered by the api server's own queue to the worker route.
     const job = await client.jobs.submit({ handler: "echo", input: 7 });
     expect(await job.result({ timeout: "10s" })).toBe(7);
+  });
+
+  test("on Redis Streams: api, worker and tick servers apart, with no URL or key between them", async () => {
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    const shared = { TICKWORK_PREFIX: prefix };
+    const [api, worker, tick] = await Promise.all([
+      start(["--role", "api"], { ...shared, TICKWORK_API_KEY: API_KEY }),
+      start(["--role", "worker", "--concurrency", "4"], shared),
+      start(["--role", "tick"], shared),
+    ]);
+    expect(api.banner).toMatch(/transport {2}Redis Streams \(durable; workers pull, 10 at once/);
+    expect(worker.banner).toMatch(/transport {2}Redis Streams \(durable; workers pull, 4 at once/);
+    expect(tick.banner).toContain("  tick       internal timer every 1 s");
+    // Jobs submitted to the api server run on the worker server.
+    const client = createClient({ url: api.url, apiKey: API_KEY });
+    const job = await client.jobs.submit({ handler: "echo", input: "pulled" });
+    expect(await job.result({ timeout: "10s" })).toBe("pulled");
+    // Occurrences dispatched by the tick server run there too.
+    const schedule = await client.schedules.create({
+      handler: "echo",
+      schedule: "1s",
+      input: "tick",
+      maxRuns: 2,
+    });
+    await waitFor(async () => {
+      const done = await client.jobs
+        .list({ scheduleId: schedule.id, status: "succeeded" })
+        .toArray();
+      return done.length === 2 ? done : undefined;
+    }, "2 occurrences run by the worker server");
   });
 
   test("with QSTASH_TOKEN: jobs go through QStash to TICKWORK_PUBLIC_URL", async () => {

@@ -69,6 +69,9 @@ describe("production-path cost, counted at the wire", () => {
         }),
         handlers: { work: { run: () => null } },
         logger: silentLogger,
+        // No look-ahead: in the last minute of an hour the next hour's occurrences would be
+        // dispatched too (2 × M), whatever time of day the test runs.
+        tick: { horizonMs: 0 },
       });
       const M = 250;
       const now = await store.now();
