@@ -91,7 +91,8 @@ describe.each(storeFactories)("node registry on $name", (factory) => {
   });
 
   it("reports a node stale once its TTL passes, then drops it after 10 × its TTL", async () => {
-    const ttlMs = 40;
+    // Long enough that the first listing is certainly within it on a loaded machine.
+    const ttlMs = 1_000;
     await registry.heartbeatNode(nodeInfo({ id: "short" }), ttlMs);
     await registry.heartbeatNode(nodeInfo({ id: "long" }), 60_000);
     const [seen] = (await registry.listNodes()).filter((n) => n.id === "short");
@@ -105,7 +106,11 @@ describe.each(storeFactories)("node registry on $name", (factory) => {
     expect(stale.find((n) => n.id === "short")!.lastSeen).toBe(seen!.lastSeen);
     expect(stale.find((n) => n.id === "long")!.status).toBe("live");
 
-    const gone = await listingWhere(registry, (nodes) => !nodes.some((n) => n.id === "short"));
+    const gone = await listingWhere(
+      registry,
+      (nodes) => !nodes.some((n) => n.id === "short"),
+      30_000,
+    );
     expect((await handle.store.now()) - seen!.lastSeen).toBeGreaterThanOrEqual(10 * ttlMs);
     expect(gone.map((n) => n.id)).toEqual(["long"]);
 
@@ -113,7 +118,7 @@ describe.each(storeFactories)("node registry on $name", (factory) => {
     await registry.heartbeatNode(nodeInfo({ id: "short" }), ttlMs);
     const back = await registry.listNodes();
     expect(back.find((n) => n.id === "short")?.status).toBe("live");
-  });
+  }, 60_000);
 
   it("removeNode deregisters; an unknown id is ignored", async () => {
     await registry.heartbeatNode(nodeInfo({ id: "x" }), 45_000);
@@ -214,12 +219,16 @@ describe("node registry on Redis: keys, pruning, the scripts' own checks", () =>
 
   it("prunes dropped nodes inside heartbeats, at most 100 per call", async () => {
     const k = keys(handle.prefix);
+    // A TTL long enough that none is dropped (10 × TTL) while the 150 register, even on a loaded
+    // machine: each heartbeat prunes dropped nodes.
     await Promise.all(
-      Array.from({ length: 150 }, (_, i) => registry.heartbeatNode(nodeInfo({ id: `old${i}` }), 1)),
+      Array.from({ length: 150 }, (_, i) =>
+        registry.heartbeatNode(nodeInfo({ id: `old${i}` }), 500),
+      ),
     );
     expect(await redis.hlen(k.nodes)).toBe(150);
-    // Dropped (10 ms after their heartbeat) but still stored until a heartbeat prunes them.
-    await listingWhere(registry, (nodes) => nodes.length === 0);
+    // Dropped (5 s after their heartbeat) but still stored until a heartbeat prunes them.
+    await listingWhere(registry, (nodes) => nodes.length === 0, 30_000);
     expect(await redis.hlen(k.nodes)).toBe(150);
     await registry.heartbeatNode(nodeInfo({ id: "fresh" }), 45_000);
     expect(await redis.hlen(k.nodes)).toBe(51);
@@ -227,7 +236,7 @@ describe("node registry on Redis: keys, pruning, the scripts' own checks", () =>
     await registry.heartbeatNode(nodeInfo({ id: "fresh" }), 45_000);
     expect(await redis.hkeys(k.nodes)).toEqual(["fresh"]);
     expect(await redis.zrange(k.nodesExpiry, 0, -1)).toEqual(["fresh"]);
-  });
+  }, 60_000);
 
   it("the heartbeat script refuses a bad id, record or TTL by itself and writes nothing", async () => {
     const root = keys(handle.prefix).root;

@@ -207,7 +207,8 @@ describe("the packed package in a fresh app", () => {
     const bundler = await runRepoBin("tsc", ["-p", "tsconfig.bundler.json"], app);
     expect(bundler.stdout + bundler.stderr).toBe("");
     expect(bundler.code).toBe(0);
-  });
+    // Two full type-checks of a fresh app: on a loaded 2-core machine this takes well over 30 s.
+  }, 240_000);
 
   it("a misspelt handler or a wrong input does not compile, through the engine and the client", async () => {
     writeFiles(app, {
@@ -223,7 +224,7 @@ describe("the packed package in a fresh app", () => {
     );
     expect([...new Set(lines)].sort((a, b) => a - b)).toEqual(MISTAKE_LINES);
     expect(stdout).toContain('"email.sned"');
-  });
+  }, 120_000);
 
   it("runs the README's development embedding: submit a job, read its result", async () => {
     const { code, out } = await runNode(app, ["out/src/dev.js"]);
