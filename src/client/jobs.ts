@@ -1,13 +1,23 @@
 /**
  * @module
- * `client.jobs`: submit, read, wait for a result (long-poll), cancel, list.
+ * `client.jobs`: submit, read, wait for a result (long-poll), read the log, cancel, list.
  */
 import { parseDuration } from "../core/duration.ts";
 import type { HandlerName, Handlers } from "../engine/handlers.ts";
 import { JobCancelledError, JobFailedError, ResultTimeoutError } from "./errors.ts";
 import { PagedList } from "./paginate.ts";
 import { type Caller, call, seg } from "./request.ts";
-import type { Duration, Job, JobSummary, ListJobsQuery, Page, SubmitJobRequest } from "./types.ts";
+import type {
+  CancelResult,
+  Duration,
+  Job,
+  JobLogEntry,
+  JobSummary,
+  ListJobsQuery,
+  Page,
+  PageQuery,
+  SubmitJobRequest,
+} from "./types.ts";
 
 /** Longest single `?wait=` asked for; the server caps waits (30 s by default) anyway. */
 const MAX_POLL_MS = 25_000;
@@ -95,19 +105,38 @@ export class JobHandle {
   }
 
   /**
-   * Cancel the job; only a `queued` job can be (a started one answers with a `ConflictError`).
+   * Cancel the job. A `queued` one answers `{ id, status: "cancelled" }`; a `running` one answers
+   * the job, still `running` with `cancelRequested: true`: its handler's signal is aborted and it
+   * ends `cancelled` within about a second (see docs/api.md). A finished one answers with a
+   * `ConflictError`.
    *
    * @example
-   * await job.cancel();
+   * const answer = await job.cancel();
+   * if (answer.status === "running") await job.result().catch(() => {}); // ends cancelled
    */
-  async cancel(): Promise<{ id: string; status: "cancelled" }> {
-    return (
-      await call<{ id: string; status: "cancelled" }>(
-        this.#caller,
-        "DELETE",
-        `/v1/jobs/${seg(this.id)}`,
-      )
-    ).data;
+  async cancel(): Promise<CancelResult> {
+    return (await call<CancelResult>(this.#caller, "DELETE", `/v1/jobs/${seg(this.id)}`)).data;
+  }
+
+  /**
+   * The job's log (`ctx.log()` of its handler), oldest kept entry first, across as many pages as
+   * you iterate. The last 100 entries are kept.
+   *
+   * @example
+   * for await (const entry of job.logs()) console.log(entry.at, entry.message);
+   */
+  logs(query: PageQuery = {}): PagedList<JobLogEntry> {
+    const { cursor, ...rest } = query;
+    const path = `/v1/jobs/${seg(this.id)}/logs`;
+    return new PagedList(
+      async (next) =>
+        (
+          await call<Page<JobLogEntry>>(this.#caller, "GET", path, {
+            query: { ...rest, cursor: next },
+          })
+        ).data,
+      cursor,
+    );
   }
 }
 
@@ -160,13 +189,24 @@ export class JobsApi<H extends Handlers = Handlers> {
   }
 
   /**
-   * Cancel a queued job.
+   * Cancel a job: a queued one at once; a running one is asked to stop (see
+   * {@link JobHandle.cancel}).
    *
    * @example
    * await client.jobs.cancel(id);
    */
-  cancel(id: string): Promise<{ id: string; status: "cancelled" }> {
+  cancel(id: string): Promise<CancelResult> {
     return this.handle(id).cancel();
+  }
+
+  /**
+   * A job's log, oldest kept entry first (`NotFoundError` if the job is unknown).
+   *
+   * @example
+   * for await (const entry of client.jobs.logs(id)) console.log(entry.level, entry.message);
+   */
+  logs(id: string, query: PageQuery = {}): PagedList<JobLogEntry> {
+    return this.handle(id).logs(query);
   }
 
   /**

@@ -10,7 +10,9 @@
  */
 import type { JobError, JobStatus, ScheduleStatus } from "../core/model.ts";
 import type {
+  CancelResource,
   FieldIssue,
+  JobLogEntryResource,
   JobResource,
   JobSummary,
   PageResource,
@@ -43,6 +45,13 @@ export interface SubmitJobOptions {
   tags?: string[];
   /** The same key again (per tenant, 24 h) answers the first job instead of submitting. */
   idempotencyKey?: string;
+  /**
+   * Ids of jobs (of the same tenant, at most 100) to wait for: the job is `waiting`, and runs once
+   * they all succeeded (an unknown id answers 422 `unknown_dependencies`).
+   */
+  after?: string[];
+  /** When a dependency ends dead, cancelled or skipped: cancel this job too, or run it anyway. @default "cancel" */
+  onFailure?: "cancel" | "run";
 }
 
 /**
@@ -55,8 +64,17 @@ export type SubmitJobRequest<
   K extends HandlerName<H> = HandlerName<H>,
 > = SubmitJobOptions & { handler: K } & InputField<HandlerInput<H, K>>;
 
-/** A job, as `GET /v1/jobs/:id` and the listings show it. */
+/** A job, as `GET /v1/jobs/:id` and the listings show it (`progress` once its handler reported some). */
 export type Job = JobResource;
+
+/** One entry of a job's log, as `GET /v1/jobs/:id/logs` shows it. */
+export type JobLogEntry = JobLogEntryResource;
+
+/**
+ * What a cancel answers: `{ id, status: "cancelled" }` for a queued job, or the running job
+ * (`status: "running"`, `cancelRequested: true`), which ends `cancelled` soon.
+ */
+export type CancelResult = CancelResource;
 
 /** `GET /v1/jobs` filters. */
 export interface ListJobsQuery {

@@ -189,6 +189,14 @@ export class TimeoutError extends Error {
 }
 
 /**
+ * The job was cancelled while its handler ran (`DELETE /v1/jobs/:id`): its `AbortSignal` was
+ * aborted with this reason, and the job ends `cancelled` (never retried).
+ */
+export class CancelledError extends Error {
+  override name = "CancelledError";
+}
+
+/**
  * A setup tickwork cannot run with: a missing or malformed variable, an invalid configuration, a
  * store or port it cannot use. `variable` names the environment variable (or Worker binding) at
  * fault, `field` the option or configuration field, when there is one to name. The message says

@@ -4,8 +4,12 @@
  * Times are epoch milliseconds throughout; the HTTP layer renders them as ISO-8601.
  */
 
-/** Lifecycle of a job (a one-off submit or one occurrence of a schedule). */
+/**
+ * Lifecycle of a job (a one-off submit or one occurrence of a schedule). `waiting`: submitted with
+ * `after`, not dispatched until its dependencies finish (ADR 0014).
+ */
 export type JobStatus =
+  | "waiting"
   | "queued"
   | "running"
   | "succeeded"
@@ -56,7 +60,14 @@ export interface JobSpec {
   /** Overlap policy inherited from the schedule. */
   overlap?: Overlap;
   idempotencyKey?: string;
+  /** Ids of jobs (same tenant) this job waits for: it runs once they all succeeded (ADR 0014). */
+  after?: string[];
+  /** What a dependency that ends dead, cancelled or skipped does to it. @default "cancel" */
+  onFailure?: OnFailure;
 }
+
+/** What a failed dependency does to a waiting job: cancel it (and its dependents), or run it anyway. */
+export type OnFailure = "cancel" | "run";
 
 /** A job as stored: its spec plus mutable state. */
 export interface JobRecord extends JobSpec {
@@ -72,6 +83,30 @@ export interface JobRecord extends JobSpec {
   finishedAt?: number;
   result?: unknown;
   error?: JobError;
+  /** The last value a handler reported with `ctx.progress()`, and when (absent: none yet). */
+  progress?: JobProgress;
+  /** Set once a cancel was asked for while the job ran; it ends `cancelled` (unless it succeeded first). */
+  cancelRequested?: true;
+}
+
+/** A job's progress: the last value its handler reported (JSON, at most 4 KiB) and when. */
+export interface JobProgress {
+  value: unknown;
+  at: number;
+}
+
+/** Level of a job log entry. */
+export type JobLogLevel = "debug" | "info" | "warn" | "error";
+
+/** One entry of a job's log (`ctx.log()`), as stored: at most 2 KiB as JSON. */
+export interface JobLogEntry {
+  /** When the store took it (its clock), ms. */
+  at: number;
+  /** The attempt that wrote it. */
+  attempt: number;
+  level: JobLogLevel;
+  message: string;
+  fields?: Record<string, unknown>;
 }
 
 export type Misfire = "skip" | "once" | "all";

@@ -213,6 +213,9 @@ export const MAX_IDEMPOTENCY_KEY = 256;
 /** At most {@link MAX_TAGS} tags of 1–64 characters. */
 const tags = z.array(printable(64)).max(MAX_TAGS);
 
+/** Most dependencies (`after`) one job may name. */
+export const MAX_DEPENDENCIES = 100;
+
 /** `POST /v1/jobs` body. */
 export const submitJobSchema = z
   .object({
@@ -225,6 +228,12 @@ export const submitJobSchema = z
     retries: retries.optional(),
     tags: tags.optional(),
     idempotencyKey: printable(MAX_IDEMPOTENCY_KEY).optional(),
+    after: z
+      .array(z.string().refine(isJobId, "not a job id"))
+      .max(MAX_DEPENDENCIES)
+      .transform((ids) => [...new Set(ids)])
+      .optional(),
+    onFailure: z.enum(["cancel", "run"]).optional(),
   })
   .strict()
   .refine((j) => j.delay === undefined || j.runAt == null, {

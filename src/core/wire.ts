@@ -9,7 +9,14 @@
  * `jitter`). An absent optional value is omitted, never `null` — except a schedule's
  * `nextRunAt`, which is `null` once it is completed. Pure types: no code, no imports at run time.
  */
-import type { JobError, JobStatus, Misfire, Overlap, ScheduleStatus } from "./model.ts";
+import type {
+  JobError,
+  JobLogLevel,
+  JobStatus,
+  Misfire,
+  Overlap,
+  ScheduleStatus,
+} from "./model.ts";
 
 /** A job, as `GET /v1/jobs/:id` and the listings show it. */
 export interface JobResource {
@@ -36,7 +43,30 @@ export interface JobResource {
   timeout: number;
   retries: number;
   idempotencyKey?: string;
+  /** The last value the handler reported (`ctx.progress()`) and when; absent until then. */
+  progress?: { value: unknown; at: string };
+  /** Present once a cancel was asked for while the job ran (it ends `cancelled`). */
+  cancelRequested?: true;
+  /** The jobs it waits for (ADR 0014); with `after`, what a failed one does to it. */
+  after?: string[];
+  onFailure?: "cancel" | "run";
 }
+
+/** One entry of a job's log (`ctx.log()`), as `GET /v1/jobs/:id/logs` shows it. */
+export interface JobLogEntryResource {
+  at: string;
+  /** The attempt that wrote it. */
+  attempt: number;
+  level: JobLogLevel;
+  message: string;
+  fields?: Record<string, unknown>;
+}
+
+/**
+ * What a cancel answers: `200 { id, status: "cancelled" }` for a job that was queued, or `202` with
+ * the running job (`status: "running"`, `cancelRequested: true`), which ends `cancelled` soon.
+ */
+export type CancelResource = { id: string; status: "cancelled" } | JobResource;
 
 /**
  * What a submit (and anything else that queues a job) answers — `202`, or `200` when the

@@ -7,7 +7,7 @@
  * `JobsBroker` (./jobs.ts: submit, cancel, reads, dead letters) and `SchedulesBroker`
  * (./schedules.ts), with the admission checks in ./admission.ts and the actor in ./actor.ts.
  */
-import type { JobRecord, ScheduleRecord } from "../core/model.ts";
+import type { JobLogEntry, JobRecord, ScheduleRecord } from "../core/model.ts";
 import type { ListJobsQuery, ListSchedulesQuery, Page } from "../store/port.ts";
 import type { Actor } from "./actor.ts";
 import type { HandlerName, Handlers } from "./handlers.ts";
@@ -68,9 +68,22 @@ export class Broker<H extends Handlers = Handlers> {
     return this.#jobs.settled();
   }
 
-  /** Cancel a queued job (404 when it is another tenant's, see {@link Actor}). */
+  /**
+   * Cancel a job (404 when it is another tenant's, see {@link Actor}): a queued one ends
+   * `cancelled` at once; a running one is answered `running` with `cancelRequested` and ends
+   * `cancelled` once its runner sees the request (see `JobsBroker.cancel`).
+   */
   cancel(id: string, actor: Actor = {}): Promise<JobRecord> {
     return this.#jobs.cancel(id, actor);
+  }
+
+  /** A job's log, oldest kept entry first (404 when it is missing or another tenant's). */
+  readLogs(
+    id: string,
+    query: { limit: number; cursor?: string | undefined },
+    actor: Actor = {},
+  ): Promise<Page<JobLogEntry>> {
+    return this.#jobs.readLogs(id, query, actor);
   }
 
   /** Re-run a dead job (404 when it is another tenant's). */

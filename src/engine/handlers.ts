@@ -4,7 +4,7 @@
  */
 import type { z } from "zod";
 import { type Duration, parseDuration } from "../core/duration.ts";
-import type { JobRecord } from "../core/model.ts";
+import type { JobLogLevel, JobRecord } from "../core/model.ts";
 import { MAX_RETRIES, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import { type ConcurrencyOption, validateConcurrency } from "./concurrency.ts";
 import type { Logger } from "./logger.ts";
@@ -14,7 +14,10 @@ export interface HandlerContext {
   jobId: string;
   /** 1 on the first attempt. */
   attempt: number;
-  /** Aborted when the job's timeout passes; pass it to `fetch` and friends. */
+  /**
+   * Aborted when the job's timeout passes (reason: a `TimeoutError`) or the job is cancelled while
+   * it runs (reason: a `CancelledError`); pass it to `fetch` and friends.
+   */
   signal: AbortSignal;
   /** Set when the job is an occurrence of a schedule. */
   scheduleId?: string;
@@ -24,6 +27,21 @@ export interface HandlerContext {
   logger: Logger;
   /** Submit follow-up work (same tenant). */
   jobs: { submit(job: SubmitJob): Promise<{ job: JobRecord; replayed: boolean }> };
+  /**
+   * Report progress: any JSON value of at most 4 KiB (e.g. `42` or `{ done, total }`), shown as
+   * the job's `progress` (the last value, with its time). Resolves `false` when this attempt no
+   * longer holds the job's run lease (nothing written: a stale attempt's call is a no-op).
+   * One store call each: report at a sensible pace (e.g. per batch, not per item).
+   *
+   * @throws RangeError for a value over 4 KiB as JSON, or not JSON at all.
+   */
+  progress(value: unknown): Promise<boolean>;
+  /**
+   * Append to the job's log (`GET /v1/jobs/:id/logs`; the last 100 entries are kept). An entry
+   * over 2 KiB as JSON is cut: its message shortened, then its fields dropped. Also written to
+   * `logger`. Resolves `false` when this attempt no longer holds the job's run lease (a no-op).
+   */
+  log(message: string, fields?: Record<string, unknown>, level?: JobLogLevel): Promise<boolean>;
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { ConflictError, NotFoundError } from "../core/errors.ts";
 import { quotaCheck } from "../core/manifest.ts";
-import type { JobRecord, NewJob } from "../core/model.ts";
+import type { JobLogEntry, JobRecord, NewJob } from "../core/model.ts";
 import { parseOrThrow, type SubmitJobInput, submitJobSchema } from "../core/schemas.ts";
 import type { ListJobsQuery, Page, Store } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
@@ -88,7 +88,9 @@ export class JobsBroker<H extends Handlers = Handlers> {
    * @throws ValidationError (400) for a malformed job; ForbiddenError (403) for a handler outside
    * the actor's manifest; InputTooLargeError (413); UnprocessableError (422) for an unknown
    * handler, input its schema refuses, or a timeout over the manifest's limit;
-   * QuotaExceededError (429); OverloadedError (503) while critical with `critical: "reject"`.
+   * QuotaExceededError (429); OverloadedError (503) while critical with `critical: "reject"`;
+   * UnprocessableError (422 `unknown_dependencies`) when `after` names jobs the tenant does not
+   * have. With `after`, a job waits (`waiting`, not published) until its dependencies finish.
    */
   async submit<K extends HandlerName<H>>(
     body: JobRequest<H, K>,
@@ -116,6 +118,8 @@ export class JobsBroker<H extends Handlers = Handlers> {
       retries: req.retries ?? handler.retries ?? jobs.retries,
       tags: req.tags ?? [],
       ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+      ...(req.after?.length ? { after: req.after } : {}),
+      ...(req.after?.length && req.onFailure ? { onFailure: req.onFailure } : {}),
     };
     const quota = quotaCheck("submit", tenant, rules?.submitWindows ?? []);
     const admission = submitAdmission(this.deps.options, quota);
@@ -154,7 +158,12 @@ export class JobsBroker<H extends Handlers = Handlers> {
     return this.#coalescer.settled();
   }
 
-  /** Cancel a queued job (404 when it is another tenant's, see {@link Actor}). */
+  /**
+   * Cancel a job (404 when it is another tenant's, see {@link Actor}): a queued one at once (the
+   * answer is `cancelled`); a running one is asked to stop (the answer is still `running`, with
+   * `cancelRequested`; it ends `cancelled` once its runner sees the request, within the engine's
+   * `cancelCheckMs`, see `JobStore.cancelJob`).
+   */
   async cancel(id: string, actor: Actor = {}): Promise<JobRecord> {
     if (actor.scopes !== undefined) await this.ownJob(id, actor, "job");
     const res = await this.deps.store.cancelJob(id);
@@ -162,7 +171,7 @@ export class JobsBroker<H extends Handlers = Handlers> {
     if (res.kind === "conflict") {
       throw new ConflictError(
         "job_not_queued",
-        `job "${id}" is ${res.job.status}; only queued jobs can be cancelled`,
+        `job "${id}" is ${res.job.status}; only queued and running jobs can be cancelled`,
       );
     }
     return presentJob(res.job);
@@ -183,6 +192,20 @@ export class JobsBroker<H extends Handlers = Handlers> {
   async deleteDead(id: string, actor: Actor = {}): Promise<void> {
     if (actor.scopes !== undefined) await this.ownJob(id, actor, "dead job");
     if (!(await this.deps.store.deleteDead(id))) throw new NotFoundError("dead job", id);
+  }
+
+  /**
+   * A job's log, oldest kept entry first (404 when it is missing or another tenant's).
+   */
+  async readLogs(
+    id: string,
+    query: { limit: number; cursor?: string | undefined },
+    actor: Actor = {},
+  ): Promise<Page<JobLogEntry>> {
+    await this.getJob(id, actor);
+    const page = await this.deps.store.readLogs(id, query);
+    if (!page) throw new NotFoundError("job", id);
+    return page;
   }
 
   /** A job by id (404 when it is another tenant's, see {@link Actor}). */

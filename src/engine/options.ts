@@ -114,6 +114,14 @@ export interface EngineOptions {
   /** Added to a job's timeout to form its run lease. @default 5_000 */
   leaseGraceMs?: number | undefined;
   /**
+   * While a handler runs, how often the runner asks the store whether the job was cancelled (one
+   * cheap read, `src/engine/attempt.ts`), counted from the last store answer it had (a progress
+   * or log call also answers it). A cancel of a running job is seen within this. `0`: never poll
+   * (a cancel is then seen only by a progress or log call, or at the attempt's end).
+   * @default 1_000
+   */
+  cancelCheckMs?: number | undefined;
+  /**
    * The reaper: a started job that saw no delivery for this long after its run lease ended (or
    * after a failed attempt) — the queue gave up and its failure callback never arrived — is
    * re-dispatched by the tick (at most `maxReaps` times), or dead-lettered if its retries are
@@ -158,6 +166,7 @@ export interface ResolvedOptions {
   degradation: NonNullable<Admission["degradation"]> | undefined;
   instanceId: string;
   leaseGraceMs: number;
+  cancelCheckMs: number;
   reapAfterMs: number;
   maxReaps: number;
   maxInputBytes: number;
@@ -200,6 +209,7 @@ function withDefaults(opts: EngineOptions): ResolvedOptions {
     degradation: opts.degradation === false ? undefined : resolveDegradation(opts.degradation),
     instanceId: opts.instanceId ?? `tw-${crypto.randomUUID().slice(0, 8)}`,
     leaseGraceMs: opts.leaseGraceMs ?? 5_000,
+    cancelCheckMs: opts.cancelCheckMs ?? 1_000,
     reapAfterMs: opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS,
     maxReaps: opts.maxReaps ?? 24,
     maxInputBytes: opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES,
@@ -259,6 +269,7 @@ function validate(o: ResolvedOptions): void {
   check("jobs.retries", o.jobs.retries, 0);
   check("jobs.priority", o.jobs.priority, 1, 10);
   check("leaseGraceMs", o.leaseGraceMs, 0);
+  check("cancelCheckMs", o.cancelCheckMs, 0);
   // Below the recover grace, an accepted message would be re-published on every tick.
   check("reapAfterMs", o.reapAfterMs, Math.max(1, o.tick.recoverGraceMs));
   check("maxReaps", o.maxReaps, 1);

@@ -4,7 +4,8 @@
  * job and of an occurrence").
  * verify signature → `beginRun` (a run that succeeded is never run again; another live attempt
  * → 409; the handler's concurrency limit reached → 409, not an attempt; a run lease that ran out
- * before its answer arrived → 409, not run) → handler with an `AbortSignal` timeout → `finishRun`.
+ * before its answer arrived → 409, not run) → handler with an `AbortSignal` timeout (and a cancel
+ * watch, `attempt.ts`) → `finishRun`.
  *
  * The runner answers with a {@link DeliveryOutcome} (done, retry, give up, busy, unauthorized, bad
  * request); each transport turns it into its wire answer — for the HTTP queues (QStash, the local
@@ -12,7 +13,12 @@
  */
 import * as z from "zod";
 import type { DeliveryOutcome } from "../core/delivery.ts";
-import { NonRetryableError, RetryAfterError, TimeoutError } from "../core/errors.ts";
+import {
+  CancelledError,
+  NonRetryableError,
+  RetryAfterError,
+  TimeoutError,
+} from "../core/errors.ts";
 import {
   type DeliveryToken,
   type JobError,
@@ -23,6 +29,7 @@ import {
 import { MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import type { FinishRunResult, RunOutcome, Store } from "../store/port.ts";
 import type { Delivery, Transport } from "../transport/port.ts";
+import { attemptControls } from "./attempt.ts";
 import type { Broker } from "./broker.ts";
 import { runLimitOf } from "./concurrency.ts";
 import { type HandlerContext, type Handlers, handlerOf, parseInput } from "./handlers.ts";
@@ -141,7 +148,7 @@ export class Runner {
         // stalled): another delivery may already run a newer attempt, so running this one could
         // run the handler twice. Let it lapse; the queue's retry runs the job again.
         const waitedMs = performance.now() - asked;
-        if (waitedMs >= leaseMs) {
+        if (waitedMs >= spec.timeoutMs) {
           logger.warn("run lease ran out before the handler could start", {
             jobId: spec.id,
             attempt: begun.attempt,
@@ -163,7 +170,12 @@ export class Runner {
           logger.warn("attempts spent without an answer; job is dead", { jobId: spec.id });
           return { kind: "give-up", id: spec.id, error };
         }
-        return this.run(begun.job, begun.attempt, logger, { leaseEndsAt: asked + leaseMs });
+        // The handler's time counts from the lease's start, not from its own: started late, it
+        // gets what is left, so its abort still comes a full grace before the lease lapses.
+        return this.run(begun.job, begun.attempt, logger, {
+          leaseEndsAt: asked + leaseMs,
+          abortAt: asked + spec.timeoutMs,
+        });
       }
     }
   }
@@ -213,7 +225,7 @@ export class Runner {
     job: JobRecord,
     attempt: number,
     parent: Logger,
-    { leaseEndsAt }: { leaseEndsAt: number },
+    { leaseEndsAt, abortAt }: { leaseEndsAt: number; abortAt: number },
   ): Promise<DeliveryOutcome> {
     const { store, handlers, broker } = this.deps;
     const logger = parent.child({ jobId: job.id, handler: job.handler, attempt });
@@ -221,7 +233,15 @@ export class Runner {
     // not signed): the last attempt is the one past `retries`, counted from the last re-dispatch
     // out of the dead-letter list (which gets a fresh budget from the queue).
     const lastAttempt = attempt - (job.attemptBase ?? 0) > job.retries;
-    const outcome = await this.execute(job, attempt, lastAttempt, handlers, logger, broker);
+    const outcome = await this.execute(
+      job,
+      attempt,
+      lastAttempt,
+      handlers,
+      logger,
+      broker,
+      abortAt,
+    );
     const finished = await finishWhileLeased(
       () =>
         store.finishRun(
@@ -237,6 +257,11 @@ export class Runner {
     );
     if (finished.kind === "stale") logger.warn("attempt finished after losing its run lease");
     if (outcome.ok) return { kind: "done", id: job.id, status: "succeeded" };
+    // Cancelled while it ran: final, never retried (whatever the handler threw).
+    if (finished.kind === "ok" && finished.job.status === "cancelled") {
+      logger.info("job cancelled while it ran");
+      return { kind: "done", id: job.id, status: "cancelled" };
+    }
     logger.warn("job attempt failed", { error: outcome.error, final: outcome.final });
     if (outcome.final) return { kind: "give-up", id: job.id, error: outcome.error };
     return {
@@ -254,6 +279,7 @@ export class Runner {
     handlers: Handlers,
     logger: HandlerContext["logger"],
     broker: Broker,
+    abortAt: number,
   ): Promise<RunOutcome & { retryAfterMs?: number }> {
     const handler = handlerOf(handlers, job.handler);
     if (!handler) {
@@ -276,7 +302,10 @@ export class Runner {
       input = parsed.data;
     }
     const controller = new AbortController();
-    const timeoutMs = runnableTimeoutMs(job.timeoutMs);
+    const timeoutMs = Math.max(
+      1,
+      Math.min(runnableTimeoutMs(job.timeoutMs), Math.floor(abortAt - performance.now())),
+    );
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = new Promise<never>((_, reject) => {
       const due = performance.now() + timeoutMs;
@@ -291,6 +320,14 @@ export class Runner {
         } else reject(error);
       }, timeoutMs);
     });
+    const controls = attemptControls(
+      this.deps.store,
+      job.id,
+      attempt,
+      controller,
+      logger,
+      this.deps.options.cancelCheckMs,
+    );
     const ctx: HandlerContext = {
       jobId: job.id,
       attempt,
@@ -301,22 +338,28 @@ export class Runner {
       ...(job.fireAt !== undefined ? { fireAt: job.fireAt } : {}),
       logger,
       jobs: { submit: (next) => broker.submit(next, { tenant: job.tenant }) },
+      progress: controls.progress,
+      log: controls.log,
     };
     try {
       const result = await Promise.race([
         Promise.resolve().then(() => handler.run(input, ctx)),
         timedOut,
+        controls.cancelled,
       ]);
       return { ok: true, result: result === undefined ? null : result };
     } catch (error) {
       const err = toJobError(error);
-      if (error instanceof NonRetryableError) return { ok: false, final: true, error: err };
+      if (error instanceof NonRetryableError || error instanceof CancelledError) {
+        return { ok: false, final: true, error: err };
+      }
       if (error instanceof RetryAfterError) {
         return { ok: false, final: exhausted, error: err, retryAfterMs: error.retryAfterMs };
       }
       return { ok: false, final: exhausted, error: err };
     } finally {
       clearTimeout(timer);
+      controls.stop();
     }
   }
 }

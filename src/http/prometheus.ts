@@ -76,7 +76,7 @@ export function renderPrometheus(
       name: "jobs",
       help: "Jobs not finished, by status (failed: waiting for a retry).",
       type: "gauge",
-      samples: (["queued", "running", "failed"] as const).map((status) => ({
+      samples: (["waiting", "queued", "running", "failed"] as const).map((status) => ({
         labels: { status },
         value: stats.jobs[status],
       })),

@@ -16,6 +16,7 @@ export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
 
 const JOB_STATUSES = [
+  "waiting",
   "queued",
   "running",
   "succeeded",
@@ -43,6 +44,15 @@ export const listJobsQuery = pageQuery.extend({
   handler: handlerName.optional(),
   /** The tenant's own schedule id, as a create accepts it. */
   scheduleId: userId.optional(),
+});
+
+/** `GET /v1/jobs/:id/logs?limit=&cursor=`: the cursor is a log position the store gave. */
+export const logsQuery = z.object({
+  limit,
+  cursor: z
+    .string()
+    .regex(/^[1-9]\d{0,14}$/, "not a cursor this listing gave")
+    .optional(),
 });
 
 /** `GET /v1/schedules?status=&handler=&limit=&cursor=` */

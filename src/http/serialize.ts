@@ -5,8 +5,10 @@
  * (`tenant`, `rev`, a job's inherited `overlap`) are left out. An absent optional value is
  * omitted, never `null` — except a schedule's `nextRunAt`, which is `null` once it is completed.
  */
-import type { JobRecord, ScheduleRecord } from "../core/model.ts";
+import type { JobLogEntry, JobRecord, ScheduleRecord } from "../core/model.ts";
 import type {
+  CancelResource,
+  JobLogEntryResource,
   JobResource,
   JobSummary,
   PageResource,
@@ -17,7 +19,15 @@ import type { TickResult } from "../engine/ticker.ts";
 import type { Page } from "../store/port.ts";
 
 // The answers' JSON is declared once, in core, and read by the client too.
-export type { JobResource, JobSummary, PageResource, ScheduleResource, TickResource };
+export type {
+  CancelResource,
+  JobLogEntryResource,
+  JobResource,
+  JobSummary,
+  PageResource,
+  ScheduleResource,
+  TickResource,
+};
 
 /** The largest |ms| a `Date` holds (±100,000,000 days from the epoch). */
 const DATE_LIMIT_MS = 8.64e15;
@@ -62,6 +72,20 @@ export function jobResource(job: JobRecord): JobResource {
     timeout: job.timeoutMs,
     retries: job.retries,
     ...(job.idempotencyKey !== undefined ? { idempotencyKey: job.idempotencyKey } : {}),
+    ...(job.progress ? { progress: { value: job.progress.value, at: iso(job.progress.at) } } : {}),
+    ...(job.cancelRequested ? { cancelRequested: true as const } : {}),
+    ...(job.after !== undefined ? { after: job.after, onFailure: job.onFailure ?? "cancel" } : {}),
+  };
+}
+
+/** A job log entry as the API shows it. */
+export function logEntryResource(entry: JobLogEntry): JobLogEntryResource {
+  return {
+    at: iso(entry.at),
+    attempt: entry.attempt,
+    level: entry.level,
+    message: entry.message,
+    ...(entry.fields !== undefined ? { fields: entry.fields } : {}),
   };
 }
 

@@ -63,6 +63,17 @@ export {
   type TickEvent,
 } from "./port/observability.ts";
 export type { Page } from "./port/page.ts";
+export {
+  checkRunWrite,
+  type LogsQuery,
+  logCursor,
+  MAX_LOG_ENTRIES,
+  MAX_LOG_ENTRY_BYTES,
+  MAX_PROGRESS_BYTES,
+  type ProgressStore,
+  type RunWriteResult,
+  utf8Bytes,
+} from "./port/progress.ts";
 export { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION, type StoreRetention } from "./port/retention.ts";
 export type { ListSchedulesQuery, PutScheduleResult, ScheduleStore } from "./port/schedules.ts";
 export type { Store } from "./port/store.ts";

@@ -177,11 +177,15 @@ export function describeJobsContract(name: string, make: MakeContractStore): voi
         expect(await store.cancelJob(job.id)).toEqual({ kind: "conflict", job: res.job });
       });
 
-      it("refuses to cancel a running or finished job, and reports a missing one", async () => {
+      it("asks a running job to stop, refuses a finished one, and reports a missing one", async () => {
         const { job } = await submit(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 });
         const running = await run({ ...job });
-        expect(await store.cancelJob(job.id)).toEqual({ kind: "conflict", job: running.job });
+        const asked = { ...running.job, cancelRequested: true };
+        expect(await store.cancelJob(job.id)).toEqual({ kind: "requested", job: asked });
+        expect(await store.cancelJob(job.id)).toEqual({ kind: "requested", job: asked });
+        // A success that came first stands.
         const done = await store.finishRun(job.id, 1, { ok: true, result: 1 });
+        expect(done).toMatchObject({ kind: "ok", job: { status: "succeeded" } });
         expect(await store.cancelJob(job.id)).toEqual({
           kind: "conflict",
           job: (done as { job: JobRecord }).job,

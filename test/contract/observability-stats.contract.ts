@@ -42,7 +42,7 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
       const now = await store.now();
       expect(stats).toEqual({
         now: stats.now,
-        jobs: { queued: 0, running: 0, failed: 0 },
+        jobs: { queued: 0, running: 0, failed: 0, waiting: 0 },
         totals: ZERO_TOTALS,
         outbox: 0,
         backlog: 0,
@@ -72,7 +72,7 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
     it("follows a job through submit, a failed attempt, a retry and success", async () => {
       const spec = await submitted({ tenant: "acme", handler: "mail.send" }, 120);
       let stats = await store.stats();
-      expect(stats.jobs).toEqual({ queued: 1, running: 0, failed: 0 });
+      expect(stats.jobs).toEqual({ queued: 1, running: 0, failed: 0, waiting: 0 });
       expect(stats.totals).toEqual({ ...ZERO_TOTALS, submitted: 1 });
       expect(stats.outbox).toBe(1);
       expect(stats.backlog).toBe(1);
@@ -81,7 +81,7 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
       const lag = Math.max(0, (first.job.startedAt ?? 0) - spec.runAt);
       expect(lag).toBeGreaterThanOrEqual(120);
       stats = await store.stats();
-      expect(stats.jobs).toEqual({ queued: 0, running: 1, failed: 0 });
+      expect(stats.jobs).toEqual({ queued: 0, running: 1, failed: 0, waiting: 0 });
       expect(stats.totals.started).toBe(1);
       expect(stats.outbox).toBe(1); // the submit's message became the attempt's watch
       expect(stats.backlog).toBe(0);
@@ -94,7 +94,7 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
       );
       const d1 = (failed.job.finishedAt ?? 0) - (first.job.startedAt ?? 0);
       stats = await store.stats();
-      expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 1 });
+      expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 1, waiting: 0 });
       expect(stats.totals.failed).toBe(1);
       expect(stats.backlog).toBe(1); // a failed job waits for the queue's retry
       expect(stats.outbox).toBe(1); // watched until it runs again
@@ -104,7 +104,7 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
       const second = await run(spec);
       expect(second.attempt).toBe(2);
       stats = await store.stats();
-      expect(stats.jobs).toEqual({ queued: 0, running: 1, failed: 0 });
+      expect(stats.jobs).toEqual({ queued: 0, running: 1, failed: 0, waiting: 0 });
       expect(stats.backlog).toBe(0);
       expect(stats.totals.started).toBe(2);
       expect(stats.dispatchLagMs.count).toBe(1); // only first attempts measure lag
@@ -112,7 +112,7 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
       const done = asKind(await store.finishRun(spec.id, 2, { ok: true, result: 1 }), "ok");
       const d2 = (done.job.finishedAt ?? 0) - (second.job.startedAt ?? 0);
       stats = await store.stats();
-      expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 0 });
+      expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 0, waiting: 0 });
       expect(stats.outbox).toBe(0);
       expect(stats.totals).toEqual({
         ...ZERO_TOTALS,
@@ -160,14 +160,14 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
       await run(spec);
       await store.finishRun(spec.id, 1, { ok: false, error: ERROR, final: true });
       let stats = await store.stats();
-      expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 0 });
+      expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 0, waiting: 0 });
       expect(stats.totals).toMatchObject({ started: 1, failed: 1, dead: 1 });
       expect(stats.averages.failureRate).toBeCloseTo(0.1, 9);
 
       const retried = await store.retryDead(spec.id, { recoverGraceMs: 60_000 });
       if (!retried) throw new Error("retryDead failed");
       stats = await store.stats();
-      expect(stats.jobs).toEqual({ queued: 1, running: 0, failed: 0 });
+      expect(stats.jobs).toEqual({ queued: 1, running: 0, failed: 0, waiting: 0 });
       expect(stats.totals.retried).toBe(1);
       expect(stats.backlog).toBe(1);
       expect(stats.outbox).toBe(1);
@@ -175,7 +175,7 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
       // The queue gives up on the re-dispatch: dead again, without a new attempt.
       await store.markDead(retried.message.job, { name: "DeliveryFailed", message: "gone" });
       stats = await store.stats();
-      expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 0 });
+      expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 0, waiting: 0 });
       expect(stats.totals).toMatchObject({ dead: 2, failed: 1, started: 1 });
       expect(stats.backlog).toBe(0);
       expect(stats.outbox).toBe(0);
@@ -187,7 +187,7 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
       const cancelled = await submitted();
       expect((await store.cancelJob(cancelled.id)).kind).toBe("ok");
       stats = await store.stats();
-      expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 0 });
+      expect(stats.jobs).toEqual({ queued: 0, running: 0, failed: 0, waiting: 0 });
       expect(stats.totals).toMatchObject({ submitted: 3, dead: 3, cancelled: 1 });
       expect(stats.backlog).toBe(0);
 
@@ -232,7 +232,7 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
 
       let stats = await store.stats();
       expect(stats.totals).toMatchObject({ dispatched: 3, ticks: 1, submitted: 0 });
-      expect(stats.jobs).toEqual({ queued: 3, running: 0, failed: 0 });
+      expect(stats.jobs).toEqual({ queued: 3, running: 0, failed: 0, waiting: 0 });
       expect(stats.backlog).toBe(2);
       expect(stats.outbox).toBe(3);
 
@@ -240,7 +240,7 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
       const skipped = await store.beginRun(o2, 5_000);
       expect(skipped.kind).toBe("skipped");
       stats = await store.stats();
-      expect(stats.jobs).toEqual({ queued: 1, running: 1, failed: 0 });
+      expect(stats.jobs).toEqual({ queued: 1, running: 1, failed: 0, waiting: 0 });
       expect(stats.totals).toMatchObject({ started: 1, skipped: 1 });
       expect(stats.backlog).toBe(0);
 
@@ -248,7 +248,7 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
       const stray = occurrenceSpec(scheduleRecord(), now - 500);
       await run(stray);
       stats = await store.stats();
-      expect(stats.jobs).toEqual({ queued: 1, running: 2, failed: 0 });
+      expect(stats.jobs).toEqual({ queued: 1, running: 2, failed: 0, waiting: 0 });
 
       const events = await allEvents();
       const dispatched = events.filter((e) => e.type === "job.dispatched");

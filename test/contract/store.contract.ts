@@ -14,10 +14,12 @@
  */
 
 import { describeDeadLetterContract } from "./dead-letters.contract.ts";
+import { describeDepsContract } from "./deps.contract.ts";
 import type { MakeContractStore } from "./fixtures.ts";
 import { describeJobsContract } from "./jobs.contract.ts";
 import { describeLeaseContract } from "./lease.contract.ts";
 import { describeLimitsContract } from "./limits.contract.ts";
+import { describeProgressContract } from "./progress.contract.ts";
 import { describeReaperContract } from "./reaper.contract.ts";
 import { describeRetentionContract } from "./retention.contract.ts";
 import { describeRunsContract } from "./runs.contract.ts";
@@ -38,10 +40,12 @@ export function describeStoreContract(name: string, make: MakeContractStore): vo
   describeTickContract(name, make);
   describeJobsContract(name, make);
   describeRunsContract(name, make);
+  describeProgressContract(name, make);
   describeLimitsContract(name, make);
   describeReaperContract(name, make);
   describeRetentionContract(name, make);
   describeDeadLetterContract(name, make);
+  describeDepsContract(name, make);
   describeSchedulesContract(name, make);
   describeTenancyContract(name, make);
 }

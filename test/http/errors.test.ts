@@ -222,7 +222,7 @@ describe.each(storeFactories)("error answers on $name", (factory) => {
     });
     await call(h.origin, "DELETE", `/v1/jobs/${body.id}`);
     before = await snapshot(h.store);
-    expectProblem(await call(h.origin, "DELETE", `/v1/jobs/${body.id}`), 409, /only queued jobs/);
+    expectProblem(await call(h.origin, "DELETE", `/v1/jobs/${body.id}`), 409, /can be cancelled/);
   });
 
   it("413: a body over the limit, by Content-Length and by the bytes actually sent", async () => {

@@ -124,17 +124,26 @@ describe.each(storeFactories)("jobs over HTTP on $name", (factory) => {
     expect(await snapshot(h.store)).toBe(state);
   });
 
-  it("refuses to cancel a job that is running (409)", async () => {
+  it("asks a running job to stop (202), and it ends cancelled, never retried", async () => {
     // The handler runs until released: the job is `running` for as long as the test needs.
     const { body } = await call(h.origin, "POST", "/v1/jobs", {
-      json: { handler: "latched" },
+      json: { handler: "latched", retries: 3 },
     });
     await t.latch.running;
     expect((await h.store.getJob(body.id))?.status).toBe("running");
-    expectProblem(await call(h.origin, "DELETE", `/v1/jobs/${body.id}`), 409, /running/);
+    const asked = await call(h.origin, "DELETE", `/v1/jobs/${body.id}`);
+    expect(asked.status).toBe(202);
+    expect(asked.body).toMatchObject({ id: body.id, status: "running", cancelRequested: true });
+    // The runner sees the request within `cancelCheckMs` (1 s) and stops waiting for the handler.
+    const done = await call(h.origin, "GET", `/v1/jobs/${body.id}?wait=10s`);
+    expect(done.body).toMatchObject({
+      status: "cancelled",
+      attempts: 1,
+      cancelRequested: true,
+      error: { name: "CancelledError" },
+    });
     t.latch.release();
-    const done = await call(h.origin, "GET", `/v1/jobs/${body.id}?wait=5s`);
-    expect(done.body).toMatchObject({ status: "succeeded", result: "held" });
+    expectProblem(await call(h.origin, "DELETE", `/v1/jobs/${body.id}`), 409, /cancelled/);
   });
 
   it("long-poll answers the current state when the wait is over, and caps the wait", async () => {

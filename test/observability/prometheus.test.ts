@@ -37,7 +37,7 @@ const level = fc.constantFrom<DegradationLevel>("normal", "degraded", "critical"
 
 const stats: fc.Arbitrary<StoreStats> = fc.record({
   now: ms,
-  jobs: fc.record({ queued: count, running: count, failed: count }),
+  jobs: fc.record({ queued: count, running: count, failed: count, waiting: count }),
   totals: fc.record({
     submitted: count,
     dispatched: count,

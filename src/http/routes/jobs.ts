@@ -1,6 +1,6 @@
 /**
  * @module
- * `/v1/jobs`: submit, read (with long-poll), cancel, list. Reads need the `read` scope, submit and
+ * `/v1/jobs`: submit, read (with long-poll), the job's log, cancel, list. Reads need the `read` scope, submit and
  * cancel `jobs:write`; a tenant's key sees only its own jobs.
  */
 import { Hono } from "hono";
@@ -15,8 +15,14 @@ import { setRateLimitHeaders, withRateLimitHeaders } from "../middleware/rate-li
 import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { jobPathId } from "../path-ids.ts";
-import { listJobsQuery, parseQuery, waitQuery } from "../query.ts";
-import { jobResource, jobSummary, pageResource } from "../serialize.ts";
+import { listJobsQuery, logsQuery, parseQuery, waitQuery } from "../query.ts";
+import {
+  type CancelResource,
+  jobResource,
+  jobSummary,
+  logEntryResource,
+  pageResource,
+} from "../serialize.ts";
 
 /**
  * The job routes, to mount at `/v1/jobs` when the roles read: the reads, and submit and cancel
@@ -54,6 +60,12 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
     return c.json(jobResource(job));
   });
 
+  routes.get("/:id/logs", requireScope("read"), async (c) => {
+    const query = parseQuery(c, logsQuery);
+    const page = await engine.broker.readLogs(jobPathId(c.req.param("id")), query, c.get("actor"));
+    return c.json(pageResource(page, logEntryResource));
+  });
+
   if (config.serves.write) {
     routes.post("/", requireScope("jobs:write"), async (c) => {
       const body = await readJson(c, config.bodyLimitBytes);
@@ -68,7 +80,9 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
 
     routes.delete("/:id", requireScope("jobs:write"), async (c) => {
       const job = await engine.broker.cancel(jobPathId(c.req.param("id")), c.get("actor"));
-      return c.json({ id: job.id, status: job.status });
+      // Running: asked to stop; it ends `cancelled` once its runner sees the request.
+      if (job.status !== "cancelled") return c.json(jobResource(job) as CancelResource, 202);
+      return c.json({ id: job.id, status: job.status } as CancelResource);
     });
   }
 

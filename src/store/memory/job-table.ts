@@ -93,6 +93,17 @@ export function releaseSlot(s: MemoryState, stored: StoredJob): void {
 
 /** The spec part of a job record. */
 export function specOf(job: JobRecord): JobSpec {
-  const { status, attempts, attemptBase, startedAt, finishedAt, result, error, ...spec } = job;
+  const {
+    status,
+    attempts,
+    attemptBase,
+    startedAt,
+    finishedAt,
+    result,
+    error,
+    progress,
+    cancelRequested,
+    ...spec
+  } = job;
   return spec;
 }

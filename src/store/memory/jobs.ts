@@ -18,12 +18,13 @@ import type {
 } from "../port.ts";
 import { paginate, type Scored } from "./cursor.ts";
 import { levelForSubmit } from "./degrade.ts";
+import { cancelWaiting, checkDependencies, registerWaiting, releaseDependents } from "./deps.ts";
 import { jobFields } from "./events.ts";
-import { drop, indexRun, releaseSlot, specOf } from "./job-table.ts";
+import { drop, indexRun, releaseRun, specOf } from "./job-table.ts";
 import { quota as countQuota } from "./quota.ts";
 import { retain } from "./retention.ts";
 import { clone, live } from "./shared.ts";
-import type { MemoryState } from "./state.ts";
+import type { MemoryState, StoredJob } from "./state.ts";
 
 export function submitJob(
   s: MemoryState,
@@ -39,6 +40,7 @@ export function submitJob(
     const first = firstId === undefined ? undefined : s.jobs.get(firstId);
     if (first) return { job: clone(first.record), replayed: true };
   }
+  const deps = job.after?.length ? checkDependencies(s, job) : undefined;
   let degradation: { level: DegradationLevel; delayedMs: number } | undefined;
   if (admission.degradation) {
     const policy = admission.degradation;
@@ -72,20 +74,27 @@ export function submitJob(
     notBefore: spec.runAt,
     recoverAt: spec.runAt + timing.recoverGraceMs,
   };
-  s.jobs.set(spec.id, { record: clone(record) });
+  const stored: StoredJob = { record: clone(record) };
+  s.jobs.set(spec.id, stored);
   indexRun(s, record);
-  s.outbox.set(spec.id, clone(message));
   if (idemKey !== undefined) {
     const expiresAt = now + s.retention.idempotencyMs;
     s.idempotency.set(idemKey, { value: spec.id, expiresAt });
     s.expiresAt(expiresAt);
   }
   s.metrics.totals.submitted += 1;
-  s.metrics.enter(spec.id, "queued", spec.runAt);
   s.events.emit(now, { type: "job.created", ...jobFields(spec) });
+  // With dependencies not all succeeded: waiting (or cancelled), and not dispatched (ADR 0014).
+  const held = deps !== undefined && (deps.failed || deps.unfinished.length > 0);
+  if (deps?.failed) cancelWaiting(s, stored, now);
+  else if (held) registerWaiting(s, stored, deps.unfinished);
+  else {
+    s.outbox.set(spec.id, clone(message));
+    s.metrics.enter(spec.id, "queued", spec.runAt);
+  }
   return {
-    job: clone(record),
-    message: clone(message),
+    job: clone(stored.record),
+    ...(held ? {} : { message: clone(message) }),
     replayed: false,
     ...(quota ? { quota: quota.state } : {}),
     ...(degradation ? { degradation } : {}),
@@ -102,16 +111,38 @@ export function cancelJob(s: MemoryState, id: string): CancelResult {
   const now = s.now();
   const stored = s.jobs.get(id);
   if (!stored) return { kind: "missing" };
-  if (stored.record.status !== "queued") return { kind: "conflict", job: clone(stored.record) };
-  s.metrics.leave(id, "queued");
+  const { status } = stored.record;
+  if (status === "running" && stored.leaseUntil !== undefined && stored.leaseUntil > now) {
+    // An attempt holds the run lease: ask it to stop; its finishRun records `cancelled`.
+    stored.record.cancelRequested = true;
+    return { kind: "requested", job: clone(stored.record) };
+  }
+  if (status === "waiting") {
+    cancelWaiting(s, stored, now);
+    releaseDependents(s, id, false, now);
+    return { kind: "ok", job: clone(stored.record) };
+  }
+  if (status !== "queued" && status !== "running") {
+    return { kind: "conflict", job: clone(stored.record) };
+  }
+  cancelNow(s, stored, now);
+  return { kind: "ok", job: clone(stored.record) };
+}
+
+/**
+ * `queued`, or `running` with nobody holding its run lease → `cancelled` now: leases and slot
+ * released, outbox message removed, retained, counted, `job.cancelled`.
+ */
+export function cancelNow(s: MemoryState, stored: StoredJob, now: number): void {
+  s.metrics.leave(stored.record.id, stored.record.status);
   stored.record.status = "cancelled";
   stored.record.finishedAt = now;
-  releaseSlot(s, stored);
+  releaseRun(s, stored);
   retain(s, stored, now);
-  s.outbox.delete(id);
+  s.outbox.delete(stored.record.id);
   s.metrics.totals.cancelled += 1;
   s.events.emit(now, { type: "job.cancelled", ...jobFields(stored.record) });
-  return { kind: "ok", job: clone(stored.record) };
+  releaseDependents(s, stored.record.id, false, now);
 }
 
 export function listJobs(s: MemoryState, query: ListJobsQuery): Page<JobRecord> {

@@ -19,6 +19,7 @@
 import type {
   DeliveryToken,
   JobError,
+  JobLogEntry,
   JobRecord,
   JobSpec,
   NewJob,
@@ -39,6 +40,7 @@ import type {
   FinishRunResult,
   ListJobsQuery,
   ListSchedulesQuery,
+  LogsQuery,
   NextDueOptions,
   NextDueResult,
   NodeInfo,
@@ -49,6 +51,7 @@ import type {
   PutScheduleResult,
   RunLimit,
   RunOutcome,
+  RunWriteResult,
   ScheduleCommit,
   Store,
   StoreRetention,
@@ -60,6 +63,7 @@ import { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION } from "../port.ts";
 import * as jobs from "./jobs.ts";
 import * as nodes from "./nodes.ts";
 import * as observability from "./observability.ts";
+import * as progress from "./progress.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
 import { MemoryState } from "./state.ts";
@@ -175,6 +179,24 @@ export class MemoryStore implements Store, NodeRegistry {
 
   async listJobs(query: ListJobsQuery): Promise<Page<JobRecord>> {
     return jobs.listJobs(this.#s, query);
+  }
+
+  // ── the running attempt: progress, log, cancel request ───────────────────
+
+  async reportProgress(id: string, attempt: number, valueJson: string): Promise<RunWriteResult> {
+    return progress.reportProgress(this.#s, id, attempt, valueJson);
+  }
+
+  async appendLog(id: string, attempt: number, entryJson: string): Promise<RunWriteResult> {
+    return progress.appendLog(this.#s, id, attempt, entryJson);
+  }
+
+  async readLogs(id: string, query: LogsQuery): Promise<Page<JobLogEntry> | null> {
+    return progress.readLogs(this.#s, id, query);
+  }
+
+  async cancelRequested(id: string, attempt: number): Promise<boolean> {
+    return progress.cancelRequested(this.#s, id, attempt);
   }
 
   async beginRun(

@@ -10,11 +10,11 @@ import type { Histogram, StoreStats } from "../port.ts";
 import { HISTOGRAM_BOUNDS_MS } from "../port.ts";
 import { ScoreIndex } from "./score-index.ts";
 
-type GaugeStatus = keyof StoreStats["jobs"];
+type GaugeStatus = Exclude<keyof StoreStats["jobs"], "waiting">;
 
 /** Counters, gauges, histograms and averages of one store. */
 export class Metrics {
-  readonly gauges: StoreStats["jobs"] = { queued: 0, running: 0, failed: 0 };
+  readonly gauges: StoreStats["jobs"] = { queued: 0, running: 0, failed: 0, waiting: 0 };
   readonly totals: StoreStats["totals"] = {
     submitted: 0,
     dispatched: 0,

@@ -13,8 +13,10 @@ import {
   type RunLimit,
   type RunOutcome,
 } from "../port.ts";
+import { releaseDependents } from "./deps.ts";
 import { errorOf, jobFields } from "./events.ts";
 import { firstUse, jobOrCreate, releaseRun, rememberToken, specOf, tokenUse } from "./job-table.ts";
+import { cancelNow } from "./jobs.ts";
 import { limitedFor, takeSlot } from "./limits.ts";
 import { movingAverage, observe } from "./metrics.ts";
 import { retain } from "./retention.ts";
@@ -61,6 +63,11 @@ export function beginRun(
   }
   if (job.status === "running" && stored.leaseUntil !== undefined && stored.leaseUntil > now) {
     return { kind: "busy", retryAfterMs: stored.leaseUntil - now };
+  }
+  if (job.status === "running" && job.cancelRequested) {
+    // Cancel asked for, and the attempt's lease ran out before it finished: it ends here.
+    cancelNow(s, stored, now);
+    return { kind: "final", job: clone(job) };
   }
   if (job.overlap === "skip" && job.scheduleId !== undefined) {
     const holder = live(s.running, job.scheduleId, now);
@@ -135,6 +142,17 @@ export function finishRun(
   job.finishedAt = now;
   const { histograms, averages, totals } = s.metrics;
   observe(histograms.handlerDurationMs, now - (job.startedAt ?? now));
+  if (!outcome.ok && job.cancelRequested) {
+    // Asked to stop: not a failure, never retried.
+    job.status = "cancelled";
+    job.error = clone(outcome.error);
+    retain(s, stored, now);
+    s.outbox.delete(id);
+    totals.cancelled += 1;
+    s.events.emit(now, { type: "job.cancelled", ...jobFields(job) });
+    releaseDependents(s, id, false, now);
+    return { kind: "ok", job: clone(job) };
+  }
   averages.failureRate = movingAverage(averages.failureRate, outcome.ok ? 0 : 1);
   if (outcome.ok) {
     job.status = "succeeded";
@@ -144,6 +162,7 @@ export function finishRun(
     s.outbox.delete(id);
     totals.succeeded += 1;
     s.events.emit(now, { type: "job.succeeded", ...jobFields(job) });
+    releaseDependents(s, id, true, now);
   } else if (outcome.final) {
     totals.failed += 1;
     s.outbox.delete(id);
@@ -217,4 +236,5 @@ function kill(s: MemoryState, stored: StoredJob, error: JobError, now: number): 
     attempt: stored.record.attempts,
     error: errorOf(error),
   });
+  releaseDependents(s, stored.record.id, false, now);
 }

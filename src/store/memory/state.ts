@@ -8,7 +8,7 @@
  * sweeps what expired (`retention.ts`).
  */
 import type { DegradationState } from "../../core/admission.ts";
-import type { JobRecord, OutboxMessage, ScheduleRecord } from "../../core/model.ts";
+import type { JobLogEntry, JobRecord, OutboxMessage, ScheduleRecord } from "../../core/model.ts";
 import type { StoreRetention } from "../port.ts";
 import { initialDegradation } from "./degrade.ts";
 import { EventLog } from "./events.ts";
@@ -27,8 +27,12 @@ export interface StoredJob {
   slot?: string;
   /** Retention: the record is gone from this time on (final jobs only). */
   expiresAt?: number;
+  /** While `waiting`: its dependencies not finished yet (ADR 0014). */
+  waits?: number;
   /** Dispatches from the dead-letter list so far (`retryDead`), for fresh dedup ids. */
   dispatches?: number;
+  /** The job's log (`appendLog`): the last entries kept, and the position of the next one (1-based). */
+  logs?: { next: number; entries: JobLogEntry[] };
 }
 
 /** Everything one {@link MemoryStore} holds. */
@@ -43,6 +47,8 @@ export class MemoryState {
    * the schedule, so a schedule re-created under the id starts with none.
    */
   readonly runs = new Map<string, Set<string>>();
+  /** Job id → ids of the `waiting` jobs that wait for it (`{p}:deps:<id>`, ADR 0014). */
+  readonly dependents = new Map<string, Set<string>>();
   /** Named leases → fencing token. */
   readonly leases = new Map<string, Expiring<number>>();
   /**

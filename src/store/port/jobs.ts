@@ -146,7 +146,9 @@ export interface DeadQuery {
 /** Result of {@link JobStore.cancelJob}. */
 export type CancelResult =
   | { kind: "ok"; job: JobRecord }
-  /** Not `queued` any more (running or finished). */
+  /** `running` under its run lease: now `cancelRequested`; it ends `cancelled` (see `cancelJob`). */
+  | { kind: "requested"; job: JobRecord }
+  /** Finished, or `failed` and waiting for its retry. */
   | { kind: "conflict"; job: JobRecord }
   | { kind: "missing" };
 
@@ -183,8 +185,17 @@ export interface JobStore {
   ): Promise<SubmitResult | SubmitDenied>;
   getJob(id: string): Promise<JobRecord | null>;
   /**
-   * `queued` → `cancelled` with `finishedAt = now` (and its outbox message removed); anything else
-   * is a conflict. Counts `totals.cancelled`, writes `job.cancelled`, leaves `{p}:pending`.
+   * `queued` → `cancelled` with `finishedAt = now` (and its outbox message removed). Counts
+   * `totals.cancelled`, writes `job.cancelled`, leaves `{p}:pending`.
+   *
+   * `running` under an unexpired run lease → `requested`: the job gets `cancelRequested` (nothing
+   * else changes, nothing counted; asking again changes nothing). The attempt's runner sees it
+   * (`cancelRequested`, or the answer of a progress or log write) and aborts the handler; its
+   * `finishRun` with a failure then records `cancelled` (never `failed` or `dead`, never retried),
+   * while a success that came first stands. A `running` job whose run lease ran out (nobody holds
+   * it) is cancelled at once, as a queued one is (its run lease and slot released); so is one
+   * whose lease runs out after the request, by the next `beginRun` (answered `final`).
+   * Anything else (finished, or `failed` waiting for its retry) is a conflict.
    */
   cancelJob(id: string): Promise<CancelResult>;
   listJobs(query: ListJobsQuery): Promise<Page<JobRecord>>;
@@ -247,6 +258,10 @@ export interface JobStore {
    * `totals.succeeded`, `job.succeeded` event. Failure → `totals.failed` += 1; not final → a
    * `job.failed` event (`attempt`, `error`) and the job enters `{p}:pending` with score `now`;
    * final → `totals.dead` += 1 and a `job.dead` event (`attempt`, `error`; no `job.failed`).
+   *
+   * A failure of a job with `cancelRequested` (see {@link cancelJob}) → `cancelled` with `error`,
+   * final whatever `final` says: its watch removed, retained, `totals.cancelled` += 1 and a
+   * `job.cancelled` event (no failure counted, nothing fed to `failureRate`).
    */
   finishRun(
     id: string,

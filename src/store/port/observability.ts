@@ -36,7 +36,13 @@ export interface StoreStats {
    * dead) decrements `queued` only if the job was in `{p}:pending` (an occurrence never committed
    * was never counted); leaving `running`/`failed` decrements those; never below 0.
    */
-  jobs: { queued: number; running: number; failed: number };
+  jobs: {
+    queued: number;
+    running: number;
+    failed: number;
+    /** Submitted with `after`, waiting for their dependencies (ADR 0014): `g:waiting`. */
+    waiting: number;
+  };
   /** Monotonic counters since the store was created. */
   totals: {
     submitted: number;

@@ -7,6 +7,7 @@
 import type { JobStore } from "./jobs.ts";
 import type { NodeRegistry } from "./nodes.ts";
 import type { ObservabilityStore } from "./observability.ts";
+import type { ProgressStore } from "./progress.ts";
 import type { ScheduleStore } from "./schedules.ts";
 import type { TickStore } from "./tick.ts";
 
@@ -21,6 +22,7 @@ import type { TickStore } from "./tick.ts";
 export interface Store
   extends TickStore,
     JobStore,
+    ProgressStore,
     ScheduleStore,
     ObservabilityStore,
     Partial<NodeRegistry> {

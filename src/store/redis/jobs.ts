@@ -11,6 +11,7 @@ import {
   type NewJob,
   type OutboxMessage,
 } from "../../core/model.ts";
+import { unknownDependencies } from "../port/deps.ts";
 import type {
   Admission,
   CancelResult,
@@ -77,28 +78,41 @@ export async function submitJob(
       ...quotaArgs(admission?.quota),
       c.dispatch === "streams" ? "streams" : "",
       String(degradation?.evaluateEveryMs ?? 0),
+      (job.after ?? []).join(" "),
+      job.onFailure === "run" ? "run" : "",
+      retentionArg(c.retention),
     ],
   );
   const r = fromJson<
     | Tagged<"replayed", JobRecord>
     | Tagged<"denied", Denied>
+    | Tagged<"unknown", string[]>
     | {
         createdAt: number;
         runAt: number;
+        status?: "waiting" | "cancelled";
+        finishedAt?: number;
         quota?: QuotaState;
         degradation?: { level: DegradationLevel; delayedMs: number };
       }
   >(raw);
   if ("replayed" in r) return { job: r.replayed, replayed: true };
   if ("denied" in r) return { denied: r.denied };
+  if ("unknown" in r) throw unknownDependencies(r.unknown);
   // The stored spec is the JSON text plus the stamps; rebuild it the way a read would.
   const spec = (): JobSpec => ({ ...JSON.parse(data), createdAt: r.createdAt, runAt: r.runAt });
   const result: SubmitResult = {
-    job: { ...spec(), status: "queued", attempts: 0 },
+    job: {
+      ...spec(),
+      status: r.status ?? "queued",
+      attempts: 0,
+      ...(r.finishedAt !== undefined ? { finishedAt: r.finishedAt } : {}),
+    },
     replayed: false,
   };
-  // Dispatched to the stream by the script itself: nothing left to publish.
-  if (c.dispatch === "outbox") {
+  // Dispatched to the stream by the script itself: nothing left to publish; a waiting (or
+  // cancelled) job is not dispatched at all.
+  if (c.dispatch === "outbox" && r.status === undefined) {
     result.message = {
       id: job.id,
       dedupId: job.id,
@@ -126,8 +140,12 @@ export async function cancelJob(c: RedisContext, id: string): Promise<CancelResu
   );
   if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "missing" };
   expectNoCode("cancelJob", raw);
-  const r = fromJson<Tagged<"ok", JobRecord> | Tagged<"conflict", JobRecord>>(raw);
-  return "ok" in r ? { kind: "ok", job: r.ok } : { kind: "conflict", job: r.conflict };
+  const r = fromJson<
+    Tagged<"ok", JobRecord> | Tagged<"requested", JobRecord> | Tagged<"conflict", JobRecord>
+  >(raw);
+  if ("ok" in r) return { kind: "ok", job: r.ok };
+  if ("requested" in r) return { kind: "requested", job: r.requested };
+  return { kind: "conflict", job: r.conflict };
 }
 
 export async function listJobs(c: RedisContext, query: ListJobsQuery): Promise<Page<JobRecord>> {

@@ -40,6 +40,8 @@ export function keys(prefix = "tw") {
      * id is already here is a replay and changes nothing.
      */
     delivery: (tokenId: string) => `${p}:delivery:${tokenId}`,
+    /** set: ids of the `waiting` jobs that wait for job `id` (ADR 0014). */
+    deps: (id: string) => `${p}:deps:${id}`,
     /** string: a job deleted from the dead-letter list (kept for the retention), never re-created. */
     gone: (id: string) => `${p}:gone:${id}`,
     /**

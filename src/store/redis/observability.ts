@@ -34,7 +34,12 @@ export async function stats(c: RedisContext, degradation?: DegradationPolicy): P
   const l = r.leader;
   return {
     now: r.now,
-    jobs: { queued: n("g:queued"), running: n("g:running"), failed: n("g:failed") },
+    jobs: {
+      queued: n("g:queued"),
+      running: n("g:running"),
+      failed: n("g:failed"),
+      waiting: n("g:waiting"),
+    },
     totals: {
       submitted: n("t:submitted"),
       dispatched: n("t:dispatched"),

@@ -16,6 +16,7 @@
 import type {
   DeliveryToken,
   JobError,
+  JobLogEntry,
   JobRecord,
   JobSpec,
   NewJob,
@@ -36,6 +37,7 @@ import type {
   FinishRunResult,
   ListJobsQuery,
   ListSchedulesQuery,
+  LogsQuery,
   NextDueOptions,
   NextDueResult,
   NodeInfo,
@@ -46,6 +48,7 @@ import type {
   PutScheduleResult,
   RunLimit,
   RunOutcome,
+  RunWriteResult,
   ScheduleCommit,
   Store,
   StoreRetention,
@@ -60,6 +63,7 @@ import * as jobs from "./jobs.ts";
 import { keys as buildKeys } from "./keys.ts";
 import * as nodes from "./nodes.ts";
 import * as observability from "./observability.ts";
+import * as progress from "./progress.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
 import { type ScriptClient, safeEval } from "./script.ts";
@@ -193,6 +197,24 @@ export class RedisStore implements Store, NodeRegistry {
 
   async listJobs(query: ListJobsQuery): Promise<Page<JobRecord>> {
     return jobs.listJobs(this.#c, query);
+  }
+
+  // ── the running attempt: progress, log, cancel request ───────────────────
+
+  async reportProgress(id: string, attempt: number, valueJson: string): Promise<RunWriteResult> {
+    return progress.reportProgress(this.#c, id, attempt, valueJson);
+  }
+
+  async appendLog(id: string, attempt: number, entryJson: string): Promise<RunWriteResult> {
+    return progress.appendLog(this.#c, id, attempt, entryJson);
+  }
+
+  async readLogs(id: string, query: LogsQuery): Promise<Page<JobLogEntry> | null> {
+    return progress.readLogs(this.#c, id, query);
+  }
+
+  async cancelRequested(id: string, attempt: number): Promise<boolean> {
+    return progress.cancelRequested(this.#c, id, attempt);
   }
 
   async beginRun(

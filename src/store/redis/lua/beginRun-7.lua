@@ -21,6 +21,8 @@
     limit the run takes a slot (member id, score = the run lease's end) and the job's `slot`
     field names the set, so finishRun, markDead and cancelJob release it; a slot it held in
     another set (its limit key changed) is left.
+  `running` with `cancelRequested` (cancelJob) whose run lease ran out -> `cancelled` (retained,
+  t:cancelled, `job.cancelled`, its dependents released as after a failure) and answered final.
   `final` and `skipped` remove the job's outbox message.
   `run` and `skipped` leave the pending backlog, count (t:started or t:skipped, the gauges; the
   first attempt's dispatch lag in the `lag` histogram and average) and write `job.started` /
@@ -58,6 +60,7 @@
 --@include "spec"
 --@include "metrics"
 --@include "events"
+--@include "deps"
 
 local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
 local maxLen = tonumber(ARGV[12])
@@ -110,6 +113,25 @@ end
 if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
   remember('-')
   return '{"kind":"busy","retryAfterMs":' .. int(tonumber(job.leaseUntil) - now) .. '}'
+end
+if job.status == 'running' and job.cancelRequested then
+  -- A cancel was asked for and the attempt's lease ran out before it finished: it ends here.
+  leave(job.status)
+  job.status, job.finishedAt = 'cancelled', int(now)
+  redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
+  releaseRun(root, key, id, job)
+  removeMessages(KEYS[2], KEYS[3], { id })
+  retainJob(root, KEYS[4], id, job, now, ARGV[11])
+  mAdd(m, 't:cancelled', 1)
+  metricsFlush(metrics, m)
+  emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
+  if job.dependents then
+    releaseDependents({ root = root, outbox = KEYS[2], messages = KEYS[3], pending = pending,
+      expiring = KEYS[4], metrics = metrics, events = events, maxLen = maxLen,
+      retention = ARGV[11], now = now }, id, false)
+  end
+  remember('-')
+  return '{"kind":"final","job":' .. jobJson(job) .. '}'
 end
 
 local leaseMs = tonumber(ARGV[10])

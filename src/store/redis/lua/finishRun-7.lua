@@ -6,6 +6,9 @@
   are retained jobMs.
   The attempt's watch (its outbox message, see beginRun) goes when the job is final; after a
   failure that will be retried it moves to now + reapAfterMs.
+  A failure of a job with `cancelRequested` (cancelJob) -> `cancelled` (with the error), final
+  whatever ARGV[6] says: t:cancelled and `job.cancelled`, no failure counted.
+  A final job releases its waiting dependents (include "deps", ADR 0014).
   Counts (handler duration, failure average, totals, gauges) and writes `job.succeeded`,
   `job.failed` or `job.dead`. Then sweeps up to 20 expired jobs from the listing indexes
   (bounded housekeeping; the records themselves expire by TTL).
@@ -39,6 +42,7 @@
 --@include "job"
 --@include "metrics"
 --@include "events"
+--@include "deps"
 
 local root, expiring = KEYS[1], KEYS[2]
 local pending, metrics, events = KEYS[3], KEYS[4], KEYS[5]
@@ -59,7 +63,19 @@ local m = newMetrics()
 mAdd(m, 'g:running', -1)
 mObserve(m, 'dur', math.max(0, now - tonumber(job.startedAt or now)))
 local event
-if ARGV[3] == '1' then
+local released -- nil: no dependents to release; true / false: released as a success / failure
+if ARGV[3] ~= '1' and job.cancelRequested then
+  -- Asked to stop (cancelJob): cancelled, not a failure, never retried.
+  mAdd(m, 't:cancelled', 1)
+  job.status, job.error = 'cancelled', ARGV[5]
+  redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
+  retainJob(root, expiring, id, job, now, ARGV[7])
+  removeMessages(KEYS[6], KEYS[7], { id })
+  event = jobEvent('job.cancelled', now, id, job)
+  if job.dependents then
+    released = false
+  end
+elseif ARGV[3] == '1' then
   mAverage(m, 'avg:fail', 0)
   mAdd(m, 't:succeeded', 1)
   local hadError = job.error
@@ -80,6 +96,9 @@ if ARGV[3] == '1' then
   retainJob(root, expiring, id, job, now, ARGV[7])
   removeMessages(KEYS[6], KEYS[7], { id })
   event = jobEvent('job.succeeded', now, id, job)
+  if job.dependents then
+    released = true
+  end
 else
   mAverage(m, 'avg:fail', 1)
   mAdd(m, 't:failed', 1)
@@ -91,6 +110,9 @@ else
     redis.call('ZADD', dlqKey(root, jobTenant(job)), int(now), id)
     retainJob(root, expiring, id, job, now, ARGV[7])
     removeMessages(KEYS[6], KEYS[7], { id })
+    if job.dependents then
+      released = false
+    end
   else
     mAdd(m, 'g:failed', 1)
     redis.call('ZADD', pending, int(now), id)
@@ -101,6 +123,11 @@ else
 end
 metricsFlush(metrics, m)
 emitEvent(events, tonumber(ARGV[8]), event)
+if released ~= nil then
+  releaseDependents({ root = root, outbox = KEYS[6], messages = KEYS[7], pending = pending,
+    expiring = expiring, metrics = metrics, events = events, maxLen = tonumber(ARGV[8]),
+    retention = ARGV[7], now = now }, id, released)
+end
 
 sweepExpired(root, expiring, now, 20)
 return '{"ok":' .. jobJson(job) .. '}'

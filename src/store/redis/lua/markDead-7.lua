@@ -7,7 +7,8 @@
   it `dead` with the error, lists it in the dead-letter list, releases its run leases and its
   concurrency slot, drops its
   outbox message and its pending entry, retains the record jobMs, counts t:dead (and the gauge
-  it leaves) and writes `job.dead`.
+  it leaves) and writes `job.dead`. Its waiting dependents are released as after a failure
+  (include "deps", ADR 0014).
   Input:
     KEYS[1] root
     KEYS[2] outbox
@@ -35,6 +36,7 @@
 --@include "spec"
 --@include "metrics"
 --@include "events"
+--@include "deps"
 
 local root = KEYS[1]
 local now = nowMs()
@@ -76,4 +78,9 @@ retainJob(root, KEYS[4], id, job, now, ARGV[11])
 metricsFlush(KEYS[6], m)
 emitEvent(KEYS[7], tonumber(ARGV[12]), jobEvent('job.dead', now, id, job,
   '"attempt":' .. job.attempts .. ',"error":' .. ARGV[13]))
+if job.dependents then
+  releaseDependents({ root = root, outbox = KEYS[2], messages = KEYS[3], pending = KEYS[5],
+    expiring = KEYS[4], metrics = KEYS[6], events = KEYS[7], maxLen = tonumber(ARGV[12]),
+    retention = ARGV[11], now = now }, id, false)
+end
 return jobJson(job)

@@ -43,11 +43,22 @@
              Redis Streams queue (include "streams"): no outbox entry, nothing to publish
     ARGV[23] reuse the stored degradation level when evaluated less than this long ago (ms; 0 =
              evaluate on every submit)
+    ARGV[24] dependencies: job ids separated by spaces ('' = none; include "deps", ADR 0014)
+    ARGV[25] onFailure: 'run' or '' (cancel)
+    ARGV[26] retention: `jobMs maxJobs maxRuns` (a job whose dependency already failed is
+             stored `cancelled`)
+  With dependencies, after the replay check: an id that names no job of the tenant ->
+  {"unknown":[ids]}, nothing written. All succeeded (or failed, with onFailure 'run') -> an
+  ordinary submit. Else, once admitted: a failed one and onFailure cancel -> stored `cancelled`;
+  otherwise stored `waiting` (no outbox entry, no stream entry, not pending; counted g:waiting)
+  with `waits` = its unfinished dependencies, listed in each one's `<root>:deps:<id>`.
   Output: JSON text
     {"createdAt":ms,"runAt":ms,"quota"?:QuotaState,"degradation"?:{"level":..,"delayedMs":ms}}
                                   written; the caller knows the rest of the job and message
     {"replayed":JobRecord}        the key was used: the first job
     {"denied":Denied}             refused by admission control; nothing written
+    {"unknown":[id…]}             dependencies that name no job of the tenant; nothing written
+    a written job that is not queued adds "status":"waiting"|"cancelled" (and "finishedAt")
 ]]
 --@include "time"
 --@include "keys"
@@ -59,6 +70,7 @@
 --@include "degrade"
 --@include "quota"
 --@include "streams"
+--@include "deps"
 
 local root, outbox, messages = KEYS[1], KEYS[2], KEYS[3]
 local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
@@ -75,6 +87,26 @@ if ARGV[8] ~= '' then
     if first then
       return '{"replayed":' .. jobJson(first) .. '}'
     end
+  end
+end
+
+local unfinished, depFailed = {}, false
+if ARGV[24] ~= '' then
+  local unknown = {}
+  for dep in string.gmatch(ARGV[24], '%S+') do
+    local f = redis.call('HMGET', jobKey(root, dep), 'status', 'tenant')
+    if not f[1] or (f[2] or 'default') ~= ARGV[7] then
+      unknown[#unknown + 1] = jsonString(dep)
+    elseif f[1] == 'succeeded' then
+      -- satisfied
+    elseif FINAL_STATUSES[f[1]] then
+      depFailed = depFailed or ARGV[25] ~= 'run'
+    else
+      unfinished[#unfinished + 1] = dep
+    end
+  end
+  if #unknown > 0 then
+    return '{"unknown":[' .. table.concat(unknown, ',') .. ']}'
   end
 end
 
@@ -128,6 +160,43 @@ if ARGV[13] ~= '' then
   runsScore = ARGV[13]
 end
 createJob(root, id, job, runsScore)
+
+if depFailed or #unfinished > 0 then
+  local key = jobKey(root, id)
+  if depFailed then
+    job.status, job.finishedAt = 'cancelled', int(now)
+    redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
+    retainJob(root, root .. ':expiring', id, job, now, ARGV[26])
+    redis.call('HINCRBY', metrics, 't:cancelled', 1)
+    extra[#extra + 1] = '"status":"cancelled","finishedAt":' .. job.finishedAt
+  else
+    job.status = 'waiting'
+    local fields = { 'status', 'waiting', 'waits', #unfinished }
+    if ARGV[25] == 'run' then
+      fields[#fields + 1], fields[#fields + 2] = 'onFailure', 'run'
+    end
+    if ARGV[22] == 'streams' then
+      fields[#fields + 1], fields[#fields + 2] = 'dispatch', 'streams'
+    end
+    redis.call('HSET', key, unpack(fields))
+    for _, dep in ipairs(unfinished) do
+      redis.call('SADD', depsKey(root, dep), id)
+      redis.call('HSET', jobKey(root, dep), 'dependents', 1)
+    end
+    redis.call('HINCRBY', metrics, 'g:waiting', 1)
+    extra[#extra + 1] = '"status":"waiting"'
+  end
+  if idemKey then
+    redis.call('SET', idemKey, id, 'PX', ARGV[9])
+  end
+  redis.call('HINCRBY', metrics, 't:submitted', 1)
+  emitEvent(events, maxLen, jobEvent('job.created', now, id, job))
+  if job.status == 'cancelled' then
+    emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
+  end
+  return '{"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt .. ','
+    .. table.concat(extra, ',') .. '}'
+end
 
 if ARGV[22] == 'streams' then
   streamDispatch(root, id, specJson(job), 0, tonumber(job.runAt), now)

@@ -7,10 +7,13 @@
     status      JobStatus     attempts     attempts begun
     startedAt   ms, optional  finishedAt   ms, optional
     leaseUntil  ms, while running (the run lease)
+    dependents  1 when some `waiting` job waits for this one (include "deps")
     slot        the concurrency limit's slot set (`<root>:limit:<n>:<key>`) the run holds a
                 slot in, while running under a limit (see beginRun)
     attemptBase attempts made before the last re-dispatch from the dead-letter list, optional
     result      JSON, optional             error  JobError JSON, optional
+    progress, progressAt, cancelRequested, logSeq, log:<n>
+                a running attempt's progress and log, and a cancel request (include "attempt")
     handler, scheduleId, overlap, tenant   copies of spec fields, for filters, overlap checks
                                            and events (tenant may be absent on older jobs)
 
@@ -48,7 +51,7 @@ local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skippe
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
   'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
-  'attemptBase', 'slot' }
+  'attemptBase', 'slot', 'dependents', 'progress', 'progressAt', 'cancelRequested' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -116,6 +119,12 @@ local function jobJson(job)
   end
   if job.attemptBase then
     m[#m + 1] = '"attemptBase":' .. job.attemptBase
+  end
+  if job.progress then
+    m[#m + 1] = '"progress":{"value":' .. job.progress .. ',"at":' .. job.progressAt .. '}'
+  end
+  if job.cancelRequested then
+    m[#m + 1] = '"cancelRequested":true'
   end
   return jsonExtend(job.data, table.concat(m, ','))
 end
