@@ -90,9 +90,44 @@ export const DASHBOARD_HTML = `<!doctype html>
   </section>
   <section aria-labelledby="h-jobs">
     <h2 id="h-jobs">Recent jobs</h2>
+    <form id="job-filters" class="filters" aria-label="Job filters">
+      <label for="f-status">Status</label>
+      <select id="f-status" name="status">
+        <option value="">any</option><option>waiting</option><option>queued</option><option>running</option><option>succeeded</option><option>failed</option><option>dead</option><option>cancelled</option><option>skipped</option>
+      </select>
+      <label for="f-handler">Handler</label>
+      <input id="f-handler" name="handler" autocomplete="off" spellcheck="false">
+      <label for="f-schedule">Schedule ID</label>
+      <input id="f-schedule" name="scheduleId" autocomplete="off" spellcheck="false">
+      <button type="submit">Filter</button>
+      <button type="button" id="f-clear">Clear</button>
+      <span class="empty" id="jobs-filter-state"></span>
+    </form>
     <table aria-labelledby="h-jobs">
       <thead><tr><th scope="col">ID</th><th scope="col">Handler</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Duration</th><th scope="col">Error</th><th scope="col">When</th></tr></thead>
       <tbody id="jobs"></tbody>
+    </table>
+    <nav class="pager" aria-label="Job pages">
+      <button type="button" id="jobs-newer" disabled>Newer</button>
+      <span class="empty" id="jobs-page">page 1</span>
+      <button type="button" id="jobs-older" disabled>Older</button>
+    </nav>
+  </section>
+  <section id="job-detail" aria-labelledby="h-job" hidden>
+    <div class="detail-head">
+      <h2 id="h-job">Job <span class="id" id="job-id"></span></h2>
+      <button type="button" id="job-close" aria-label="Close job detail">Close</button>
+    </div>
+    <p id="job-problem" class="error" role="alert" hidden></p>
+    <dl id="job-fields" class="fields"></dl>
+    <h3 id="h-job-input">Input</h3>
+    <pre id="job-input" aria-labelledby="h-job-input"></pre>
+    <div id="job-result-box" hidden><h3 id="h-job-result">Result</h3><pre id="job-result" aria-labelledby="h-job-result"></pre></div>
+    <div id="job-error-box" hidden><h3 id="h-job-error">Error</h3><pre id="job-error" class="error" aria-labelledby="h-job-error"></pre></div>
+    <h3 id="h-job-logs">Log</h3>
+    <table aria-labelledby="h-job-logs">
+      <thead><tr><th scope="col">When</th><th scope="col">Attempt</th><th scope="col">Level</th><th scope="col">Message</th><th scope="col">Fields</th></tr></thead>
+      <tbody id="job-logs"></tbody>
     </table>
   </section>
   <section aria-labelledby="h-dead">

@@ -1,7 +1,7 @@
 /**
  * @module
  * The dashboard's browser script, inlined into the page. It polls `v1/stats`, `v1/nodes` (the
- * Nodes card and the Fleet table) and the listings every 3 s (`?refresh=<seconds>`, 1–60), draws the charts from the samples it keeps (the last 60),
+ * Nodes card and the Fleet table), the listings and the open job every 3 s (`?refresh=<seconds>`, 1–60), draws the charts from the samples it keeps (the last 60),
  * shows the transport's queue (the Queue card) only when `v1/stats` has a `queue` member, and
  * calls the API for the buttons. Every value reaches the DOM through `textContent` or an
  * attribute, never as markup. A 401 asks for an API key (kept in `sessionStorage`); any other
@@ -11,7 +11,12 @@
  * `/api/tickwork/`), so the page works under any base path or mount point, and also when served
  * as `…/dashboard/` (an app with `strict: false`), where plain relative URLs would resolve under
  * `dashboard/`.
+ *
+ * The jobs list with its filters and pages (`script-jobs.ts`) and a job's detail
+ * (`script-job-detail.ts`) are inlined into the same function, sharing these helpers.
  */
+import { JOB_DETAIL_JS } from "./script-job-detail.ts";
+import { JOBS_JS } from "./script-jobs.ts";
 
 /** The JavaScript of the dashboard page (plain ES2020, no modules). */
 export const DASHBOARD_JS = `
@@ -202,9 +207,11 @@ export const DASHBOARD_JS = `
       ["Queued", num(s.jobs.queued)],
       ["Running", num(s.jobs.running)],
       ["Waiting to retry", num(s.jobs.failed)],
+      ["Waiting on dependencies", num(s.jobs.waiting)],
       ["Outbox", num(s.outbox)],
       ["Succeeded (total)", num(s.totals.succeeded)],
       ["Dead (total)", num(s.totals.dead)],
+      ["Limited deliveries (total)", num(s.totals.limited)],
     ]);
     const l = s.leader;
     fillList($("leader-stats"), [
@@ -267,17 +274,6 @@ export const DASHBOARD_JS = `
     }), 8, "No schedules.");
   }
 
-  function renderJobs(items) {
-    fillTable($("jobs"), items.map((j) => {
-      const status = node("td");
-      status.append(badge(j.status));
-      const took = j.startedAt && j.finishedAt ? duration(Date.parse(j.finishedAt) - Date.parse(j.startedAt)) : "–";
-      return [node("td", j.id, "id"), node("td", j.handler), status, node("td", num(j.attempts), "num"),
-        node("td", took, "num"), node("td", j.error ? j.error.name + ": " + j.error.message : "", "error"),
-        timeCell(j.finishedAt || j.startedAt || j.createdAt)];
-    }), 7, "No jobs yet.");
-  }
-
   function renderDead(items) {
     fillTable($("dead"), items.map((j) => {
       const actions = node("td", null, "actions");
@@ -311,21 +307,24 @@ export const DASHBOARD_JS = `
     }), 9, r.note || "No nodes registered.");
   }
 
+${JOBS_JS}
+${JOB_DETAIL_JS}
   // ── polling and actions ─────────────────────────────────────────────────
   async function refresh() {
     clearTimeout(timer);
     try {
-      const [stats, nodes, schedules, jobs, dead] = await Promise.all([
+      // The jobs list and the open job render themselves (a refused filter is shown in place).
+      const [stats, nodes, schedules, dead] = await Promise.all([
         api("GET", "v1/stats"),
         api("GET", "v1/nodes"),
         api("GET", "v1/schedules?limit=100"),
-        api("GET", "v1/jobs?limit=20"),
         api("GET", "v1/dlq?limit=20"),
+        loadJobs(),
+        loadDetail(),
       ]);
       renderStats(stats);
       renderNodes(nodes);
       renderSchedules(schedules.items);
-      renderJobs(jobs.items);
       renderDead(dead.items);
       clearPollNotice();
     } catch (error) {

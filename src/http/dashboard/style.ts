@@ -49,7 +49,7 @@ td.actions { white-space: nowrap; text-align: right; }
 .badge { display: inline-block; padding: 0 0.45rem; border-radius: 999px; font-size: 0.8rem;
   border: 1px solid currentColor; white-space: nowrap; }
 .s-active, .s-succeeded, .s-normal, .s-live { color: var(--ok); }
-.s-paused, .s-queued, .s-running, .s-degraded, .s-failed, .s-stale { color: var(--warn); }
+.s-paused, .s-queued, .s-waiting, .s-running, .s-degraded, .s-failed, .s-stale { color: var(--warn); }
 .s-dead, .s-critical, .s-cancelled { color: var(--bad); }
 .s-completed, .s-skipped { color: var(--muted); }
 button { font: inherit; font-size: 0.85rem; padding: 0.2rem 0.65rem; border-radius: 6px; cursor: pointer;
@@ -63,5 +63,28 @@ button + button { margin-left: 0.35rem; }
 form#auth { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; }
 form#auth input { font: inherit; padding: 0.3rem 0.5rem; min-width: 18rem; border-radius: 6px;
   border: 1px solid var(--line); background: var(--bg); color: var(--text); }
+form.filters { display: flex; flex-wrap: wrap; gap: 0.4rem 0.6rem; align-items: center; margin-bottom: 0.6rem; }
+form.filters label { color: var(--muted); font-size: 0.85rem; }
+form.filters input, form.filters select { font: inherit; font-size: 0.85rem; padding: 0.2rem 0.4rem; border-radius: 6px;
+  border: 1px solid var(--line); background: var(--bg); color: var(--text); }
+form.filters input { width: 11rem; }
+nav.pager { display: flex; gap: 0.6rem; align-items: center; justify-content: flex-end; margin-top: 0.5rem; }
+nav.pager button + button { margin-left: 0; }
+button.link { border: 0; background: none; padding: 0; color: var(--accent); text-align: left;
+  font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.82rem; word-break: break-all; }
+button.link:hover { text-decoration: underline; }
+tr.selected { background: color-mix(in srgb, var(--accent) 10%, transparent); }
+.detail-head { display: flex; align-items: baseline; justify-content: space-between; gap: 1rem; }
+.detail-head .id { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-weight: 400; word-break: break-all; }
+h3 { font-size: 0.85rem; margin: 0.8rem 0 0.3rem; color: var(--muted); font-weight: 500; }
+dl.fields { grid-template-columns: max-content 1fr; }
+dl.fields dd { text-align: left; overflow-wrap: anywhere; }
+pre { margin: 0; padding: 0.5rem 0.7rem; background: var(--bg); border: 1px solid var(--line); border-radius: 6px;
+  font-size: 0.82rem; max-height: 18rem; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
+pre.error, p.error { color: var(--bad); }
+td.message, td.fields { overflow-wrap: anywhere; }
+td.fields { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.8rem; color: var(--muted); }
+.l-warn { color: var(--warn); }
+.l-error { color: var(--bad); }
 [hidden] { display: none !important; }
 `;
