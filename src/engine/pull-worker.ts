@@ -82,6 +82,7 @@ export class PullWorker {
   #loop: Promise<void> | undefined;
   #stopping = false;
   #wakeLoop: (() => void) | undefined;
+  #stopPause: (() => void) | undefined;
   readonly #stats = { pulled: 0, acked: 0, retried: 0, deferred: 0, failed: 0 };
 
   constructor(options: PullWorkerOptions) {
@@ -118,6 +119,7 @@ export class PullWorker {
     this.#stopping = true;
     this.#queue.interrupt();
     this.#wakeLoop?.();
+    this.#stopPause?.();
     await this.#loop?.catch(() => {});
     let timer: ReturnType<typeof setTimeout> | undefined;
     const deadline = new Promise<void>((resolve) => {
@@ -257,6 +259,7 @@ export class PullWorker {
     });
   }
 
+  /** Wait `ms` (a pull backoff); only {@link PullWorker.stop} ends it early. */
   #pause(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
@@ -264,7 +267,7 @@ export class PullWorker {
         clearTimeout(timer);
         resolve();
       }
-      this.#wakeLoop = done;
+      this.#stopPause = done;
     });
   }
 

@@ -21,18 +21,18 @@ local stream = streamKey(root)
 local delayed, bodies = stream .. ':delayed', stream .. ':bodies'
 local now = nowMs()
 
+-- Each member leaves the delayed set as it moves, so an error part-way cannot move the earlier
+-- ones twice; a body not of the form `<retries> <spec>` (written by no script of ours) is dropped.
 local due = redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 for _, member in ipairs(due) do
   local body = redis.call('HGET', bodies, member)
-  if body then
-    local space = string.find(body, ' ', 1, true)
+  local space = body and string.find(body, ' ', 1, true)
+  if space then
     redis.call('XADD', stream, '*', 'j', string.sub(body, space + 1), 'r',
       string.sub(body, 1, space - 1))
   end
-end
-if #due > 0 then
-  redis.call('ZREM', delayed, unpack(due))
-  redis.call('HDEL', bodies, unpack(due))
+  redis.call('ZREM', delayed, member)
+  redis.call('HDEL', bodies, member)
 end
 
 local nextAt = -1

@@ -9,17 +9,17 @@
     ARGV[3] retries the new delivery has had
     ARGV[4] delay (ms, from the server's now)
     ARGV[5] JobSpec JSON
-  Output: 1 when the entry was still pending (so requeued), else 0 (another consumer finished it).
+  Output: 1 when the entry was still pending, else 0 (another consumer acknowledged it, e.g. one
+          frozen past its lease that woke up): the delivery is put back either way, since this
+          attempt's outcome is what asked for it (a second copy is harmless: begin-run decides).
 ]]
 --@include "time"
 --@include "streams"
 
 local root = KEYS[1]
 local stream = streamKey(root)
-if redis.call('XACK', stream, STREAM_GROUP, ARGV[1]) == 0 then
-  return 0
-end
+local acked = redis.call('XACK', stream, STREAM_GROUP, ARGV[1])
 redis.call('XDEL', stream, ARGV[1])
 local now = nowMs()
 streamDispatch(root, ARGV[2], ARGV[5], tonumber(ARGV[3]), now + tonumber(ARGV[4]), now)
-return 1
+return acked

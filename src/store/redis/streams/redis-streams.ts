@@ -244,6 +244,9 @@ export class RedisStreams {
     // A wake-up reaches one consumer: this one may be the only one that knows when the next
     // delayed delivery is due. Hand it over, or the others sleep through it (up to idleWaitMs).
     await this.#run(scripts.streamHandOver, []).catch(() => {});
+    // Leave the group when nothing is pending here (a consumer name is per process: otherwise
+    // every restart would leave one behind).
+    await this.#run(scripts.streamLeave, [this.#consumer]).catch(() => {});
   }
 
   /** Queue length, pending deliveries and their age, delayed ones and consumers. */
