@@ -3,39 +3,19 @@
  * every command a script runs, from `INFO commandstats` on a private redis-server), the figures
  * `src/engine/attempt.ts` and docs/api.md state.
  */
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  billedBetween,
-  commandsExecuted,
-  type PrivateRedis,
-  startRedisServer,
-} from "../../../test/support/redis-server.ts";
+import { describe, expect, it } from "vitest";
+import { privateRedis } from "../../../test/support/billed-redis.ts";
 import { newJob } from "../../../test/support/redis-store-fixtures.ts";
 import type { SubmitResult } from "../port.ts";
 import { RedisStore } from "./redis-store.ts";
 import { fromIoredis } from "./script.ts";
 
 describe("RedisStore cost of progress, logs and the cancel check", () => {
-  let server: PrivateRedis;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
-
-  async function billed(fn: () => Promise<unknown>) {
-    const before = await commandsExecuted(redis);
-    await fn();
-    return billedBetween(before, await commandsExecuted(redis));
-  }
+  const priv = privateRedis();
+  const billed = async (fn: () => Promise<unknown>) => (await priv.billed(fn)).total;
 
   it("progress 4, log 4 (5 once 100 are kept), cancel check 2, a page of logs 3", async () => {
-    const store = new RedisStore({ client: fromIoredis(redis), prefix: "cost-progress" });
+    const store = new RedisStore({ client: fromIoredis(priv.redis), prefix: "cost-progress" });
     const timing = { delayMs: 0, recoverGraceMs: 0 };
     const submitted = (await store.submitJob(newJob(), timing)) as SubmitResult;
     const spec = submitted.message!.job;

@@ -3,38 +3,18 @@
  * redis-server: a submit naming dependencies, and the release in the script that finishes the last
  * one. A job without dependents finishes at its usual cost (`redis-store-cost.test.ts`).
  */
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  billedBetween,
-  commandsExecuted,
-  type PrivateRedis,
-  startRedisServer,
-} from "../../../test/support/redis-server.ts";
+import { describe, expect, it } from "vitest";
+import { privateRedis } from "../../../test/support/billed-redis.ts";
 import { newJob } from "../../../test/support/redis-store-fixtures.ts";
 import { RedisStore } from "./redis-store.ts";
 import { fromIoredis } from "./script.ts";
 
 describe("RedisStore cost of job dependencies (billed, on a private Redis)", () => {
-  let server: PrivateRedis;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
-
-  async function billed(fn: () => Promise<unknown>) {
-    const before = await commandsExecuted(redis);
-    await fn();
-    return billedBetween(before, await commandsExecuted(redis));
-  }
+  const priv = privateRedis();
+  const billed = async (fn: () => Promise<unknown>) => (await priv.billed(fn)).total;
 
   it("a submit pays per dependency; a release pays per dependent; none pay nothing", async () => {
-    const store = new RedisStore({ client: fromIoredis(redis), prefix: "deps-cost" });
+    const store = new RedisStore({ client: fromIoredis(priv.redis), prefix: "deps-cost" });
     const timing = { delayMs: 0, recoverGraceMs: 0 };
     const submit = async (after?: string[]) => {
       const r = await store.submitJob(newJob(after ? { after } : {}), timing);

@@ -2,45 +2,19 @@
  * The Redis store's billed cost (see `redis-store.test.ts`): EVALSHA plus every command a script
  * runs, counted from `INFO commandstats` on a private redis-server nobody else touches.
  */
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { privateRedis } from "../../../test/support/billed-redis.ts";
 import { countingClient } from "../../../test/support/counting-client.ts";
-import {
-  billedBetween,
-  commandsExecuted,
-  type PrivateRedis,
-  startRedisServer,
-} from "../../../test/support/redis-server.ts";
 import { ADMISSION, newJob, schedule, uniq } from "../../../test/support/redis-store-fixtures.ts";
 import { RedisStore } from "./redis-store.ts";
 import { fromIoredis } from "./script.ts";
 
 describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", () => {
-  let server: PrivateRedis;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
-
-  async function billed(fn: () => Promise<unknown>) {
-    const before = await commandsExecuted(redis);
-    await fn();
-    const after = await commandsExecuted(redis);
-    const byCommand = new Map<string, number>();
-    for (const [cmd, calls] of after) {
-      const d = calls - (before.get(cmd) ?? 0);
-      if (cmd !== "info" && d > 0) byCommand.set(cmd, d);
-    }
-    return { total: billedBetween(before, after), byCommand };
-  }
+  const priv = privateRedis();
+  const billed = priv.billed;
 
   it("an idle beginTick is EVALSHA + TIME, ZRANGE x2, PTTL, and writes nothing", async () => {
-    const { client, counter } = countingClient(fromIoredis(redis));
+    const { client, counter } = countingClient(fromIoredis(priv.redis));
     const store = new RedisStore({ client, prefix: "cost" });
     for (let i = 0; i < 50; i++) await store.putSchedule(schedule({ id: `far${i}` }));
     const opts = {
@@ -59,7 +33,7 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
   });
 
   it("submitJob is one EVALSHA; events, idempotency and admission add known commands", async () => {
-    const { client, counter } = countingClient(fromIoredis(redis));
+    const { client, counter } = countingClient(fromIoredis(priv.redis));
     const store = new RedisStore({ client, prefix: "cost" });
     const quiet = new RedisStore({ client, prefix: "cost-quiet", eventsMaxLen: 0 });
     const timing = { delayMs: 0, recoverGraceMs: 0 };
@@ -128,8 +102,8 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
   });
 
   it("works on a server that has never seen the scripts (NOSCRIPT → EVAL, once)", async () => {
-    await redis.script("FLUSH"); // private server: nobody else uses it
-    const store = new RedisStore({ client: fromIoredis(redis), prefix: "fresh" });
+    await priv.redis.script("FLUSH"); // private server: nobody else uses it
+    const store = new RedisStore({ client: fromIoredis(priv.redis), prefix: "fresh" });
     const m = await billed(() => store.now());
     expect(Object.fromEntries(m.byCommand)).toEqual({ evalsha: 1, eval: 1, time: 1 });
     const again = await billed(() => store.now());
