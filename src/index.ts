@@ -97,6 +97,7 @@ export {
   type PullWorkerOptions,
   type PullWorkerStats,
 } from "./engine/pull-worker.ts";
+export type { RateLimitOption } from "./engine/rate-limit.ts";
 export { Runner } from "./engine/runner.ts";
 export { Ticker, type TickResult } from "./engine/ticker.ts";
 

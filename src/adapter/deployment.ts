@@ -201,6 +201,7 @@ export function resolveDeployment(settings: DeploymentSettings): Deployment {
     ...(apiKeys.length > 0 ? { apiKeys } : {}),
     ...(config?.tenants?.length ? { tenants: config.tenants } : {}),
     ...(config?.cors ? { cors: config.cors } : {}),
+    ...(config?.webhooks ? { webhooks: config.webhooks } : {}),
   };
   return {
     dev,

@@ -38,6 +38,11 @@ const STORE_AND_QUEUE_ENV = `  UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN
   TICKWORK_CONCURRENCY jobs a Streams worker runs at once (default 10)
   TICKWORK_CAPABILITIES labels this server reports in GET /v1/nodes, a JSON
                      object of strings, e.g. {"region":"eu-west-1","gpu":"a100"}
+  TICKWORK_HEARTBEAT_MS node registry heartbeat interval (default 15000 ms);
+                     TICKWORK_NODE_TTL_MS: stale after this long (default 3 ×)
+  TICKWORK_NODE_ID   this server's node id (placement.nodes; default random)
+  TICKWORK_GROUP     the worker group it runs (placement.group; default none)
+  TICKWORK_WORKER_GROUPS with QStash: {"group":"https://…/v1/worker", …}
   TICKWORK_PUBLIC_URL  the URL the queue delivers to (required with QStash; with
                      the local queue, the servers with the worker role)
   TICKWORK_SIGNING_KEY key signing local-queue deliveries, the same on every

@@ -4,7 +4,10 @@
  */
 import type { Handlers } from "../engine/handlers.ts";
 import { DlqApi } from "./dlq.ts";
+import { FlowsApi } from "./flows.ts";
+import { HooksApi } from "./hooks.ts";
 import { JobsApi } from "./jobs.ts";
+import { NodesApi } from "./nodes.ts";
 import { type Caller, call } from "./request.ts";
 import { SchedulesApi } from "./schedules.ts";
 import type { TickResult } from "./types.ts";
@@ -34,8 +37,14 @@ export interface TickworkClient<H extends Handlers = Handlers> {
   jobs: JobsApi<H>;
   /** Create, change, pause, resume, delete and list schedules. */
   schedules: SchedulesApi<H>;
+  /** Children and a parent that waits for them all (`POST /v1/flows`). */
+  flows: FlowsApi<H>;
   /** The dead-letter list. */
   dlq: DlqApi;
+  /** The fleet: the servers registered in the node registry (`GET /v1/nodes`). */
+  nodes: NodesApi;
+  /** The tenant's inbound webhook endpoints and their last deliveries (`GET /v1/hooks`). */
+  hooks: HooksApi;
   /**
    * Run one tick now (`POST /v1/tick`). Outside dev the app may require its tick secret: pass it
    * as `secret` (it replaces the API key for this call).
@@ -80,7 +89,10 @@ export function createClient<H extends Handlers = Handlers>(
   return {
     jobs: new JobsApi<H>(caller),
     schedules: new SchedulesApi<H>(caller),
+    flows: new FlowsApi<H>(caller),
     dlq: new DlqApi(caller),
+    nodes: new NodesApi(caller),
+    hooks: new HooksApi(caller),
     async tick(tickOptions = {}) {
       return (
         await call<TickResult>(caller, "POST", "/v1/tick", {

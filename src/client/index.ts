@@ -29,6 +29,12 @@
  * Request and response bodies are typed (`Job`, `Schedule`, `Page`, `Problem`, …); the responses
  * are the server's own declarations of its JSON.
  */
+
+export type {
+  WebhookDeliveryResource,
+  WebhookEndpointList,
+  WebhookEndpointResource,
+} from "../core/webhooks/wire.ts";
 export { type ClientOptions, createClient, type TickworkClient } from "./client.ts";
 export { DlqApi } from "./dlq.ts";
 export {
@@ -45,7 +51,10 @@ export {
   UnavailableError,
   ValidationError,
 } from "./errors.ts";
+export { FlowsApi, type SubmitFlowRequest, type SubmittedFlow } from "./flows.ts";
+export { HooksApi } from "./hooks.ts";
 export { JobHandle, JobsApi, type ResultOptions } from "./jobs.ts";
+export { NodesApi } from "./nodes.ts";
 export { PagedList } from "./paginate.ts";
 export { ScheduleHandle, SchedulesApi } from "./schedules.ts";
 export type * from "./types.ts";

@@ -8,6 +8,7 @@ import type { CreateScheduleInput, PatchScheduleInput, SubmitJobInput } from "..
 import type {
   CreateScheduleOptions,
   Job,
+  Nodes,
   Page,
   Problem,
   Schedule,
@@ -39,5 +40,8 @@ test("response bodies are the server's declarations", () => {
   expectTypeOf<Schedule>().toEqualTypeOf<import("../core/wire.ts").ScheduleResource>();
   expectTypeOf<Page<Job>>().toEqualTypeOf<import("../core/wire.ts").PageResource<Job>>();
   expectTypeOf<TickResult>().toEqualTypeOf<import("../core/wire.ts").TickResource>();
+  expectTypeOf<Nodes>().toEqualTypeOf<import("../http/routes/nodes.ts").NodesResource>();
+  // `deployment` names every platform the server may report.
+  expectTypeOf<Nodes["deployment"]>().toEqualTypeOf<import("../http/options.ts").Platform>();
   expectTypeOf<Problem>().toEqualTypeOf<import("../core/wire.ts").Problem>();
 });

@@ -9,12 +9,15 @@
  * their keys checked against the server's schemas (`types.test.ts`).
  */
 import type { JobError, JobStatus, ScheduleStatus } from "../core/model.ts";
+import type { Placement } from "../core/placement.ts";
 import type {
   CancelResource,
   FieldIssue,
   JobLogEntryResource,
   JobResource,
   JobSummary,
+  NodeResource,
+  NodesResource,
   PageResource,
   Problem,
   ScheduleResource,
@@ -52,6 +55,8 @@ export interface SubmitJobOptions {
   after?: string[];
   /** When a dependency ends dead, cancelled or skipped: cancel this job too, or run it anyway. @default "cancel" */
   onFailure?: "cancel" | "run";
+  /** Where it may run: a worker group, capabilities, allowed or forbidden nodes. */
+  placement?: Placement;
 }
 
 /**
@@ -109,6 +114,8 @@ export interface CreateScheduleOptions {
   /** Upper bound of a per-occurrence delay. @default 0 */
   jitter?: Duration;
   tags?: string[];
+  /** Where its occurrences may run. `{}` in an update removes it. */
+  placement?: Placement;
 }
 
 /** `POST /v1/schedules` body, typed by a handler map like {@link SubmitJobRequest}. */
@@ -147,3 +154,9 @@ export type Page<T> = PageResource<T>;
 
 /** What `POST /v1/tick` answers. */
 export type TickResult = TickResource;
+
+/** What `GET /v1/nodes` answers: the registered nodes and where the app runs. */
+export type Nodes = NodesResource;
+
+/** One server of the fleet, as `GET /v1/nodes` lists it. */
+export type RegisteredNode = NodeResource;

@@ -5,6 +5,7 @@
  */
 import { TickworkConfigError } from "../core/errors.ts";
 import { type Config, configSchema } from "./schema.ts";
+import { protoKeyIssues } from "./webhooks.ts";
 
 /**
  * The configuration is invalid; `issues` lists each problem with its path, `field` is the first
@@ -67,11 +68,11 @@ export function parseConfig(value: unknown, source = "the configuration"): Confi
     }
   }
   const result = configSchema.safeParse(data);
-  if (result.success) return result.data;
-  throw new ConfigValidationError(
-    source,
-    result.error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message })),
+  const issues = [...protoKeyIssues(data), ...(result.success ? [] : result.error.issues)].map(
+    (i) => ({ path: i.path.map(String).join("."), message: i.message }),
   );
+  if (result.success && issues.length === 0) return result.data;
+  throw new ConfigValidationError(source, issues);
 }
 
 /** True when the configuration has at least one API key. */

@@ -26,3 +26,13 @@ export {
   type QuotaLimits,
   type TenantConfig,
 } from "./schema.ts";
+export {
+  isWebhookName,
+  MAX_WEBHOOK_ENDPOINTS,
+  resolveWebhooks,
+  type WebhookEndpoint,
+  type WebhookEndpointConfig,
+  type WebhooksConfig,
+  webhookEndpointSchema,
+  webhooksSchema,
+} from "./webhooks.ts";

@@ -9,6 +9,7 @@ import { GLOB_PATTERN } from "../core/glob.ts";
 import type { Manifest, QuotaLimits } from "../core/manifest.ts";
 import { MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import { SCOPES } from "../core/scopes.ts";
+import { webhookIssues, webhooksSchema } from "./webhooks.ts";
 
 /** `sha256:` and the 64 lowercase hex digits of the key's SHA-256 (`npx tickwork hash-key`). */
 export const KEY_HASH = /^sha256:[0-9a-f]{64}$/;
@@ -114,6 +115,7 @@ export const tenantSchema = z
     manifest: manifestSchema.optional().meta({
       description: "Handlers it may use, quotas and limits. Absent: every handler, no quota.",
     }),
+    webhooks: webhooksSchema.optional(),
   })
   .strict();
 
@@ -175,9 +177,14 @@ export const configSchema = z
     degradation: degradationSchema.optional().meta({
       description: "The degradation controller (false turns it off). Absent: the defaults.",
     }),
+    webhooks: webhooksSchema.optional().meta({
+      description:
+        "Inbound webhook endpoints of the tenant `default` (deployments without tenants); a tenant's own go in its `webhooks`.",
+    }),
   })
   .strict()
   .superRefine((config, ctx) => {
+    for (const issue of webhookIssues(config)) ctx.addIssue({ code: "custom", ...issue });
     const tenants = new Set<string>();
     const hashes = new Set<string>();
     config.tenants?.forEach((tenant, t) => {

@@ -29,9 +29,11 @@ import type { JobError, JobStatus } from "./model.ts";
  *   invalid input): the job is dead; do not deliver it again.
  * - `busy` — not run now, and not an attempt: deliver it again after `retryAfterMs`.
  *   `attempt-running`: another attempt of the job holds the run lease; `limited`: the handler's
- *   concurrency limit is reached (as many jobs of its limit key run already; the job is
+ *   concurrency or rate limit is reached (as many jobs of its key run already, or began within
+ *   the rate's period; the job is
  *   unchanged, its attempts included — a pull queue redelivers it without counting a retry, a
- *   push queue after `Retry-After`); `lease-lapsed`: the run lease ran out before the handler
+ *   push queue after `Retry-After`); `unplaced`: this node may not run the job (its placement,
+ *   docs/adr/0017-placement.md; not an attempt); `lease-lapsed`: the run lease ran out before the handler
  *   could start; `still-running` (failure callback): the reported attempt is still running
  *   under its lease.
  * - `unauthorized` — the delivery's signature (or token) does not verify.
@@ -44,7 +46,7 @@ export type DeliveryOutcome =
   | { kind: "give-up"; id: string; error: JobError }
   | {
       kind: "busy";
-      reason: "attempt-running" | "limited" | "lease-lapsed" | "still-running";
+      reason: "attempt-running" | "limited" | "unplaced" | "lease-lapsed" | "still-running";
       retryAfterMs: number;
     }
   | { kind: "unauthorized" }

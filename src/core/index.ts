@@ -8,3 +8,4 @@ export * from "./errors.ts";
 export * from "./model.ts";
 export * from "./schedule/index.ts";
 export * from "./schemas.ts";
+export * from "./webhooks/index.ts";

@@ -3,6 +3,7 @@
  * The records tickwork keeps: jobs, schedules and outbox messages. Pure data, no I/O.
  * Times are epoch milliseconds throughout; the HTTP layer renders them as ISO-8601.
  */
+import type { Placement } from "./placement.ts";
 
 /**
  * Lifecycle of a job (a one-off submit or one occurrence of a schedule). `waiting`: submitted with
@@ -64,6 +65,8 @@ export interface JobSpec {
   after?: string[];
   /** What a dependency that ends dead, cancelled or skipped does to it. @default "cancel" */
   onFailure?: OnFailure;
+  /** Where it may run (docs/adr/0017-placement.md); absent: on any node of the default group. */
+  placement?: Placement;
 }
 
 /** What a failed dependency does to a waiting job: cancel it (and its dependents), or run it anyway. */
@@ -87,6 +90,17 @@ export interface JobRecord extends JobSpec {
   progress?: JobProgress;
   /** Set once a cancel was asked for while the job ran; it ends `cancelled` (unless it succeeded first). */
   cancelRequested?: true;
+  /** The node that began its latest attempt (its `instanceId`), when the runner named one. */
+  node?: string;
+  /** The last time a node refused to run it for its placement: which node, why, when. */
+  refused?: PlacementRefusalRecord;
+}
+
+/** A node's refusal of a job for its placement (docs/adr/0017-placement.md). */
+export interface PlacementRefusalRecord {
+  node: string;
+  reason: string;
+  at: number;
 }
 
 /** A job's progress: the last value its handler reported (JSON, at most 4 KiB) and when. */
@@ -136,6 +150,8 @@ export interface ScheduleDef {
   /** Upper bound of the per-occurrence delay. @default 0 */
   jitterMs: number;
   tags: string[];
+  /** Where its occurrences may run (docs/adr/0017-placement.md). */
+  placement?: Placement;
 }
 
 /** A schedule as stored. */

@@ -10,6 +10,8 @@
 import * as z from "zod";
 import { parseDuration } from "./duration.ts";
 import { UnprocessableError, ValidationError } from "./errors.ts";
+import { placementSchema } from "./placement.ts";
+import { isWellFormedText } from "./text.ts";
 
 // ── bounds (docs/api.md, "Bounds") ──────────────────────────────────────────
 
@@ -42,21 +44,7 @@ export const MAX_RETRIES = 100;
 /** Marks an issue as "well-formed, but out of range": {@link parseOrThrow} answers it with 422. */
 const OUT_OF_RANGE = { outOfRange: true } as const;
 
-/** A lone surrogate: a high one not followed by a low one, or a low one not after a high one. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/**
- * True when `text` is well-formed UTF-16 (no lone surrogates), like
- * `String.prototype.isWellFormed`. A lone surrogate has no UTF-8 encoding: as bytes (a Redis key)
- * it becomes U+FFFD, so `"k-\ud800"` and `"k-\udbff"` would be the same key.
- *
- * @example
- * isWellFormedText("k-😀");     // true
- * isWellFormedText("k-\ud800"); // false
- */
-export function isWellFormedText(text: string): boolean {
-  return !LONE_SURROGATE.test(text);
-}
+export { isWellFormedText };
 
 const WELL_FORMED = "must be well-formed Unicode (no lone surrogates)";
 
@@ -234,6 +222,7 @@ export const submitJobSchema = z
       .transform((ids) => [...new Set(ids)])
       .optional(),
     onFailure: z.enum(["cancel", "run"]).optional(),
+    placement: placementSchema.optional(),
   })
   .strict()
   .refine((j) => j.delay === undefined || j.runAt == null, {
@@ -242,6 +231,24 @@ export const submitJobSchema = z
   });
 
 export type SubmitJobInput = z.input<typeof submitJobSchema>;
+
+/** Most children of one flow (`POST /v1/flows`). */
+export const MAX_FLOW_CHILDREN = 100;
+
+/**
+ * `POST /v1/flows` body: children submitted first, then the parent, which waits for them all
+ * (`after`). Each job is checked as a submit (`submitJobSchema`) before anything is written.
+ */
+export const submitFlowSchema = z
+  .object({
+    children: z.array(z.unknown()).min(1).max(MAX_FLOW_CHILDREN),
+    parent: z.unknown().refine((v) => v !== undefined, "required"),
+    /** Makes the flow safe to submit again: its children's and parent's keys derive from it. */
+    idempotencyKey: printable(MAX_IDEMPOTENCY_KEY - 16).optional(),
+  })
+  .strict();
+
+export type SubmitFlowInput = z.input<typeof submitFlowSchema>;
 export type SubmitJobParsed = z.output<typeof submitJobSchema>;
 
 const scheduleFields = {
@@ -259,6 +266,7 @@ const scheduleFields = {
   overlap: z.enum(["allow", "skip"]).optional(),
   jitter: boundedDuration(0, MAX_JITTER_MS).optional(),
   tags: tags.optional(),
+  placement: placementSchema.optional(),
 };
 
 /** `POST /v1/schedules` body. */

@@ -3,7 +3,7 @@
  * The JSON bodies of the HTTP API's answers (docs/api.md), declared once: the server renders them
  * (`src/http/serialize.ts` and `src/http/problem.ts` are typed by these) and the client reads them
  * (`src/client/types.ts` re-exports them under its own names: `Job`, `Schedule`, `Page`,
- * `TickResult`), so a field added on one side only does not compile.
+ * `TickResult`, `Nodes`), so a field added on one side only does not compile.
  *
  * Times are ISO-8601 strings, durations milliseconds under the API's field names (`timeout`,
  * `jitter`). An absent optional value is omitted, never `null` — except a schedule's
@@ -17,6 +17,7 @@ import type {
   Overlap,
   ScheduleStatus,
 } from "./model.ts";
+import type { Placement } from "./placement.ts";
 
 /** A job, as `GET /v1/jobs/:id` and the listings show it. */
 export interface JobResource {
@@ -50,6 +51,12 @@ export interface JobResource {
   /** The jobs it waits for (ADR 0014); with `after`, what a failed one does to it. */
   after?: string[];
   onFailure?: "cancel" | "run";
+  /** Where it may run (docs/adr/0017-placement.md). */
+  placement?: Placement;
+  /** The node that began its latest attempt. */
+  node?: string;
+  /** The last time a node refused it for its placement: a job no node takes shows it here. */
+  refused?: { node: string; reason: string; at: string };
 }
 
 /** One entry of a job's log (`ctx.log()`), as `GET /v1/jobs/:id/logs` shows it. */
@@ -102,6 +109,8 @@ export interface ScheduleResource {
   /** ms */
   jitter: number;
   tags: string[];
+  /** Where its occurrences may run. */
+  placement?: Placement;
   /** `null` once completed. */
   nextRunAt: string | null;
   lastRunAt?: string;
@@ -115,6 +124,38 @@ export interface ScheduleResource {
 export type TickResource =
   | { leader: true; dispatched: number; recovered: number; due: number; tookMs: number }
   | { leader: false; leaseRemainingMs: number };
+
+/** A node of the fleet, as `GET /v1/nodes` lists it (`src/http/routes/nodes.ts`). */
+export interface NodeResource {
+  /** The server's engine `instanceId`. */
+  id: string;
+  /** `live` while its last heartbeat is younger than `ttlMs` (the store's clock), else `stale`. */
+  status: "live" | "stale";
+  roles: string[];
+  version: string;
+  handlers: string[];
+  /** Free-form labels (`TICKWORK_CAPABILITIES`). */
+  capabilities: Record<string, string>;
+  /** Deliveries its pull worker runs at once, and runs now (0 without one). */
+  concurrency: number;
+  inFlight: number;
+  transport: string;
+  hostname: string;
+  pid: number;
+  startedAt: string;
+  lastSeen: string;
+  /** Stale once `lastSeen` is older than this; dropped after 10 times it. */
+  ttlMs: number;
+}
+
+/** What `GET /v1/nodes` answers. */
+export interface NodesResource {
+  nodes: NodeResource[];
+  /** Where the app runs (`AppOptions.platform`). */
+  deployment: "node" | "cloudflare" | "vercel" | "custom";
+  /** Why the list is empty whatever runs: a serverless platform, or a store without a registry. */
+  note?: string;
+}
 
 /** One page of a listing; `cursor` is absent on the last page. */
 export interface PageResource<T> {

@@ -10,8 +10,16 @@
 import type { JobLogEntry, JobRecord, ScheduleRecord } from "../core/model.ts";
 import type { ListJobsQuery, ListSchedulesQuery, Page } from "../store/port.ts";
 import type { Actor } from "./actor.ts";
+import { type FlowSubmitted, submitFlow } from "./flows.ts";
 import type { HandlerName, Handlers } from "./handlers.ts";
-import { type BrokerDeps, type JobRequest, JobsBroker, type Submitted } from "./jobs.ts";
+import {
+  type BrokerDeps,
+  type FlowRequest,
+  type JobRequest,
+  JobsBroker,
+  type Submitted,
+  type SubmitVia,
+} from "./jobs.ts";
 import {
   type SchedulePatch,
   type ScheduleRequest,
@@ -22,7 +30,8 @@ import {
 export { defOf } from "../core/schedule/timing.ts";
 export { type Actor, presentJob, type Scope, sees } from "./actor.ts";
 export type { QuotaReport } from "./admission.ts";
-export type { BrokerDeps, JobRequest, Submitted } from "./jobs.ts";
+export type { FlowSubmitted } from "./flows.ts";
+export type { BrokerDeps, JobRequest, Submitted, SubmitVia } from "./jobs.ts";
 export type { SchedulePatch, ScheduleRequest, ScheduleWritten } from "./schedules.ts";
 
 /** A page's bounds, for the lists of runs and dead letters. */
@@ -54,9 +63,23 @@ export class Broker<H extends Handlers = Handlers> {
    * the actor's manifest; InputTooLargeError (413); UnprocessableError (422) for an unknown
    * handler, input its schema refuses, or a timeout over the manifest's limit;
    * QuotaExceededError (429); OverloadedError (503) while critical with `critical: "reject"`.
+   * `via`: an inbound webhook's longer idempotency key and delivery record (docs/webhooks.md).
    */
-  submit<K extends HandlerName<H>>(body: JobRequest<H, K>, actor: Actor = {}): Promise<Submitted> {
-    return this.#jobs.submit(body, actor);
+  submit<K extends HandlerName<H>>(
+    body: JobRequest<H, K>,
+    actor: Actor = {},
+    via?: SubmitVia,
+  ): Promise<Submitted> {
+    return this.#jobs.submit(body, actor, via);
+  }
+
+  /**
+   * Submit a flow: `children`, then `parent` waiting for them all (`after`). Every job is checked
+   * before any is written; with `idempotencyKey` the flow may be submitted again (src/engine/flows.ts).
+   * @throws as {@link Broker.submit}.
+   */
+  submitFlow(body: FlowRequest<H>, actor: Actor = {}): Promise<FlowSubmitted> {
+    return submitFlow(this.#jobs as JobsBroker<Handlers>, body, actor);
   }
 
   /**

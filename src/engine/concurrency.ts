@@ -117,12 +117,30 @@ export async function runLimitOf(
 ): Promise<RunLimit | undefined> {
   if (definition?.concurrency === undefined) return undefined;
   const concurrency = concurrencyOf(definition.concurrency);
-  if (!concurrency.path) return { key: name, limit: concurrency.limit };
-  const value = await limitValue(valueAt(input, concurrency.path));
   return {
-    key: `${name}=${encoder.encode(tenant).length}:${tenant}:${value}`,
+    key: await limitKeyOf(name, concurrency.path, tenant, input),
     limit: concurrency.limit,
   };
+}
+
+/**
+ * The limit key of a job of handler `name`: `name` without a `path`, else
+ * `<name>=<tenant's UTF-8 length>:<tenant>:<value at path>` (see the module's doc). Shared by
+ * concurrency and rate limits (`src/engine/rate-limit.ts`), so both group jobs alike.
+ *
+ * @example
+ * await limitKeyOf("sync", ["account", "id"], "acme", { account: { id: 7 } }); // "sync=4:acme:7"
+ * await limitKeyOf("sync", undefined, "acme", {});                             // "sync"
+ */
+export async function limitKeyOf(
+  name: string,
+  path: readonly string[] | undefined,
+  tenant: string,
+  input: unknown,
+): Promise<string> {
+  if (!path) return name;
+  const value = await limitValue(valueAt(input, path));
+  return `${name}=${encoder.encode(tenant).length}:${tenant}:${value}`;
 }
 
 /** The value at `path` in `input` (own properties only), or `undefined`. */
@@ -146,4 +164,12 @@ export async function limitValue(value: unknown): Promise<string> {
   if (bytes.length <= MAX_LIMIT_VALUE_BYTES) return text;
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return `sha256:${Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/**
+ * How soon a pulled delivery held back (a limit, or a node its placement refuses) is tried again,
+ * at most: 0.5–1.5 s, spread so that many waiting deliveries do not come back at the same moment.
+ */
+export function pullRecheckMs(): number {
+  return 500 + Math.floor(Math.random() * 1_000);
 }

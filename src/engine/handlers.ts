@@ -8,6 +8,7 @@ import type { JobLogLevel, JobRecord } from "../core/model.ts";
 import { MAX_RETRIES, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import { type ConcurrencyOption, validateConcurrency } from "./concurrency.ts";
 import type { Logger } from "./logger.ts";
+import { type RateLimitOption, validateRateLimit } from "./rate-limit.ts";
 
 /** What a handler sees besides its input. */
 export interface HandlerContext {
@@ -25,8 +26,24 @@ export interface HandlerContext {
   fireAt?: number;
   /** Structured logger carrying the job id. */
   logger: Logger;
-  /** Submit follow-up work (same tenant). */
-  jobs: { submit(job: SubmitJob): Promise<{ job: JobRecord; replayed: boolean }> };
+  /** Submit follow-up work and read jobs (same tenant). */
+  jobs: {
+    submit(job: SubmitJob): Promise<{ job: JobRecord; replayed: boolean }>;
+    /**
+     * A flow: `children`, then `parent` waiting for them all (src/engine/flows.ts). Pass an
+     * `idempotencyKey` derived from this job (e.g. `` `${ctx.jobId}:fan-out` ``) so a retry of
+     * this handler answers the flow it already submitted instead of submitting another.
+     */
+    submitFlow(flow: {
+      children: SubmitJob[];
+      parent: SubmitJob;
+      idempotencyKey?: string;
+    }): Promise<{ parent: JobRecord; children: JobRecord[]; replayed: boolean }>;
+    /** A job of this tenant (e.g. one this job waited for, to read its `result`). */
+    get(id: string): Promise<JobRecord>;
+  };
+  /** The jobs this one waited for (`after`; a flow's parent: its children), in order. */
+  after?: string[];
   /**
    * Report progress: any JSON value of at most 4 KiB (e.g. `42` or `{ done, total }`), shown as
    * the job's `progress` (the last value, with its time). Resolves `false` when this attempt no
@@ -74,6 +91,16 @@ export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType> {
    * @default no limit
    */
   concurrency?: ConcurrencyOption;
+  /**
+   * At most `limit` jobs of this handler BEGIN in any sliding `period`, across every worker and
+   * transport: `{ limit, period, key? }` — `limit` a whole number from 1 to 100,000, `period` a
+   * duration from 1 s to 24 h (`"1m"`, or ms), `key` an input path as for `concurrency` (one
+   * window per value and tenant). Every begun attempt counts, retries included. A delivery over
+   * the limit is not an attempt, exactly as with `concurrency` (both are checked together: one
+   * refused by either takes nothing from the other) (src/engine/rate-limit.ts).
+   * @default no limit
+   */
+  rateLimit?: RateLimitOption;
   run(input: z.output<Schema>, ctx: HandlerContext): unknown | Promise<unknown>;
 }
 
@@ -130,7 +157,8 @@ export function handlerOf(handlers: Handlers, name: string): HandlerDefinition |
  * Check a handler map as {@link createEngine} gets it: each entry has a `run` function, a
  * `timeout` (when set) from 1 s to 15 min, and `retries` (when set) a whole number from 0 to 100 —
  * the bounds a request's own `timeout` and `retries` have — and `concurrency` (when set) a whole
- * number from 1 to 10,000 or `{ limit, key? }` with such a limit and a dotted input path.
+ * number from 1 to 10,000 or `{ limit, key? }` with such a limit and a dotted input path, and
+ * `rateLimit` (when set) `{ limit, period, key? }`: 1–100,000 runs per 1 s – 24 h.
  *
  * @throws TypeError or RangeError naming the handler and the option, e.g.
  * `handlers["report"].timeout must be a duration from 1s to 15m, got "1h"`.
@@ -165,6 +193,7 @@ export function validateHandlers(handlers: Handlers): void {
       );
     }
     if (def.concurrency !== undefined) validateConcurrency(`${at}.concurrency`, def.concurrency);
+    if (def.rateLimit !== undefined) validateRateLimit(`${at}.rateLimit`, def.rateLimit);
   }
 }
 

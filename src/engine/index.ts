@@ -103,6 +103,7 @@ export type { Logger } from "./logger.ts";
 export { jsonLogger, silentLogger } from "./logger.ts";
 export type { EngineOptions, JobDefaults, TickOptions } from "./options.ts";
 export { PullWorker, type PullWorkerOptions, type PullWorkerStats } from "./pull-worker.ts";
+export type { RateLimitOption } from "./rate-limit.ts";
 export { Runner } from "./runner.ts";
 export type { TickResult } from "./ticker.ts";
 export { Ticker } from "./ticker.ts";

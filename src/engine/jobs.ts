@@ -7,7 +7,7 @@ import { ConflictError, NotFoundError } from "../core/errors.ts";
 import { quotaCheck } from "../core/manifest.ts";
 import type { JobLogEntry, JobRecord, NewJob } from "../core/model.ts";
 import { parseOrThrow, type SubmitJobInput, submitJobSchema } from "../core/schemas.ts";
-import type { ListJobsQuery, Page, Store } from "../store/port.ts";
+import type { ListJobsQuery, Page, Store, WebhookSubmit } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
 import { type Actor, presentJob, scheduleStoreIdOf, sees, tenantOf } from "./actor.ts";
 import {
@@ -25,6 +25,7 @@ import {
 import type { HandlerInput, HandlerName, Handlers, InputField } from "./handlers.ts";
 import { newJobId } from "./ids.ts";
 import type { ResolvedOptions } from "./options.ts";
+import { withPlacement } from "./placement.ts";
 import { PublishCoalescer, publishAll } from "./publish.ts";
 
 /**
@@ -37,6 +38,18 @@ export type JobRequest<
   K extends HandlerName<H> = HandlerName<H>,
 > = Omit<SubmitJobInput, "handler" | "input"> & { handler: K } & InputField<HandlerInput<H, K>>;
 
+/**
+ * A flow for `Broker.submitFlow`: `children` submitted first, then `parent`, which waits for them
+ * all (its `after` gains their ids). `idempotencyKey` (at most 240 characters) makes submitting it
+ * again safe: child `i`'s key is `<key>:child:<i>`, the parent's `<key>:parent`, unless a job has
+ * its own.
+ */
+export interface FlowRequest<H extends Handlers = Handlers> {
+  children: JobRequest<H>[];
+  parent: JobRequest<H>;
+  idempotencyKey?: string;
+}
+
 /** Result of `Broker.submit`. */
 export interface Submitted {
   job: JobRecord;
@@ -44,6 +57,25 @@ export interface Submitted {
   replayed: boolean;
   /** Where the tenant's submit quota stands (absent without a quota, and on a replay). */
   quota?: QuotaReport;
+}
+
+/**
+ * Where a submit comes from, when not from `POST /v1/jobs`: an inbound webhook
+ * (docs/webhooks.md) keeps its idempotency key as long as its sender retries, and the store
+ * records the delivery in the same write (see `SubmitTiming`).
+ */
+export interface SubmitVia {
+  /** How long the job's idempotency key lives (the store's default applies when longer). */
+  idempotencyMs?: number;
+  webhook?: WebhookSubmit;
+}
+
+/** A job checked and built by `JobsBroker.prepare`, not yet stored. */
+export interface PreparedSubmit {
+  job: NewJob;
+  quota: ReturnType<typeof quotaCheck>;
+  runAt: number | undefined;
+  delayMs: number;
 }
 
 /** What the broker needs. */
@@ -95,7 +127,16 @@ export class JobsBroker<H extends Handlers = Handlers> {
   async submit<K extends HandlerName<H>>(
     body: JobRequest<H, K>,
     actor: Actor = {},
+    via: SubmitVia = {},
   ): Promise<Submitted> {
+    return this.store(this.prepare(body, actor), via);
+  }
+
+  /**
+   * Everything {@link submit} checks before it writes — the body, the manifest, the handler and
+   * its input — and the job it would store; throws as `submit` does. Nothing is written.
+   */
+  prepare(body: unknown, actor: Actor = {}): PreparedSubmit {
     const req = parseOrThrow(submitJobSchema, body, "job");
     const tenant = tenantOf(actor);
     const rules = permitSubmit(req.handler, actor);
@@ -103,7 +144,7 @@ export class JobsBroker<H extends Handlers = Handlers> {
     const input = req.input === undefined ? null : req.input;
     checkInputSize(input, rules, "job", this.deps.options.maxInputBytes);
     checkInput(req.handler, handler, input);
-    const { jobs, tick, logger } = this.deps.options;
+    const { jobs } = this.deps.options;
     const job: NewJob = {
       id: newJobId(),
       tenant,
@@ -120,13 +161,23 @@ export class JobsBroker<H extends Handlers = Handlers> {
       ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
       ...(req.after?.length ? { after: req.after } : {}),
       ...(req.after?.length && req.onFailure ? { onFailure: req.onFailure } : {}),
+      ...withPlacement(req.placement),
     };
     const quota = quotaCheck("submit", tenant, rules?.submitWindows ?? []);
+    return { job, quota, runAt: req.runAt ?? undefined, delayMs: req.delay ?? 0 };
+  }
+
+  /** Store (and publish) a {@link prepare}d job: the write half of {@link submit}. */
+  async store(prepared: PreparedSubmit, via: SubmitVia = {}): Promise<Submitted> {
+    const { job, quota } = prepared;
+    const { tick, logger } = this.deps.options;
     const admission = submitAdmission(this.deps.options, quota);
     const timing = {
-      ...(req.runAt != null ? { runAt: req.runAt } : {}),
-      delayMs: req.delay ?? 0,
+      ...(prepared.runAt !== undefined ? { runAt: prepared.runAt } : {}),
+      delayMs: prepared.delayMs,
       recoverGraceMs: tick.recoverGraceMs,
+      ...(via.idempotencyMs !== undefined ? { idempotencyMs: via.idempotencyMs } : {}),
+      ...(via.webhook ? { webhook: via.webhook } : {}),
     };
     const result = admission
       ? await this.deps.store.submitJob(job, timing, admission)

@@ -3,6 +3,7 @@
  * Engine settings with their defaults, resolved once.
  */
 
+import { type NodeIdentity, nodeIdentityProblem } from "../core/placement.ts";
 import { MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import {
   type Admission,
@@ -109,8 +110,18 @@ export interface EngineOptions {
   jobs?: JobDefaults | undefined;
   /** The degradation controller; `false` turns it off. @default on, with the defaults above */
   degradation?: DegradationOptions | false | undefined;
-  /** This instance's name in leader metrics and events. @default a random id */
+  /**
+   * This instance's name in leader metrics, events and the node registry; a job's placement
+   * `nodes` and `notNodes` name it (docs/adr/0017-placement.md). @default a random id
+   */
   instanceId?: string | undefined;
+  /**
+   * The worker group this instance runs: only jobs placed in it (`placement.group`), none of the
+   * default group's. @default none (the default group)
+   */
+  group?: string | undefined;
+  /** Capabilities a job's `placement.capabilities` is matched against. @default none */
+  capabilities?: Readonly<Record<string, string>> | undefined;
   /** Added to a job's timeout to form its run lease. @default 5_000 */
   leaseGraceMs?: number | undefined;
   /**
@@ -165,6 +176,8 @@ export interface ResolvedOptions {
   /** Undefined when turned off. */
   degradation: NonNullable<Admission["degradation"]> | undefined;
   instanceId: string;
+  /** This instance as placement sees it: `instanceId`, `group`, `capabilities`. */
+  node: NodeIdentity;
   leaseGraceMs: number;
   cancelCheckMs: number;
   reapAfterMs: number;
@@ -190,6 +203,7 @@ function defined<T extends object>(options: T | undefined): Partial<Resolved<T>>
 }
 
 function withDefaults(opts: EngineOptions): ResolvedOptions {
+  const instanceId = opts.instanceId ?? `tw-${crypto.randomUUID().slice(0, 8)}`;
   return {
     tick: {
       leaseMs: 30_000,
@@ -207,7 +221,12 @@ function withDefaults(opts: EngineOptions): ResolvedOptions {
     },
     jobs: { timeoutMs: 60_000, retries: 3, priority: 5, ...defined(opts.jobs) },
     degradation: opts.degradation === false ? undefined : resolveDegradation(opts.degradation),
-    instanceId: opts.instanceId ?? `tw-${crypto.randomUUID().slice(0, 8)}`,
+    instanceId,
+    node: {
+      id: instanceId,
+      ...(opts.group ? { group: opts.group } : {}),
+      ...(opts.capabilities ? { capabilities: opts.capabilities } : {}),
+    },
     leaseGraceMs: opts.leaseGraceMs ?? 5_000,
     cancelCheckMs: opts.cancelCheckMs ?? 1_000,
     reapAfterMs: opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS,
@@ -274,6 +293,8 @@ function validate(o: ResolvedOptions): void {
   check("reapAfterMs", o.reapAfterMs, Math.max(1, o.tick.recoverGraceMs));
   check("maxReaps", o.maxReaps, 1);
   if (o.maxInputBytes !== Number.POSITIVE_INFINITY) check("maxInputBytes", o.maxInputBytes, 1);
+  const nodeProblem = nodeIdentityProblem(o.node);
+  if (nodeProblem) throw new RangeError(nodeProblem);
   const d = o.degradation;
   if (!d) return;
   check("degradation.debounceMs", d.debounceMs, 0);

@@ -26,15 +26,18 @@ import {
   type JobSpec,
   scheduleUserId,
 } from "../core/model.ts";
+import type { Placement } from "../core/placement.ts";
 import { MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import type { FinishRunResult, RunOutcome, Store } from "../store/port.ts";
 import type { Delivery, Transport } from "../transport/port.ts";
 import { attemptControls } from "./attempt.ts";
 import type { Broker } from "./broker.ts";
-import { runLimitOf } from "./concurrency.ts";
+import { pullRecheckMs, runLimitOf } from "./concurrency.ts";
 import { type HandlerContext, type Handlers, handlerOf, parseInput } from "./handlers.ts";
 import type { Logger } from "./logger.ts";
 import type { ResolvedOptions } from "./options.ts";
+import { deliveryMismatch, refuseDelivery } from "./placement.ts";
+import { rateLimitOf } from "./rate-limit.ts";
 
 /** What the runner needs. */
 export interface RunnerDeps {
@@ -63,6 +66,8 @@ const jobSpecSchema = z.object({
   fireAt: z.number().optional(),
   overlap: z.enum(["allow", "skip"]).optional(),
   idempotencyKey: z.string().optional(),
+  // Checked by `placementOf`: one this version does not understand is a refusal, not a bad body.
+  placement: z.unknown().optional(),
 });
 
 /** The parts of the queue's failure-callback body we use (QStash's shape). */
@@ -115,13 +120,26 @@ export class Runner {
     if (!spec) return { kind: "bad-request", expected: "job" };
 
     const { store, options } = this.deps;
+    // Placement: a node that may not run the job hands it back before anything begins.
+    const mismatch = deliveryMismatch(spec.placement, options.node);
+    if (mismatch !== undefined)
+      return refuseDelivery(store, options, spec, mismatch, logger, pulled);
     const leaseMs = spec.timeoutMs + options.leaseGraceMs;
     // A handler with `concurrency`: the store admits the run only while a slot of its key is free.
     const definition = handlerOf(this.deps.handlers, spec.handler);
     const limit = await runLimitOf(spec.handler, definition, spec.tenant, spec.input);
+    const rate = await rateLimitOf(spec.handler, definition, spec.tenant, spec.input);
     // The run lease starts no earlier than the request does: time it from here.
     const asked = performance.now();
-    const begun = await store.beginRun(spec, leaseMs, options.reapAfterMs, token, limit);
+    const begun = await store.beginRun(
+      spec,
+      leaseMs,
+      options.reapAfterMs,
+      token,
+      limit,
+      rate,
+      options.instanceId,
+    );
     switch (begun.kind) {
       case "replayed":
         // A captured delivery sent again: acknowledged, nothing run, nothing changed.
@@ -337,7 +355,12 @@ export class Runner {
         : {}),
       ...(job.fireAt !== undefined ? { fireAt: job.fireAt } : {}),
       logger,
-      jobs: { submit: (next) => broker.submit(next, { tenant: job.tenant }) },
+      ...(job.after ? { after: job.after } : {}),
+      jobs: {
+        submit: (next) => broker.submit(next, { tenant: job.tenant }),
+        submitFlow: (flow) => broker.submitFlow(flow as never, { tenant: job.tenant }),
+        get: (id) => broker.getJob(id, { tenant: job.tenant }),
+      },
       progress: controls.progress,
       log: controls.log,
     };
@@ -362,14 +385,6 @@ export class Runner {
       controls.stop();
     }
   }
-}
-
-/**
- * How soon a pulled delivery held back by a concurrency limit is tried again, at most: 0.5–1.5 s,
- * spread so that many waiting deliveries do not come back at the same moment.
- */
-function pullRecheckMs(): number {
-  return 500 + Math.floor(Math.random() * 1_000);
 }
 
 /** A timeout timer this late means the process was frozen meanwhile (see `execute`). */
@@ -398,9 +413,11 @@ export function runnableTimeoutMs(stored: number): number {
 function parseSpec(body: string): JobSpec | null {
   const parsed = jobSpecSchema.safeParse(safeJson(body));
   if (!parsed.success) return null;
-  const { scheduleId, fireAt, overlap, idempotencyKey, timeoutMs, ...rest } = parsed.data;
+  const { scheduleId, fireAt, overlap, idempotencyKey, timeoutMs, placement, ...rest } =
+    parsed.data;
   return {
     ...rest,
+    ...(placement !== undefined ? { placement: placement as Placement } : {}),
     timeoutMs: runnableTimeoutMs(timeoutMs),
     ...(scheduleId !== undefined ? { scheduleId } : {}),
     ...(fireAt !== undefined ? { fireAt } : {}),

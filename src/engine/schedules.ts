@@ -51,6 +51,7 @@ import {
 import type { HandlerInput, HandlerName, Handlers, InputField } from "./handlers.ts";
 import { newJobId } from "./ids.ts";
 import type { BrokerDeps } from "./jobs.ts";
+import { withPlacement } from "./placement.ts";
 
 /** A schedule for handler `K` of `H`: the fields of `POST /v1/schedules`, typed like `JobRequest`. */
 export type ScheduleRequest<
@@ -134,6 +135,7 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
       overlap: req.overlap ?? "allow",
       jitterMs: req.jitter ?? 0,
       tags: req.tags ?? [],
+      ...withPlacement(req.placement),
     };
     checkInputSize(def.input, rules, "schedule", this.deps.options.maxInputBytes);
     // Checked here as at submit: every occurrence runs with this input, so one the handler's
@@ -176,6 +178,11 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
         if (patch.overlap !== undefined) next.overlap = patch.overlap;
         if (patch.jitter !== undefined) next.jitterMs = patch.jitter;
         if (patch.tags !== undefined) next.tags = patch.tags;
+        if (patch.placement !== undefined) {
+          // `placement: {}` removes it.
+          delete next.placement;
+          Object.assign(next, withPlacement(patch.placement));
+        }
         setOptional(next, "maxRuns", patch.maxRuns);
         setOptional(next, "startAt", patch.startAt);
         setOptional(next, "endAt", patch.endAt);
@@ -307,7 +314,7 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
             createdAt: now,
             updatedAt: now,
           };
-      for (const key of ["maxRuns", "startAt", "endAt"] as const) {
+      for (const key of ["maxRuns", "startAt", "endAt", "placement"] as const) {
         if (def[key] === undefined) delete base[key];
       }
       const record = withTiming(base, now, timingChanged);

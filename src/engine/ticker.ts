@@ -300,6 +300,7 @@ export class Ticker {
         scheduleId: s.id,
         fireAt,
         overlap: s.overlap,
+        ...(s.placement ? { placement: s.placement } : {}),
       };
       return { id, dedupId: id, job, notBefore: runAt, recoverAt: now + t.recoverGraceMs };
     });

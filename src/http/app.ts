@@ -9,7 +9,9 @@ import { answerMethodNotAllowed } from "./middleware/method-not-allowed.ts";
 import { requestId } from "./middleware/request-id.ts";
 import { type AppEnv, type AppOptions, resolveAppOptions } from "./options.ts";
 import { notFoundHandler, renderError } from "./problem.ts";
+import { flowRoutes } from "./routes/flows.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { hookIngestRoutes, hookListRoutes } from "./routes/hooks.ts";
 import { jobRoutes } from "./routes/jobs.ts";
 import { nodesRoutes } from "./routes/nodes.ts";
 import { observabilityRoutes } from "./routes/observability.ts";
@@ -67,6 +69,12 @@ export function createApp(options: AppOptions): Hono<AppEnv> {
     app.route("/v1/schedules", scheduleRoutes(config));
     app.route("/", observabilityRoutes(config));
     app.route("/", nodesRoutes(config));
+    app.route("/v1/hooks", hookListRoutes(config));
+  }
+  // Inbound webhooks: authenticated by their senders' signatures, served where writes are.
+  if (config.serves.write) {
+    app.route("/v1/hooks", hookIngestRoutes(config));
+    app.route("/v1/flows", flowRoutes(config));
   }
   app.route("/v1", queueRoutes(config));
   const note = config.roles.includes("all")

@@ -9,7 +9,7 @@
  *   asked for a delay — any non-2xx but 489 is retried with the queue's backoff;
  * - `give-up` → 489 `{ id, status: "dead", error }` + `Upstash-NonRetryable-Error: true`: the queue
  *   stops retrying and calls the failure callback;
- * - `busy` → 409 problem (`attempt_running`, `concurrency_limited`, `lease_lapsed`) +
+ * - `busy` → 409 problem (`attempt_running`, `concurrency_limited`, `placement_mismatch`, `lease_lapsed`) +
  *   `Retry-After`;
  * - `unauthorized` → 401 problem; `bad-request` → 489 `not_a_job` (+ non-retryable: a body that is
  *   not a job never will be) on the worker route, 400 `invalid_request` for a failure callback.
@@ -26,7 +26,11 @@ const BUSY = {
   "attempt-running": { code: "attempt_running", detail: "another attempt of this job is running" },
   limited: {
     code: "concurrency_limited",
-    detail: "the handler's concurrency limit is reached; not an attempt",
+    detail: "the handler's concurrency or rate limit is reached; not an attempt",
+  },
+  unplaced: {
+    code: "placement_mismatch",
+    detail: "this node may not run the job (its placement); not an attempt",
   },
   "lease-lapsed": {
     code: "lease_lapsed",

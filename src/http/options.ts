@@ -5,6 +5,7 @@
 import type { Context } from "hono";
 import { parseConfig } from "../config/define.ts";
 import type { CorsConfig, TenantConfig } from "../config/schema.ts";
+import { resolveWebhooks, type WebhookEndpoint, type WebhooksConfig } from "../config/webhooks.ts";
 import type { Actor } from "../engine/broker.ts";
 import type { Engine } from "../engine/index.ts";
 import type { Logger } from "../engine/logger.ts";
@@ -121,6 +122,12 @@ export interface AppOptions {
    */
   cors?: CorsConfig | undefined;
   /**
+   * Inbound webhook endpoints of the tenant `"default"` (`POST /v1/hooks/:name`,
+   * docs/webhooks.md), as `config.webhooks` holds them; each tenant of `tenants` brings its own.
+   * Names are unique across tenants. Served where writes are (`config.serves.write`).
+   */
+  webhooks?: WebhooksConfig | undefined;
+  /**
    * Cap of `GET /v1/jobs/:id?wait=`: longer waits are cut to this.
    * @default 30_000
    */
@@ -169,6 +176,8 @@ export interface AppConfig {
   serves: RouteSet;
   /** Where the app runs (`"custom"` by default). */
   platform: Platform;
+  /** Every tenant's webhook endpoints by name (docs/webhooks.md). */
+  webhooks: Map<string, WebhookEndpoint>;
 }
 
 const DEFAULT_ACTOR: Actor = { tenant: "default" };
@@ -198,9 +207,14 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
   if (keyed && options.authorize) {
     throw new RangeError("pass tenants/apiKeys or authorize, not both");
   }
-  if (tenants.length > 0 || options.cors) {
-    // Throws ConfigValidationError naming every problem (bad hash, duplicate key, bad origin).
-    parseConfig({ tenants: [...tenants], ...(options.cors ? { cors: options.cors } : {}) });
+  if (tenants.length > 0 || options.cors || options.webhooks) {
+    // Throws ConfigValidationError naming every problem (bad hash, duplicate key, bad origin,
+    // a webhook name used twice or a webhook handler outside its tenant's manifest).
+    parseConfig({
+      tenants: [...tenants],
+      ...(options.cors ? { cors: options.cors } : {}),
+      ...(options.webhooks ? { webhooks: options.webhooks } : {}),
+    });
   }
   if (!dev && serves.read && !keyed && !options.authorize) {
     throw new RangeError(
@@ -236,6 +250,7 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
     roles,
     serves,
     platform: options.platform ?? "custom",
+    webhooks: resolveWebhooks({ tenants, webhooks: options.webhooks }),
   };
 }
 

@@ -34,8 +34,13 @@ const TOTALS: readonly [string, string, keyof StoreStats["totals"]][] = [
   ["jobs_skipped_total", "Occurrences skipped because the previous one still ran.", "skipped"],
   [
     "job_deliveries_limited_total",
-    "Deliveries held back by a handler's concurrency limit (not attempts).",
+    "Deliveries held back by a handler's concurrency or rate limit (not attempts).",
     "limited",
+  ],
+  [
+    "job_deliveries_unplaced_total",
+    "Deliveries a node refused for the job's placement (not attempts).",
+    "unplaced",
   ],
   ["jobs_retried_total", "Dead jobs re-queued from the dead-letter list.", "retried"],
   ["ticks_total", "Ticks that took the lease (idle ticks write nothing).", "ticks"],
@@ -176,6 +181,32 @@ export function renderNodeMetrics(
       labels: { status },
       value: counts[status],
     })),
+  });
+}
+
+/**
+ * `webhook_requests_total{endpoint,outcome}` from the store's webhook counters (every replica's),
+ * with a 0 `accepted` sample for each configured endpoint not counted yet (docs/webhooks.md).
+ */
+export function renderWebhookMetrics(
+  counts: ReadonlyMap<string, ReadonlyMap<string, number>>,
+  endpoints: readonly string[],
+  prefix = "tickwork_",
+): string {
+  const samples: Family["samples"] = [];
+  for (const [endpoint, byOutcome] of counts) {
+    for (const [outcome, value] of byOutcome)
+      samples.push({ labels: { endpoint, outcome }, value });
+  }
+  for (const endpoint of endpoints) {
+    if (!counts.has(endpoint))
+      samples.push({ labels: { endpoint, outcome: "accepted" }, value: 0 });
+  }
+  return renderFamily(prefix, {
+    name: "webhook_requests_total",
+    help: 'Inbound webhook requests by endpoint and outcome (unknown endpoints: endpoint="_unknown").',
+    type: "counter",
+    samples,
   });
 }
 

@@ -75,6 +75,9 @@ export function jobResource(job: JobRecord): JobResource {
     ...(job.progress ? { progress: { value: job.progress.value, at: iso(job.progress.at) } } : {}),
     ...(job.cancelRequested ? { cancelRequested: true as const } : {}),
     ...(job.after !== undefined ? { after: job.after, onFailure: job.onFailure ?? "cancel" } : {}),
+    ...(job.placement ? { placement: job.placement } : {}),
+    ...(job.node !== undefined ? { node: job.node } : {}),
+    ...(job.refused ? { refused: { ...job.refused, at: iso(job.refused.at) } } : {}),
   };
 }
 
@@ -124,6 +127,7 @@ export function scheduleResource(s: ScheduleRecord): ScheduleResource {
     overlap: s.overlap,
     jitter: s.jitterMs,
     tags: s.tags,
+    ...(s.placement ? { placement: s.placement } : {}),
     nextRunAt: s.nextRunAt === null ? null : iso(s.nextRunAt),
     ...isoIf("lastRunAt", s.lastRunAt),
     runs: s.runs,

@@ -64,6 +64,11 @@ export {
 } from "./port/observability.ts";
 export type { Page } from "./port/page.ts";
 export {
+  MAX_REFUSAL_REASON,
+  type PlacementLog,
+  type PlacementRefusal,
+} from "./port/placement.ts";
+export {
   checkRunWrite,
   type LogsQuery,
   logCursor,
@@ -74,6 +79,12 @@ export {
   type RunWriteResult,
   utf8Bytes,
 } from "./port/progress.ts";
+export {
+  checkRateLimit,
+  MAX_RATE_LIMIT,
+  MAX_RATE_PERIOD_MS,
+  type RateLimit,
+} from "./port/rate.ts";
 export { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION, type StoreRetention } from "./port/retention.ts";
 export type { ListSchedulesQuery, PutScheduleResult, ScheduleStore } from "./port/schedules.ts";
 export type { Store } from "./port/store.ts";
@@ -88,3 +99,14 @@ export {
   TICK_LEASE,
   type TickStore,
 } from "./port/tick.ts";
+export {
+  MAX_WEBHOOK_ENDPOINT,
+  type SubmitTiming,
+  UNKNOWN_WEBHOOK_ENDPOINT,
+  WEBHOOK_HISTORY,
+  WEBHOOK_OUTCOMES,
+  type WebhookDelivery,
+  type WebhookLog,
+  type WebhookOutcome,
+  type WebhookSubmit,
+} from "./port/webhooks.ts";

@@ -167,6 +167,27 @@ describe.concurrent("client against the dev server", () => {
     expect(await client.schedules.list({ handler: "sleep" }).toArray()).toEqual([]);
   });
 
+  test("flows.submit: children, then the parent waiting for them; again with its key: replayed", async () => {
+    const body = {
+      children: [1, 2].map((n) => ({ handler: "echo", input: { n } })),
+      parent: { handler: "echo", input: { parent: true } },
+      idempotencyKey: `flow-${Math.random()}`,
+    };
+    const flow = await client.flows.submit(body);
+    expect(flow.replayed).toBe(false);
+    expect(flow.children).toHaveLength(2);
+    const parent = await client.jobs.handle(flow.parent.id).result({ timeout: "20s" });
+    expect(parent).toEqual({ parent: true });
+    const after = (await client.jobs.get(flow.parent.id)).after;
+    expect(after).toEqual(flow.children.map((c) => c.id));
+    const again = await client.flows.submit(body);
+    expect(again.replayed).toBe(true);
+    expect(again.parent.id).toBe(flow.parent.id);
+    await expect(client.flows.submit({ ...body, children: [] })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
+  });
+
   test("tick() runs a tick", async () => {
     const result = await client.tick();
     // The server's own timer may hold the tick lease at this moment.
@@ -240,6 +261,33 @@ describe.concurrent("client against `tickwork start` (Redis, API key, tick secre
       const job = await client.jobs.submit({ handler: "echo", input: apiKey });
       expect(await job.result({ timeout: "5s" })).toBe(apiKey);
     }
+  });
+
+  test("nodes.list() reads GET /v1/nodes: this server, typed; without a key UnauthorizedError", async () => {
+    const { nodes, deployment, note } = await createClient({
+      url: secured.url,
+      apiKey: "k2",
+    }).nodes.list();
+    expect(deployment).toBe("node");
+    expect(note).toBeUndefined();
+    // The server heartbeats before its banner prints: it is listed at once.
+    expect(nodes).toHaveLength(1);
+    const [node] = nodes;
+    expect(node).toMatchObject({
+      status: "live",
+      pid: secured.pid,
+      roles: ["all"],
+      transport: "streams",
+      concurrency: 10,
+      capabilities: {},
+      ttlMs: 45_000,
+    });
+    expect(node!.handlers).toContain("echo");
+    expect(new Date(node!.lastSeen).toISOString()).toBe(node!.lastSeen);
+    expect(Date.parse(node!.startedAt)).toBeLessThanOrEqual(Date.parse(node!.lastSeen));
+    await expect(createClient({ url: secured.url }).nodes.list()).rejects.toBeInstanceOf(
+      UnauthorizedError,
+    );
   });
 
   test("tick() needs the tick secret", async () => {

@@ -46,7 +46,7 @@ export function describeEventsContract(name: string, make: MakeContractStore): v
       expect(all.last).toBe(ids[5]);
 
       const page = await store.events({ after: ids[1], limit: 2 });
-      expect(page).toEqual({ events: all.events.slice(2, 4), last: ids[3] });
+      expect(page).toEqual({ events: all.events.slice(2, 4), last: ids[3], more: true });
       expect(await store.events({ after: ids[3], limit: 10 })).toEqual({
         events: all.events.slice(4),
         last: ids[5],
@@ -54,7 +54,7 @@ export function describeEventsContract(name: string, make: MakeContractStore): v
       expect(await store.events({ after: ids[5], limit: 10 })).toEqual({ events: [] });
 
       const cancelled = await store.events({ types: ["job.cancelled"], limit: 1 });
-      expect(cancelled).toEqual({ events: [all.events[4]], last: ids[4] });
+      expect(cancelled).toEqual({ events: [all.events[4]], last: ids[4], more: true });
       const rest = await store.events({
         types: ["job.cancelled"],
         after: cancelled.last,

@@ -55,6 +55,7 @@ export const ZERO_TOTALS: StoreStats["totals"] = {
   cancelled: 0,
   skipped: 0,
   limited: 0,
+  unplaced: 0,
   retried: 0,
   ticks: 0,
 };

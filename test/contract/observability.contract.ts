@@ -14,11 +14,12 @@
 
 import type { MakeContractStore } from "./fixtures.ts";
 import { describeEventsContract } from "./observability-events.contract.ts";
+import { describeJobEventsContract } from "./observability-job-events.contract.ts";
 import { describeStatsContract } from "./observability-stats.contract.ts";
 
 /**
  * Registers the observability contract for one Store implementation: its parts, each in its own
- * file (`stats()`, `events()`), under one name, `Observability contract: <name>`; their shared
+ * file (`stats()`, `events()`, one job's `events()`), under one name, `Observability contract: <name>`; their shared
  * helpers are in `observability-harness.ts`.
  *
  * `make` is called before every test (and by tests that need more stores, with options) and must
@@ -27,4 +28,5 @@ import { describeStatsContract } from "./observability-stats.contract.ts";
 export function describeObservabilityContract(name: string, make: MakeContractStore): void {
   describeStatsContract(name, make);
   describeEventsContract(name, make);
+  describeJobEventsContract(name, make);
 }

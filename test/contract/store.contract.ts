@@ -19,7 +19,9 @@ import type { MakeContractStore } from "./fixtures.ts";
 import { describeJobsContract } from "./jobs.contract.ts";
 import { describeLeaseContract } from "./lease.contract.ts";
 import { describeLimitsContract } from "./limits.contract.ts";
+import { describePlacementContract } from "./placement.contract.ts";
 import { describeProgressContract } from "./progress.contract.ts";
+import { describeRateLimitsContract } from "./rate-limits.contract.ts";
 import { describeReaperContract } from "./reaper.contract.ts";
 import { describeRetentionContract } from "./retention.contract.ts";
 import { describeRunsContract } from "./runs.contract.ts";
@@ -42,6 +44,8 @@ export function describeStoreContract(name: string, make: MakeContractStore): vo
   describeRunsContract(name, make);
   describeProgressContract(name, make);
   describeLimitsContract(name, make);
+  describeRateLimitsContract(name, make);
+  describePlacementContract(name, make);
   describeReaperContract(name, make);
   describeRetentionContract(name, make);
   describeDeadLetterContract(name, make);

@@ -77,6 +77,8 @@ describe.each(storeFactories)("jobs over HTTP on $name", (factory) => {
       finishedAt: expect.stringMatching(ISO),
       timeout: 5_000,
       retries: 3,
+      // The node that ran it: this app's engine.
+      node: expect.stringMatching(/^tw-[0-9a-f]{8}$/),
     });
   });
 

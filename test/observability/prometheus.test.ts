@@ -49,6 +49,7 @@ const stats: fc.Arbitrary<StoreStats> = fc.record({
     cancelled: count,
     skipped: count,
     limited: count,
+    unplaced: count,
     retried: count,
     ticks: count,
   }),

@@ -78,7 +78,11 @@ const asDelivery = (hit: Hit, url: string) => ({ url, headers: hit.headers, body
 
 describe("QStashTransport.publish", () => {
   it("publishes 250 messages in 3 batch requests; every job body arrives exactly", async () => {
-    const { endpoint, qstash, transport, workerUrl } = await setup({ "/v1/worker": ok });
+    // No publish timeout to race on a busy machine: this test is about what arrives.
+    const { endpoint, qstash, transport, workerUrl } = await setup(
+      { "/v1/worker": ok },
+      { publishTimeoutMs: 120_000 },
+    );
     const messages = Array.from({ length: 250 }, () => message());
     const outcomes = await transport.publish(messages);
     expect(outcomes).toHaveLength(250);
@@ -213,6 +217,36 @@ describe("QStashTransport.publish", () => {
     for (let i = 1; i < slow.length; i++) {
       expect(slow[i]!.at - slow[i - 1]!.at).toBeGreaterThanOrEqual(25);
     }
+  });
+
+  it("publishes a job placed in a worker group to that group's URL, signed for it", async () => {
+    const { endpoint, qstash, transport, workerUrl } = await setup(
+      { "/v1/worker": ok, "/gpu/v1/worker": ok },
+      {},
+    );
+    const gpuUrl = `${new URL(workerUrl).origin}/gpu/v1/worker`;
+    const grouped = new QStashTransport({
+      token: qstash.token,
+      baseUrl: qstash.url,
+      workerUrl,
+      workerGroups: { gpu: gpuUrl },
+      currentSigningKey: qstash.currentSigningKey,
+      nextSigningKey: qstash.nextSigningKey,
+      retry: false,
+    });
+    const placed = message({ placement: { group: "gpu" } });
+    const unknown = message({ placement: { group: "arm" } });
+    const plain = message({ placement: { capabilities: { gpu: "nvidia" } } });
+    await grouped.publish([placed, unknown, plain]);
+    await qstash.idle();
+    const bodies = (path: string) => endpoint.at(path).map((h) => JSON.parse(h.body).id);
+    expect(bodies("/gpu/v1/worker")).toEqual([placed.id]);
+    // A group with no URL goes to the default worker (which refuses it, see docs/adr/0017-placement.md).
+    expect(bodies("/v1/worker").sort()).toEqual([unknown.id, plain.id].sort());
+    // The group's worker verifies with its own URL: the signature names it.
+    const [hit] = endpoint.at("/gpu/v1/worker");
+    expect(await transport.verify(asDelivery(hit!, gpuUrl))).not.toBe(false);
+    expect(await transport.verify(asDelivery(hit!, workerUrl))).toBe(false);
   });
 });
 

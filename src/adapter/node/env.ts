@@ -6,10 +6,12 @@
  */
 import { type Config, hasKeys } from "../../config/index.ts";
 import { parseRoles, routeSet } from "../../http/roles.ts";
+import { NODE_LIMITS } from "../../store/port.ts";
 import { splitApiKeys } from "../deployment.ts";
 import { loadConfig } from "./config.ts";
 import { ConfigError } from "./errors.ts";
 import { capabilitiesProblem } from "./nodes.ts";
+import { placementFromEnv } from "./placement-env.ts";
 import type { StartServerOptions } from "./start.ts";
 
 /** An environment: `process.env`, or any record of the same shape. */
@@ -110,6 +112,56 @@ export function parseCapabilities(text: string | undefined): Record<string, stri
   return value as Record<string, string>;
 }
 
+/** Bounds of `TICKWORK_HEARTBEAT_MS` and `TICKWORK_NODE_TTL_MS` (ms). */
+export const HEARTBEAT_ENV_LIMITS = {
+  minEveryMs: 100,
+  maxEveryMs: 300_000,
+  /** Three heartbeats of the shortest interval. */
+  minTtlMs: 300,
+  /** The registry's longest TTL: one day. */
+  maxTtlMs: NODE_LIMITS.maxTtlMs,
+} as const;
+
+/**
+ * `TICKWORK_HEARTBEAT_MS` and `TICKWORK_NODE_TTL_MS`: the node registry heartbeat's interval
+ * (100 ms – 5 min) and TTL (300 ms – 1 day, above the interval), as `startServer`'s `heartbeat`
+ * option. The TTL is 3 × the interval unless `TICKWORK_NODE_TTL_MS` is set; with the TTL alone
+ * the interval is a third of it (at most 15 s). Neither set: `undefined` (15 s and 45 s).
+ * @throws ConfigError naming the variable at fault.
+ *
+ * @example
+ * parseHeartbeat("300", undefined); // { everyMs: 300, ttlMs: 900 }
+ * parseHeartbeat("300", "1000"); // { everyMs: 300, ttlMs: 1000 }
+ */
+export function parseHeartbeat(
+  everyText: string | undefined,
+  ttlText: string | undefined,
+): { everyMs?: number; ttlMs: number } | undefined {
+  const L = HEARTBEAT_ENV_LIMITS;
+  const ms = (variable: string, text: string, min: number, max: number): number => {
+    if (!/^\d{1,9}$/.test(text) || Number(text) < min || Number(text) > max) {
+      throw new ConfigError(
+        `${variable} must be a whole number of milliseconds from ${min} to ${max}, got "${text.slice(0, 40)}"`,
+        { variable, field: "heartbeat" },
+      );
+    }
+    return Number(text);
+  };
+  const everyMs = everyText
+    ? ms("TICKWORK_HEARTBEAT_MS", everyText, L.minEveryMs, L.maxEveryMs)
+    : undefined;
+  const ttlMs = ttlText ? ms("TICKWORK_NODE_TTL_MS", ttlText, L.minTtlMs, L.maxTtlMs) : undefined;
+  if (everyMs === undefined) return ttlMs === undefined ? undefined : { ttlMs };
+  if (ttlMs !== undefined && ttlMs <= everyMs) {
+    throw new ConfigError(
+      `TICKWORK_NODE_TTL_MS (${ttlMs}) must be above TICKWORK_HEARTBEAT_MS (${everyMs}): a node ` +
+        "would go stale between two heartbeats. Leave it unset for 3 × the interval.",
+      { variable: "TICKWORK_NODE_TTL_MS", field: "heartbeat" },
+    );
+  }
+  return { everyMs, ttlMs: ttlMs ?? everyMs * 3 };
+}
+
 /**
  * `UPSTASH_REDIS_REST_URL` + `UPSTASH_REDIS_REST_TOKEN` (or Vercel's `KV_REST_API_URL` +
  * `KV_REST_API_TOKEN`) → Upstash over REST; else `REDIS_URL` → Redis over TCP; else memory.
@@ -174,6 +226,8 @@ export function selectQStash(env: Env): QStashSelection | undefined {
  * | `TICKWORK_TRANSPORT` | `transport`: `qstash`, `streams` or `local` (see {@link selectTransport}) |
  * | `TICKWORK_CONCURRENCY` | `concurrency` (deliveries a Streams worker runs at once; default 10) |
  * | `TICKWORK_CAPABILITIES` | `capabilities` (JSON object of strings, reported in `GET /v1/nodes`) |
+ * | `TICKWORK_HEARTBEAT_MS`, `TICKWORK_NODE_TTL_MS` | `heartbeat` (node registry: interval, TTL; see {@link parseHeartbeat}) |
+ * | `TICKWORK_NODE_ID`, `TICKWORK_GROUP`, `TICKWORK_WORKER_GROUPS` | `nodeId`, `group`, `workerGroups` (placement; see {@link placementFromEnv}) |
  * | `TICKWORK_PUBLIC_URL` | `publicUrl` (required with QStash) |
  * | `TICKWORK_SIGNING_KEY` | `signingKey` (the local queue's, shared by replicas) |
  * | `TICKWORK_ROLES` | `roles` (comma-separated; default `all`) |
@@ -200,6 +254,11 @@ export function serverOptionsFromEnv(
   const transport = selectTransport(env, store, qstash);
   const concurrency = parseConcurrency(value(env, "TICKWORK_CONCURRENCY"));
   const capabilities = parseCapabilities(value(env, "TICKWORK_CAPABILITIES"));
+  const heartbeat = parseHeartbeat(
+    value(env, "TICKWORK_HEARTBEAT_MS"),
+    value(env, "TICKWORK_NODE_TTL_MS"),
+  );
+  const placement = placementFromEnv(env);
   const publicUrl = value(env, "TICKWORK_PUBLIC_URL");
   if (publicUrl) checkUrl(publicUrl, "TICKWORK_PUBLIC_URL", ["http:", "https:"]);
   if (transport === "qstash" && !publicUrl) throw qstashIncomplete(["TICKWORK_PUBLIC_URL"]);
@@ -259,6 +318,8 @@ export function serverOptionsFromEnv(
     transport,
     ...(concurrency !== undefined ? { concurrency } : {}),
     ...(capabilities !== undefined ? { capabilities } : {}),
+    ...(heartbeat !== undefined ? { heartbeat } : {}),
+    ...placement,
     ...(publicUrl ? { publicUrl } : {}),
     ...(signingKey ? { signingKey } : {}),
     ...(roles ? { roles } : {}),

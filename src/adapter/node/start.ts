@@ -160,6 +160,18 @@ export interface StartServerOptions {
    * Each heartbeat is one store round trip (5 billed commands on Redis).
    */
   heartbeat?: HeartbeatOptions | false | undefined;
+  /**
+   * This server's id in the node registry, and what a job's `placement.nodes` / `notNodes` name
+   * (`TICKWORK_NODE_ID`). @default a random id per process
+   */
+  nodeId?: string | undefined;
+  /**
+   * The worker group this server runs (`TICKWORK_GROUP`): only jobs placed in it, none of the
+   * default group's (docs/adr/0017-placement.md). @default none (the default group)
+   */
+  group?: string | undefined;
+  /** With QStash: each worker group's worker URL (`TICKWORK_WORKER_GROUPS`). */
+  workerGroups?: Record<string, string> | undefined;
 }
 
 /** A running server. */
@@ -232,6 +244,9 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   const logger: Logger = options.engine?.logger ?? jsonLogger();
   const engineOptions: EngineOptions = {
     ...deployment.engine,
+    ...(options.nodeId !== undefined ? { instanceId: options.nodeId } : {}),
+    ...(options.group !== undefined ? { group: options.group } : {}),
+    ...(options.capabilities !== undefined ? { capabilities: options.capabilities } : {}),
     localSignals: options.engine?.localSignals ?? nodeSignals(),
     logger,
   };
@@ -439,6 +454,7 @@ async function makeTransport(
       token,
       ...(baseUrl ? { baseUrl } : {}),
       workerUrl,
+      ...(options.workerGroups ? { workerGroups: options.workerGroups } : {}),
       failureCallbackUrl,
       currentSigningKey,
       nextSigningKey,

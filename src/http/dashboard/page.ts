@@ -124,10 +124,23 @@ export const DASHBOARD_HTML = `<!doctype html>
     <pre id="job-input" aria-labelledby="h-job-input"></pre>
     <div id="job-result-box" hidden><h3 id="h-job-result">Result</h3><pre id="job-result" aria-labelledby="h-job-result"></pre></div>
     <div id="job-error-box" hidden><h3 id="h-job-error">Error</h3><pre id="job-error" class="error" aria-labelledby="h-job-error"></pre></div>
+    <h3 id="h-job-events">Events</h3>
+    <table aria-labelledby="h-job-events">
+      <thead><tr><th scope="col">When</th><th scope="col">Event</th><th scope="col">Attempt</th><th scope="col">Error</th></tr></thead>
+      <tbody id="job-events"></tbody>
+    </table>
+    <p id="job-events-state" class="empty" role="status" hidden></p>
     <h3 id="h-job-logs">Log</h3>
     <table aria-labelledby="h-job-logs">
       <thead><tr><th scope="col">When</th><th scope="col">Attempt</th><th scope="col">Level</th><th scope="col">Message</th><th scope="col">Fields</th></tr></thead>
       <tbody id="job-logs"></tbody>
+    </table>
+  </section>
+  <section aria-labelledby="h-hooks">
+    <h2 id="h-hooks">Webhooks</h2>
+    <table aria-labelledby="h-hooks">
+      <thead><tr><th scope="col">Endpoint</th><th scope="col">Scheme</th><th scope="col">Handler</th><th scope="col">Recent</th><th scope="col">Last delivery</th><th scope="col">Outcome</th><th scope="col">Event</th><th scope="col">Job</th></tr></thead>
+      <tbody id="hooks"></tbody>
     </table>
   </section>
   <section aria-labelledby="h-dead">

@@ -3,8 +3,9 @@
  * The dashboard script's job detail (inlined into the IIFE of `script.ts`, sharing its helpers).
  * A job's ID in the list opens it: `v1/jobs/:id` (status, attempts, progress with its time,
  * dependencies `after` and `onFailure`, `cancelRequested`, times, input, result, error) and its
- * log, `v1/jobs/:id/logs` (oldest first, every page the API gives). Both are read again on every
- * poll while the panel is open. `/v1/events` has no per-job filter, so the panel shows no events.
+ * log, `v1/jobs/:id/logs` (oldest first, every page the API gives), then its events,
+ * `v1/events?jobId=` (`script-job-events.ts`, with its placement, node and refusal). All are read
+ * again on every poll while the panel is open (the events from where the last read stopped).
  * JSON values are shown with `JSON.stringify` through `textContent`: never as markup.
  */
 
@@ -44,6 +45,8 @@ export const JOB_DETAIL_JS = `
     $("job-problem").hidden = true;
     $("job-fields").replaceChildren();
     $("job-logs").replaceChildren();
+    $("job-events").replaceChildren();
+    $("job-events-state").hidden = true;
     for (const box of ["job-input", "job-result", "job-error"]) $(box).textContent = "";
     $("job-result-box").hidden = true;
     $("job-error-box").hidden = true;
@@ -79,8 +82,11 @@ export const JOB_DETAIL_JS = `
     const seq = ++detailSeq;
     let job;
     let logs;
+    let events;
     try {
       [job, logs] = await Promise.all([api("GET", "v1/jobs/" + encodeURIComponent(id)), readLogs(id)]);
+      // Its events start from its creation time (the job's own fields), so they come after it.
+      if (seq === detailSeq && openJob === id) events = await readJobEvents(job);
     } catch (error) {
       if (error instanceof Refused) throw error;
       if (seq !== detailSeq || openJob !== id) return;
@@ -91,6 +97,7 @@ export const JOB_DETAIL_JS = `
     if (seq !== detailSeq || openJob !== id) return;
     $("job-problem").hidden = true;
     renderDetail(job, logs);
+    renderJobEvents(events);
   }
 
   function renderDetail(j, logs) {
@@ -127,6 +134,7 @@ export const JOB_DETAIL_JS = `
       ["After", after],
     ];
     if (j.after) pairs.push(["On failure", j.onFailure || "cancel"]);
+    pairs.push(...placementPairs(j));
     if (j.scheduleId !== undefined) pairs.push(["Schedule", j.scheduleId]);
     if (j.fireAt) pairs.push(["Fire time", when(j.fireAt)]);
     pairs.push(

@@ -13,9 +13,12 @@
  * `dashboard/`.
  *
  * The jobs list with its filters and pages (`script-jobs.ts`) and a job's detail
- * (`script-job-detail.ts`) are inlined into the same function, sharing these helpers.
+ * (`script-job-detail.ts`, with its events and placement from `script-job-events.ts`) are inlined
+ * into the same function, sharing these helpers.
  */
+import { HOOKS_JS } from "./script-hooks.ts";
 import { JOB_DETAIL_JS } from "./script-job-detail.ts";
+import { JOB_EVENTS_JS } from "./script-job-events.ts";
 import { JOBS_JS } from "./script-jobs.ts";
 
 /** The JavaScript of the dashboard page (plain ES2020, no modules). */
@@ -309,16 +312,19 @@ export const DASHBOARD_JS = `
 
 ${JOBS_JS}
 ${JOB_DETAIL_JS}
+${JOB_EVENTS_JS}
+${HOOKS_JS}
   // ── polling and actions ─────────────────────────────────────────────────
   async function refresh() {
     clearTimeout(timer);
     try {
       // The jobs list and the open job render themselves (a refused filter is shown in place).
-      const [stats, nodes, schedules, dead] = await Promise.all([
+      const [stats, nodes, schedules, dead, hooks] = await Promise.all([
         api("GET", "v1/stats"),
         api("GET", "v1/nodes"),
         api("GET", "v1/schedules?limit=100"),
         api("GET", "v1/dlq?limit=20"),
+        api("GET", "v1/hooks"),
         loadJobs(),
         loadDetail(),
       ]);
@@ -326,6 +332,7 @@ ${JOB_DETAIL_JS}
       renderNodes(nodes);
       renderSchedules(schedules.items);
       renderDead(dead.items);
+      renderHooks(hooks);
       clearPollNotice();
     } catch (error) {
       if (error instanceof Refused) return;

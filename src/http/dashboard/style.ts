@@ -84,6 +84,8 @@ pre { margin: 0; padding: 0.5rem 0.7rem; background: var(--bg); border: 1px soli
 pre.error, p.error { color: var(--bad); }
 td.message, td.fields { overflow-wrap: anywhere; }
 td.fields { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.8rem; color: var(--muted); }
+.refused .badge.waiting { font-weight: 600; }
+.refused .reason { overflow-wrap: anywhere; }
 .l-warn { color: var(--warn); }
 .l-error { color: var(--bad); }
 [hidden] { display: none !important; }

@@ -71,6 +71,14 @@ export async function readText(c: Context<AppEnv>, maxBytes: number): Promise<st
   return TEXT.decode(await readLimited(c.req.raw, maxBytes));
 }
 
+/**
+ * The raw body bytes of a request (an inbound webhook's signature covers exactly these); 413 as
+ * soon as it is known to be longer than `maxBytes`, without reading the rest.
+ */
+export async function readBytes(c: Context<AppEnv>, maxBytes: number): Promise<Uint8Array> {
+  return readLimited(c.req.raw, maxBytes);
+}
+
 /** Read at most `maxBytes` of `request`'s body; 413 as soon as it is known to be longer. */
 async function readLimited(request: Request, maxBytes: number): Promise<Uint8Array> {
   const length = request.headers.get("content-length");

@@ -3,6 +3,7 @@
  * CORS, off unless configured: browsers on the listed origins may call the API (with
  * `Authorization` or `X-Api-Key`) and read the headers clients need (`Location`, `Retry-After`,
  * `RateLimit-*`, `Idempotent-Replayed`, `x-request-id`). Preflight requests are answered here.
+ * Inbound webhook deliveries (`/v1/hooks/<name>`) get no CORS headers at all.
  */
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
@@ -29,7 +30,7 @@ const EXPOSED = [
  */
 export function corsMiddleware(config: CorsConfig): MiddlewareHandler<AppEnv> {
   const any = config.origins.includes("*");
-  return cors({
+  const handler = cors({
     origin: any ? "*" : [...config.origins],
     allowMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
     allowHeaders: ["Authorization", "X-Api-Key", "Content-Type", "x-request-id"],
@@ -37,4 +38,11 @@ export function corsMiddleware(config: CorsConfig): MiddlewareHandler<AppEnv> {
     maxAge: config.maxAgeSec ?? 600,
     credentials: config.credentials ?? false,
   });
+  // Inbound webhook deliveries come from servers, never browsers (docs/webhooks.md): no CORS.
+  return function corsUnlessWebhook(c, next) {
+    return WEBHOOK_DELIVERY.test(c.req.path) ? next() : handler(c, next);
+  };
 }
+
+/** `…/v1/hooks/<name>`: where senders deliver. */
+const WEBHOOK_DELIVERY = /\/v1\/hooks\/[^/]+\/?$/;

@@ -7,38 +7,14 @@
  * to register: the answer is an empty list with a note, and the store is not read.
  */
 import { Hono } from "hono";
+import type { NodeResource, NodesResource } from "../../core/wire.ts";
 import { type NodeRecord, nodeRegistry } from "../../store/port.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { requireScope } from "../middleware/scope.ts";
-import { type AppConfig, type AppEnv, type Platform, SERVERLESS_PLATFORMS } from "../options.ts";
+import { type AppConfig, type AppEnv, SERVERLESS_PLATFORMS } from "../options.ts";
 
-/** A node as `/v1/nodes` lists it: times as ISO-8601. */
-export interface NodeResource {
-  id: string;
-  status: NodeRecord["status"];
-  roles: string[];
-  version: string;
-  handlers: string[];
-  capabilities: Record<string, string>;
-  concurrency: number;
-  inFlight: number;
-  transport: string;
-  hostname: string;
-  pid: number;
-  startedAt: string;
-  lastSeen: string;
-  /** Stale once `lastSeen` is older than this; dropped after 10 times it. */
-  ttlMs: number;
-}
-
-/** `GET /v1/nodes`. */
-export interface NodesResource {
-  nodes: NodeResource[];
-  /** Where the app runs (`AppOptions.platform`). */
-  deployment: Platform;
-  /** Why the list is empty whatever runs: a serverless platform, or a store without a registry. */
-  note?: string;
-}
+// The answers' shapes are declared once for the server and the client (`src/core/wire.ts`).
+export type { NodeResource, NodesResource };
 
 /** The fleet as the route answers it (and the node counts of `/metrics`). */
 export async function readNodes(config: AppConfig): Promise<NodesResource> {

@@ -6,12 +6,13 @@
  * it reports one, at the same time, and `/metrics` the node registry, `routes/nodes.ts`); all of
  * them need the `read` scope when keys carry scopes.
  * Metrics and stats are the deployment's (every tenant's); a tenant's key sees the events of its
- * own jobs, plus those of the deployment (leader and degradation changes).
+ * own jobs, plus those of the deployment (leader and degradation changes) — also with `jobId`: the
+ * events of another tenant's job are filtered out like any other of its events.
  */
 import { Hono } from "hono";
 import * as z from "zod";
 import { scheduleUserId } from "../../core/model.ts";
-import { parseOrThrow } from "../../core/schemas.ts";
+import { isJobId, parseOrThrow, wellFormed } from "../../core/schemas.ts";
 import { sees } from "../../engine/broker.ts";
 import type {
   DegradationState,
@@ -25,7 +26,12 @@ import { dashboardPage } from "../dashboard/page.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
-import { PROMETHEUS_TEXT, renderNodeMetrics, renderPrometheus } from "../prometheus.ts";
+import {
+  PROMETHEUS_TEXT,
+  renderNodeMetrics,
+  renderPrometheus,
+  renderWebhookMetrics,
+} from "../prometheus.ts";
 import { nodeCounts } from "./nodes.ts";
 
 /** Every event type, as `?type=` accepts them. */
@@ -58,9 +64,13 @@ export const EVENTS_MAX_LIMIT = 1_000;
  */
 const MAX_SEQ = "9999999999999999";
 
+/** Longest `jobId` the events query takes (an occurrence's id: tenant, schedule id, fire time). */
+const MAX_JOB_ID_CHARS = 256;
+
 /**
- * `GET /v1/events?since=&type=&limit=`: `since` is an event id (`<ms>-<seq>`, events after it) or a
- * time (ISO-8601 or epoch ms, events at or after it); `type` a comma list of event types.
+ * `GET /v1/events?since=&type=&jobId=&limit=`: `since` is an event id (`<ms>-<seq>`, events after
+ * it) or a time (ISO-8601 or epoch ms, events at or after it); `type` a comma list of event types;
+ * `jobId` one job's id (its events only).
  */
 export const eventsQuery = z.object({
   since: z
@@ -100,6 +110,10 @@ export const eventsQuery = z.object({
       return types as EventType[];
     })
     .optional(),
+  /** One job's events: its id as `GET /v1/jobs/:id` shows it (checked like a path's job id). */
+  jobId: wellFormed(z.string().max(MAX_JOB_ID_CHARS))
+    .refine(isJobId, "not a job id (j_… or <scheduleId>@<fireAtMs>)")
+    .optional(),
   limit: z
     .string()
     .regex(/^\d{1,6}$/, "must be a whole number")
@@ -121,12 +135,18 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
   const guard = [authorizeRequest(config.authorize), requireScope("read")] as const;
 
   routes.get("/metrics", ...guard, async (c) => {
-    const [stats, queue, nodes] = await Promise.all([
+    const [stats, queue, nodes, hooks] = await Promise.all([
       engine.stats(),
       engine.queueStats(),
       nodeCounts(config),
+      engine.store.webhookCounts?.(),
     ]);
-    const text = renderPrometheus(stats, queue) + (nodes ? renderNodeMetrics(nodes) : "");
+    const text =
+      renderPrometheus(stats, queue) +
+      (nodes ? renderNodeMetrics(nodes) : "") +
+      (hooks && (hooks.size > 0 || config.webhooks.size > 0)
+        ? renderWebhookMetrics(hooks, [...config.webhooks.keys()])
+        : "");
     return c.body(text, 200, { "Content-Type": PROMETHEUS_TEXT, "Cache-Control": "no-store" });
   });
 
@@ -141,6 +161,7 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
     const page = await engine.store.events({
       ...(query.since !== undefined ? { after: query.since } : {}),
       ...(query.type !== undefined ? { types: query.type } : {}),
+      ...(query.jobId !== undefined ? { jobId: query.jobId } : {}),
       limit: query.limit,
     });
     // A tenant's key sees its own jobs' events and the deployment's (leader, degradation); the
@@ -151,6 +172,8 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
     return c.json({
       items: events.map(eventResource),
       ...(page.last !== undefined ? { last: page.last } : {}),
+      // The scan stopped before the end of the log (at `limit`, or its bound of events examined).
+      ...(page.more ? { more: true } : {}),
     });
   });
 

@@ -2,7 +2,8 @@
  * @module
  * The memory store's capped event log, as include "events" keeps the stream `{p}:events` on
  * Redis: ids `<ms>-<seq>` strictly increasing, the newest `eventsMaxLen` kept (exact trim), read
- * oldest first after an id with the port's bound on the events one call examines.
+ * oldest first after an id (filtered by type and job) with the port's bound on the events one
+ * call examines.
  */
 import { ValidationError } from "../../core/errors.ts";
 import type { JobError, JobSpec } from "../../core/model.ts";
@@ -56,6 +57,7 @@ export class EventLog {
   read(query: EventsQuery): EventsPage {
     const after = query.after === undefined ? { ms: -1, seq: -1 } : parseEventId(query.after);
     const types = query.types && query.types.length > 0 ? new Set(query.types) : undefined;
+    const jobId = query.jobId ? query.jobId : undefined;
     const limit = Math.max(1, Math.min(EVENTS_SCAN, Math.floor(query.limit)));
     // First stored event with an id above `after` (ids increase along the array).
     let lo = this.#start;
@@ -69,12 +71,19 @@ export class EventLog {
     const events: TickEvent[] = [];
     let last: string | undefined;
     const end = Math.min(this.#events.length, lo + EVENTS_SCAN);
-    for (let i = lo; i < end && events.length < limit; i++) {
+    let i = lo;
+    for (; i < end && events.length < limit; i++) {
       const { event } = this.#events[i] as StoredEvent;
       last = event.id;
-      if (!types || types.has(event.type)) events.push(event);
+      if ((!types || types.has(event.type)) && (jobId === undefined || event.jobId === jobId)) {
+        events.push(event);
+      }
     }
-    return clone(last === undefined ? { events } : { events, last });
+    // Stopped at `limit` or at the scan's bound with events after `last`: the caller reads on.
+    const more = last !== undefined && i < this.#events.length;
+    return clone(
+      last === undefined ? { events } : more ? { events, last, more: true } : { events, last },
+    );
   }
 }
 

@@ -103,6 +103,8 @@ export function specOf(job: JobRecord): JobSpec {
     error,
     progress,
     cancelRequested,
+    node,
+    refused,
     ...spec
   } = job;
   return spec;

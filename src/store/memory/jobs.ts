@@ -15,6 +15,7 @@ import type {
   Page,
   SubmitDenied,
   SubmitResult,
+  SubmitTiming,
 } from "../port.ts";
 import { paginate, type Scored } from "./cursor.ts";
 import { levelForSubmit } from "./degrade.ts";
@@ -25,20 +26,25 @@ import { quota as countQuota } from "./quota.ts";
 import { retain } from "./retention.ts";
 import { clone, live } from "./shared.ts";
 import type { MemoryState, StoredJob } from "./state.ts";
+import { recordWebhookSubmit } from "./webhooks.ts";
 
 export function submitJob(
   s: MemoryState,
   job: NewJob,
-  timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
+  timing: SubmitTiming,
   admission: Admission,
 ): SubmitResult | SubmitDenied {
   const now = s.now();
+  const { webhook } = timing;
   const idemKey =
     job.idempotencyKey === undefined ? undefined : `${job.tenant}\u0000${job.idempotencyKey}`;
   if (idemKey !== undefined) {
     const firstId = live(s.idempotency, idemKey, now)?.value;
     const first = firstId === undefined ? undefined : s.jobs.get(firstId);
-    if (first) return { job: clone(first.record), replayed: true };
+    if (first) {
+      if (webhook) recordWebhookSubmit(s, webhook, "replayed", first.record.id, now);
+      return { job: clone(first.record), replayed: true };
+    }
   }
   const deps = job.after?.length ? checkDependencies(s, job) : undefined;
   let degradation: { level: DegradationLevel; delayedMs: number } | undefined;
@@ -78,12 +84,26 @@ export function submitJob(
   s.jobs.set(spec.id, stored);
   indexRun(s, record);
   if (idemKey !== undefined) {
-    const expiresAt = now + s.retention.idempotencyMs;
+    const expiresAt = now + Math.max(s.retention.idempotencyMs, timing.idempotencyMs ?? 0);
     s.idempotency.set(idemKey, { value: spec.id, expiresAt });
     s.expiresAt(expiresAt);
+    // The record outlives its key (src/store/memory/retention.ts): a redelivery replays it.
+    if ((timing.idempotencyMs ?? 0) > s.retention.idempotencyMs) stored.keepUntil = expiresAt;
   }
   s.metrics.totals.submitted += 1;
-  s.events.emit(now, { type: "job.created", ...jobFields(spec) });
+  if (webhook) recordWebhookSubmit(s, webhook, "accepted", spec.id, now);
+  s.events.emit(now, {
+    type: "job.created",
+    ...jobFields(spec),
+    ...(webhook
+      ? {
+          webhook: {
+            endpoint: webhook.endpoint,
+            ...(webhook.eventId !== undefined ? { eventId: webhook.eventId } : {}),
+          },
+        }
+      : {}),
+  });
   // With dependencies not all succeeded: waiting (or cancelled), and not dispatched (ADR 0014).
   const held = deps !== undefined && (deps.failed || deps.unfinished.length > 0);
   if (deps?.failed) cancelWaiting(s, stored, now);

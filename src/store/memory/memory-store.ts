@@ -22,6 +22,7 @@ import type {
   JobLogEntry,
   JobRecord,
   JobSpec,
+  JobStatus,
   NewJob,
   OutboxMessage,
   ScheduleRecord,
@@ -48,7 +49,9 @@ import type {
   NodeRegistry,
   OutboxAck,
   Page,
+  PlacementRefusal,
   PutScheduleResult,
+  RateLimit,
   RunLimit,
   RunOutcome,
   RunWriteResult,
@@ -58,16 +61,22 @@ import type {
   StoreStats,
   SubmitDenied,
   SubmitResult,
+  SubmitTiming,
+  WebhookDelivery,
+  WebhookLog,
+  WebhookOutcome,
 } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION } from "../port.ts";
 import * as jobs from "./jobs.ts";
 import * as nodes from "./nodes.ts";
 import * as observability from "./observability.ts";
+import * as placement from "./placement.ts";
 import * as progress from "./progress.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
 import { MemoryState } from "./state.ts";
 import * as tick from "./tick.ts";
+import * as webhooks from "./webhooks.ts";
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -100,7 +109,7 @@ export interface MemoryStoreOptions {
  * let now = 0;
  * const store = new MemoryStore({ clock: () => now, retention: { jobMs: 1_000 } });
  */
-export class MemoryStore implements Store, NodeRegistry {
+export class MemoryStore implements Store, NodeRegistry, WebhookLog {
   readonly #s: MemoryState;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -163,10 +172,27 @@ export class MemoryStore implements Store, NodeRegistry {
 
   async submitJob(
     job: NewJob,
-    timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
+    timing: SubmitTiming,
     admission: Admission = {},
   ): Promise<SubmitResult | SubmitDenied> {
     return jobs.submitJob(this.#s, job, timing, admission);
+  }
+
+  // ── webhooks (docs/webhooks.md) ───────────────────────────────────────────
+
+  async countWebhook(endpoint: string, outcome: WebhookOutcome): Promise<void> {
+    webhooks.countWebhook(this.#s, endpoint, outcome);
+  }
+
+  async webhookCounts(): Promise<Map<string, Map<WebhookOutcome, number>>> {
+    return webhooks.webhookCounts(this.#s);
+  }
+
+  async webhookDeliveries(
+    endpoints: readonly string[],
+    limit: number,
+  ): Promise<Map<string, WebhookDelivery[]>> {
+    return webhooks.webhookDeliveries(this.#s, endpoints, limit);
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -199,14 +225,24 @@ export class MemoryStore implements Store, NodeRegistry {
     return progress.cancelRequested(this.#s, id, attempt);
   }
 
+  async refusePlacement(
+    id: string,
+    refusal: PlacementRefusal,
+    reapAfterMs: number,
+  ): Promise<JobStatus | null> {
+    return placement.refusePlacement(this.#s, id, refusal, reapAfterMs);
+  }
+
   async beginRun(
     spec: JobSpec,
     leaseMs: number,
     reapAfterMs = DEFAULT_REAP_AFTER_MS,
     token?: DeliveryToken,
     limit?: RunLimit,
+    rate?: RateLimit,
+    node?: string,
   ): Promise<BeginRunResult> {
-    return runs.beginRun(this.#s, spec, leaseMs, reapAfterMs, token, limit);
+    return runs.beginRun(this.#s, spec, leaseMs, reapAfterMs, token, limit, rate, node);
   }
 
   async finishRun(

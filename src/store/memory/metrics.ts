@@ -26,6 +26,7 @@ export class Metrics {
     cancelled: 0,
     skipped: 0,
     limited: 0,
+    unplaced: 0,
     retried: 0,
     ticks: 0,
   };

@@ -12,7 +12,7 @@ import type { MemoryState, StoredJob } from "./state.ts";
 
 /** Starts the retention clock of a job that reached a final state. */
 export function retain(s: MemoryState, stored: StoredJob, now: number): void {
-  stored.expiresAt = now + s.retention.jobMs;
+  stored.expiresAt = Math.max(now + s.retention.jobMs, stored.keepUntil ?? 0);
   s.expiresAt(stored.expiresAt);
   // The retention caps, as the Redis store applies them: at most two drops of each per call.
   const { maxFinishedJobs, maxRunsPerSchedule } = s.retention;
@@ -52,6 +52,8 @@ export function retain(s: MemoryState, stored: StoredJob, now: number): void {
  */
 function dropFinished(s: MemoryState, stored: StoredJob, now: number): boolean {
   if (!FINAL_JOB_STATUSES.includes(stored.record.status)) return false;
+  // Its idempotency key still lives (a webhook job): dropping it would let a redelivery run twice.
+  if ((stored.keepUntil ?? 0) > now) return false;
   drop(s, stored.record);
   if (stored.record.scheduleId !== undefined && stored.expiresAt !== undefined) {
     const expiresAt = now + Math.min(stored.expiresAt - now, 3_600_000);
@@ -62,7 +64,8 @@ function dropFinished(s: MemoryState, stored: StoredJob, now: number): boolean {
 }
 
 /**
- * Drops every job, idempotency key, delivery token, tombstone and quota counter expired at `now`;
+ * Drops every job, idempotency key, delivery token, tombstone, quota counter and rate window
+ * expired at `now`;
  * returns the earliest expiry left (when the next sweep is due).
  */
 export function sweepExpired(s: MemoryState, now: number): number {
@@ -81,6 +84,10 @@ export function sweepExpired(s: MemoryState, now: number): number {
   }
   for (const [key, entry] of s.quotas) {
     if (entry.expiresAt <= now) s.quotas.delete(key);
+    else next = Math.min(next, entry.expiresAt);
+  }
+  for (const [key, entry] of s.rates) {
+    if (entry.expiresAt <= now) s.rates.delete(key);
     else next = Math.min(next, entry.expiresAt);
   }
   return next;

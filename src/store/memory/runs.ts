@@ -1,15 +1,18 @@
 /**
  * @module
  * The memory store's attempt operations (`JobStore`): a delivery begins an attempt
- * (`beginRun`: run leases, overlap `skip`, concurrency limits, the attempt's watch), the attempt
- * ends (`finishRun`), or the queue gives up on it (`markDead`). Each is one synchronous step.
+ * (`beginRun`: run leases, overlap `skip`, concurrency and rate limits, the attempt's watch), the
+ * attempt ends (`finishRun`), or the queue gives up on it (`markDead`). Each is one synchronous
+ * step.
  */
 import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../../core/model.ts";
 import { FINAL_JOB_STATUSES } from "../../core/model.ts";
 import {
   type BeginRunResult,
+  checkRateLimit,
   checkRunLimit,
   type FinishRunResult,
+  type RateLimit,
   type RunLimit,
   type RunOutcome,
 } from "../port.ts";
@@ -19,6 +22,7 @@ import { firstUse, jobOrCreate, releaseRun, rememberToken, specOf, tokenUse } fr
 import { cancelNow } from "./jobs.ts";
 import { limitedFor, takeSlot } from "./limits.ts";
 import { movingAverage, observe } from "./metrics.ts";
+import { countStart, rateLimitedFor } from "./rate.ts";
 import { retain } from "./retention.ts";
 import { clone, live } from "./shared.ts";
 import type { MemoryState, StoredJob } from "./state.ts";
@@ -30,8 +34,11 @@ export function beginRun(
   reapAfterMs: number,
   token: DeliveryToken | undefined,
   limit?: RunLimit,
+  rate?: RateLimit,
+  node?: string,
 ): BeginRunResult {
   if (limit) checkRunLimit(limit);
+  if (rate) checkRateLimit(rate);
   const now = s.now();
   const used = tokenUse(s, token, now);
   if (used !== undefined) {
@@ -85,13 +92,15 @@ export function beginRun(
       return { kind: "skipped", job: clone(job) };
     }
   }
-  const waitMs = limit ? limitedFor(s, limit, job.id, now) : undefined;
-  if (waitMs !== undefined) {
+  // Both limits are judged before either takes anything: one refused by either takes neither.
+  const slotWaitMs = limit ? limitedFor(s, limit, job.id, now) : undefined;
+  const rateWaitMs = rate ? rateLimitedFor(s, rate, now) : undefined;
+  if (slotWaitMs !== undefined || rateWaitMs !== undefined) {
     // Not an attempt: the job stays as it is; it is alive, only waiting, so the reaper waits too.
     const watch = s.outbox.get(job.id);
     if (watch) watch.recoverAt = now + reapAfterMs;
     s.metrics.totals.limited += 1;
-    return { kind: "limited", retryAfterMs: waitMs };
+    return { kind: "limited", retryAfterMs: Math.max(slotWaitMs ?? 0, rateWaitMs ?? 0) };
   }
   if (job.overlap === "skip" && job.scheduleId !== undefined) {
     s.running.set(job.scheduleId, { value: job.id, expiresAt: now + leaseMs });
@@ -101,8 +110,11 @@ export function beginRun(
   job.attempts += 1;
   job.startedAt = now;
   delete job.finishedAt;
+  if (node !== undefined) job.node = node;
+  else delete job.node;
   stored.leaseUntil = now + leaseMs;
   takeSlot(s, stored, limit, stored.leaseUntil);
+  if (rate) countStart(s, rate, now);
   s.outbox.set(job.id, {
     id: job.id,
     dedupId: `${job.id}~a${job.attempts}`,

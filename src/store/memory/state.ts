@@ -27,6 +27,11 @@ export interface StoredJob {
   slot?: string;
   /** Retention: the record is gone from this time on (final jobs only). */
   expiresAt?: number;
+  /**
+   * Kept at least until then: its idempotency key lives longer than the store's (a webhook job,
+   * `SubmitTiming.idempotencyMs`); retention neither expires nor drops it earlier.
+   */
+  keepUntil?: number;
   /** While `waiting`: its dependencies not finished yet (ADR 0014). */
   waits?: number;
   /** Dispatches from the dead-letter list so far (`retryDead`), for fresh dedup ids. */
@@ -56,6 +61,11 @@ export class MemoryState {
    * Members whose lease ended are dropped when `beginRun` next looks at the key.
    */
   readonly limits = new Map<string, Map<string, number>>();
+  /**
+   * Rate limits' windows (`{p}:rate:<n>:<key>`): rate key → the start times (ms, ascending) of
+   * the runs counted in it, and when it expires (`periodMs` after its newest start).
+   */
+  readonly rates = new Map<string, { starts: number[]; expiresAt: number }>();
   /** Overlap-`skip` schedules → id of the occurrence that holds the schedule's run lease. */
   readonly running = new Map<string, Expiring<string>>();
   /** `tenant` NUL `key` → job id. */

@@ -22,7 +22,9 @@ import type {
 } from "../../core/model.ts";
 import type { StoreStats } from "./observability.ts";
 import type { Page } from "./page.ts";
+import type { RateLimit } from "./rate.ts";
 import type { StoreRetention } from "./retention.ts";
+import type { SubmitTiming, WebhookSubmit } from "./webhooks.ts";
 
 /** Result of {@link JobStore.submitJob}. */
 export interface SubmitResult {
@@ -90,9 +92,10 @@ export type BeginRunResult =
   | { kind: "busy"; retryAfterMs: number }
   /**
    * The {@link RunLimit} is reached: `limit` other jobs hold a slot of its key under unexpired run
-   * leases. Not an attempt: nothing written to the job, nothing counted but `totals.limited`.
+   * leases (or the {@link RateLimit}: `limit` runs of its key began within its period). Not an
+   * attempt: nothing written to the job, nothing counted but `totals.limited`.
    * `retryAfterMs`: until the earliest of those leases ends (when a slot is free at the latest),
-   * at least {@link LIMITED_MIN_RETRY_MS}.
+   * or until a start leaves the rate window, at least {@link LIMITED_MIN_RETRY_MS}.
    */
   | { kind: "limited"; retryAfterMs: number }
   /** Overlap `skip`: a previous occurrence of the schedule still runs; this job was marked `skipped`. */
@@ -161,7 +164,8 @@ export interface JobStore {
    * Atomically: if `job.idempotencyKey` is set and known for the tenant, return that job with
    * `replayed: true` and write nothing; else stamp `createdAt = now` and
    * `runAt = timing.runAt ?? now + timing.delayMs`, write the job (status `queued`), index it,
-   * remember the key (for `retention.idempotencyMs`), and put its message in the outbox
+   * remember the key (for `retention.idempotencyMs`, or `timing.idempotencyMs` when longer), and
+   * put its message in the outbox
    * (`{ id, dedupId: id, job, notBefore: runAt, recoverAt: runAt + timing.recoverGraceMs }`).
    * The caller publishes {@link SubmitResult.message} afterwards.
    *
@@ -177,10 +181,14 @@ export interface JobStore {
    *    `{ kind: "quota", quota }`; nothing written, nothing counted;
    * 4. the write, plus: `totals.submitted` += 1, `jobs.queued` += 1, a `job.created` event, and the
    *    job in `{p}:pending` with score `runAt`.
+   *
+   * With `timing.webhook` ({@link WebhookSubmit}), also in the same step: the endpoint's
+   * `accepted` (written) or `replayed` (step 1) counter, its history, and `webhook` on
+   * `job.created`. A refusal (steps 2–3) counts nothing: the caller counts `limited`.
    */
   submitJob(
     job: NewJob,
-    timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
+    timing: SubmitTiming,
     admission?: Admission,
   ): Promise<SubmitResult | SubmitDenied>;
   getJob(id: string): Promise<JobRecord | null>;
@@ -236,6 +244,16 @@ export interface JobStore {
    * `markDead`, `cancelJob` and a `skipped` answer release it (and a later run of the job under
    * another key, or without a limit, leaves the old one). A job without `limit` costs nothing
    * extra; a slot whose run lease ended is free again without anyone releasing it.
+   *
+   * With `rate` ({@link RateLimit}, checked together with `limit`, after the same checks): the
+   * window of `rate.key` (`{p}:rate:<n>:<key>`, `<id>:<attempt>` → the time that run began) first
+   * drops starts at or before `now - rate.periodMs`; if it still holds `rate.limit` starts →
+   * `limited`, exactly as above, with `retryAfterMs` until enough of them leave the window (the
+   * oldest, when it holds exactly `limit`; at least {@link LIMITED_MIN_RETRY_MS}). When both
+   * `limit` and `rate` refuse, `retryAfterMs` is the longer wait. A begin that either refuses
+   * takes nothing from the other (no slot, no start). A run records its start (score `now`) and
+   * the window expires `periodMs` after its newest start. A job without `rate` costs nothing
+   * extra.
    */
   beginRun(
     spec: JobSpec,
@@ -243,6 +261,8 @@ export interface JobStore {
     reapAfterMs?: number,
     token?: DeliveryToken,
     limit?: RunLimit,
+    rate?: RateLimit,
+    node?: string,
   ): Promise<BeginRunResult>;
   /**
    * Record how `attempt` ended, only if the job is `running` as that attempt.

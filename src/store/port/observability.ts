@@ -59,10 +59,12 @@ export interface StoreStats {
     cancelled: number;
     skipped: number;
     /**
-     * Deliveries not begun because the handler's concurrency limit was reached (`beginRun`
-     * `limited`; each retry of the same job counts again). Not attempts.
+     * Deliveries not begun because the handler's concurrency or rate limit was reached
+     * (`beginRun` `limited`; each retry of the same job counts again). Not attempts.
      */
     limited: number;
+    /** Deliveries a node refused for the job's placement (`refusePlacement`). Not attempts. */
+    unplaced: number;
     /** Dead jobs re-queued. */
     retried: number;
     /** Ticks that took the lease (idle ticks are not counted: they write nothing). */
@@ -156,6 +158,8 @@ export interface TickEvent {
   /** leader.changed: new and previous holder. */
   holder?: string;
   previous?: string | null;
+  /** job.created of a webhook delivery: the endpoint and the sender's event id (docs/webhooks.md). */
+  webhook?: { endpoint: string; eventId?: string };
   /** degradation.changed: the levels. */
   from?: DegradationLevel;
   to?: DegradationLevel;
@@ -169,6 +173,12 @@ export interface EventsQuery {
   after?: string | undefined;
   /** Absent or empty: every type. */
   types?: readonly EventType[] | undefined;
+  /**
+   * Only the events of this job (`TickEvent.jobId`, exactly); absent or empty: every event.
+   * Bounded like `types`: a call still examines at most 1,000 events, so a job's events are read
+   * cheaply by starting `after` its creation (e.g. `GET /v1/events?jobId=&since=<createdAt>`).
+   */
+  jobId?: string | undefined;
   /** Oldest first, at most this many (1–1,000). */
   limit: number;
 }
@@ -178,11 +188,18 @@ export interface EventsQuery {
  * A call examines the events after `after`, oldest first, until it holds `limit` matching ones
  * or has examined 1,000 events; `last` is then the id of the last one examined (the last match
  * when it stopped at `limit`), absent when there was nothing after `after`. A page may hold fewer
- * than `limit` events while more match later: read on with `after: last` until `last` is absent.
+ * than `limit` events while more match later: read on with `after: last` while `more` is set
+ * (or until `last` is absent).
  */
 export interface EventsPage {
   events: TickEvent[];
   last?: string;
+  /**
+   * Present when the call stopped before the end of the log — at `limit` matches, or after
+   * examining its 1,000 events (a filtered scan stopped early) — and events follow `last`: read on
+   * with `after: last`. Absent: nothing followed `last` when the log was read.
+   */
+  more?: true;
 }
 
 /** What the stores count and record, each written inside the operation it describes. */
@@ -192,6 +209,6 @@ export interface ObservabilityStore {
    * With `degradation`, evaluates the controller first (may change the level).
    */
   stats(degradation?: DegradationPolicy): Promise<StoreStats>;
-  /** Events after `after`, oldest first, filtered by type. One round trip. */
+  /** Events after `after`, oldest first, filtered by type and job. One round trip. */
   events(query: EventsQuery): Promise<EventsPage>;
 }

@@ -7,9 +7,11 @@
 import type { JobStore } from "./jobs.ts";
 import type { NodeRegistry } from "./nodes.ts";
 import type { ObservabilityStore } from "./observability.ts";
+import type { PlacementLog } from "./placement.ts";
 import type { ProgressStore } from "./progress.ts";
 import type { ScheduleStore } from "./schedules.ts";
 import type { TickStore } from "./tick.ts";
+import type { WebhookLog } from "./webhooks.ts";
 
 /**
  * The persistence port. Implementations: `RedisStore` (Lua, one script per operation)
@@ -25,7 +27,9 @@ export interface Store
     ProgressStore,
     ScheduleStore,
     ObservabilityStore,
-    Partial<NodeRegistry> {
+    Partial<NodeRegistry>,
+    Partial<PlacementLog>,
+    Partial<WebhookLog> {
   /** The store's clock (Redis `TIME`). One round trip; used by the broker to stamp records. */
   now(): Promise<number>;
 

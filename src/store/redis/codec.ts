@@ -19,12 +19,13 @@ import type {
   Page,
   QuotaCheck,
   QuotaWindow,
+  RateLimit,
   RunLimit,
   StoreRetention,
   Thresholds,
   TickEvent,
 } from "../port.ts";
-import { checkRunLimit, HISTOGRAM_BOUNDS_MS } from "../port.ts";
+import { checkRateLimit, checkRunLimit, HISTOGRAM_BOUNDS_MS } from "../port.ts";
 
 /** A script's JSON answer, raw or already parsed by the client. */
 export function fromJson<T>(raw: unknown): T {
@@ -72,6 +73,8 @@ export function jobData(spec: NewJob | JobSpec): string {
     finishedAt: _finishedAt,
     result: _result,
     error: _error,
+    node: _node,
+    refused: _refused,
     ...data
   } = spec as Partial<JobSpec> & Record<string, unknown>;
   return JSON.stringify(data);
@@ -273,6 +276,29 @@ export function limitArgs(limit: RunLimit | undefined): string[] {
   if (limit === undefined) return [];
   checkRunLimit(limit);
   return [String(limit.limit), limit.key];
+}
+
+/**
+ * Both limits as `beginRun` takes them: ARGV[16], ARGV[17] the concurrency limit (`''` for none
+ * when a rate limit follows), ARGV[18..20] the rate limit, its period (ms) and its key. Without
+ * a rate limit, exactly {@link limitArgs}: a job without one sends what it sent before. ARGV[21]
+ * the node that begins the run, when named (the slots before it are then `''`).
+ *
+ * @throws RangeError for a limit either store would refuse (`checkRunLimit`, `checkRateLimit`).
+ */
+export function beginLimitArgs(
+  limit: RunLimit | undefined,
+  rate: RateLimit | undefined,
+  node?: string,
+): string[] {
+  const concurrency = limitArgs(limit);
+  if (rate === undefined && node === undefined) return concurrency;
+  if (rate !== undefined) checkRateLimit(rate);
+  return [
+    ...(limit === undefined ? ["", ""] : concurrency),
+    ...(rate === undefined ? ["", "", ""] : [String(rate.limit), String(rate.periodMs), rate.key]),
+    ...(node === undefined ? [] : [node]),
+  ];
 }
 
 /** Retention as the scripts take it: `jobMs maxJobs maxRuns`, 0 for no cap. */

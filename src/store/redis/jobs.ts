@@ -23,6 +23,7 @@ import type {
   QuotaState,
   SubmitDenied,
   SubmitResult,
+  SubmitTiming,
 } from "../port.ts";
 import {
   cursorArgs,
@@ -46,10 +47,13 @@ import { scripts } from "./scripts.generated.ts";
 export async function submitJob(
   c: RedisContext,
   job: NewJob,
-  timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
+  timing: SubmitTiming,
   admission?: Admission,
 ): Promise<SubmitResult | SubmitDenied> {
   const k = c.keys;
+  // A longer key of its own (a webhook's sender retries longer): the key and the record live that long.
+  const ownKeyMs = timing.idempotencyMs ?? 0;
+  const keyMs = Math.max(c.retention.idempotencyMs, ownKeyMs);
   const data = jobData(job);
   const degradation = admission?.degradation;
   const raw = await c.run(
@@ -64,7 +68,7 @@ export async function submitJob(
       String(timing.recoverGraceMs),
       job.tenant,
       job.idempotencyKey ?? "",
-      ttlArg(c.retention.idempotencyMs),
+      ttlArg(keyMs),
       job.handler,
       job.scheduleId ?? "",
       job.overlap ?? "",
@@ -81,6 +85,9 @@ export async function submitJob(
       (job.after ?? []).join(" "),
       job.onFailure === "run" ? "run" : "",
       retentionArg(c.retention),
+      job.idempotencyKey !== undefined && ownKeyMs > c.retention.idempotencyMs ? ttlArg(keyMs) : "",
+      timing.webhook?.endpoint ?? "",
+      timing.webhook?.eventId ?? "",
     ],
   );
   const r = fromJson<

@@ -86,6 +86,12 @@ export function keys(prefix = "tw") {
      * prefixed with its length in UTF-8 bytes, like the quota key.
      */
     limit: (key: string) => `${p}:limit:${utf8Length(key)}:${key}`,
+    /**
+     * zset: one rate limit's window — `<job id>:<attempt>` of each run begun in the last period →
+     * the time it began (ms); older starts are dropped by the next `beginRun` of the key, and the
+     * key expires one period after its newest start. Length-prefixed like the limit key.
+     */
+    rate: (key: string) => `${p}:rate:${utf8Length(key)}:${key}`,
     /** hash: the degradation controller's shared state (level, since, pending, signals). */
     degrade: `${p}:degrade`,
     /** hash: the tick leader (holder, acquiredAt, changes, flaps). */
@@ -97,6 +103,13 @@ export function keys(prefix = "tw") {
     nodes: `${p}:nodes`,
     /** zset: node id → when it is dropped (lastSeen + 10 × its TTL), pruned by heartbeats. */
     nodesExpiry: `${p}:nodes:expiry`,
+    /**
+     * list: a webhook endpoint's last deliveries, newest first (`WEBHOOK_HISTORY` of them), each
+     * `{"at","eventId"?,"outcome","jobId"}`; written by `submitJob`. Length-prefixed like `quota`.
+     */
+    hookLog: (endpoint: string) => `${p}:hook:${utf8Length(endpoint)}:${endpoint}`,
+    /** hash: webhook counters, `<outcome>:<endpoint>` → count (docs/webhooks.md). */
+    hookCounts: `${p}:hooks`,
   };
 }
 

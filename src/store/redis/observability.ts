@@ -51,6 +51,7 @@ export async function stats(c: RedisContext, degradation?: DegradationPolicy): P
       cancelled: n("t:cancelled"),
       skipped: n("t:skipped"),
       limited: n("t:limited"),
+      unplaced: n("t:unplaced"),
       retried: n("t:retried"),
       ticks: n("t:ticks"),
     },
@@ -82,11 +83,17 @@ export async function events(c: RedisContext, query: EventsQuery): Promise<Event
       String(Math.max(0, Math.floor(query.limit))),
       typesArg(query.types),
       String(EVENTS_BUDGET),
+      query.jobId ?? "",
     ],
   );
-  const r = fromJson<{ events: [string, Omit<TickEvent, "id">][]; last?: string }>(raw);
+  const r = fromJson<{
+    events: [string, Omit<TickEvent, "id">][];
+    last?: string;
+    more?: boolean;
+  }>(raw);
   const page: EventsPage = { events: toEvents(r.events) };
   if (r.last) page.last = r.last;
+  if (r.last && r.more === true) page.more = true;
   return page;
 }
 

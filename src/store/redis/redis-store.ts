@@ -19,6 +19,7 @@ import type {
   JobLogEntry,
   JobRecord,
   JobSpec,
+  JobStatus,
   NewJob,
   OutboxMessage,
   ScheduleRecord,
@@ -45,7 +46,9 @@ import type {
   NodeRegistry,
   OutboxAck,
   Page,
+  PlacementRefusal,
   PutScheduleResult,
+  RateLimit,
   RunLimit,
   RunOutcome,
   RunWriteResult,
@@ -55,6 +58,10 @@ import type {
   StoreStats,
   SubmitDenied,
   SubmitResult,
+  SubmitTiming,
+  WebhookDelivery,
+  WebhookLog,
+  WebhookOutcome,
 } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION } from "../port.ts";
 import { toInt } from "./codec.ts";
@@ -63,12 +70,14 @@ import * as jobs from "./jobs.ts";
 import { keys as buildKeys } from "./keys.ts";
 import * as nodes from "./nodes.ts";
 import * as observability from "./observability.ts";
+import * as placement from "./placement.ts";
 import * as progress from "./progress.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
 import { type ScriptClient, safeEval } from "./script.ts";
 import { scripts } from "./scripts.generated.ts";
 import * as tick from "./tick.ts";
+import * as webhooks from "./webhooks.ts";
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -112,7 +121,7 @@ export interface RedisStoreOptions {
  * import { Redis } from "ioredis";
  * const store = new RedisStore({ client: fromIoredis(new Redis(url)), prefix: "myapp" });
  */
-export class RedisStore implements Store, NodeRegistry {
+export class RedisStore implements Store, NodeRegistry, WebhookLog {
   readonly #c: RedisContext;
 
   constructor(options: RedisStoreOptions) {
@@ -181,10 +190,27 @@ export class RedisStore implements Store, NodeRegistry {
 
   async submitJob(
     job: NewJob,
-    timing: { runAt?: number; delayMs: number; recoverGraceMs: number },
+    timing: SubmitTiming,
     admission?: Admission,
   ): Promise<SubmitResult | SubmitDenied> {
     return jobs.submitJob(this.#c, job, timing, admission);
+  }
+
+  // ── webhooks (docs/webhooks.md) ───────────────────────────────────────────
+
+  async countWebhook(endpoint: string, outcome: WebhookOutcome): Promise<void> {
+    return webhooks.countWebhook(this.#c, endpoint, outcome);
+  }
+
+  async webhookCounts(): Promise<Map<string, Map<WebhookOutcome, number>>> {
+    return webhooks.webhookCounts(this.#c);
+  }
+
+  async webhookDeliveries(
+    endpoints: readonly string[],
+    limit: number,
+  ): Promise<Map<string, WebhookDelivery[]>> {
+    return webhooks.webhookDeliveries(this.#c, endpoints, limit);
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -217,14 +243,24 @@ export class RedisStore implements Store, NodeRegistry {
     return progress.cancelRequested(this.#c, id, attempt);
   }
 
+  async refusePlacement(
+    id: string,
+    refusal: PlacementRefusal,
+    reapAfterMs: number,
+  ): Promise<JobStatus | null> {
+    return placement.refusePlacement(this.#c, id, refusal, reapAfterMs);
+  }
+
   async beginRun(
     spec: JobSpec,
     leaseMs: number,
     reapAfterMs = DEFAULT_REAP_AFTER_MS,
     token?: DeliveryToken,
     limit?: RunLimit,
+    rate?: RateLimit,
+    node?: string,
   ): Promise<BeginRunResult> {
-    return runs.beginRun(this.#c, spec, leaseMs, reapAfterMs, token, limit);
+    return runs.beginRun(this.#c, spec, leaseMs, reapAfterMs, token, limit, rate, node);
   }
 
   async finishRun(

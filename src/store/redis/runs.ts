@@ -4,14 +4,14 @@
  * `markDead`. Each one script, one round trip.
  */
 import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../../core/model.ts";
-import type { BeginRunResult, FinishRunResult, RunLimit, RunOutcome } from "../port.ts";
+import type { BeginRunResult, FinishRunResult, RateLimit, RunLimit, RunOutcome } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS } from "../port.ts";
 import {
+  beginLimitArgs,
   errorCodeOf,
   eventErrorArg,
   fromJson,
   jsonArg,
-  limitArgs,
   retentionArg,
   specArgs,
   tokenArgs,
@@ -28,6 +28,8 @@ export async function beginRun(
   reapAfterMs = DEFAULT_REAP_AFTER_MS,
   token?: DeliveryToken,
   limit?: RunLimit,
+  rate?: RateLimit,
+  node?: string,
 ): Promise<BeginRunResult> {
   const k = c.keys;
   const raw = await c.run(
@@ -40,7 +42,7 @@ export async function beginRun(
       c.eventsMaxLen,
       String(reapAfterMs),
       ...tokenArgs(token),
-      ...limitArgs(limit),
+      ...beginLimitArgs(limit, rate, node),
     ],
   );
   return fromJson<BeginRunResult>(raw);

@@ -45,7 +45,8 @@ describe("generated scripts", () => {
 return { jobKey(KEYS[1], ARGV[1]), scheduleKey(KEYS[1], ARGV[1]), scheduleRunningKey(KEYS[1], ARGV[1]),
   runsKey(KEYS[1], ARGV[1]), idempotencyKey(KEYS[1], ARGV[2], ARGV[3]), quotaKey(KEYS[1], ARGV[4]),
   jobsKey(KEYS[1], ARGV[2]), dlqKey(KEYS[1], ARGV[2]), schedulesKey(KEYS[1], ARGV[2]),
-  limitKey(KEYS[1], ARGV[5]) }`;
+  limitKey(KEYS[1], ARGV[5]), rateKey(KEYS[1], ARGV[5]), hookLogKey(KEYS[1], ARGV[3]),
+  hookCountsKey(KEYS[1]) }`;
     const id = "a:b@1700000000000";
     const quota = "submit:tenant-é:1"; // multi-byte: the length prefix counts UTF-8 bytes
     const limit = "email.send=8:tenant-é:42"; // multi-byte, as above
@@ -61,6 +62,9 @@ return { jobKey(KEYS[1], ARGV[1]), scheduleKey(KEYS[1], ARGV[1]), scheduleRunnin
       k.dlq("tenant-ü"),
       k.schedules("tenant-ü"),
       k.limit(limit),
+      k.rate(limit),
+      k.hookLog("order:7"),
+      k.hookCounts,
     ]);
   });
 

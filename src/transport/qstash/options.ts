@@ -60,6 +60,14 @@ export interface QStashTransportOptions {
    */
   workerUrl: string;
   /**
+   * Worker URLs per worker group: a job placed in a group (`placement.group`) is published to its
+   * group's URL — each group a deployment of its own, started with that group
+   * (docs/adr/0017-placement.md). A job of a group not listed goes to `workerUrl`, whose worker
+   * refuses it (recorded on the job as `refused`) until QStash's retries are spent.
+   * @example { "gpu": "https://gpu.example.com/v1/worker" }
+   */
+  workerGroups?: Record<string, string> | undefined;
+  /**
    * Public URL of the dead-letter route, which QStash calls once a message gave up. Without it a
    * message that gives up stays only in QStash's own DLQ and the job is not marked dead.
    * @example "https://app.example.com/api/tickwork/v1/dead"
@@ -121,6 +129,7 @@ export interface ResolvedQStashOptions {
   token: string;
   baseUrl: string;
   workerUrl: string;
+  workerGroups: ReadonlyMap<string, string>;
   failureCallbackUrl: string | undefined;
   currentSigningKey: string;
   nextSigningKey: string;
@@ -150,6 +159,9 @@ export function resolveQStashOptions(options: QStashTransportOptions): ResolvedQ
     token: options.token,
     baseUrl: new URL(options.baseUrl ?? DEFAULT_QSTASH_URL).href.replace(/\/+$/, ""),
     workerUrl: new URL(options.workerUrl).href,
+    workerGroups: new Map(
+      Object.entries(options.workerGroups ?? {}).map(([group, url]) => [group, new URL(url).href]),
+    ),
     failureCallbackUrl:
       options.failureCallbackUrl === undefined
         ? undefined

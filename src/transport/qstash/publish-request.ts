@@ -43,7 +43,8 @@ export function toPublishRequest(
   const notBefore = notBeforeSeconds(message.notBefore, nowMs);
   const flow = options.flowControl[job.handler];
   return {
-    url: options.workerUrl,
+    url:
+      (job.placement?.group && options.workerGroups.get(job.placement.group)) || options.workerUrl,
     // Exactly what the worker parses and what the signature's body hash covers.
     body: JSON.stringify(job),
     headers: { "Content-Type": "application/json" },

@@ -14,13 +14,19 @@
                                              event; its outbox entry's recoverAt moves to
                                              now + reapAfterMs; t:limited), retryAfterMs until
                                              the earliest lease end (at least 250 ms)
+    a rate limit (ARGV[18..20]) whose window, once starts at or before now - period are dropped,
+    holds `rate` starts                   -> limited likewise, retryAfterMs until enough starts
+                                             leave the window (at least 250 ms); with both
+                                             limits refusing, the longer wait. Neither limit
+                                             takes anything unless both admit.
     else `running`, attempts + 1, startedAt = now, run lease until now + leaseMs (and the
     schedule's run lease, for overlap `skip`), and the job's outbox message becomes the attempt's
     watch: dedupId `<id>~a<attempt>`, `attempt`, recoverAt = lease end + reapAfterMs (the tick
     re-dispatches the job if the queue never delivers again and never calls back). Under a
     limit the run takes a slot (member id, score = the run lease's end) and the job's `slot`
     field names the set, so finishRun, markDead and cancelJob release it; a slot it held in
-    another set (its limit key changed) is left.
+    another set (its limit key changed) is left. Under a rate limit the run's start is counted
+    in the window (member `<id>:<attempt>`, score now; the window expires a period after it).
   `running` with `cancelRequested` (cancelJob) whose run lease ran out -> `cancelled` (retained,
   t:cancelled, `job.cancelled`, its dependents released as after a failure) and answered final.
   `final` and `skipped` remove the job's outbox message.
@@ -46,6 +52,12 @@
     ARGV[15] delivery token expiry (ms)
     ARGV[16] concurrency limit, 1..10000 ('' or absent = none)
     ARGV[17] the limit key (the slot set is limitKey(root, key))
+    ARGV[18] rate limit, 1..100000 ('' or absent = none; ARGV[16], ARGV[17] are then '' for no
+             concurrency limit)
+    ARGV[19] the rate limit's period (ms)
+    ARGV[20] the rate key (the window is rateKey(root, key))
+    ARGV[21] the node that begins the run (its instanceId; '' or absent = none): stored as the
+             job's `node` (a previous attempt's node is dropped)
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
     {"kind":"busy","retryAfterMs":ms}          | {"kind":"skipped","job":JobRecord}
@@ -160,19 +172,35 @@ if job.overlap == 'skip' and job.scheduleId then
 end
 
 -- The concurrency limit: a slot per running job of the key, held until its lease ends.
-local limit, slots = tonumber(ARGV[16] or ''), nil
+local limit, slots, waitMs = tonumber(ARGV[16] or ''), nil, nil
 if limit then
   slots = limitKey(root, ARGV[17])
   redis.call('ZREMRANGEBYSCORE', slots, '-inf', int(now))
   if not redis.call('ZSCORE', slots, id) and redis.call('ZCARD', slots) >= limit then
     local first = redis.call('ZRANGE', slots, 0, 0, 'WITHSCORES')
-    redis.call('ZADD', KEYS[2], 'XX', int(now + tonumber(ARGV[13])), id)
-    mAdd(m, 't:limited', 1)
-    metricsFlush(metrics, m)
-    remember('-')
-    return '{"kind":"limited","retryAfterMs":' .. int(math.max(250, tonumber(first[2]) - now))
-      .. '}'
+    waitMs = math.max(250, tonumber(first[2]) - now)
   end
+end
+-- The rate limit: the starts of the key's runs in the last period. Judged even when the slot
+-- refused (the answer waits for both); neither limit takes anything unless both admit.
+local rate, window, period = tonumber(ARGV[18] or ''), nil, nil
+if rate then
+  period = tonumber(ARGV[19])
+  window = rateKey(root, ARGV[20])
+  redis.call('ZREMRANGEBYSCORE', window, '-inf', int(now - period))
+  local count = redis.call('ZCARD', window)
+  if count >= rate then
+    -- The start whose leaving brings the window below the limit (the oldest, at exactly `rate`).
+    local leaving = redis.call('ZRANGE', window, count - rate, count - rate, 'WITHSCORES')
+    waitMs = math.max(waitMs or 0, 250, tonumber(leaving[2]) + period - now)
+  end
+end
+if waitMs then
+  redis.call('ZADD', KEYS[2], 'XX', int(now + tonumber(ARGV[13])), id)
+  mAdd(m, 't:limited', 1)
+  metricsFlush(metrics, m)
+  remember('-')
+  return '{"kind":"limited","retryAfterMs":' .. int(waitMs) .. '}'
 end
 if running then
   redis.call('SET', running, id, 'PX', leaseMs)
@@ -187,20 +215,37 @@ if job.slot and job.slot ~= slots then
   -- Its limit key changed since an attempt whose lease ran out: that slot is not this run's.
   redis.call('ZREM', job.slot, id)
 end
+local fields = { 'status', job.status, 'attempts', job.attempts, 'startedAt', job.startedAt,
+  'leaseUntil', leaseEnd }
 if slots then
   redis.call('ZADD', slots, leaseEnd, id)
-  redis.call('HSET', key, 'status', job.status, 'attempts', job.attempts, 'startedAt',
-    job.startedAt, 'leaseUntil', leaseEnd, 'slot', slots)
-else
-  redis.call('HSET', key, 'status', job.status, 'attempts', job.attempts, 'startedAt',
-    job.startedAt, 'leaseUntil', leaseEnd)
+  fields[#fields + 1], fields[#fields + 2] = 'slot', slots
 end
-if finished and job.slot and not slots then
-  redis.call('HDEL', key, 'finishedAt', 'slot')
-elseif finished then
-  redis.call('HDEL', key, 'finishedAt')
-elseif job.slot and not slots then
-  redis.call('HDEL', key, 'slot')
+local node, before = ARGV[21] or '', job.node
+if node ~= '' then
+  fields[#fields + 1], fields[#fields + 2] = 'node', node
+  job.node = node
+else
+  job.node = nil
+end
+redis.call('HSET', key, unpack(fields))
+-- What the attempt before left that this one does not have: one HDEL, when anything.
+local stale = {}
+if finished then
+  stale[#stale + 1] = 'finishedAt'
+end
+if job.slot and not slots then
+  stale[#stale + 1] = 'slot'
+end
+if before and node == '' then
+  stale[#stale + 1] = 'node'
+end
+if #stale > 0 then
+  redis.call('HDEL', key, unpack(stale))
+end
+if window then
+  redis.call('ZADD', window, int(now), id .. ':' .. job.attempts)
+  redis.call('PEXPIRE', window, int(period))
 end
 putWatch(KEYS[2], KEYS[3], id, job, int(now + leaseMs + tonumber(ARGV[13])))
 remember(job.attempts)

@@ -1,15 +1,18 @@
 --[[
-  events: lifecycle events after an id, oldest first, filtered by type. Examines at most
+  events: lifecycle events after an id, oldest first, filtered by type and job. Examines at most
   `budget` entries per call (XRANGE with an exclusive start, in chunks) and stops at `limit`
   matches; `last` is the id of the last entry examined (the last match when it stopped at the
-  limit), absent when nothing followed `after`.
+  limit), absent when nothing followed `after`; `more` is true when it stopped before the end of
+  the stream (at the limit or the budget) and an entry follows `last`.
   Input:
     KEYS[1] events (stream: field `e` = event JSON, `"type"` first)
     ARGV[1] after ('' = from the oldest)
     ARGV[2] limit
     ARGV[3] types, space-separated ('' = every type)
     ARGV[4] budget (entries examined at most)
-  Output: JSON text {"events":[["id",{event}]...],"last"?:"id"}
+    ARGV[5] job id ('' = every event); a job event's JSON starts
+            `{"type":"…","at":<ms>,"jobId":<id as JSON>` (include "events", `jobEvent`)
+  Output: JSON text {"events":[["id",{event}]...],"last"?:"id","more"?:true}
 ]]
 local after, limit, budget = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
 local types
@@ -19,17 +22,35 @@ if ARGV[3] ~= '' then
     types[t] = true
   end
 end
+-- The job's id as the events spell it (the same encoder as `jobEvent`'s jsonString).
+local jobNeedle
+if ARGV[5] ~= nil and ARGV[5] ~= '' then
+  jobNeedle = ',"jobId":' .. cjson.encode(ARGV[5])
+end
+local filtered = types or jobNeedle
+
+local function matches(json)
+  if types and not types[string.match(json, '^{"type":"([^"]+)"')] then
+    return false
+  end
+  if jobNeedle then
+    local _, stop = string.find(json, '^{"type":"[^"]+","at":%-?%d+')
+    return stop ~= nil and string.sub(json, stop + 1, stop + #jobNeedle) == jobNeedle
+  end
+  return true
+end
 
 local start = after == '' and '-' or '(' .. after
-local found, examined, last = {}, 0, nil
+local found, examined, last, ended, more = {}, 0, nil, false, false
 while #found < limit and examined < budget do
   local want = budget - examined
-  if not types then
+  if not filtered then
     want = math.min(want, limit - #found)
   end
   want = math.min(want, 500)
   local entries = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', want)
-  for _, entry in ipairs(entries) do
+  local stoppedAt = #entries
+  for n, entry in ipairs(entries) do
     local id, fields = entry[1], entry[2]
     examined = examined + 1
     last = id
@@ -39,14 +60,21 @@ while #found < limit and examined < budget do
         json = fields[i + 1]
       end
     end
-    if json and (not types or types[string.match(json, '^{"type":"([^"]+)"')]) then
+    if json and matches(json) then
       found[#found + 1] = '["' .. id .. '",' .. json .. ']'
       if #found >= limit then
+        stoppedAt = n
         break
       end
     end
   end
+  if stoppedAt < #entries then
+    -- Stopped at the limit inside the chunk: entries follow `last`.
+    more = true
+    break
+  end
   if #entries < want then
+    ended = true
     break
   end
   start = '(' .. last
@@ -54,5 +82,11 @@ end
 local out = '{"events":[' .. table.concat(found, ',') .. ']'
 if last then
   out = out .. ',"last":"' .. last .. '"'
+  if not more and not ended then
+    more = #redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', 1) > 0
+  end
+  if more then
+    out = out .. ',"more":true'
+  end
 end
 return out .. '}'

@@ -47,6 +47,13 @@
     ARGV[25] onFailure: 'run' or '' (cancel)
     ARGV[26] retention: `jobMs maxJobs maxRuns` (a job whose dependency already failed is
              stored `cancelled`)
+    ARGV[27] keep: '' or ms — the job's key outlives the store's idempotency retention (a
+             webhook's sender retries longer): the job hash gets `keepUntil = now + ms`, which
+             retention honours (include "job": retainJob, dropFinished)
+    ARGV[28] webhook endpoint ('' = none): count `accepted` (or `replayed`, on a replay) in
+             `<root>:hooks`, push the delivery onto `<root>:hook:<n>:<endpoint>` (capped), and
+             add `"webhook"` to job.created
+    ARGV[29] the webhook's event id ('' = none)
   With dependencies, after the replay check: an id that names no job of the tenant ->
   {"unknown":[ids]}, nothing written. All succeeded (or failed, with onFailure 'run') -> an
   ordinary submit. Else, once admitted: a failed one and onFailure cancel -> stored `cancelled`;
@@ -78,6 +85,31 @@ local id, idJson = ARGV[1], ARGV[2]
 local maxLen = tonumber(ARGV[14])
 local now = nowMs()
 
+-- A webhook delivery: counted and listed in the endpoint's history (written or replayed).
+local hook = ARGV[28] or ''
+local function recordHook(outcome, jobId)
+  if hook == '' then
+    return
+  end
+  redis.call('HINCRBY', hookCountsKey(root), outcome .. ':' .. hook, 1)
+  local entry = '{"at":' .. int(now)
+  if ARGV[29] ~= '' then
+    entry = entry .. ',"eventId":' .. jsonString(ARGV[29])
+  end
+  local log = hookLogKey(root, hook)
+  redis.call('LPUSH', log, entry .. ',"outcome":"' .. outcome .. '","jobId":' .. jsonString(jobId)
+    .. '}')
+  redis.call('LTRIM', log, 0, 19)
+end
+local createdExtra
+if hook ~= '' then
+  createdExtra = '"webhook":{"endpoint":' .. jsonString(hook)
+  if ARGV[29] ~= '' then
+    createdExtra = createdExtra .. ',"eventId":' .. jsonString(ARGV[29])
+  end
+  createdExtra = createdExtra .. '}'
+end
+
 local idemKey
 if ARGV[8] ~= '' then
   idemKey = idempotencyKey(root, ARGV[7], ARGV[8])
@@ -85,6 +117,7 @@ if ARGV[8] ~= '' then
   if firstId then
     local first = readJob(jobKey(root, firstId))
     if first then
+      recordHook('replayed', firstId)
       return '{"replayed":' .. jobJson(first) .. '}'
     end
   end
@@ -160,6 +193,11 @@ if ARGV[13] ~= '' then
   runsScore = ARGV[13]
 end
 createJob(root, id, job, runsScore)
+if (ARGV[27] or '') ~= '' then
+  job.keepUntil = int(now + tonumber(ARGV[27]))
+  redis.call('HSET', jobKey(root, id), 'keepUntil', job.keepUntil)
+end
+recordHook('accepted', id)
 
 if depFailed or #unfinished > 0 then
   local key = jobKey(root, id)
@@ -190,7 +228,7 @@ if depFailed or #unfinished > 0 then
     redis.call('SET', idemKey, id, 'PX', ARGV[9])
   end
   redis.call('HINCRBY', metrics, 't:submitted', 1)
-  emitEvent(events, maxLen, jobEvent('job.created', now, id, job))
+  emitEvent(events, maxLen, jobEvent('job.created', now, id, job, createdExtra))
   if job.status == 'cancelled' then
     emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
   end
@@ -216,7 +254,7 @@ redis.call('HINCRBY', metrics, 't:submitted', 1)
 if redis.call('ZADD', pending, job.runAt, id) == 1 then
   redis.call('HINCRBY', metrics, 'g:queued', 1)
 end
-emitEvent(events, maxLen, jobEvent('job.created', now, id, job))
+emitEvent(events, maxLen, jobEvent('job.created', now, id, job, createdExtra))
 
 local out = '{"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt
 if #extra > 0 then

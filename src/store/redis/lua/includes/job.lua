@@ -8,12 +8,16 @@
     startedAt   ms, optional  finishedAt   ms, optional
     leaseUntil  ms, while running (the run lease)
     dependents  1 when some `waiting` job waits for this one (include "deps")
+    keepUntil   ms, optional: its idempotency key lives until then (a webhook job, submitJob);
+                retention keeps the record at least as long and no cap drops it earlier
     slot        the concurrency limit's slot set (`<root>:limit:<n>:<key>`) the run holds a
                 slot in, while running under a limit (see beginRun)
     attemptBase attempts made before the last re-dispatch from the dead-letter list, optional
     result      JSON, optional             error  JobError JSON, optional
     progress, progressAt, cancelRequested, logSeq, log:<n>
                 a running attempt's progress and log, and a cancel request (include "attempt")
+    node        the node (instanceId) that began the latest attempt, when the runner named one
+    refused     the last placement refusal, JSON {node, reason, at} (refusePlacement)
     handler, scheduleId, overlap, tenant   copies of spec fields, for filters, overlap checks
                                            and events (tenant may be absent on older jobs)
 
@@ -51,7 +55,8 @@ local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skippe
 
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
   'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
-  'attemptBase', 'slot', 'dependents', 'progress', 'progressAt', 'cancelRequested' }
+  'attemptBase', 'slot', 'dependents', 'progress', 'progressAt', 'cancelRequested', 'node',
+  'refused', 'keepUntil' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -126,6 +131,12 @@ local function jobJson(job)
   if job.cancelRequested then
     m[#m + 1] = '"cancelRequested":true'
   end
+  if job.node then
+    m[#m + 1] = '"node":' .. cjson.encode(job.node)
+  end
+  if job.refused then
+    m[#m + 1] = '"refused":' .. job.refused
+  end
   return jsonExtend(job.data, table.concat(m, ','))
 end
 
@@ -141,12 +152,16 @@ end
 -- back to run again.
 local function dropFinished(root, expiring, id, now)
   local key = jobKey(root, id)
-  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId')
+  local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId', 'keepUntil')
   if not f[1] then
     return false
   end
   if not FINAL_STATUSES[f[1]] then
     return false
+  end
+  -- Its idempotency key still lives (a webhook job): dropped, a redelivery would run it twice.
+  if tonumber(f[4] or 0) > now then
+    return false, true
   end
   local job = { tenant = f[2], scheduleId = f[3] }
   local ttl = redis.call('PTTL', key)
@@ -165,8 +180,10 @@ end
 
 local function retainJob(root, expiring, id, job, now, retention)
   local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
-  redis.call('PEXPIRE', jobKey(root, id), jobMs)
-  redis.call('ZADD', expiring, int(now + tonumber(jobMs)), expiringMember(id, job))
+  -- Never before its idempotency key (keepUntil): a redelivered webhook event must replay it.
+  local expiresAt = math.max(now + tonumber(jobMs), tonumber(job.keepUntil or 0))
+  redis.call('PEXPIRE', jobKey(root, id), int(expiresAt - now))
+  redis.call('ZADD', expiring, int(expiresAt), expiringMember(id, job))
   maxJobs, maxRuns = tonumber(maxJobs), tonumber(maxRuns)
   if maxRuns > 0 and job.scheduleId then
     local runs = runsKey(root, job.scheduleId)
@@ -190,7 +207,8 @@ local function retainJob(root, expiring, id, job, now, retention)
     if over > 0 then
       for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
         local old = cjson.decode(member)[1]
-        if old ~= id and not dropFinished(root, expiring, old, now) then
+        local dropped, kept = dropFinished(root, expiring, old, now)
+        if old ~= id and not dropped and not kept then
           -- Its record already expired: only the index entry was left.
           redis.call('ZREM', expiring, member)
         end

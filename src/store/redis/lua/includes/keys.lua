@@ -34,6 +34,11 @@ local function limitKey(root, key)
   return root .. ':limit:' .. #key .. ':' .. key
 end
 
+-- A rate limit's window (`<id>:<attempt>` -> when that run began); length-prefixed likewise.
+local function rateKey(root, key)
+  return root .. ':rate:' .. #key .. ':' .. key
+end
+
 -- A delivery's token id, remembered until the token expires: a second use is a replay.
 local function deliveryKey(root, tokenId)
   return root .. ':delivery:' .. tokenId
@@ -55,4 +60,14 @@ end
 
 local function schedulesKey(root, tenant)
   return root .. ':schedules:' .. #tenant .. ':' .. tenant
+end
+
+-- A webhook endpoint's last deliveries (list, newest first); length-prefixed like the quota key.
+local function hookLogKey(root, endpoint)
+  return root .. ':hook:' .. #endpoint .. ':' .. endpoint
+end
+
+-- Every webhook endpoint's counters (hash: `<outcome>:<endpoint>` -> count).
+local function hookCountsKey(root)
+  return root .. ':hooks'
 end

@@ -4,7 +4,7 @@
 
   Fields (every one starts at 0 and never goes below it):
     t:<total>      totals: submitted dispatched recovered started succeeded failed dead
-                   cancelled skipped limited retried ticks
+                   cancelled skipped limited unplaced retried ticks
     g:queued, g:running, g:failed                      gauges
     <h>:<i>, <h>:sum   histogram h (lag, dur, tick, acq): bucket i (0-based; i = #bounds is
                    +Inf; HISTOGRAM_BOUNDS mirrors HISTOGRAM_BOUNDS_MS, scripts.test.ts checks it),

@@ -1,6 +1,6 @@
 /**
  * Invariants I1–I3 (docs/architecture.md, "Invariants") under injected faults, on the memory
- * store and on real Redis.
+ * store, real Redis and `@upstash/redis` (the suite; `invariants-<store>.test.ts` run it).
  *
  * Each fast-check run builds a scenario from a seed: schedules whose ticker was "down" long enough
  * that dozens of occurrences are due at once (misfire `all`), jobs submitted through crashes with
@@ -347,33 +347,45 @@ async function staleLeader(
   return staleResult === "fenced" ? 1 : 0;
 }
 
-describe.each(storeFactories)("invariants on $name", (factory) => {
-  const totals: Totals = {
-    occurrences: 0,
-    jobs: 0,
-    crashes: 0,
-    staleFenced: 0,
-    vanished: 0,
-  };
+/**
+ * Registers the invariant suite for the store named `name` (one file per store, so the three run
+ * in parallel: `invariants-<store>.test.ts`).
+ */
+export function describeInvariants(name: string): void {
+  const factory = storeFactories.find((f) => f.name === name);
+  if (!factory) throw new Error(`no store factory named ${name}`);
+  describeInvariantsOn(factory);
+}
 
-  it("no loss (I1), effectively once (I2), fencing (I3) under crashes, lost publishes, duplicates and races", async () => {
-    const property = fc.asyncProperty(fc.integer({ min: 1, max: 2 ** 31 - 1 }), (seed) =>
-      scenario(factory, seed, totals),
-    );
-    const runs = RUNS_BY_STORE[factory.name];
-    await fc.assert(property, { numRuns: runs ?? RUNS, endOnFailure: true });
-    while (runs !== undefined && (totals.occurrences < 1_000 || totals.jobs < 200)) {
-      await fc.assert(property, { numRuns: 1, endOnFailure: true });
-    }
-  }, 240_000);
+function describeInvariantsOn(factory: StoreFactory): void {
+  describe(`invariants on ${factory.name}`, () => {
+    const totals: Totals = {
+      occurrences: 0,
+      jobs: 0,
+      crashes: 0,
+      staleFenced: 0,
+      vanished: 0,
+    };
 
-  afterAll(() => {
-    // The suite is only meaningful at scale: assert it reached the sizes the issue asks for.
-    expect(totals.occurrences).toBeGreaterThanOrEqual(1_000);
-    expect(totals.jobs).toBeGreaterThanOrEqual(200);
-    expect(totals.crashes).toBeGreaterThan(0);
-    expect(totals.staleFenced).toBeGreaterThan(0);
-    expect(totals.vanished).toBeGreaterThan(0);
-    console.log(`invariants on ${factory.name}:`, totals);
+    it("no loss (I1), effectively once (I2), fencing (I3) under crashes, lost publishes, duplicates and races", async () => {
+      const property = fc.asyncProperty(fc.integer({ min: 1, max: 2 ** 31 - 1 }), (seed) =>
+        scenario(factory, seed, totals),
+      );
+      const runs = RUNS_BY_STORE[factory.name];
+      await fc.assert(property, { numRuns: runs ?? RUNS, endOnFailure: true });
+      while (runs !== undefined && (totals.occurrences < 1_000 || totals.jobs < 200)) {
+        await fc.assert(property, { numRuns: 1, endOnFailure: true });
+      }
+    }, 240_000);
+
+    afterAll(() => {
+      // The suite is only meaningful at scale: assert it reached the sizes the issue asks for.
+      expect(totals.occurrences).toBeGreaterThanOrEqual(1_000);
+      expect(totals.jobs).toBeGreaterThanOrEqual(200);
+      expect(totals.crashes).toBeGreaterThan(0);
+      expect(totals.staleFenced).toBeGreaterThan(0);
+      expect(totals.vanished).toBeGreaterThan(0);
+      console.log(`invariants on ${factory.name}:`, totals);
+    });
   });
-});
+}

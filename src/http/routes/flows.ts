@@ -1,0 +1,34 @@
+/**
+ * @module
+ * `POST /v1/flows` (`jobs:write`): children, then a parent that waits for them all
+ * (src/engine/flows.ts). Answers 202 `{ parent, children }` as job summaries — 200 with
+ * `Idempotent-Replayed: true` when the whole flow was stored before.
+ */
+import { Hono } from "hono";
+import { authorizeRequest } from "../middleware/auth.ts";
+import { readJson } from "../middleware/body.ts";
+import { requireScope } from "../middleware/scope.ts";
+import type { AppConfig, AppEnv } from "../options.ts";
+import { jobSummary } from "../serialize.ts";
+
+/**
+ * The flow route, to mount at `/v1/flows` where writes are served.
+ *
+ * @example
+ * app.route("/v1/flows", flowRoutes(config));
+ */
+export function flowRoutes(config: AppConfig): Hono<AppEnv> {
+  const routes = new Hono<AppEnv>();
+  routes.use(authorizeRequest(config.authorize));
+  routes.post("/", requireScope("jobs:write"), async (c) => {
+    const body = await readJson(c, config.bodyLimitBytes);
+    const flow = await config.engine.broker.submitFlow(body as never, c.get("actor"));
+    if (flow.replayed) c.header("Idempotent-Replayed", "true");
+    c.header("Location", `${c.get("appPath")}/v1/jobs/${encodeURIComponent(flow.parent.id)}`);
+    return c.json(
+      { parent: jobSummary(flow.parent), children: flow.children.map(jobSummary) },
+      flow.replayed ? 200 : 202,
+    );
+  });
+  return routes;
+}

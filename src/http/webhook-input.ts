@@ -1,0 +1,115 @@
+/**
+ * @module
+ * What an accepted webhook delivery becomes (docs/webhooks.md, "The job"): the job's input —
+ * the body (parsed JSON, else text, else base64), the configured headers and the event — and its
+ * idempotency key `hook:<endpoint>:<event id>`. Web APIs only (Workers run this too).
+ */
+import {
+  FORBIDDEN_KEYS,
+  isWellFormedText,
+  jsonDepth,
+  MAX_IDEMPOTENCY_KEY,
+  MAX_JSON_DEPTH,
+} from "../core/schemas.ts";
+import type { WebhookScheme } from "../core/webhooks/index.ts";
+
+/** The input of a webhook job. */
+export interface WebhookJobInput {
+  /**
+   * The body: parsed JSON when the request said JSON (`application/json`, `…+json`) and it
+   * parses (within {@link MAX_JSON_DEPTH} levels, no `__proto__`/`constructor`/`prototype` key);
+   * otherwise the text when it is UTF-8; otherwise base64, with `encoding: "base64"`.
+   */
+  body: unknown;
+  encoding?: "base64";
+  /** The configured headers the request carried, by lowercase name. */
+  headers: Record<string, string>;
+  event: { id?: string; endpoint: string; scheme: WebhookScheme };
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The body as the job's input holds it (see {@link WebhookJobInput.body}). */
+export function bodyInput(
+  bytes: Uint8Array,
+  contentType: string | null,
+): { body: unknown; encoding?: "base64" } {
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    return { body: toBase64(bytes), encoding: "base64" };
+  }
+  const type = contentType?.split(";")[0]?.trim().toLowerCase() ?? "";
+  const json = type === "application/json" || /^application\/[\w.+-]+\+json$/.test(type);
+  if (json && jsonDepth(text, MAX_JSON_DEPTH) <= MAX_JSON_DEPTH) {
+    try {
+      const value: unknown = JSON.parse(text);
+      if (!hasForbiddenKey(value)) return { body: value };
+    } catch {
+      // Not JSON after all: kept as the text it is.
+    }
+  }
+  return { body: text };
+}
+
+/**
+ * The configured headers present on the request, in a null-prototype object (a header named
+ * `__proto__` cannot reach `Object.prototype`).
+ */
+export function headersInput(headers: Headers, names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  for (const name of names) {
+    const value = headers.get(name);
+    if (value !== null) out[name] = value;
+  }
+  return { ...out };
+}
+
+/**
+ * The job's idempotency key for event `eventId` of endpoint `endpoint`: `hook:<endpoint>:<id>`,
+ * or, when that is longer than {@link MAX_IDEMPOTENCY_KEY} or holds text a key may not
+ * (control characters, lone surrogates), `hook:<endpoint>:sha256:<hex of the id's SHA-256>`.
+ */
+export async function webhookIdempotencyKey(endpoint: string, eventId: string): Promise<string> {
+  const plain = `hook:${endpoint}:${eventId}`;
+  if (plain.length <= MAX_IDEMPOTENCY_KEY && isKeyText(eventId)) return plain;
+  return `hook:${endpoint}:sha256:${await sha256Hex(eventId)}`;
+}
+
+/** The event id as the endpoint's history shows it: itself, or its hash when unfit for a key. */
+export async function shownEventId(eventId: string): Promise<string> {
+  return eventId.length <= 256 && isKeyText(eventId)
+    ? eventId
+    : `sha256:${await sha256Hex(eventId)}`;
+}
+
+function isKeyText(text: string): boolean {
+  return text.length > 0 && isWellFormedText(text) && !/\p{Cc}/u.test(text);
+}
+
+async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
+}
+
+function hasForbiddenKey(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    if (current === null || typeof current !== "object") continue;
+    for (const key of Object.keys(current)) {
+      if (FORBIDDEN_KEYS.includes(key)) return true;
+      stack.push((current as Record<string, unknown>)[key]);
+    }
+  }
+  return false;
+}

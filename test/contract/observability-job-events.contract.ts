@@ -1,0 +1,138 @@
+/**
+ * @module
+ * Part of the observability contract (`observability.contract.ts`): `events()` of one job — the
+ * `jobId` filter (exact ids, with the type filter, ids that need escaping), the bound on events a
+ * call examines (`more` when the scan stopped early, `last` to read on), and reading a job's
+ * events from its creation time.
+ */
+import { describe, expect, it } from "vitest";
+import type { JobSpec } from "../../src/core/model.ts";
+import type { Store, TickEvent } from "../../src/store/port.ts";
+import { accepted, jobSpec, type MakeContractStore } from "./fixtures.ts";
+import { ERROR, useObservabilityStore } from "./observability-harness.ts";
+
+/** Events one call examines at most (the port's bound). */
+const SCAN = 1_000;
+
+/** Registers this part of the observability contract for one implementation. */
+export function describeJobEventsContract(name: string, make: MakeContractStore): void {
+  describe(`Observability contract: ${name}`, () => {
+    let store: Store;
+    const { submitted, run, allEvents } = useObservabilityStore(make, (made) => {
+      store = made;
+    });
+
+    /** [type, attempt, error message] of each event, for comparing a job's history. */
+    const history = (events: TickEvent[]) =>
+      events.map((e) => [e.type, e.attempt ?? null, e.error?.message ?? null]);
+
+    it("filters by job: its events only, oldest first, with attempts and errors", async () => {
+      const a = await submitted();
+      // An id that is `a`'s with more after it, and one that needs escaping in JSON.
+      const longer = await submitted({ id: `${a.id}0` });
+      const odd = await submitted({ id: `q"uo/te\\é-${a.id}` });
+      await run(a);
+      await store.finishRun(a.id, 1, { ok: false, error: ERROR, final: false });
+      await run(a);
+      await store.finishRun(a.id, 2, { ok: true, result: 1 });
+      // Another job's error naming `a` as JSON text matches nothing of `a`.
+      await run(odd);
+      await store.finishRun(odd.id, 1, {
+        ok: false,
+        error: { name: "Error", message: `,"jobId":"${a.id}"` },
+        final: true,
+      });
+      await store.cancelJob(longer.id);
+
+      const all = await allEvents();
+      const mine = await store.events({ jobId: a.id, limit: 100 });
+      expect(mine.events).toEqual(all.filter((e) => e.jobId === a.id));
+      expect(history(mine.events)).toEqual([
+        ["job.created", null, null],
+        ["job.started", 1, null],
+        ["job.failed", 1, "boom"],
+        ["job.started", 2, null],
+        ["job.succeeded", null, null],
+      ]);
+      // Every event was examined: `last` is the log's last, and nothing follows.
+      expect(mine.last).toBe(all.at(-1)?.id);
+      expect(mine.more).toBeUndefined();
+
+      expect(history((await store.events({ jobId: odd.id, limit: 100 })).events)).toEqual([
+        ["job.created", null, null],
+        ["job.started", 1, null],
+        ["job.dead", 1, `,"jobId":"${a.id}"`],
+      ]);
+      expect(history((await store.events({ jobId: longer.id, limit: 100 })).events)).toEqual([
+        ["job.created", null, null],
+        ["job.cancelled", null, null],
+      ]);
+      // With the type filter: both apply.
+      const started = await store.events({ jobId: a.id, types: ["job.started"], limit: 100 });
+      expect(started.events.map((e) => [e.type, e.attempt])).toEqual([
+        ["job.started", 1],
+        ["job.started", 2],
+      ]);
+      // A job without events, and an empty id (no filter).
+      expect(await store.events({ jobId: "j_nothing", limit: 10 })).toEqual({
+        events: [],
+        last: all.at(-1)?.id,
+      });
+      expect((await store.events({ jobId: "", limit: 1_000 })).events).toEqual(all);
+    });
+
+    it("reads on from `last` at `limit`, and says `more` only when events follow", async () => {
+      const a = await submitted();
+      await store.cancelJob(a.id);
+      const first = await store.events({ jobId: a.id, limit: 1 });
+      expect(first.events.map((e) => e.type)).toEqual(["job.created"]);
+      expect(first.more).toBe(true);
+      const second = await store.events({ jobId: a.id, after: first.last, limit: 1 });
+      expect(second.events.map((e) => e.type)).toEqual(["job.cancelled"]);
+      expect(second.more).toBeUndefined();
+      expect(await store.events({ jobId: a.id, after: second.last, limit: 1 })).toEqual({
+        events: [],
+      });
+    });
+
+    it("stops a job's scan after 1,000 events examined, says so, and goes on from `last`", async () => {
+      const target = await submitted();
+      const others: JobSpec[] = [];
+      for (let i = 0; i < SCAN + 50; i += 50) {
+        others.push(...(await Promise.all(Array.from({ length: 50 }, () => submitted()))));
+      }
+      await store.cancelJob(target.id);
+
+      const first = await store.events({ jobId: target.id, limit: 10 });
+      expect(first.events.map((e) => [e.type, e.jobId])).toEqual([["job.created", target.id]]);
+      // It stopped early: 1,000 events examined (the target's and 999 others), more after them.
+      expect(first.more).toBe(true);
+      const examined = await store.events({ limit: SCAN });
+      expect(examined.events).toHaveLength(SCAN);
+      expect(first.last).toBe(examined.last);
+
+      const second = await store.events({ jobId: target.id, after: first.last, limit: 10 });
+      expect(second.events.map((e) => [e.type, e.jobId])).toEqual([["job.cancelled", target.id]]);
+      expect(second.more).toBeUndefined();
+      // The whole log, unfiltered, needs two calls as well; the second one ends it.
+      expect(examined.more).toBe(true);
+      const rest = await store.events({ after: examined.last, limit: SCAN });
+      expect(rest.events).toHaveLength(others.length + 2 - SCAN);
+      expect(rest.more).toBeUndefined();
+    });
+
+    it("finds a job's events from its creation time, skipping what came before", async () => {
+      for (let i = 0; i < 5; i++) await submitted();
+      const a = accepted(await store.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 }));
+      await store.cancelJob(a.job.id);
+      // As `GET /v1/events?since=<createdAt>` asks: ids above the last of the millisecond before.
+      const page = await store.events({
+        jobId: a.job.id,
+        after: `${a.job.createdAt - 1}-9999999999999999`,
+        limit: 10,
+      });
+      expect(page.events.map((e) => e.type)).toEqual(["job.created", "job.cancelled"]);
+      expect(page.events[0]?.at).toBe(a.job.createdAt);
+    });
+  });
+}

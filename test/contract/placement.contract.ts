@@ -1,0 +1,103 @@
+/**
+ * @module
+ * Part of the Store contract (`store.contract.ts`): placement (docs/adr/0017-placement.md). A
+ * node's refusal is recorded on a waiting job and counted, never on a running or finished one;
+ * the job's placement travels with its spec; the node that begins a run is recorded on the job.
+ */
+import { describe, expect, it } from "vitest";
+import type { JobSpec } from "../../src/core/model.ts";
+import type { Store } from "../../src/store/port.ts";
+import type { MakeContractStore } from "./fixtures.ts";
+import { asRun, useContractStore } from "./harness.ts";
+
+const gpu = { capabilities: { gpu: "nvidia" } };
+const refusal = { node: "cpu-1", reason: "job needs capability gpu=nvidia" };
+
+/** Registers this part of the Store contract for one implementation (`describeStoreContract`). */
+export function describePlacementContract(name: string, make: MakeContractStore): void {
+  describe(`Store contract: ${name}`, () => {
+    let store: Store;
+    const { submitted, submitRecoverable, recoverable } = useContractStore(make, (made) => {
+      store = made;
+    });
+    const refuse = (id: string) => {
+      if (!store.refusePlacement) throw new Error("the store has no refusePlacement");
+      return store.refusePlacement(id, refusal, 60_000);
+    };
+    const unplaced = async () => (await store.stats()).totals.unplaced;
+
+    describe("placement", () => {
+      it("a job's placement is stored with it and carried by its message", async () => {
+        const spec = await submitted({ placement: { group: "gpu", ...gpu, notNodes: ["n-2"] } });
+        expect(spec.placement).toEqual({ group: "gpu", ...gpu, notNodes: ["n-2"] });
+        expect((await store.getJob(spec.id))?.placement).toEqual(spec.placement);
+      });
+
+      it("a refusal of a waiting job is recorded on it (the last wins) and counted; nothing else changes", async () => {
+        const spec = await submitted({ placement: gpu });
+        const before = await store.getJob(spec.id);
+        const t0 = await store.now();
+        expect(await refuse(spec.id)).toBe("queued");
+        await store.refusePlacement?.(spec.id, { node: "cpu-2", reason: "again" }, 60_000);
+        const after = await store.getJob(spec.id);
+        expect(after?.refused).toEqual({ node: "cpu-2", reason: "again", at: expect.any(Number) });
+        expect(after?.refused?.at).toBeGreaterThanOrEqual(t0);
+        const { refused: _r, ...rest } = after as NonNullable<typeof after>;
+        expect(rest).toEqual(before);
+        expect(await unplaced()).toBe(2);
+      });
+
+      it("a refused job is alive: its outbox entry is not recovered for reapAfterMs", async () => {
+        const { message } = await submitRecoverable({ placement: gpu });
+        const job = message?.job as JobSpec;
+        expect(await refuse(job.id)).toBe("queued");
+        expect((await recoverable()).map((m) => m.id)).not.toContain(job.id);
+      });
+
+      it("a running or finished job is left as it is; a missing one only counts", async () => {
+        const spec = await submitted({ placement: gpu });
+        asRun(await store.beginRun(spec, 5_000));
+        expect(await refuse(spec.id)).toBe("running");
+        expect((await store.getJob(spec.id))?.refused).toBeUndefined();
+        await store.finishRun(spec.id, 1, { ok: true, result: 1 });
+        expect(await refuse(spec.id)).toBe("succeeded");
+        expect((await store.getJob(spec.id))?.refused).toBeUndefined();
+        expect(await refuse("no-such-job")).toBeNull();
+        expect(await store.getJob("no-such-job")).toBeNull();
+        expect(await unplaced()).toBe(1);
+      });
+
+      it("an oversized reason is cut to 200 characters", async () => {
+        const spec = await submitted();
+        await store.refusePlacement?.(spec.id, { node: "n", reason: "x".repeat(5_000) }, 60_000);
+        expect((await store.getJob(spec.id))?.refused?.reason).toHaveLength(200);
+      });
+
+      it("the node that begins a run is recorded; a later attempt by an unnamed caller drops it", async () => {
+        const spec = await submitted({ retries: 3 });
+        const first = asRun(
+          await store.beginRun(spec, 5_000, undefined, undefined, undefined, undefined, "gpu-1"),
+        );
+        expect(first.job.node).toBe("gpu-1");
+        expect((await store.getJob(spec.id))?.node).toBe("gpu-1");
+        await store.finishRun(spec.id, 1, {
+          ok: false,
+          final: false,
+          error: { name: "E", message: "m" },
+        });
+        const second = asRun(
+          await store.beginRun(spec, 5_000, undefined, undefined, undefined, undefined, "gpu-2"),
+        );
+        expect(second.job.node).toBe("gpu-2");
+        await store.finishRun(spec.id, 2, {
+          ok: false,
+          final: false,
+          error: { name: "E", message: "m" },
+        });
+        const third = asRun(await store.beginRun(spec, 5_000));
+        expect(third.job.node).toBeUndefined();
+        expect((await store.getJob(spec.id))?.node).toBeUndefined();
+      });
+    });
+  });
+}

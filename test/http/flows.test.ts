@@ -1,0 +1,137 @@
+/**
+ * Flows over HTTP (src/engine/flows.ts): `POST /v1/flows` stores the children, then the parent
+ * waiting for them; the parent runs once they all succeeded and reads their results through
+ * `ctx.after` and `ctx.jobs.get`. A bad job anywhere in the flow writes nothing; the same flow
+ * again with its idempotency key answers the same jobs. A handler fans out with
+ * `ctx.jobs.submitFlow`, and its retry does not fan out twice. On every store.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { HandlerContext, Handlers } from "../../src/engine/index.ts";
+import { type StoreHandle, storeFactories } from "../support/stores.ts";
+import {
+  call,
+  expectProblem,
+  type Harness,
+  snapshot,
+  startHarness,
+  testHandlers,
+  until,
+} from "./harness.ts";
+
+describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
+  let handle: StoreHandle;
+  let h: Harness;
+  let fanOuts = 0;
+
+  const handlers: Handlers = {
+    ...testHandlers().handlers,
+    square: { run: (input: unknown) => (input as { n: number }).n ** 2 },
+    sum: {
+      run: async (_input: unknown, ctx: HandlerContext) => {
+        const children = await Promise.all((ctx.after ?? []).map((id) => ctx.jobs.get(id)));
+        return children.reduce((total, child) => total + (child.result as number), 0);
+      },
+    },
+    fanOut: {
+      retries: 1,
+      run: async (_input: unknown, ctx: HandlerContext) => {
+        fanOuts += 1;
+        const flow = await ctx.jobs.submitFlow({
+          children: [1, 2, 3].map((n) => ({ handler: "square", input: { n } })),
+          parent: { handler: "sum" },
+          idempotencyKey: `${ctx.jobId}:fan-out`,
+        });
+        if (ctx.attempt === 1)
+          throw new Error("fail after fanning out: the retry must not fan out again");
+        return flow.parent.id;
+      },
+    },
+  };
+
+  beforeEach(async () => {
+    fanOuts = 0;
+    handle = await factory.make();
+    h = await startHarness({ store: handle.store, handlers });
+  });
+
+  afterEach(async () => {
+    await h.close();
+    await handle.cleanup();
+  });
+
+  const flow = (json: unknown) => call(h.origin, "POST", "/v1/flows", { json });
+  const job = async (id: string) => (await call(h.origin, "GET", `/v1/jobs/${id}`)).body;
+  /** Ticks until `id` is `status` (a released parent waits in the outbox for the tick). */
+  const settle = (id: string, status: string) =>
+    until(async () => {
+      await h.engine.ticker.tick();
+      return (await job(id)).status === status;
+    }, 15_000);
+
+  it("children run, then the parent, which reads their results", async () => {
+    const body = {
+      children: [2, 3, 4].map((n) => ({ handler: "square", input: { n } })),
+      parent: { handler: "sum", tags: ["report"] },
+    };
+    const answer = await flow(body);
+    expect(answer.status).toBe(202);
+    expect(answer.body.children).toHaveLength(3);
+    expect(answer.body.parent.status).toBe("waiting");
+    expect(answer.headers.get("location")).toMatch(
+      new RegExp(`/v1/jobs/${answer.body.parent.id}$`),
+    );
+    const ids = answer.body.children.map((c: { id: string }) => c.id);
+    expect(await job(answer.body.parent.id)).toMatchObject({ after: ids, tags: ["report"] });
+    await settle(answer.body.parent.id, "succeeded");
+    expect((await job(answer.body.parent.id)).result).toBe(4 + 9 + 16);
+  });
+
+  it("a bad job anywhere in the flow is a 4xx and writes nothing", async () => {
+    const before = await snapshot(h.store);
+    const good = { handler: "square", input: { n: 1 } };
+    expectProblem(await flow({ children: [good, { handler: "nope" }], parent: good }), 422);
+    expectProblem(await flow({ children: [good], parent: { handler: "sum", priority: 99 } }), 400);
+    expectProblem(await flow({ children: [], parent: good }), 400);
+    expectProblem(await flow({ children: Array(101).fill(good), parent: good }), 400);
+    expectProblem(await flow({ children: [good] }), 400);
+    expectProblem(await flow({ children: [good], parent: good, extra: 1 }), 400);
+    expectProblem(
+      await flow(
+        JSON.parse('{"children":[{"handler":"square","__proto__":{}}],"parent":{"handler":"sum"}}'),
+      ),
+      400,
+    );
+    expect(await snapshot(h.store)).toBe(before);
+  });
+
+  it("the same flow again with its key answers the same jobs and stores nothing new", async () => {
+    const body = {
+      children: [5, 6].map((n) => ({ handler: "square", input: { n } })),
+      parent: { handler: "sum" },
+      idempotencyKey: "nightly-2026-11-26",
+    };
+    const first = await flow(body);
+    const again = await flow(body);
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    // The same jobs (their statuses may have moved on meanwhile: the children run at once).
+    const ids = (b: { parent: { id: string }; children: { id: string }[] }) => [
+      b.parent.id,
+      ...b.children.map((c) => c.id),
+    ];
+    expect(ids(again.body)).toEqual(ids(first.body));
+    await settle(first.body.parent.id, "succeeded");
+    expect((await job(first.body.parent.id)).result).toBe(25 + 36);
+  });
+
+  it("a handler fans out with ctx.jobs.submitFlow; its retry answers the same flow", async () => {
+    const started = await call(h.origin, "POST", "/v1/jobs", { json: { handler: "fanOut" } });
+    await settle(started.body.id, "succeeded");
+    expect(fanOuts).toBe(2);
+    const parentId = (await job(started.body.id)).result as string;
+    await settle(parentId, "succeeded");
+    expect((await job(parentId)).result).toBe(1 + 4 + 9);
+    const sums = await call(h.origin, "GET", "/v1/jobs?handler=sum");
+    expect(sums.body.items).toHaveLength(1);
+  });
+});
