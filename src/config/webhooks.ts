@@ -10,7 +10,7 @@
 import * as z from "zod";
 import { compileGlobs } from "../core/glob.ts";
 import type { Manifest } from "../core/manifest.ts";
-import { handlerName } from "../core/schemas.ts";
+import { FORBIDDEN_KEYS, handlerName } from "../core/schemas.ts";
 import { type WebhookVerifier, webhookVerifierSchema } from "../core/webhooks/index.ts";
 
 /** Most endpoints one tenant may declare. */
@@ -19,16 +19,23 @@ export const MAX_WEBHOOK_ENDPOINTS = 100;
 export const MAX_WEBHOOK_INPUT_HEADERS = 32;
 /** An endpoint's name: the last segment of `/v1/hooks/:name`. */
 export const WEBHOOK_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+/**
+ * Names no endpoint may take: `_unknown` is the metrics label requests to unknown names are
+ * counted under (`UNKNOWN_WEBHOOK_ENDPOINT`, src/store/port/webhooks.ts).
+ */
+export const RESERVED_WEBHOOK_NAMES: readonly string[] = ["_unknown"];
 
 /**
  * True when `name` may name an endpoint: {@link WEBHOOK_NAME}, not only dots (`.` and `..` are
- * path segments a URL parser removes), and not a name every object inherits (`__proto__`,
- * `constructor`, `toString`, …), so no lookup can ever reach `Object.prototype`.
+ * path segments a URL parser removes), not {@link RESERVED_WEBHOOK_NAMES}, and not a name every
+ * object inherits (`__proto__`, `constructor`, `toString`, …), so no lookup can ever reach
+ * `Object.prototype`.
  */
 export function isWebhookName(name: string): boolean {
   return (
     WEBHOOK_NAME.test(name) &&
     !/^\.+$/.test(name) &&
+    !RESERVED_WEBHOOK_NAMES.includes(name) &&
     name !== "prototype" &&
     !Object.hasOwn(Object.prototype, name) &&
     name !== "__proto__"
@@ -40,13 +47,17 @@ const endpointName = z
   .regex(WEBHOOK_NAME, "an endpoint name must match [A-Za-z0-9_.-], 1–64 chars")
   .refine(
     isWebhookName,
-    "an endpoint name may not be only dots, nor a name objects inherit (__proto__, constructor, toString, …)",
+    "an endpoint name may not be only dots, _unknown (the metrics label of unknown names), nor a name objects inherit (__proto__, constructor, toString, …)",
   );
 
 /** A header name (RFC 9110 token), lowercase, as `input.headers` lists it. */
 const headerName = z
   .string()
-  .regex(/^[a-z0-9!#$%&'*+.^_`|~-]{1,64}$/, "a header name in lowercase, 1–64 token characters");
+  .regex(/^[a-z0-9!#$%&'*+.^_`|~-]{1,64}$/, "a header name in lowercase, 1–64 token characters")
+  .refine(
+    (name) => !FORBIDDEN_KEYS.includes(name),
+    "a header name may not be __proto__, constructor or prototype (the input's headers are an object)",
+  );
 
 /** One endpoint: who signs, which handler runs, what the job's input holds. */
 export const webhookEndpointSchema = z
@@ -159,6 +170,32 @@ export function webhookIssues(sources: WebhookSources): WebhookIssue[] {
     const fallback = sources.tenants?.find((t) => t.id === "default");
     visit("default", sources.webhooks, fallback?.manifest, ["webhooks"]);
   }
+  return issues;
+}
+
+/**
+ * Endpoints whose handler `registered` does not know (the engine's handler map), each with its
+ * path: such an endpoint would answer every delivery 422 (and its sender retry for days), so the
+ * app refuses to start instead (`resolveAppOptions`, src/http/options.ts).
+ */
+export function unregisteredHandlerIssues(
+  sources: WebhookSources,
+  registered: (handler: string) => boolean,
+): WebhookIssue[] {
+  const issues: WebhookIssue[] = [];
+  const visit = (hooks: WebhooksConfig | undefined, path: (string | number)[]) => {
+    for (const [name, endpoint] of Object.entries(hooks ?? {})) {
+      if (registered(endpoint.handler)) continue;
+      issues.push({
+        path: [...path, name, "handler"],
+        message: `webhook endpoint "${name}" runs handler "${endpoint.handler}", which is not registered with the engine (every delivery would be refused 422)`,
+      });
+    }
+  };
+  sources.tenants?.forEach((t, i) => {
+    visit(t.webhooks, ["tenants", i, "webhooks"]);
+  });
+  visit(sources.webhooks, ["webhooks"]);
   return issues;
 }
 

@@ -194,6 +194,19 @@ const printable = (max: number) =>
       .max(max)
       .regex(/^[^\p{Cc}]*$/u, "must not contain control characters"),
   );
+/**
+ * Idempotency keys starting with this are the server's own: an inbound webhook's
+ * (`hook:<endpoint>:…`, docs/webhooks.md). No submit may name one (`POST /v1/jobs`, flows,
+ * `ctx.jobs.submit`), or it could claim a future delivery's key and have the genuine delivery
+ * replay its job; the webhook route passes its key beside the body (`SubmitVia.idempotencyKey`).
+ */
+export const RESERVED_KEY_PREFIX = "hook:";
+/** An idempotency key a submit may name: {@link printable}, outside {@link RESERVED_KEY_PREFIX}. */
+const idempotencyKey = (max: number) =>
+  printable(max).refine(
+    (key) => !key.startsWith(RESERVED_KEY_PREFIX),
+    `must not start with "${RESERVED_KEY_PREFIX}" (reserved for inbound webhooks)`,
+  );
 /** Largest number of tags on a job or schedule. */
 export const MAX_TAGS = 20;
 /** Longest idempotency key. */
@@ -215,7 +228,7 @@ export const submitJobSchema = z
     timeout: boundedDuration(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS).optional(),
     retries: retries.optional(),
     tags: tags.optional(),
-    idempotencyKey: printable(MAX_IDEMPOTENCY_KEY).optional(),
+    idempotencyKey: idempotencyKey(MAX_IDEMPOTENCY_KEY).optional(),
     after: z
       .array(z.string().refine(isJobId, "not a job id"))
       .max(MAX_DEPENDENCIES)
@@ -244,7 +257,7 @@ export const submitFlowSchema = z
     children: z.array(z.unknown()).min(1).max(MAX_FLOW_CHILDREN),
     parent: z.unknown().refine((v) => v !== undefined, "required"),
     /** Makes the flow safe to submit again: its children's and parent's keys derive from it. */
-    idempotencyKey: printable(MAX_IDEMPOTENCY_KEY - 16).optional(),
+    idempotencyKey: idempotencyKey(MAX_IDEMPOTENCY_KEY - 16).optional(),
   })
   .strict();
 

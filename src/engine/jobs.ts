@@ -65,6 +65,11 @@ export interface Submitted {
  * records the delivery in the same write (see `SubmitTiming`).
  */
 export interface SubmitVia {
+  /**
+   * The job's idempotency key, set by the server rather than the body: an inbound webhook's
+   * `hook:<endpoint>:…`, a prefix no body may use (`RESERVED_KEY_PREFIX`, src/core/schemas.ts).
+   */
+  idempotencyKey?: string;
   /** How long the job's idempotency key lives (the store's default applies when longer). */
   idempotencyMs?: number;
   webhook?: WebhookSubmit;
@@ -169,7 +174,11 @@ export class JobsBroker<H extends Handlers = Handlers> {
 
   /** Store (and publish) a {@link prepare}d job: the write half of {@link submit}. */
   async store(prepared: PreparedSubmit, via: SubmitVia = {}): Promise<Submitted> {
-    const { job, quota } = prepared;
+    const { quota } = prepared;
+    const job =
+      via.idempotencyKey === undefined
+        ? prepared.job
+        : { ...prepared.job, idempotencyKey: via.idempotencyKey };
     const { tick, logger } = this.deps.options;
     const admission = submitAdmission(this.deps.options, quota);
     const timing = {

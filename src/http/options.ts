@@ -3,9 +3,14 @@
  * Options of the HTTP app, their defaults, and the Hono `Env` every route shares.
  */
 import type { Context } from "hono";
-import { parseConfig } from "../config/define.ts";
+import { ConfigValidationError, parseConfig } from "../config/define.ts";
 import type { CorsConfig, TenantConfig } from "../config/schema.ts";
-import { resolveWebhooks, type WebhookEndpoint, type WebhooksConfig } from "../config/webhooks.ts";
+import {
+  resolveWebhooks,
+  unregisteredHandlerIssues,
+  type WebhookEndpoint,
+  type WebhooksConfig,
+} from "../config/webhooks.ts";
 import type { Actor } from "../engine/broker.ts";
 import type { Engine } from "../engine/index.ts";
 import type { Logger } from "../engine/logger.ts";
@@ -184,7 +189,8 @@ const DEFAULT_ACTOR: Actor = { tenant: "default" };
 
 /**
  * Apply defaults; throws `RangeError` for a bad base path, limit or role, `TypeError` for a bad
- * URL.
+ * URL, `ConfigValidationError` for bad tenants, CORS or webhooks (a webhook's handler the engine
+ * does not have included).
  */
 export function resolveAppOptions(options: AppOptions): AppConfig {
   const roles = normalizeRoles(options.roles ?? ["all"]);
@@ -215,6 +221,17 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
       ...(options.cors ? { cors: options.cors } : {}),
       ...(options.webhooks ? { webhooks: options.webhooks } : {}),
     });
+    // An endpoint whose handler the engine lacks would answer every delivery 422: fail now.
+    const unregistered = unregisteredHandlerIssues(
+      { tenants, webhooks: options.webhooks },
+      (name) => Object.hasOwn(options.engine.handlers, name),
+    );
+    if (unregistered.length > 0) {
+      throw new ConfigValidationError(
+        "createApp()",
+        unregistered.map((i) => ({ path: i.path.join("."), message: i.message })),
+      );
+    }
   }
   if (!dev && serves.read && !keyed && !options.authorize) {
     throw new RangeError(

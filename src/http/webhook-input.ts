@@ -2,7 +2,8 @@
  * @module
  * What an accepted webhook delivery becomes (docs/webhooks.md, "The job"): the job's input —
  * the body (parsed JSON, else text, else base64), the configured headers and the event — and its
- * idempotency key `hook:<endpoint>:<event id>`. Web APIs only (Workers run this too).
+ * idempotency key: `hook:<endpoint>:<event id>` when the signature covers the id, else the body's
+ * digest. Web APIs only (Workers run this too).
  */
 import {
   FORBIDDEN_KEYS,
@@ -11,7 +12,7 @@ import {
   MAX_IDEMPOTENCY_KEY,
   MAX_JSON_DEPTH,
 } from "../core/schemas.ts";
-import type { WebhookScheme } from "../core/webhooks/index.ts";
+import type { WebhookScheme, WebhookVerifier } from "../core/webhooks/index.ts";
 
 /** The input of a webhook job. */
 export interface WebhookJobInput {
@@ -77,6 +78,31 @@ export async function webhookIdempotencyKey(endpoint: string, eventId: string): 
   return `hook:${endpoint}:sha256:${await sha256Hex(eventId)}`;
 }
 
+/**
+ * True when the sender's event id is not covered by the signature: GitHub (`X-GitHub-Delivery`)
+ * and Shopify (`X-Shopify-Webhook-Id`), which sign no timestamp either, and an `hmac` sender's
+ * `idHeader` (a signed timestamp, if any, only narrows the window). Anyone holding one captured
+ * delivery could send it again with fresh ids, so such endpoints dedupe on the signed body
+ * instead ({@link webhookBodyKey}); the id is still shown.
+ */
+export function dedupesOnBody(verifier: WebhookVerifier): boolean {
+  return (
+    verifier.scheme === "github" ||
+    verifier.scheme === "shopify" ||
+    (verifier.scheme === "hmac" && verifier.idHeader !== undefined)
+  );
+}
+
+/**
+ * The idempotency key of a delivery to an endpoint that {@link dedupesOnBody}:
+ * `hook:<endpoint>:body-sha256:<hex of the raw body's SHA-256>`. A redelivery carries the same
+ * bytes (re-signed or not, whatever its delivery id), so it replays the first job; two events
+ * with byte-identical bodies are one job (docs/webhooks.md, "Idempotency and retry windows").
+ */
+export async function webhookBodyKey(endpoint: string, body: Uint8Array): Promise<string> {
+  return `hook:${endpoint}:body-sha256:${await sha256Hex(body)}`;
+}
+
 /** The event id as the endpoint's history shows it: itself, or its hash when unfit for a key. */
 export async function shownEventId(eventId: string): Promise<string> {
   return eventId.length <= 256 && isKeyText(eventId)
@@ -88,8 +114,9 @@ function isKeyText(text: string): boolean {
   return text.length > 0 && isWellFormedText(text) && !/\p{Cc}/u.test(text);
 }
 
-async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+async function sha256Hex(data: string | Uint8Array): Promise<string> {
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 

@@ -259,6 +259,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's jobs in headless Chrom
       Running: "1",
       "Waiting on dependencies": "1",
       "Limited deliveries (total)": "0",
+      "Refused for placement (total)": "0",
     });
 
     await p.getByLabel("Status").selectOption("waiting");

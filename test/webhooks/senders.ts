@@ -20,7 +20,10 @@ export interface SignOptions {
 export interface Sender {
   scheme: WebhookScheme;
   verifier: WebhookVerifier;
-  /** A body for event `eventId` (Stripe and Slack carry the id in the body). */
+  /**
+   * A body for event `eventId` (Stripe and Slack carry the id in the body; the others' bodies
+   * differ per event too, as real ones do: those endpoints dedupe on the body's digest).
+   */
   body(eventId: string): string;
   /** The headers of a delivery of `body` (content type included). */
   sign(body: string, eventId: string, options?: SignOptions): Promise<Record<string, string>>;
@@ -82,7 +85,8 @@ export function githubSender(): Sender {
   return {
     scheme: "github",
     verifier: { scheme: "github", secrets: [secret] },
-    body: () => JSON.stringify({ action: "opened", number: 7 }),
+    // GitHub's payloads are unique per event (ids, SHAs, times): the id stands in for them.
+    body: (id) => JSON.stringify({ action: "opened", number: 7, hook_event: id }),
     async sign(body, id, o = {}) {
       return {
         ...json,
@@ -125,7 +129,9 @@ export function shopifySender(): Sender {
   return {
     scheme: "shopify",
     verifier: { scheme: "shopify", secrets: [secret] },
-    body: () => JSON.stringify({ id: 820982911946154500, email: "jon@example.com" }),
+    // A resource's state: its `updated_at` differs from one change to the next.
+    body: (id) =>
+      JSON.stringify({ id: 820982911946154500, email: "jon@example.com", updated_at: id }),
     async sign(body, id, o = {}) {
       const mac = createHmac("sha256", o.secret ?? secret)
         .update(body)

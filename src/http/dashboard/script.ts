@@ -215,6 +215,7 @@ export const DASHBOARD_JS = `
       ["Succeeded (total)", num(s.totals.succeeded)],
       ["Dead (total)", num(s.totals.dead)],
       ["Limited deliveries (total)", num(s.totals.limited)],
+      ["Refused for placement (total)", num(s.totals.unplaced)],
     ]);
     const l = s.leader;
     fillList($("leader-stats"), [

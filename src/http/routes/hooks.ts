@@ -33,9 +33,11 @@ import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import {
   bodyInput,
+  dedupesOnBody,
   headersInput,
   shownEventId,
   type WebhookJobInput,
+  webhookBodyKey,
   webhookIdempotencyKey,
 } from "../webhook-input.ts";
 
@@ -85,7 +87,7 @@ async function receive(
     );
     throw new TickworkError(401, `webhook_${verified.reason}`, verified.detail);
   }
-  const eventId = endpoint.idempotencyKey === "event" ? verified.eventId : undefined;
+  const idempotencyKey = await deliveryKey(endpoint, body, verified.eventId);
   const input: WebhookJobInput = {
     ...bodyInput(body, headers.get("content-type")),
     headers: headersInput(headers, endpoint.headers),
@@ -104,22 +106,13 @@ async function receive(
   let submitted: Awaited<ReturnType<typeof config.engine.broker.submit>>;
   try {
     submitted = await withRateLimitHeaders(c, async () =>
-      config.engine.broker.submit(
-        {
-          handler: endpoint.handler,
-          input,
-          ...(eventId !== undefined
-            ? { idempotencyKey: await webhookIdempotencyKey(endpoint.name, eventId) }
-            : {}),
-        },
-        actor,
-        {
-          ...(eventId !== undefined
-            ? { idempotencyMs: SENDER_RETRY_WINDOW_MS[endpoint.verifier.scheme] }
-            : {}),
-          webhook: { endpoint: endpoint.name, ...(shown !== undefined ? { eventId: shown } : {}) },
-        },
-      ),
+      config.engine.broker.submit({ handler: endpoint.handler, input }, actor, {
+        // Beside the body: no body may name a `hook:` key (src/core/schemas.ts).
+        ...(idempotencyKey !== undefined
+          ? { idempotencyKey, idempotencyMs: SENDER_RETRY_WINDOW_MS[endpoint.verifier.scheme] }
+          : {}),
+        webhook: { endpoint: endpoint.name, ...(shown !== undefined ? { eventId: shown } : {}) },
+      }),
     );
   } catch (error) {
     const outcome = refusalOutcome(error);
@@ -132,6 +125,21 @@ async function receive(
   c.header("Location", `${c.get("appPath")}/v1/jobs/${encodeURIComponent(job.id)}`);
   if (endpoint.status === 204) return c.body(null, 204);
   return c.json({ id: job.id, status: job.status }, endpoint.status as ContentfulStatusCode);
+}
+
+/**
+ * The job's idempotency key (docs/webhooks.md, "Idempotency and retry windows"): none with
+ * `idempotencyKey: "none"`; the body's digest when the signature does not cover the sender's
+ * id ({@link dedupesOnBody}); else the sender's event id, when it gave one.
+ */
+async function deliveryKey(
+  endpoint: WebhookEndpoint,
+  body: Uint8Array,
+  eventId: string | undefined,
+): Promise<string | undefined> {
+  if (endpoint.idempotencyKey !== "event") return undefined;
+  if (dedupesOnBody(endpoint.verifier)) return await webhookBodyKey(endpoint.name, body);
+  return eventId === undefined ? undefined : await webhookIdempotencyKey(endpoint.name, eventId);
 }
 
 /** The outcome a refused submit counts as (none for a failure of ours, such as the store's). */

@@ -87,8 +87,9 @@ export function submitJob(
     const expiresAt = now + Math.max(s.retention.idempotencyMs, timing.idempotencyMs ?? 0);
     s.idempotency.set(idemKey, { value: spec.id, expiresAt });
     s.expiresAt(expiresAt);
-    // The record outlives its key (src/store/memory/retention.ts): a redelivery replays it.
-    if ((timing.idempotencyMs ?? 0) > s.retention.idempotencyMs) stored.keepUntil = expiresAt;
+    // A key of its own (a webhook's), even one shorter than the store's: the record outlives it
+    // (src/store/memory/retention.ts), so no cap drops it while a redelivery could come.
+    if (timing.idempotencyMs !== undefined) stored.keepUntil = expiresAt;
   }
   s.metrics.totals.submitted += 1;
   if (webhook) recordWebhookSubmit(s, webhook, "accepted", spec.id, now);

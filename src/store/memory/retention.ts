@@ -39,8 +39,11 @@ export function retain(s: MemoryState, stored: StoredJob, now: number): void {
     const over = finished.length - maxFinishedJobs;
     if (over > 0) {
       finished.sort((a, b) => a.expiresAt! - b.expiresAt! || compareIds(a.record.id, b.record.id));
-      for (const old of finished.slice(0, Math.min(over, 2))) {
-        if (old.record.id !== id) dropFinished(s, old, now);
+      // Past kept oldest jobs (a webhook's key still lives; a bounded 20), as the Redis store looks.
+      let dropped = 0;
+      for (const old of finished.slice(0, 20)) {
+        if (dropped >= Math.min(over, 2)) break;
+        if (old.record.id !== id && dropFinished(s, old, now)) dropped++;
       }
     }
   }

@@ -25,6 +25,7 @@ import type {
   SubmitResult,
   SubmitTiming,
 } from "../port.ts";
+import { WEBHOOK_HISTORY } from "../port.ts";
 import {
   cursorArgs,
   errorCodeOf,
@@ -51,9 +52,9 @@ export async function submitJob(
   admission?: Admission,
 ): Promise<SubmitResult | SubmitDenied> {
   const k = c.keys;
-  // A longer key of its own (a webhook's sender retries longer): the key and the record live that long.
-  const ownKeyMs = timing.idempotencyMs ?? 0;
-  const keyMs = Math.max(c.retention.idempotencyMs, ownKeyMs);
+  // A key of its own (a webhook's): it lives its TTL or the store's, the longer, and the record
+  // at least as long (keepUntil).
+  const keyMs = Math.max(c.retention.idempotencyMs, timing.idempotencyMs ?? 0);
   const data = jobData(job);
   const degradation = admission?.degradation;
   const raw = await c.run(
@@ -85,9 +86,11 @@ export async function submitJob(
       (job.after ?? []).join(" "),
       job.onFailure === "run" ? "run" : "",
       retentionArg(c.retention),
-      job.idempotencyKey !== undefined && ownKeyMs > c.retention.idempotencyMs ? ttlArg(keyMs) : "",
+      // Any key of its own, even a shorter one: the record must outlive the key (the cap skips it).
+      job.idempotencyKey !== undefined && timing.idempotencyMs !== undefined ? ttlArg(keyMs) : "",
       timing.webhook?.endpoint ?? "",
       timing.webhook?.eventId ?? "",
+      timing.webhook ? String(WEBHOOK_HISTORY) : "",
     ],
   );
   const r = fromJson<

@@ -1,7 +1,8 @@
 --[[
   submitJob: accept a job in one round trip. In this order:
   1. If the tenant's idempotency key is known (and its job still exists) returns that job and
-     writes nothing (nothing evaluated, nothing counted).
+     writes nothing (nothing evaluated, nothing counted) but, for a webhook (ARGV[28]), its
+     `replayed` counter and history entry.
   2. With a degradation policy: evaluates the controller (its state is kept even if the submit
      is refused), then degraded → runAt += degradedDelayMs; critical → denied (reject) or
      runAt += criticalDelayMs (delay).
@@ -47,13 +48,16 @@
     ARGV[25] onFailure: 'run' or '' (cancel)
     ARGV[26] retention: `jobMs maxJobs maxRuns` (a job whose dependency already failed is
              stored `cancelled`)
-    ARGV[27] keep: '' or ms — the job's key outlives the store's idempotency retention (a
-             webhook's sender retries longer): the job hash gets `keepUntil = now + ms`, which
-             retention honours (include "job": retainJob, dropFinished)
+    ARGV[27] keep: '' or ms — the job's key has a TTL of its own (a webhook's sender's retry
+             window, however it compares with the store's): the job hash gets
+             `keepUntil = now + ms`, which retention honours (include "job": retainJob,
+             dropFinished)
     ARGV[28] webhook endpoint ('' = none): count `accepted` (or `replayed`, on a replay) in
              `<root>:hooks`, push the delivery onto `<root>:hook:<n>:<endpoint>` (capped), and
              add `"webhook"` to job.created
     ARGV[29] the webhook's event id ('' = none)
+    ARGV[30] how many deliveries the endpoint's history keeps (WEBHOOK_HISTORY,
+             src/store/port/webhooks.ts; '' without a webhook)
   With dependencies, after the replay check: an id that names no job of the tenant ->
   {"unknown":[ids]}, nothing written. All succeeded (or failed, with onFailure 'run') -> an
   ordinary submit. Else, once admitted: a failed one and onFailure cancel -> stored `cancelled`;
@@ -99,7 +103,7 @@ local function recordHook(outcome, jobId)
   local log = hookLogKey(root, hook)
   redis.call('LPUSH', log, entry .. ',"outcome":"' .. outcome .. '","jobId":' .. jsonString(jobId)
     .. '}')
-  redis.call('LTRIM', log, 0, 19)
+  redis.call('LTRIM', log, 0, tonumber(ARGV[30]) - 1)
 end
 local createdExtra
 if hook ~= '' then

@@ -35,8 +35,9 @@
                                `retention` is the text `jobMs maxJobs maxRuns` (0 = no cap): past
                                `maxJobs` finished jobs the oldest are dropped now, and past
                                `maxRuns` finished runs of its schedule the oldest of those (at
-                               most 2 of each per call, among the 20 oldest runs, so the work
-                               stays bounded).
+                               most 2 of each per call, among the 20 oldest finished jobs or
+                               runs, so the work stays bounded; jobs kept by `keepUntil` and
+                               unfinished runs are skipped, never dropped).
   keepJob(root, expiring, id, job)
                                Undo retainJob (a dead job queued again).
   releaseRun(root, key, id, job)
@@ -205,12 +206,23 @@ local function retainJob(root, expiring, id, job, now, retention)
   if maxJobs > 0 then
     local over = redis.call('ZCARD', expiring) - maxJobs
     if over > 0 then
-      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, math.min(over, 2) - 1)) do
+      -- The oldest may be kept (a webhook job whose key still lives): look past them (a bounded
+      -- 20) for droppable ones, so kept jobs never hold the cap open for the others.
+      local dropped = 0
+      for _, member in ipairs(redis.call('ZRANGE', expiring, 0, 19)) do
+        if dropped >= math.min(over, 2) then
+          break
+        end
         local old = cjson.decode(member)[1]
-        local dropped, kept = dropFinished(root, expiring, old, now)
-        if old ~= id and not dropped and not kept then
-          -- Its record already expired: only the index entry was left.
-          redis.call('ZREM', expiring, member)
+        if old ~= id then
+          local gone, kept = dropFinished(root, expiring, old, now)
+          if gone then
+            dropped = dropped + 1
+          elseif not kept then
+            -- Its record already expired: only the index entry was left.
+            redis.call('ZREM', expiring, member)
+            dropped = dropped + 1
+          end
         end
       end
     end
