@@ -15,13 +15,19 @@ export const MAX_PLACEMENT_ENTRIES = 32;
 /** The names a capability or group may not have: inherited names of plain objects. */
 const INHERITED = new Set(["__proto__", "constructor", "prototype"]);
 
-/** A worker group's name: 1–64 of A–Z a–z 0–9 _ . : @ / -, not an inherited name. */
+/**
+ * The default group's name where one is needed: the key of QStash's `workerGroups` whose URL
+ * receives jobs without a group. No group may be named so.
+ */
+export const DEFAULT_GROUP = "default";
+
+/** A worker group's name: 1–64 of A–Z a–z 0–9 _ . : @ / -, not an inherited name nor `default`. */
 const groupName = z
   .string()
   .regex(/^[A-Za-z0-9_.:@/-]{1,64}$/, "use 1–64 of A–Z a–z 0–9 _ . : @ / -")
   .refine(
-    (name) => !INHERITED.has(name),
-    "__proto__, constructor and prototype are not group names",
+    (name) => !INHERITED.has(name) && name !== DEFAULT_GROUP,
+    "__proto__, constructor, prototype and default are not group names",
   );
 
 /** Longest capability name or value, and node id (the node registry's bounds). */

@@ -201,11 +201,17 @@ const printable = (max: number) =>
  * replay its job; the webhook route passes its key beside the body (`SubmitVia.idempotencyKey`).
  */
 export const RESERVED_KEY_PREFIX = "hook:";
-/** An idempotency key a submit may name: {@link printable}, outside {@link RESERVED_KEY_PREFIX}. */
+/**
+ * Every reserved prefix: {@link RESERVED_KEY_PREFIX}, and `flow:` — the keys a flow derives for
+ * its jobs (`flow:<key>:child:<i>`, `flow:<key>:parent`, src/engine/flows.ts), which no plain
+ * submit may take first.
+ */
+export const RESERVED_KEY_PREFIXES: readonly string[] = [RESERVED_KEY_PREFIX, "flow:"];
+/** An idempotency key a submit may name: {@link printable}, outside the reserved prefixes. */
 const idempotencyKey = (max: number) =>
   printable(max).refine(
-    (key) => !key.startsWith(RESERVED_KEY_PREFIX),
-    `must not start with "${RESERVED_KEY_PREFIX}" (reserved for inbound webhooks)`,
+    (key) => !RESERVED_KEY_PREFIXES.some((prefix) => key.startsWith(prefix)),
+    `must not start with "hook:" or "flow:" (reserved for inbound webhooks and flows)`,
   );
 /** Largest number of tags on a job or schedule. */
 export const MAX_TAGS = 20;

@@ -53,12 +53,11 @@ export async function refuseDelivery(
 ): Promise<DeliveryOutcome> {
   const refusal = { node: options.node.id, reason };
   const status = store.refusePlacement
-    ? await store.refusePlacement(spec.id, refusal, options.reapAfterMs)
+    ? await store.refusePlacement(spec, refusal, options.reapAfterMs)
     : "queued";
-  if (status === null && spec.scheduleId === undefined) {
-    return { kind: "done", id: spec.id, status: "gone" };
-  }
-  if (status !== null && FINAL_JOB_STATUSES.includes(status)) {
+  // Missing: it expired after it finished (an occurrence is created by the refusal itself).
+  if (status === null) return { kind: "done", id: spec.id, status: "gone" };
+  if (FINAL_JOB_STATUSES.includes(status)) {
     return { kind: "done", id: spec.id, status };
   }
   logger.debug("delivery refused: placement", { jobId: spec.id, reason });

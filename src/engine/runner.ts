@@ -359,7 +359,8 @@ export class Runner {
       jobs: {
         submit: (next) => broker.submit(next, { tenant: job.tenant }),
         submitFlow: (flow) => broker.submitFlow(flow as never, { tenant: job.tenant }),
-        get: (id) => broker.getJob(id, { tenant: job.tenant }),
+        // Scoped: a job of another tenant is unknown here (404), whatever id the input names.
+        get: (id) => broker.getJob(id, { tenant: job.tenant, scopes: ["read"] }),
       },
       progress: controls.progress,
       log: controls.log,

@@ -64,6 +64,7 @@ export {
 } from "./port/observability.ts";
 export type { Page } from "./port/page.ts";
 export {
+  cutText,
   MAX_REFUSAL_REASON,
   type PlacementLog,
   type PlacementRefusal,

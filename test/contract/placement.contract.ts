@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import type { JobSpec } from "../../src/core/model.ts";
 import type { Store } from "../../src/store/port.ts";
-import type { MakeContractStore } from "./fixtures.ts";
+import { fullJobSpec, type MakeContractStore, occurrenceSpec } from "./fixtures.ts";
 import { asRun, useContractStore } from "./harness.ts";
 
 const gpu = { capabilities: { gpu: "nvidia" } };
@@ -20,9 +20,9 @@ export function describePlacementContract(name: string, make: MakeContractStore)
     const { submitted, submitRecoverable, recoverable } = useContractStore(make, (made) => {
       store = made;
     });
-    const refuse = (id: string) => {
+    const refuse = (spec: JobSpec) => {
       if (!store.refusePlacement) throw new Error("the store has no refusePlacement");
-      return store.refusePlacement(id, refusal, 60_000);
+      return store.refusePlacement(spec, refusal, 60_000);
     };
     const unplaced = async () => (await store.stats()).totals.unplaced;
 
@@ -37,8 +37,8 @@ export function describePlacementContract(name: string, make: MakeContractStore)
         const spec = await submitted({ placement: gpu });
         const before = await store.getJob(spec.id);
         const t0 = await store.now();
-        expect(await refuse(spec.id)).toBe("queued");
-        await store.refusePlacement?.(spec.id, { node: "cpu-2", reason: "again" }, 60_000);
+        expect(await refuse(spec)).toBe("queued");
+        await store.refusePlacement?.(spec, { node: "cpu-2", reason: "again" }, 60_000);
         const after = await store.getJob(spec.id);
         expect(after?.refused).toEqual({ node: "cpu-2", reason: "again", at: expect.any(Number) });
         expect(after?.refused?.at).toBeGreaterThanOrEqual(t0);
@@ -50,27 +50,53 @@ export function describePlacementContract(name: string, make: MakeContractStore)
       it("a refused job is alive: its outbox entry is not recovered for reapAfterMs", async () => {
         const { message } = await submitRecoverable({ placement: gpu });
         const job = message?.job as JobSpec;
-        expect(await refuse(job.id)).toBe("queued");
+        expect(await refuse(job)).toBe("queued");
         expect((await recoverable()).map((m) => m.id)).not.toContain(job.id);
       });
 
-      it("a running or finished job is left as it is; a missing one only counts", async () => {
+      it("a running or finished job is left as it is; an expired one is not brought back", async () => {
         const spec = await submitted({ placement: gpu });
         asRun(await store.beginRun(spec, 5_000));
-        expect(await refuse(spec.id)).toBe("running");
+        expect(await refuse(spec)).toBe("running");
         expect((await store.getJob(spec.id))?.refused).toBeUndefined();
         await store.finishRun(spec.id, 1, { ok: true, result: 1 });
-        expect(await refuse(spec.id)).toBe("succeeded");
+        expect(await refuse(spec)).toBe("succeeded");
         expect((await store.getJob(spec.id))?.refused).toBeUndefined();
-        expect(await refuse("no-such-job")).toBeNull();
-        expect(await store.getJob("no-such-job")).toBeNull();
+        // A submitted job that expired is not brought back, and nothing is counted.
+        const gone = fullJobSpec({ id: `j_${"7".repeat(21)}` });
+        expect(await refuse(gone)).toBeNull();
+        expect(await store.getJob(gone.id)).toBeNull();
+        expect(await unplaced()).toBe(0);
+      });
+
+      it("a missing occurrence is created by the refusal, so the refusal shows on it", async () => {
+        const schedule = {
+          id: "acme:reports",
+          tenant: "acme",
+          handler: "report",
+          overlap: "allow" as const,
+        };
+        const spec = occurrenceSpec(schedule, 1_700_000_060_000, { placement: gpu });
+        expect(await refuse(spec)).toBe("queued");
+        expect(await store.getJob(spec.id)).toMatchObject({
+          status: "queued",
+          attempts: 0,
+          scheduleId: schedule.id,
+          placement: gpu,
+          refused: { node: "cpu-1", reason: refusal.reason },
+        });
         expect(await unplaced()).toBe(1);
+        // …and its first run begins as any occurrence's would.
+        expect(asRun(await store.beginRun(spec, 5_000)).attempt).toBe(1);
       });
 
       it("an oversized reason is cut to 200 characters", async () => {
         const spec = await submitted();
-        await store.refusePlacement?.(spec.id, { node: "n", reason: "x".repeat(5_000) }, 60_000);
+        await store.refusePlacement?.(spec, { node: "n", reason: "x".repeat(5_000) }, 60_000);
         expect((await store.getJob(spec.id))?.refused?.reason).toHaveLength(200);
+        // Never inside a surrogate pair.
+        await store.refusePlacement?.(spec, { node: "n", reason: `${"x".repeat(199)}😀` }, 60_000);
+        expect((await store.getJob(spec.id))?.refused?.reason).toBe("x".repeat(199));
       });
 
       it("the node that begins a run is recorded; a later attempt by an unnamed caller drops it", async () => {

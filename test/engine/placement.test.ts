@@ -149,8 +149,12 @@ describe.each(storeFactories)("placement through the runner on $name", (factory)
         (p) => p.message.job.scheduleId === created.schedule.id,
       );
       expect(occurrence?.message.job.placement).toEqual({ group: "gpu" });
-      // The occurrence is created by its first delivery: a refusal before that is only counted.
+      // Refused before its first run: the refusal creates the occurrence, so it shows there.
       expect((await t.deliver(t.plain, occurrence!.message.job)).status).toBe(409);
+      expect(await t.plain.broker.getJob(occurrence!.message.job.id)).toMatchObject({
+        status: "queued",
+        refused: { node: "cpu-1", reason: 'job needs group "gpu"' },
+      });
       expect((await t.deliver(t.gpu, occurrence!.message.job)).status).toBe(200);
       expect(await t.plain.broker.getJob(occurrence!.message.job.id)).toMatchObject({
         status: "succeeded",

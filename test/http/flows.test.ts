@@ -32,6 +32,15 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
         return children.reduce((total, child) => total + (child.result as number), 0);
       },
     },
+    peek: {
+      run: async (input: unknown, ctx: HandlerContext) => {
+        try {
+          return (await ctx.jobs.get((input as { id: string }).id)).id;
+        } catch (error) {
+          return (error as Error).name;
+        }
+      },
+    },
     fanOut: {
       retries: 1,
       run: async (_input: unknown, ctx: HandlerContext) => {
@@ -95,6 +104,17 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
     expectProblem(await flow({ children: Array(101).fill(good), parent: good }), 400);
     expectProblem(await flow({ children: [good] }), 400);
     expectProblem(await flow({ children: [good], parent: good, extra: 1 }), 400);
+    // The parent waits for its children; it names no `after` of its own, in any shape.
+    for (const after of [[], ["j_0mwxa9xfphc7zv0crypps"], "j_0mwxa9xfphc7zv0crypps", null]) {
+      expectProblem(await flow({ children: [good], parent: { ...good, after } }), 400);
+    }
+    // The keys a flow derives are reserved: no plain submit takes them first.
+    expectProblem(
+      await call(h.origin, "POST", "/v1/jobs", {
+        json: { ...good, idempotencyKey: "flow:k:parent" },
+      }),
+      400,
+    );
     expectProblem(
       await flow(
         JSON.parse('{"children":[{"handler":"square","__proto__":{}}],"parent":{"handler":"sum"}}'),
@@ -122,6 +142,25 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
     expect(ids(again.body)).toEqual(ids(first.body));
     await settle(first.body.parent.id, "succeeded");
     expect((await job(first.body.parent.id)).result).toBe(25 + 36);
+  });
+
+  it("a handler reads jobs of its own tenant only", async () => {
+    const theirs = await h.engine.broker.submit(
+      { handler: "square", input: { n: 1 } },
+      { tenant: "other" },
+    );
+    const ours = await call(h.origin, "POST", "/v1/jobs", {
+      json: { handler: "square", input: { n: 2 } },
+    });
+    const peek = async (id: string) => {
+      const started = await call(h.origin, "POST", "/v1/jobs", {
+        json: { handler: "peek", input: { id } },
+      });
+      await settle(started.body.id, "succeeded");
+      return (await job(started.body.id)).result;
+    };
+    expect(await peek(ours.body.id)).toBe(ours.body.id);
+    expect(await peek(theirs.job.id)).toBe("RecordNotFoundError");
   });
 
   it("a handler fans out with ctx.jobs.submitFlow; its retry answers the same flow", async () => {

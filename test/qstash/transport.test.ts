@@ -248,6 +248,29 @@ describe("QStashTransport.publish", () => {
     expect(await transport.verify(asDelivery(hit!, gpuUrl))).not.toBe(false);
     expect(await transport.verify(asDelivery(hit!, workerUrl))).toBe(false);
   });
+
+  it("a deployment in a group sends jobs without one to the `default` group's URL", async () => {
+    const { endpoint, qstash, workerUrl } = await setup({
+      "/main/v1/worker": ok,
+      "/v1/worker": ok,
+    });
+    const mainUrl = `${new URL(workerUrl).origin}/main/v1/worker`;
+    const inGroup = new QStashTransport({
+      token: qstash.token,
+      baseUrl: qstash.url,
+      workerUrl, // its own: the gpu group's
+      workerGroups: { gpu: workerUrl, default: mainUrl },
+      currentSigningKey: qstash.currentSigningKey,
+      nextSigningKey: qstash.nextSigningKey,
+      retry: false,
+    });
+    const plain = message();
+    const gpu = message({ placement: { group: "gpu" } });
+    await inGroup.publish([plain, gpu]);
+    await qstash.idle();
+    expect(endpoint.at("/main/v1/worker").map((h) => JSON.parse(h.body).id)).toEqual([plain.id]);
+    expect(endpoint.at("/v1/worker").map((h) => JSON.parse(h.body).id)).toEqual([gpu.id]);
+  });
 });
 
 describe("QStashTransport failures never throw", () => {

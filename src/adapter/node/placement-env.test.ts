@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { serverOptionsFromEnv } from "./env.ts";
+import { StartError } from "./errors.ts";
 import { parseWorkerGroups, placementFromEnv } from "./placement-env.ts";
+import { startServer } from "./start.ts";
 
 describe("placement settings from the environment", () => {
   it("reads node id, group and worker groups; unset or empty is absent", () => {
@@ -47,5 +49,29 @@ describe("placement settings from the environment", () => {
     const groups = parseWorkerGroups('{"gpu":"https://gpu.example.com/v1/worker"}');
     expect(Object.getPrototypeOf(groups)).toBe(Object.prototype);
     expect(Object.keys(groups)).toEqual(["gpu"]);
+  });
+});
+
+describe("startServer in a worker group with QStash", () => {
+  const base = {
+    handlers: {},
+    dev: true,
+    port: 0,
+    signals: false,
+    print: false,
+    publicUrl: "https://gpu.example.com",
+    qstash: {
+      token: "t",
+      currentSigningKey: "sig_current",
+      nextSigningKey: "sig_next",
+    },
+    group: "gpu",
+  } as const;
+
+  it("refuses api or tick roles without a default-group URL, before opening anything", async () => {
+    const refused = await startServer(base).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(StartError);
+    expect(refused).toMatchObject({ variable: "TICKWORK_WORKER_GROUPS" });
+    expect((refused as Error).message).toMatch(/"default"/);
   });
 });

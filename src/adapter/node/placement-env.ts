@@ -4,7 +4,7 @@
  * `TICKWORK_NODE_ID` (a stable id for `placement.nodes` / `notNodes`), `TICKWORK_GROUP` (the worker
  * group it runs) and `TICKWORK_WORKER_GROUPS` (with QStash: each group's worker URL).
  */
-import { nodeIdentityProblem } from "../../core/placement.ts";
+import { DEFAULT_GROUP, nodeIdentityProblem } from "../../core/placement.ts";
 import { ConfigError } from "./errors.ts";
 
 /** What {@link placementFromEnv} reads, as `startServer` options. */
@@ -56,7 +56,7 @@ export function placementFromEnv(
 
 /**
  * `TICKWORK_WORKER_GROUPS`: a JSON object from group name to that group's worker URL
- * (`https://…/v1/worker`), at most 32 entries.
+ * (`https://…/v1/worker`), at most 32 entries; `default` names the URL of jobs without a group.
  * @throws ConfigError saying what is wrong.
  */
 export function parseWorkerGroups(text: string): Record<string, string> {
@@ -78,7 +78,7 @@ export function parseWorkerGroups(text: string): Record<string, string> {
   if (entries.length > 32) throw fail(`has ${entries.length} groups; at most 32`);
   const groups: Record<string, string> = Object.create(null);
   for (const [group, url] of entries) {
-    if (nodeIdentityProblem({ id: "-", group })) {
+    if (group !== DEFAULT_GROUP && nodeIdentityProblem({ id: "-", group })) {
       throw fail(
         `names a bad group ${JSON.stringify(group.slice(0, 80))}: use 1–64 of A–Z a–z 0–9 _ . : @ / -`,
       );

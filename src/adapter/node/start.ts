@@ -240,6 +240,18 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
       { variable: "PORT", field: "port" },
     );
   }
+  if (options.group !== undefined && queue === "qstash" && (serves.write || serves.tick)) {
+    if (options.workerGroups?.default === undefined) {
+      // Its own worker URL is its group's: what it submits or ticks for the default group would
+      // go there and be refused until QStash gave up (docs/adr/0017-placement.md).
+      throw new StartError(
+        `this server runs worker group "${options.group}" and publishes through QStash: set ` +
+          `TICKWORK_WORKER_GROUPS' "default" to the worker URL of jobs without a group ` +
+          '(e.g. {"default":"https://app.example.com/v1/worker"}), or run it with --role worker',
+        { variable: "TICKWORK_WORKER_GROUPS", field: "workerGroups" },
+      );
+    }
+  }
   const nodeOptions = resolveNodeOptions(options.capabilities, options.heartbeat);
   const logger: Logger = options.engine?.logger ?? jsonLogger();
   const engineOptions: EngineOptions = {

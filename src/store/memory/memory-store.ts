@@ -226,11 +226,11 @@ export class MemoryStore implements Store, NodeRegistry, WebhookLog {
   }
 
   async refusePlacement(
-    id: string,
+    spec: JobSpec,
     refusal: PlacementRefusal,
     reapAfterMs: number,
   ): Promise<JobStatus | null> {
-    return placement.refusePlacement(this.#s, id, refusal, reapAfterMs);
+    return placement.refusePlacement(this.#s, spec, refusal, reapAfterMs);
   }
 
   async beginRun(

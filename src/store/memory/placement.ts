@@ -3,29 +3,28 @@
  * The memory store's placement record (`PlacementLog`, docs/adr/0017-placement.md), with the
  * Redis script's semantics: recorded only while the job waits for a run.
  */
-import type { JobStatus } from "../../core/model.ts";
-import { MAX_REFUSAL_REASON, type PlacementRefusal } from "../port.ts";
+import type { JobSpec, JobStatus } from "../../core/model.ts";
+import { cutText, MAX_REFUSAL_REASON, type PlacementRefusal } from "../port.ts";
+import { jobOrCreate } from "./job-table.ts";
 import type { MemoryState } from "./state.ts";
 
 export function refusePlacement(
   s: MemoryState,
-  id: string,
+  spec: JobSpec,
   refusal: PlacementRefusal,
   reapAfterMs: number,
 ): JobStatus | null {
-  const job = s.jobs.get(id)?.record;
-  if (!job) {
-    s.metrics.totals.unplaced += 1;
-    return null;
-  }
-  if (job.status !== "queued" && job.status !== "failed") return job.status;
   const now = s.now();
+  // A missing occurrence is created, as its first beginRun would, so the refusal shows on it.
+  const job = jobOrCreate(s, spec, now)?.record;
+  if (!job) return null;
+  if (job.status !== "queued" && job.status !== "failed") return job.status;
   job.refused = {
-    node: refusal.node.slice(0, 200),
-    reason: refusal.reason.slice(0, MAX_REFUSAL_REASON),
+    node: cutText(refusal.node, 200),
+    reason: cutText(refusal.reason, MAX_REFUSAL_REASON),
     at: now,
   };
-  const watch = s.outbox.get(id);
+  const watch = s.outbox.get(spec.id);
   if (watch) watch.recoverAt = now + reapAfterMs;
   s.metrics.totals.unplaced += 1;
   return job.status;

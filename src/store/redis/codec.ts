@@ -281,8 +281,9 @@ export function limitArgs(limit: RunLimit | undefined): string[] {
 /**
  * Both limits as `beginRun` takes them: ARGV[16], ARGV[17] the concurrency limit (`''` for none
  * when a rate limit follows), ARGV[18..20] the rate limit, its period (ms) and its key. Without
- * a rate limit, exactly {@link limitArgs}: a job without one sends what it sent before. ARGV[21]
- * the node that begins the run, when named (the slots before it are then `''`).
+ * a rate limit or a node, exactly {@link limitArgs}. ARGV[21] the node that begins the run, when
+ * named — the runner always names it, so every begin sends the five slots before it (`''` when
+ * unused) and its id: more bytes, no more commands.
  *
  * @throws RangeError for a limit either store would refuse (`checkRunLimit`, `checkRateLimit`).
  */

@@ -244,11 +244,11 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
   }
 
   async refusePlacement(
-    id: string,
+    spec: JobSpec,
     refusal: PlacementRefusal,
     reapAfterMs: number,
   ): Promise<JobStatus | null> {
-    return placement.refusePlacement(this.#c, id, refusal, reapAfterMs);
+    return placement.refusePlacement(this.#c, spec, refusal, reapAfterMs);
   }
 
   async beginRun(

@@ -63,8 +63,10 @@ export interface QStashTransportOptions {
    * Worker URLs per worker group: a job placed in a group (`placement.group`) is published to its
    * group's URL — each group a deployment of its own, started with that group
    * (docs/adr/0017-placement.md). A job of a group not listed goes to `workerUrl`, whose worker
-   * refuses it (recorded on the job as `refused`) until QStash's retries are spent.
-   * @example { "gpu": "https://gpu.example.com/v1/worker" }
+   * refuses it (recorded on the job as `refused`) until QStash's retries are spent. The key
+   * `default` names the URL of jobs without a group: a deployment that is itself in a group (its
+   * `workerUrl` its own) sets it, so what it submits for the default group goes there.
+   * @example { "gpu": "https://gpu.example.com/v1/worker", "default": "https://app.example.com/v1/worker" }
    */
   workerGroups?: Record<string, string> | undefined;
   /**

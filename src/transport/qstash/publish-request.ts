@@ -5,6 +5,7 @@
  */
 import type { FlowControl, PublishBatchRequest } from "@upstash/qstash";
 import type { OutboxMessage } from "../../core/model.ts";
+import { DEFAULT_GROUP } from "../../core/placement.ts";
 import type { FlowControlOption, ResolvedQStashOptions } from "./options.ts";
 
 /**
@@ -43,8 +44,7 @@ export function toPublishRequest(
   const notBefore = notBeforeSeconds(message.notBefore, nowMs);
   const flow = options.flowControl[job.handler];
   return {
-    url:
-      (job.placement?.group && options.workerGroups.get(job.placement.group)) || options.workerUrl,
+    url: options.workerGroups.get(job.placement?.group ?? DEFAULT_GROUP) ?? options.workerUrl,
     // Exactly what the worker parses and what the signature's body hash covers.
     body: JSON.stringify(job),
     headers: { "Content-Type": "application/json" },
