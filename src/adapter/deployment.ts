@@ -45,9 +45,10 @@ export interface DeploymentSettings {
   /**
    * How jobs travel: through QStash (which needs `publicUrl`), the local in-process queue (which
    * delivers to `publicUrl`, else to this server, and then needs this server's `worker` role), or
-   * Redis Streams (the servers with the worker role pull: no URL, no signing key).
+   * Redis Streams (the servers with the worker role pull: no URL, no signing key), or Cloudflare
+   * Queues (the Worker's own `queue()` handler consumes: no URL, no signing key either).
    */
-  queue: "qstash" | "local" | "streams";
+  queue: "qstash" | "local" | "streams" | "cloudflare-queues";
   /**
    * `TICKWORK_SIGNING_KEY`: the local queue's signing key, shared by every server. Required when
    * its deliveries go to `publicUrl` (possibly another server).
@@ -300,9 +301,10 @@ function checkDeliveries(
         "pass publicUrl), e.g. https://jobs.example.com",
     );
   }
-  // An observer publishes nothing and receives nothing; Streams workers pull from Redis (no
-  // delivery URL, nothing to sign).
-  if (!needsQueue || settings.queue === "qstash" || settings.queue === "streams") return;
+  // An observer publishes nothing and receives nothing; Streams workers pull from Redis and a
+  // Worker consumes its Cloudflare Queue (no delivery URL, nothing to sign).
+  const pulled = settings.queue === "streams" || settings.queue === "cloudflare-queues";
+  if (!needsQueue || settings.queue === "qstash" || pulled) return;
   if (!publicUrl && !serves.worker) {
     throw configError(
       "publicUrl",

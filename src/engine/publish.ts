@@ -27,6 +27,8 @@ export async function publishAll(
         if (outcome.ok) {
           const message = slice.find((m) => m.id === outcome.id);
           if (message) accepted.push({ id: message.id, dedupId: message.dedupId });
+        } else if (outcome.deferred) {
+          logger.debug("publish deferred", { id: outcome.id, reason: outcome.error.message });
         } else logger.warn("publish failed", { id: outcome.id, error: outcome.error.message });
       }
     } catch (error) {

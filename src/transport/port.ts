@@ -7,10 +7,15 @@ import type { DeliveryToken, OutboxMessage } from "../core/model.ts";
 
 export type { DeliveryToken };
 
-/** Outcome of publishing one message. */
+/**
+ * Outcome of publishing one message. `ok: false` leaves the message in the outbox, and the tick's
+ * recover step publishes it again once its `recoverAt` has passed. `deferred: true` says that was
+ * deliberate, not a failure: the queue cannot hold the message yet (its `notBefore` is beyond the
+ * queue's longest delay, e.g. Cloudflare Queues' 12 h), so it is logged at debug, not as a warning.
+ */
 export type PublishOutcome =
   | { id: string; ok: true; messageId: string; deduplicated: boolean }
-  | { id: string; ok: false; error: Error };
+  | { id: string; ok: false; error: Error; deferred?: true };
 
 /** A delivery as received on the worker route. */
 export interface Delivery {

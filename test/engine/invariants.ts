@@ -20,16 +20,15 @@ import { occurrenceId } from "../../src/core/model.ts";
 import { createEngine, type Engine, type Handlers, silentLogger } from "../../src/engine/index.ts";
 import { deliveryResponse } from "../../src/http/delivery.ts";
 import type { Store } from "../../src/store/port.ts";
+import { ChaosCloudflareQueue } from "../support/chaos-cf-queue.ts";
 import { ChaosQueue, NO_FAULTS } from "../support/chaos-queue.ts";
 import { faultyStore, InjectedCrash } from "../support/faulty-store.ts";
 import { type Prng, prng } from "../support/prng.ts";
 import { type StoreFactory, storeFactories } from "../support/stores.ts";
 
 const LEASE_MS = 250;
-const RUNS = 14;
-/** Stores where a scenario costs more (every store call is an HTTP request to the REST bridge)
- * run fewer, then top up one at a time until the sizes `afterAll` asserts are reached. */
-const RUNS_BY_STORE: Record<string, number> = { upstash: 8 };
+/** Runs first; then one at a time until the sizes `afterAll` asserts are reached (about 10). */
+const RUNS = 8;
 
 /** Store methods a crash may hit, and when. `finishRun` crashes only after it applied: a crash
  * between a handler's success and its record is the one window at-least-once delivery cannot
@@ -144,7 +143,28 @@ async function swallowCrash<T>(p: Promise<T>): Promise<T | undefined> {
   }
 }
 
-async function scenario(factory: StoreFactory, seed: number, totals: Totals): Promise<void> {
+/**
+ * How deliveries reach the runner: `push` is QStash's semantics (the worker route, the failure
+ * callback); `cloudflare-queues` is a Queue's batches to the Worker's `queue()` consumer.
+ */
+export type InvariantQueue = "push" | "cloudflare-queues";
+
+/** Deliver up to `count` due messages to `engine`, as the queue in use does. */
+function deliver(queue: ChaosQueue, engine: Engine, count: number): Promise<number> {
+  if (queue instanceof ChaosCloudflareQueue) return queue.consume(engine.runner, count);
+  return queue.deliverSome(
+    (d) => engine.runner.deliver(d).then(deliveryResponse),
+    (d) => engine.runner.dead(d).then(deliveryResponse),
+    count,
+  );
+}
+
+async function scenario(
+  factory: StoreFactory,
+  seed: number,
+  totals: Totals,
+  kind: InvariantQueue = "push",
+): Promise<void> {
   const rng = prng(seed);
   const { store: real, cleanup } = await factory.make();
   try {
@@ -153,14 +173,18 @@ async function scenario(factory: StoreFactory, seed: number, totals: Totals): Pr
     const successes = new Map<string, number>();
     const attempts = new Map<string, number>();
     const handlers = handlersFor(successes, attempts);
-    const queue = new ChaosQueue(rng, {
+    const faults = {
       batchThrows: 0.05,
       lost: 0.1,
       acceptedButFailed: 0.1,
       duplicate: 0.15,
       dedup: rng.chance(0.5),
       vanish: 0.05,
-    });
+    };
+    const queue =
+      kind === "cloudflare-queues"
+        ? new ChaosCloudflareQueue(rng, faults, { crashMidBatch: 0.2, maxRetries: 3 })
+        : new ChaosQueue(rng, faults);
     let crashing = true;
     const faulty = faultyStore(logged, (method, phase) =>
       crashing && (CRASHABLE[method]?.includes(phase) ?? false) ? rng.chance(0.06) : false,
@@ -231,13 +255,7 @@ async function scenario(factory: StoreFactory, seed: number, totals: Totals): Pr
       const tickers = 2 + rng.int(4);
       const work: Promise<unknown>[] = [];
       for (let i = 0; i < tickers; i++) work.push(swallowCrash(engine.ticker.tick()));
-      work.push(
-        queue.deliverSome(
-          (d) => engine.runner.deliver(d).then(deliveryResponse),
-          (d) => engine.runner.dead(d).then(deliveryResponse),
-          1 + rng.int(25),
-        ),
-      );
+      work.push(deliver(queue, engine, 1 + rng.int(25)));
       await Promise.all(work);
       if (rng.chance(0.25)) totals.staleFenced += await staleLeader(logged, queue, handlers, rng);
       if (rng.chance(0.3)) await sleep(rng.int(LEASE_MS + 50));
@@ -245,7 +263,10 @@ async function scenario(factory: StoreFactory, seed: number, totals: Totals): Pr
 
     // Fault-free drain: crashed ticks leave leases and outbox entries behind; recovery finishes.
     crashing = false;
-    queue.faults = NO_FAULTS;
+    queue.faults = kind === "cloudflare-queues" ? { ...NO_FAULTS, dedup: false } : NO_FAULTS;
+    if (queue instanceof ChaosCloudflareQueue) {
+      queue.queuesFaults = { crashMidBatch: 0, maxRetries: Number.POSITIVE_INFINITY };
+    }
     const done = async () => {
       for (const id of expected) {
         const job = await real.getJob(id);
@@ -256,11 +277,7 @@ async function scenario(factory: StoreFactory, seed: number, totals: Totals): Pr
     for (let i = 0; i < 400 && !(await done()); i++) {
       await clean.ticker.tick();
       while (queue.pending.some((p) => p.notBefore <= Date.now())) {
-        await queue.deliverSome(
-          (d) => clean.runner.deliver(d).then(deliveryResponse),
-          (d) => clean.runner.dead(d).then(deliveryResponse),
-          50,
-        );
+        await deliver(queue, clean, 50);
       }
       await sleep(60);
     }
@@ -351,14 +368,19 @@ async function staleLeader(
  * Registers the invariant suite for the store named `name` (one file per store, so the three run
  * in parallel: `invariants-<store>.test.ts`).
  */
-export function describeInvariants(name: string): void {
+export function describeInvariants(
+  name: string,
+  kind: InvariantQueue = "push",
+  { runs }: { runs?: number } = {},
+): void {
   const factory = storeFactories.find((f) => f.name === name);
   if (!factory) throw new Error(`no store factory named ${name}`);
-  describeInvariantsOn(factory);
+  describeInvariantsOn(factory, kind, runs);
 }
 
-function describeInvariantsOn(factory: StoreFactory): void {
-  describe(`invariants on ${factory.name}`, () => {
+function describeInvariantsOn(factory: StoreFactory, kind: InvariantQueue, fixed?: number): void {
+  const label = kind === "push" ? factory.name : `${factory.name}, ${kind}`;
+  describe(`invariants on ${label}`, () => {
     const totals: Totals = {
       occurrences: 0,
       jobs: 0,
@@ -369,11 +391,10 @@ function describeInvariantsOn(factory: StoreFactory): void {
 
     it("no loss (I1), effectively once (I2), fencing (I3) under crashes, lost publishes, duplicates and races", async () => {
       const property = fc.asyncProperty(fc.integer({ min: 1, max: 2 ** 31 - 1 }), (seed) =>
-        scenario(factory, seed, totals),
+        scenario(factory, seed, totals, kind),
       );
-      const runs = RUNS_BY_STORE[factory.name];
-      await fc.assert(property, { numRuns: runs ?? RUNS, endOnFailure: true });
-      while (runs !== undefined && (totals.occurrences < 1_000 || totals.jobs < 200)) {
+      await fc.assert(property, { numRuns: fixed ?? RUNS, endOnFailure: true });
+      while (totals.occurrences < 1_000 || totals.jobs < 200) {
         await fc.assert(property, { numRuns: 1, endOnFailure: true });
       }
     }, 240_000);
@@ -385,7 +406,7 @@ function describeInvariantsOn(factory: StoreFactory): void {
       expect(totals.crashes).toBeGreaterThan(0);
       expect(totals.staleFenced).toBeGreaterThan(0);
       expect(totals.vanished).toBeGreaterThan(0);
-      console.log(`invariants on ${factory.name}:`, totals);
+      console.log(`invariants on ${label}:`, totals);
     });
   });
 }

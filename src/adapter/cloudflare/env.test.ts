@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { TickworkConfigError } from "../../core/errors.ts";
-import { assertEnv, MissingEnvError, REQUIRED_ENV } from "./env.ts";
+import {
+  assertEnv,
+  MissingEnvError,
+  REQUIRED_ENV,
+  REQUIRED_ENV_QUEUES,
+  selectWorkerTransport,
+} from "./env.ts";
 
 const complete = Object.fromEntries(REQUIRED_ENV.map((name) => [name, `${name.toLowerCase()}`]));
 
@@ -26,5 +32,47 @@ describe("assertEnv", () => {
       "CRON_SECRET",
     ]);
     expect((caught as Error).message).toContain("wrangler secret put");
+  });
+
+  it("with a TICKWORK_QUEUE binding and no QStash token: needs no QStash binding nor public URL", () => {
+    const queue = { send: async () => {}, sendBatch: async () => {} };
+    const env = {
+      ...Object.fromEntries(REQUIRED_ENV_QUEUES.map((name) => [name, "x"])),
+      TICKWORK_QUEUE: queue,
+    };
+    expect(selectWorkerTransport(env)).toBe("cloudflare-queues");
+    expect(() => assertEnv(env)).not.toThrow();
+    // Chosen by name but not bound: the binding is named as missing.
+    const unbound = { ...env, TICKWORK_QUEUE: undefined, TICKWORK_TRANSPORT: "cloudflare-queues" };
+    expect(() => assertEnv(unbound)).toThrow(MissingEnvError);
+    try {
+      assertEnv(unbound);
+    } catch (error) {
+      expect((error as MissingEnvError).missing).toEqual(["TICKWORK_QUEUE"]);
+    }
+  });
+});
+
+describe("selectWorkerTransport", () => {
+  const queue = { send: async () => {}, sendBatch: async () => {} };
+  it("keeps QStash the default when its token is set, even with a queue bound", () => {
+    expect(selectWorkerTransport({ QSTASH_TOKEN: "t", TICKWORK_QUEUE: queue })).toBe("qstash");
+    expect(selectWorkerTransport({})).toBe("qstash");
+    expect(selectWorkerTransport({ TICKWORK_QUEUE: "not a binding" })).toBe("qstash");
+  });
+  it("follows TICKWORK_TRANSPORT, and refuses a value it does not know", () => {
+    expect(
+      selectWorkerTransport({
+        QSTASH_TOKEN: "t",
+        TICKWORK_QUEUE: queue,
+        TICKWORK_TRANSPORT: "cloudflare-queues",
+      }),
+    ).toBe("cloudflare-queues");
+    expect(selectWorkerTransport({ TICKWORK_QUEUE: queue, TICKWORK_TRANSPORT: "qstash" })).toBe(
+      "qstash",
+    );
+    for (const bad of ["streams", "__proto__", "constructor", "x".repeat(10_000)]) {
+      expect(() => selectWorkerTransport({ TICKWORK_TRANSPORT: bad })).toThrow(TickworkConfigError);
+    }
   });
 });

@@ -4,6 +4,7 @@
  * `wrangler secret put` fails with the names of what is missing, not with a URL parse error later.
  */
 import { TickworkConfigError } from "../../core/errors.ts";
+import type { QueueProducer } from "../../transport/cloudflare-queues/index.ts";
 
 /**
  * The bindings `functions/cloudflare.ts` reads (`[vars]` in `wrangler.toml`, the rest secrets).
@@ -18,19 +19,30 @@ export interface TickworkEnv {
   UPSTASH_REDIS_REST_URL: string;
   /** Its token. */
   UPSTASH_REDIS_REST_TOKEN: string;
-  /** QStash token, to publish. */
-  QSTASH_TOKEN: string;
+  /** QStash token, to publish (with QStash: the default when it is set). */
+  QSTASH_TOKEN?: string;
   /** QStash API base URL, e.g. a regional endpoint. @default "https://qstash.upstash.io" */
   QSTASH_URL?: string;
-  /** QStash's current signing key, to verify deliveries. */
-  QSTASH_CURRENT_SIGNING_KEY: string;
-  /** QStash's next signing key, accepted too while QStash rotates keys. */
-  QSTASH_NEXT_SIGNING_KEY: string;
+  /** QStash's current signing key, to verify deliveries (with QStash). */
+  QSTASH_CURRENT_SIGNING_KEY?: string;
+  /** QStash's next signing key, accepted too while QStash rotates keys (with QStash). */
+  QSTASH_NEXT_SIGNING_KEY?: string;
   /**
    * The Worker's public URL, where QStash delivers (`/v1/worker`, `/v1/dead`); it is what the
-   * delivery signatures name. @example "https://tickwork.acme.workers.dev"
+   * delivery signatures name. Required with QStash. @example "https://tickwork.acme.workers.dev"
    */
-  TICKWORK_PUBLIC_URL: string;
+  TICKWORK_PUBLIC_URL?: string;
+  /**
+   * How jobs travel: `qstash`, or `cloudflare-queues` (the Queue bound as `TICKWORK_QUEUE`, consumed
+   * by this Worker's `queue()` handler). @default "qstash" when QSTASH_TOKEN is set, else
+   * "cloudflare-queues" when TICKWORK_QUEUE is bound, else "qstash"
+   */
+  TICKWORK_TRANSPORT?: string;
+  /**
+   * The Cloudflare Queue jobs travel on: a `[[queues.producers]]` binding named `TICKWORK_QUEUE`
+   * whose queue this Worker also consumes (`[[queues.consumers]]`).
+   */
+  TICKWORK_QUEUE?: QueueProducer;
   /**
    * API keys (comma-separated) accepted as `Authorization: Bearer <key>` on the API routes, each
    * an `admin` key of the tenant `"default"`. Required unless `TICKWORK_CONFIG` has tenant keys.
@@ -52,7 +64,7 @@ export interface TickworkEnv {
   TICKWORK_BASE_PATH?: string;
 }
 
-/** The bindings that must be set (non-empty). */
+/** The bindings that must be set (non-empty) with QStash. */
 export const REQUIRED_ENV = [
   "UPSTASH_REDIS_REST_URL",
   "UPSTASH_REDIS_REST_TOKEN",
@@ -63,6 +75,53 @@ export const REQUIRED_ENV = [
   "TICKWORK_API_KEY",
   "CRON_SECRET",
 ] as const satisfies readonly (keyof TickworkEnv)[];
+
+/** The bindings that must be set with Cloudflare Queues (and the `TICKWORK_QUEUE` binding). */
+export const REQUIRED_ENV_QUEUES = [
+  "UPSTASH_REDIS_REST_URL",
+  "UPSTASH_REDIS_REST_TOKEN",
+  "TICKWORK_API_KEY",
+  "CRON_SECRET",
+] as const satisfies readonly (keyof TickworkEnv)[];
+
+/** How the Worker's jobs travel. */
+export type WorkerTransport = "qstash" | "cloudflare-queues";
+
+const TRANSPORTS: readonly WorkerTransport[] = ["qstash", "cloudflare-queues"];
+
+/**
+ * The transport the bindings choose: `TICKWORK_TRANSPORT` when set; else QStash when
+ * `QSTASH_TOKEN` is set; else Cloudflare Queues when `TICKWORK_QUEUE` is bound; else QStash (whose
+ * missing bindings {@link assertEnv} then names).
+ * @throws TickworkConfigError naming `TICKWORK_TRANSPORT` for a value it does not know.
+ *
+ * @example
+ * selectWorkerTransport({ TICKWORK_QUEUE: env.TICKWORK_QUEUE }); // "cloudflare-queues"
+ */
+export function selectWorkerTransport(env: object): WorkerTransport {
+  const values = env as Record<string, unknown>;
+  const chosen = values.TICKWORK_TRANSPORT;
+  if (typeof chosen === "string" && chosen.trim() !== "") {
+    const name = chosen.trim() as WorkerTransport;
+    if (TRANSPORTS.includes(name)) return name;
+    throw new TickworkConfigError(
+      `TICKWORK_TRANSPORT must be one of ${TRANSPORTS.join(", ")} on Workers, got ${JSON.stringify(chosen.slice(0, 100))}`,
+      { variable: "TICKWORK_TRANSPORT" },
+    );
+  }
+  const token = values.QSTASH_TOKEN;
+  if (typeof token === "string" && token.trim() !== "") return "qstash";
+  return isQueueProducer(values.TICKWORK_QUEUE) ? "cloudflare-queues" : "qstash";
+}
+
+/** Whether `value` looks like a Queue producer binding (it has `sendBatch`). */
+export function isQueueProducer(value: unknown): value is QueueProducer {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as { sendBatch?: unknown }).sendBatch === "function"
+  );
+}
 
 /**
  * Some required bindings are missing or empty; `missing` names them (`variable` the first). A
@@ -75,7 +134,7 @@ export class MissingEnvError extends TickworkConfigError {
   constructor(missing: readonly string[]) {
     super(
       `tickwork: missing Worker variables ${missing.join(", ")}: ` +
-        "set secrets with `wrangler secret put NAME` (`.dev.vars` locally), vars in wrangler.toml",
+        "set secrets with `wrangler secret put NAME` (`.dev.vars` locally), vars and queue bindings in wrangler.toml",
       { variable: missing[0] },
     );
     this.missing = missing;
@@ -83,8 +142,12 @@ export class MissingEnvError extends TickworkConfigError {
 }
 
 /**
- * Throws {@link MissingEnvError} unless every binding of {@link REQUIRED_ENV} is a non-empty string
- * (`TICKWORK_API_KEY` may be left out when `TICKWORK_CONFIG` is set: its tenants hold the keys).
+ * Throws {@link MissingEnvError} unless every binding the chosen transport needs
+ * ({@link selectWorkerTransport}) is set: for QStash each of {@link REQUIRED_ENV} a non-empty
+ * string, for Cloudflare Queues each of {@link REQUIRED_ENV_QUEUES} and the `TICKWORK_QUEUE`
+ * binding (`TICKWORK_API_KEY` may be left out when `TICKWORK_CONFIG` is set: its tenants hold the
+ * keys).
+ * @throws TickworkConfigError for an unknown `TICKWORK_TRANSPORT`.
  *
  * @example
  * assertEnv(env); // env is a TickworkEnv from here on
@@ -95,8 +158,11 @@ export function assertEnv(env: object): asserts env is TickworkEnv {
     const value = values[name];
     return typeof value === "string" && value.trim() !== "";
   };
-  const missing = REQUIRED_ENV.filter(
+  const queues = selectWorkerTransport(env) === "cloudflare-queues";
+  const required: readonly string[] = queues ? REQUIRED_ENV_QUEUES : REQUIRED_ENV;
+  const missing = required.filter(
     (name) => !set(name) && !(name === "TICKWORK_API_KEY" && set("TICKWORK_CONFIG")),
   );
+  if (queues && !isQueueProducer(values.TICKWORK_QUEUE)) missing.push("TICKWORK_QUEUE");
   if (missing.length > 0) throw new MissingEnvError(missing);
 }

@@ -1,13 +1,34 @@
 /**
  * @module
  * `tickwork/cloudflare`: what a Workers entry needs — `createWorker` (the whole Worker from its
- * bindings), `createTickwork` (store on Upstash Redis REST, QStash transport, engine and app from
- * an explicit config) and the typed, checked bindings. No Node modules.
+ * bindings: `fetch`, `scheduled`, `queue`), `createTickwork` (store on Upstash Redis REST, the
+ * QStash or Cloudflare Queues transport, engine and app from an explicit config), the Queues
+ * transport and consumer themselves, and the typed, checked bindings. No Node modules.
  */
 export type { ExecutionContext } from "hono";
 export { TickworkConfigError } from "../../core/errors.ts";
+export {
+  CloudflareQueuesTransport,
+  type CloudflareQueuesTransportOptions,
+  type ConsumeOptions,
+  type ConsumeResult,
+  consumeQueueBatch,
+  type QueueBatch,
+  type QueueMessage,
+  type QueueProducer,
+  QueuesPublishError,
+} from "../../transport/cloudflare-queues/index.ts";
 export { Background } from "./background.ts";
-export { assertEnv, MissingEnvError, REQUIRED_ENV, type TickworkEnv } from "./env.ts";
+export {
+  assertEnv,
+  isQueueProducer,
+  MissingEnvError,
+  REQUIRED_ENV,
+  REQUIRED_ENV_QUEUES,
+  selectWorkerTransport,
+  type TickworkEnv,
+  type WorkerTransport,
+} from "./env.ts";
 export {
   createTickwork,
   type QStashConfig,

@@ -1,18 +1,29 @@
 /**
  * @module
  * `createTickwork`: the production composition from an explicit config object — the Redis store
- * on a REST client, the QStash transport, the engine and the HTTP app — with a `fetch` that hands
- * background work to `ctx.waitUntil`. Platform-neutral: it reads no environment and imports no
+ * on a REST client, the transport (QStash, or Cloudflare Queues with the Worker's `queue()` as its
+ * consumer), the engine and the HTTP app — with a `fetch` (and a `queue`) that hands background
+ * work to `ctx.waitUntil`. Platform-neutral: it reads no environment and imports no
  * Node module, so a Workers entry (or any fetch-based runtime) builds it once per isolate.
  */
 import type { ExecutionContext, Hono } from "hono";
 import type { Config } from "../../config/index.ts";
+import { TickworkConfigError } from "../../core/errors.ts";
 import type { Engine, EngineOptions, Handlers } from "../../engine/index.ts";
 import { createEngine } from "../../engine/index.ts";
 import { type AppEnv, createApp } from "../../http/index.ts";
 import { RedisStore, type ScriptClient } from "../../store/redis/index.ts";
+import {
+  CloudflareQueuesTransport,
+  type ConsumeOptions,
+  type ConsumeResult,
+  consumeQueueBatch,
+  QUEUES_MAX_INPUT_BYTES,
+  type QueueBatch,
+  type QueueProducer,
+} from "../../transport/cloudflare-queues/index.ts";
 import { QStashTransport, type QStashTransportOptions } from "../../transport/qstash/index.ts";
-import { resolveDeployment } from "../deployment.ts";
+import { type DeliveryUrls, resolveDeployment } from "../deployment.ts";
 import { Background } from "./background.ts";
 
 /** The QStash settings: credentials and delivery options; the URLs follow from `publicUrl`. */
@@ -32,15 +43,25 @@ export interface TickworkConfig {
    * @default "tw"
    */
   prefix?: string | undefined;
-  /** QStash credentials and options. */
-  qstash: QStashConfig;
+  /** QStash credentials and options: jobs travel through QStash. Give this or `queue`. */
+  qstash?: QStashConfig | undefined;
+  /**
+   * The Cloudflare Queue binding jobs travel on instead of QStash (`env.TICKWORK_QUEUE`); the
+   * Worker's `queue()` handler consumes it ({@link Tickwork.queue}). Give this or `qstash`.
+   */
+  queue?: QueueProducer | undefined;
+  /**
+   * How the `queue()` handler runs a batch (messages at once, backoff). With `queue`, the engine's
+   * `maxInputBytes` defaults to `QUEUES_MAX_INPUT_BYTES` (100,000): a message holds 128 KB.
+   */
+  consumer?: Omit<ConsumeOptions, "logger"> | undefined;
   /**
    * The app's public URL: QStash delivers to `publicUrl + "/v1/worker"` and calls
    * `publicUrl + "/v1/dead"` when a job gives up; both are checked against the signatures.
-   * Trailing slashes are dropped.
+   * Trailing slashes are dropped. Required with QStash; optional with `queue`.
    * @example "https://tickwork.acme.workers.dev"
    */
-  publicUrl: string;
+  publicUrl?: string | undefined;
   /**
    * Plain API keys accepted as `Authorization: Bearer <key>` on the API routes, each an `admin`
    * key of the tenant `"default"` (a list, or `TICKWORK_API_KEY`'s comma-separated text). At
@@ -77,6 +98,12 @@ export interface Tickwork {
    * answers once the job is stored; the publish to QStash finishes in the background).
    */
   fetch(request: Request, env: unknown, ctx: ExecutionContext): Promise<Response>;
+  /**
+   * Consume one Cloudflare Queues batch (the Worker's `queue` handler): each message runs through
+   * the runner and is acked or retried on its own (`src/transport/cloudflare-queues/consumer.ts`);
+   * publishes its handlers deferred (follow-up jobs) finish under `ctx.waitUntil`.
+   */
+  queue(batch: QueueBatch, env: unknown, ctx: ExecutionContext): Promise<ConsumeResult>;
 }
 
 /**
@@ -104,10 +131,16 @@ export interface Tickwork {
  * // scheduled: (controller, env, ctx) => ctx.waitUntil(tickwork.engine.ticker.tick())
  */
 export function createTickwork(config: TickworkConfig): Tickwork {
+  if ((config.qstash === undefined) === (config.queue === undefined)) {
+    throw new TickworkConfigError(
+      "createTickwork needs exactly one transport: qstash (QStash credentials) or queue (a Cloudflare Queue binding)",
+      { variable: "TICKWORK_TRANSPORT" },
+    );
+  }
   const deployment = resolveDeployment({
     publicUrl: config.publicUrl,
-    requirePublicUrl: true,
-    queue: "qstash",
+    requirePublicUrl: config.qstash !== undefined,
+    queue: config.qstash ? "qstash" : "cloudflare-queues",
     apiKeys: config.apiKeys,
     config: config.config,
     basePath: config.basePath,
@@ -121,10 +154,16 @@ export function createTickwork(config: TickworkConfig): Tickwork {
     client: config.redis,
     ...(config.prefix ? { prefix: config.prefix } : {}),
   });
-  const transport = new QStashTransport({ ...config.qstash, ...deployment.delivery });
+  const transport = config.qstash
+    ? new QStashTransport({ ...config.qstash, ...(deployment.delivery as DeliveryUrls) })
+    : new CloudflareQueuesTransport({ queue: config.queue as QueueProducer });
   const background = new Background();
   const engine = createEngine({
     ...deployment.engine,
+    // A queue message holds at most 128 KB: refuse larger inputs at submit (413), not at publish.
+    ...(config.queue && deployment.engine.maxInputBytes === undefined
+      ? { maxInputBytes: QUEUES_MAX_INPUT_BYTES }
+      : {}),
     store,
     transport,
     handlers: config.handlers,
@@ -137,6 +176,16 @@ export function createTickwork(config: TickworkConfig): Tickwork {
     async fetch(request, env, ctx) {
       try {
         return await app.fetch(request, env ?? {}, ctx);
+      } finally {
+        if (background.size > 0) ctx.waitUntil(background.settled());
+      }
+    },
+    async queue(batch, _env, ctx) {
+      try {
+        return await consumeQueueBatch(batch, (body) => engine.runner.runPulled(body), {
+          ...config.consumer,
+          logger: engine.options.logger,
+        });
       } finally {
         if (background.size > 0) ctx.waitUntil(background.settled());
       }

@@ -1,14 +1,16 @@
 /**
  * @module
  * `createWorker`: a whole Worker from its bindings — the HTTP API on `fetch`, the tick on the Cron
- * Trigger (`scheduled`) — so a Worker entry is three lines. Built on first use and kept for the
+ * Trigger (`scheduled`), and the Cloudflare Queues consumer (`queue`) when jobs travel on a Queue —
+ * so a Worker entry is three lines. Built on first use and kept for the
  * isolate's life (clients, engine and app are reused across requests).
  */
 import { Redis } from "@upstash/redis/cloudflare";
 import type { ExecutionContext } from "hono";
 import type { Handlers } from "../../engine/handlers.ts";
 import type { EngineOptions } from "../../engine/options.ts";
-import { assertEnv, type TickworkEnv } from "./env.ts";
+import type { ConsumeResult, QueueBatch } from "../../transport/cloudflare-queues/index.ts";
+import { assertEnv, selectWorkerTransport, type TickworkEnv } from "./env.ts";
 import { createTickwork, type Tickwork } from "./tickwork.ts";
 
 /** What {@link createWorker} needs besides the bindings. */
@@ -26,11 +28,17 @@ export interface WorkerOptions {
 export interface TickworkWorker {
   fetch(request: Request, env: TickworkEnv, ctx: ExecutionContext): Promise<Response>;
   scheduled(controller: unknown, env: TickworkEnv, ctx: ExecutionContext): void;
+  /**
+   * The Cloudflare Queues consumer (`[[queues.consumers]]` of the queue bound as `TICKWORK_QUEUE`):
+   * runs each message's job and acks or retries it on its own.
+   */
+  queue(batch: QueueBatch, env: TickworkEnv, ctx: ExecutionContext): Promise<ConsumeResult>;
 }
 
 /**
  * The Worker for `handlers`, configured from its bindings (see {@link TickworkEnv}: Upstash Redis,
- * QStash, `TICKWORK_PUBLIC_URL`, `TICKWORK_API_KEY` or `TICKWORK_CONFIG`, `CRON_SECRET`). A
+ * QStash and `TICKWORK_PUBLIC_URL` — or a Cloudflare Queue bound as `TICKWORK_QUEUE`
+ * (`selectWorkerTransport`) —, `TICKWORK_API_KEY` or `TICKWORK_CONFIG`, `CRON_SECRET`). A
  * missing binding fails every request with a `MissingEnvError` naming it; a binding it cannot use
  * (a malformed URL, an invalid configuration), with a `TickworkConfigError` naming it.
  *
@@ -45,17 +53,24 @@ export function createWorker(options: WorkerOptions): TickworkWorker {
   let tickwork: Tickwork | undefined;
   const tickworkFor = (env: TickworkEnv): Tickwork => {
     assertEnv(env);
-    tickwork ??= createTickwork({
+    if (tickwork) return tickwork;
+    const transport =
+      selectWorkerTransport(env) === "cloudflare-queues"
+        ? { queue: env.TICKWORK_QUEUE }
+        : {
+            qstash: {
+              token: env.QSTASH_TOKEN as string,
+              baseUrl: env.QSTASH_URL || undefined,
+              currentSigningKey: env.QSTASH_CURRENT_SIGNING_KEY as string,
+              nextSigningKey: env.QSTASH_NEXT_SIGNING_KEY as string,
+            },
+          };
+    tickwork = createTickwork({
       handlers: options.handlers,
       redis: new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
       prefix: env.TICKWORK_PREFIX,
-      qstash: {
-        token: env.QSTASH_TOKEN,
-        baseUrl: env.QSTASH_URL || undefined,
-        currentSigningKey: env.QSTASH_CURRENT_SIGNING_KEY,
-        nextSigningKey: env.QSTASH_NEXT_SIGNING_KEY,
-      },
-      publicUrl: env.TICKWORK_PUBLIC_URL,
+      ...transport,
+      publicUrl: env.TICKWORK_PUBLIC_URL || undefined,
       apiKeys: env.TICKWORK_API_KEY,
       config: env.TICKWORK_CONFIG || undefined,
       tickSecret: env.CRON_SECRET,
@@ -70,6 +85,9 @@ export function createWorker(options: WorkerOptions): TickworkWorker {
     },
     scheduled(_controller, env, ctx) {
       ctx.waitUntil(tickworkFor(env).engine.ticker.tick());
+    },
+    queue(batch, env, ctx) {
+      return tickworkFor(env).queue(batch, env, ctx);
     },
   };
 }

@@ -1,0 +1,33 @@
+/**
+ * @module
+ * The Cloudflare Queues transport: the producer side (`CloudflareQueuesTransport`, `sendBatch`
+ * within the platform's limits) and the consumer side (`consumeQueueBatch`, for the Worker's
+ * `queue()` handler). Web APIs only: it runs in workerd. Re-exported by `tickwork/cloudflare`.
+ */
+export {
+  answerFor,
+  type ConsumeOptions,
+  type ConsumeResult,
+  type ConsumerLogger,
+  consumeQueueBatch,
+  defaultQueueBackoff,
+  type QueueAnswer,
+  type QueueBatch,
+  type QueueMessage,
+} from "./consumer.ts";
+export {
+  CloudflareQueuesTransport,
+  type CloudflareQueuesTransportOptions,
+  chunks,
+  delaySecondsUntil,
+  MAX_BATCH_BYTES,
+  MAX_BATCH_MESSAGES,
+  MAX_DELAY_SECONDS,
+  MAX_MESSAGE_BYTES,
+  MESSAGE_OVERHEAD_BYTES,
+  QUEUES_MAX_INPUT_BYTES,
+  type QueueProducer,
+  type QueueSendRequest,
+  QueuesPublishError,
+  type QueuesPublishFailure,
+} from "./queues-transport.ts";
