@@ -115,6 +115,7 @@ export class JobsBroker<H extends Handlers = Handlers> {
       deps.options.logger,
       // Background publishes keep no caller waiting: they may wait for fuller batches.
       deps.backgroundPublish === true && !deps.defer,
+      deps.store,
     );
   }
 
@@ -198,7 +199,9 @@ export class JobsBroker<H extends Handlers = Handlers> {
       // `backgroundPublish` the answer does not wait for them (a message the queue did not take
       // stays in the outbox for the tick's recover step either way).
       if (this.deps.defer)
-        this.deps.defer(publishAll(this.deps.transport, [result.message], 1, logger));
+        this.deps.defer(
+          publishAll(this.deps.transport, [result.message], 1, logger, this.deps.store),
+        );
       else if (this.deps.backgroundPublish) this.#coalescer.send(result.message);
       else await this.#coalescer.publish(result.message);
     }
@@ -244,7 +247,13 @@ export class JobsBroker<H extends Handlers = Handlers> {
       recoverGraceMs: this.deps.options.tick.recoverGraceMs,
     });
     if (!res) throw new NotFoundError("dead job", id);
-    await publishAll(this.deps.transport, [res.message], 1, this.deps.options.logger);
+    await publishAll(
+      this.deps.transport,
+      [res.message],
+      1,
+      this.deps.options.logger,
+      this.deps.store,
+    );
     return presentJob(res.job);
   }
 

@@ -3,39 +3,86 @@
  * Publishing outbox messages through the transport in batches, collecting which were accepted.
  */
 import type { OutboxMessage } from "../core/model.ts";
-import type { OutboxAck } from "../store/port.ts";
+import type { OutboxAck, OutboxDefer, Store } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
 import type { Logger } from "./logger.ts";
+
+/** What {@link publishAll} writes back for messages the queue did not take as they are. */
+export type PublishStore = Pick<Store, "deferOutbox" | "markDead">;
 
 /**
  * Publish `messages` in batches of `batch`; returns the acks (`id`, `dedupId`) of the messages the
  * queue accepted, for the store's compare-and-delete outbox ack. A batch that
  * throws as a whole is logged and counts as not accepted: those messages stay in the outbox and
- * the tick's recover step re-publishes them.
+ * the tick's recover step re-publishes them. With `store`: a message the queue deferred to a
+ * `retryAt` gets that `recoverAt` (`deferOutbox`, one call for all of them), and one it can never
+ * take (`permanent`) has its job dead-lettered (`markDead`); neither happens with QStash or Redis
+ * Streams, whose costs are unchanged. Never rejects for the store's errors either (logged).
  */
 export async function publishAll(
   transport: Transport,
   messages: OutboxMessage[],
   batch: number,
   logger: Logger,
+  store?: PublishStore,
 ): Promise<OutboxAck[]> {
   const accepted: OutboxAck[] = [];
+  const defers: OutboxDefer[] = [];
+  const permanent: { message: OutboxMessage; error: Error }[] = [];
   for (let i = 0; i < messages.length; i += batch) {
     const slice = messages.slice(i, i + batch);
     try {
       for (const outcome of await transport.publish(slice)) {
+        const message = slice.find((m) => m.id === outcome.id);
         if (outcome.ok) {
-          const message = slice.find((m) => m.id === outcome.id);
           if (message) accepted.push({ id: message.id, dedupId: message.dedupId });
         } else if (outcome.deferred) {
           logger.debug("publish deferred", { id: outcome.id, reason: outcome.error.message });
+          if (message && outcome.retryAt !== undefined && Number.isFinite(outcome.retryAt)) {
+            defers.push({ id: message.id, dedupId: message.dedupId, recoverAt: outcome.retryAt });
+          }
+        } else if (outcome.permanent && message) {
+          permanent.push({ message, error: outcome.error });
         } else logger.warn("publish failed", { id: outcome.id, error: outcome.error.message });
       }
     } catch (error) {
       logger.warn("publish batch failed", { count: slice.length, error: String(error) });
     }
   }
+  if (store) await writeBack(store, defers, permanent, logger);
   return accepted;
+}
+
+/** Defer and dead-letter what the queue did not take (see {@link publishAll}); never rejects. */
+async function writeBack(
+  store: PublishStore,
+  defers: OutboxDefer[],
+  permanent: { message: OutboxMessage; error: Error }[],
+  logger: Logger,
+): Promise<void> {
+  try {
+    if (defers.length > 0) await store.deferOutbox?.(defers);
+  } catch (error) {
+    warnSafely(logger, "could not defer outbox messages", {
+      count: defers.length,
+      error: String(error),
+    });
+  }
+  for (const { message, error } of permanent) {
+    try {
+      const job = await store.markDead(message.job, {
+        name: "MessageTooLargeError",
+        message: error.message,
+      });
+      warnSafely(logger, "job dead-lettered: the queue can never take its message", {
+        jobId: message.id,
+        status: job?.status ?? "gone",
+        error: error.message,
+      });
+    } catch (cause) {
+      warnSafely(logger, "publish failed", { id: message.id, error: String(cause) });
+    }
+  }
 }
 
 /** A message waiting for the next flush, and who waits for its outcome (nobody after `send`). */
@@ -77,6 +124,7 @@ export class PublishCoalescer {
     private readonly batch: number,
     private readonly logger: Logger,
     private readonly hold = false,
+    private readonly store?: PublishStore,
   ) {}
 
   publish(message: OutboxMessage): Promise<boolean> {
@@ -114,7 +162,7 @@ export class PublishCoalescer {
     const partial = this.hold && waiting.length % this.batch !== 0;
     if (partial) this.#partial = true;
     const messages = waiting.map((w) => w.message);
-    const run = publishAll(this.transport, messages, this.batch, this.logger)
+    const run = publishAll(this.transport, messages, this.batch, this.logger, this.store)
       .then(
         (acks) => {
           const accepted = new Set(acks.map((a) => a.id));

@@ -149,7 +149,7 @@ export class Ticker {
           const applied = new Set(committed.applied);
           const messages = group.filter((c) => applied.has(c.id)).flatMap((c) => c.messages);
           await settle();
-          inflight = publishAll(transport, messages, t.publishBatch, logger);
+          inflight = publishAll(transport, messages, t.publishBatch, logger, store);
         }
         if (fenced) break;
       }
@@ -236,8 +236,8 @@ export class Ticker {
       }
     }
     const batch = options.tick.publishBatch;
-    const ack = await publishAll(transport, fresh, batch, logger);
-    const redispatched = await publishAll(transport, reaped, batch, logger);
+    const ack = await publishAll(transport, fresh, batch, logger, store);
+    const redispatched = await publishAll(transport, reaped, batch, logger, store);
     for (const { id } of redispatched) logger.warn("abandoned job re-dispatched", { jobId: id });
     const deadLettered = messages.length - fresh.length - reaped.length;
     return { ack, recovered: ack.length + redispatched.length + deadLettered };

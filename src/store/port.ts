@@ -96,6 +96,7 @@ export {
   type NextDueOptions,
   type NextDueResult,
   type OutboxAck,
+  type OutboxDefer,
   type ScheduleCommit,
   TICK_LEASE,
   type TickStore,

@@ -11,11 +11,23 @@ export type { DeliveryToken };
  * Outcome of publishing one message. `ok: false` leaves the message in the outbox, and the tick's
  * recover step publishes it again once its `recoverAt` has passed. `deferred: true` says that was
  * deliberate, not a failure: the queue cannot hold the message yet (its `notBefore` is beyond the
- * queue's longest delay, e.g. Cloudflare Queues' 12 h), so it is logged at debug, not as a warning.
+ * queue's longest delay, e.g. Cloudflare Queues' 12 h), so it is logged at debug, not as a warning;
+ * with `retryAt` the publisher moves the message's `recoverAt` there (`Store.deferOutbox`), so the
+ * tick stays idle until the queue can take it. `permanent: true`: the message can never travel on
+ * this queue (it is over the queue's size limit); the publisher dead-letters its job
+ * (`Store.markDead`, error `MessageTooLargeError`).
  */
 export type PublishOutcome =
   | { id: string; ok: true; messageId: string; deduplicated: boolean }
-  | { id: string; ok: false; error: Error; deferred?: true };
+  | {
+      id: string;
+      ok: false;
+      error: Error;
+      deferred?: true;
+      /** With `deferred`: when the queue can take the message (epoch ms). */
+      retryAt?: number;
+      permanent?: true;
+    };
 
 /** A delivery as received on the worker route. */
 export interface Delivery {

@@ -428,6 +428,30 @@ export function describeTickContract(name: string, make: MakeContractStore): voi
         expect(await recoverable()).toEqual([]);
       });
 
+      it("deferOutbox moves recoverAt (either way) of messages still carrying dedupId; keeps the body", async () => {
+        const now = await store.now();
+        const a = (await submitRecoverable()).message!;
+        const b = (await submitRecoverable()).message!;
+        const later = (await submit(jobSpec(), { runAt: now, delayMs: 0, recoverGraceMs: FAR }))
+          .message!;
+        expect(store.deferOutbox).toBeTypeOf("function");
+        await store.deferOutbox!([
+          { ...ackOf(a), recoverAt: now + 3_600_000 },
+          { id: b.id, dedupId: "stale", recoverAt: now + 3_600_000 },
+          { ...ackOf(later), recoverAt: now - 1_000 },
+          { id: "no-such-message", dedupId: "no-such-message", recoverAt: now - 1_000 },
+        ]);
+        await store.deferOutbox!([]);
+        const back = await recoverable();
+        expect(back.map((m) => m.id)).toEqual([b.id, later.id].sort());
+        expect(back.find((m) => m.id === later.id)).toMatchObject({
+          dedupId: later.dedupId,
+          job: later.job,
+          notBefore: later.notBefore,
+        });
+        expect(await store.getJob(a.id)).toMatchObject({ status: "queued" });
+      });
+
       it("endTick acks and releases the lease", async () => {
         const a = (await submitRecoverable()).message!;
         const b = (await submitRecoverable()).message!;

@@ -14,6 +14,7 @@ import { MemoryStore } from "../../src/store/memory/index.ts";
 import {
   CloudflareQueuesTransport,
   consumeQueueBatch,
+  DEFER_MARGIN_MS,
   MAX_DELAY_SECONDS,
   MESSAGE_OVERHEAD_BYTES,
   type QueueMessage,
@@ -150,7 +151,7 @@ describe("Cloudflare Queues: operations per job and per idle minute", () => {
 });
 
 describe("Cloudflare Queues: the 12 h delay ceiling", () => {
-  it("keeps a job due beyond 12 h in the outbox and publishes it from a tick after its run time", async () => {
+  it("keeps a job due beyond 12 h in the outbox, idle, until 12 h before its run time, then sends it delayed", async () => {
     let now = 1_800_000_000_000;
     const { queue, engine } = setup(() => now);
     const runAt = now + (MAX_DELAY_SECONDS + 3_600) * 1000;
@@ -158,12 +159,16 @@ describe("Cloudflare Queues: the 12 h delay ceiling", () => {
     expect(queue.sendBatchCalls).toBe(0);
     expect(await engine.ticker.tick()).toMatchObject({ idle: true });
 
-    // Just before its run time nothing is recovered yet; after runAt + recoverGraceMs it is.
-    now = runAt - 1_000;
+    // The deferral moved its recoverAt to 12 h before runAt (plus a margin): idle until then.
+    const retryAt = runAt - MAX_DELAY_SECONDS * 1000 + DEFER_MARGIN_MS;
+    now = retryAt - 1;
     expect(await engine.ticker.tick()).toMatchObject({ idle: true });
-    now = runAt + engine.options.tick.recoverGraceMs;
+    now = retryAt;
     expect(await engine.ticker.tick()).toMatchObject({ recovered: 1 });
-    expect(queue.held).toEqual([expect.objectContaining({ delaySeconds: 0 })]);
+    // Never early: it waits on the queue until its run time.
+    expect(queue.held).toEqual([
+      expect.objectContaining({ delaySeconds: MAX_DELAY_SECONDS - DEFER_MARGIN_MS / 1000 }),
+    ]);
     await queue.drain(engine);
     expect(await engine.store.getJob(job.id)).toMatchObject({ status: "succeeded", attempts: 1 });
   });

@@ -32,6 +32,11 @@ describe("assertEnv", () => {
       "CRON_SECRET",
     ]);
     expect((caught as Error).message).toContain("wrangler secret put");
+    // Neither transport set up: the error names the Queues way out too (not when QStash is chosen).
+    expect((caught as Error).message).toContain("Or bind TICKWORK_QUEUE");
+    expect(() => assertEnv({ ...env, TICKWORK_TRANSPORT: "qstash" })).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining("TICKWORK_QUEUE") }),
+    );
   });
 
   it("with a TICKWORK_QUEUE binding and no QStash token: needs no QStash binding nor public URL", () => {

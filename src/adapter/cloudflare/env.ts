@@ -131,10 +131,12 @@ export class MissingEnvError extends TickworkConfigError {
   override readonly name = "MissingEnvError";
   readonly missing: readonly string[];
 
-  constructor(missing: readonly string[]) {
+  /** @param hint a sentence appended to the message (e.g. the other transport's binding). */
+  constructor(missing: readonly string[], hint = "") {
     super(
       `tickwork: missing Worker variables ${missing.join(", ")}: ` +
-        "set secrets with `wrangler secret put NAME` (`.dev.vars` locally), vars and queue bindings in wrangler.toml",
+        "set secrets with `wrangler secret put NAME` (`.dev.vars` locally), vars and queue bindings in wrangler.toml" +
+        (hint ? `. ${hint}` : ""),
       { variable: missing[0] },
     );
     this.missing = missing;
@@ -164,5 +166,14 @@ export function assertEnv(env: object): asserts env is TickworkEnv {
     (name) => !set(name) && !(name === "TICKWORK_API_KEY" && set("TICKWORK_CONFIG")),
   );
   if (queues && !isQueueProducer(values.TICKWORK_QUEUE)) missing.push("TICKWORK_QUEUE");
-  if (missing.length > 0) throw new MissingEnvError(missing);
+  // Neither transport configured (QStash is then the default): name the other way out too.
+  const neither = !queues && missing.includes("QSTASH_TOKEN") && !set("TICKWORK_TRANSPORT");
+  if (missing.length > 0) {
+    throw new MissingEnvError(
+      missing,
+      neither
+        ? "Or bind TICKWORK_QUEUE (a Queue producer) to use Cloudflare Queues instead of QStash"
+        : "",
+    );
+  }
 }

@@ -19,6 +19,8 @@ import {
   type ConsumeResult,
   consumeQueueBatch,
   QUEUES_MAX_INPUT_BYTES,
+  QUEUES_MAX_INPUT_BYTES_LIMIT,
+  QUEUES_RECOVER_GRACE_MS,
   type QueueBatch,
   type QueueProducer,
 } from "../../transport/cloudflare-queues/index.ts";
@@ -52,7 +54,9 @@ export interface TickworkConfig {
   queue?: QueueProducer | undefined;
   /**
    * How the `queue()` handler runs a batch (messages at once, backoff). With `queue`, the engine's
-   * `maxInputBytes` defaults to `QUEUES_MAX_INPUT_BYTES` (100,000): a message holds 128 KB.
+   * `maxInputBytes` defaults to `QUEUES_MAX_INPUT_BYTES` (100,000; at most
+   * `QUEUES_MAX_INPUT_BYTES_LIMIT`, 127,000: a message holds 128 KB) and `tick.recoverGraceMs` to
+   * `QUEUES_RECOVER_GRACE_MS` (5 min; Queues does not deduplicate a re-publish).
    */
   consumer?: Omit<ConsumeOptions, "logger"> | undefined;
   /**
@@ -159,17 +163,14 @@ export function createTickwork(config: TickworkConfig): Tickwork {
     : new CloudflareQueuesTransport({ queue: config.queue as QueueProducer });
   const background = new Background();
   const engine = createEngine({
-    ...deployment.engine,
-    // A queue message holds at most 128 KB: refuse larger inputs at submit (413), not at publish.
-    ...(config.queue && deployment.engine.maxInputBytes === undefined
-      ? { maxInputBytes: QUEUES_MAX_INPUT_BYTES }
-      : {}),
+    ...(config.queue ? queuesEngineOptions(deployment.engine) : deployment.engine),
     store,
     transport,
     handlers: config.handlers,
     defer: background.defer,
   });
   const app = createApp({ ...deployment.app, engine });
+  let warnedQueue = false;
   return {
     engine,
     app,
@@ -181,6 +182,14 @@ export function createTickwork(config: TickworkConfig): Tickwork {
       }
     },
     async queue(batch, _env, ctx) {
+      if (!config.queue && !warnedQueue) {
+        // Messages left on a queue from before a switch to QStash: still jobs, so they run.
+        warnedQueue = true;
+        engine.options.logger.warn(
+          "a Cloudflare Queues batch arrived while QStash is the transport; running it, but follow-up jobs go through QStash",
+          { queue: batch.queue, messages: batch.messages.length },
+        );
+      }
       try {
         return await consumeQueueBatch(batch, (body) => engine.runner.runPulled(body), {
           ...config.consumer,
@@ -189,6 +198,31 @@ export function createTickwork(config: TickworkConfig): Tickwork {
       } finally {
         if (background.size > 0) ctx.waitUntil(background.settled());
       }
+    },
+  };
+}
+
+/**
+ * The engine options on Queues: `maxInputBytes` defaults to {@link QUEUES_MAX_INPUT_BYTES} (a
+ * message holds 128 KB: larger inputs are refused at submit with 413, not at publish) and may not
+ * exceed {@link QUEUES_MAX_INPUT_BYTES_LIMIT}; `tick.recoverGraceMs` defaults to
+ * {@link QUEUES_RECOVER_GRACE_MS} (never above `reapAfterMs`, which must be at least it).
+ */
+function queuesEngineOptions(engine: EngineOptions): EngineOptions {
+  const max = engine.maxInputBytes;
+  if (max !== undefined && !(max <= QUEUES_MAX_INPUT_BYTES_LIMIT)) {
+    throw new TickworkConfigError(
+      `engine.maxInputBytes is ${max}; on Cloudflare Queues a job's message holds 128 KB, so at most ${QUEUES_MAX_INPUT_BYTES_LIMIT}`,
+      { variable: "TICKWORK_QUEUE", field: "engine.maxInputBytes" },
+    );
+  }
+  const grace = engine.tick?.recoverGraceMs;
+  return {
+    ...engine,
+    maxInputBytes: max ?? QUEUES_MAX_INPUT_BYTES,
+    tick: {
+      ...engine.tick,
+      recoverGraceMs: grace ?? Math.min(QUEUES_RECOVER_GRACE_MS, engine.reapAfterMs ?? Infinity),
     },
   };
 }

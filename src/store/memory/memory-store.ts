@@ -48,6 +48,7 @@ import type {
   NodeRecord,
   NodeRegistry,
   OutboxAck,
+  OutboxDefer,
   Page,
   PlacementRefusal,
   PutScheduleResult,
@@ -157,6 +158,10 @@ export class MemoryStore implements Store, NodeRegistry, WebhookLog {
 
   async ackOutbox(acks: OutboxAck[], reapAfterMs = DEFAULT_REAP_AFTER_MS): Promise<void> {
     tick.ackOutbox(this.#s, acks, reapAfterMs);
+  }
+
+  async deferOutbox(defers: OutboxDefer[]): Promise<void> {
+    tick.deferOutbox(this.#s, defers);
   }
 
   async endTick(

@@ -12,6 +12,7 @@ import type {
   NextDueOptions,
   NextDueResult,
   OutboxAck,
+  OutboxDefer,
   ScheduleCommit,
 } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS, FLAP_WINDOW_MS, TICK_LEASE } from "../port.ts";
@@ -139,6 +140,13 @@ export function commitTick(s: MemoryState, token: number, commits: ScheduleCommi
 
 export function ackOutbox(s: MemoryState, acks: OutboxAck[], reapAfterMs: number): void {
   ack(s, acks, s.now() + reapAfterMs);
+}
+
+export function deferOutbox(s: MemoryState, defers: OutboxDefer[]): void {
+  for (const d of defers) {
+    const message = s.outbox.get(d.id);
+    if (message?.dedupId === d.dedupId) message.recoverAt = Math.floor(d.recoverAt);
+  }
 }
 
 export function endTick(

@@ -118,6 +118,15 @@ export interface OutboxAck {
   dedupId: string;
 }
 
+/**
+ * A message the queue could not take yet (it is due beyond the queue's longest delay): move its
+ * `recoverAt` to `recoverAt`, if it still carries `dedupId` (compare-and-set, as {@link OutboxAck}).
+ */
+export interface OutboxDefer extends OutboxAck {
+  /** When the tick's recover step should publish it again (epoch ms). */
+  recoverAt: number;
+}
+
 /** Options of {@link TickStore.nextDue}. */
 export interface NextDueOptions {
   /** Lease time to live, renewed. */
@@ -192,6 +201,14 @@ export interface TickStore {
    * harmless to repeat.
    */
   ackOutbox(acks: OutboxAck[], reapAfterMs?: number): Promise<void>;
+  /**
+   * The queue could not take these messages yet (a publish outcome `deferred` with a `retryAt`,
+   * e.g. Cloudflare Queues beyond 12 h): each one that still carries `dedupId` (compare-and-set)
+   * keeps its body and gets `recoverAt = defer.recoverAt`, so the tick does not re-publish it (and
+   * is idle) until then. Unfenced: harmless to repeat. Optional for stores of your own: without
+   * it a deferred message is re-published at every recover step (every `recoverGraceMs`).
+   */
+  deferOutbox?(defers: OutboxDefer[]): Promise<void>;
   /**
    * Last step of a tick: ack `ackIds` (as {@link ackOutbox}, even if `token` lost the lease) and
    * release the lease if `token` holds it. `report` (measured by the ticker) goes into the

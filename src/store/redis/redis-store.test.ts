@@ -73,6 +73,9 @@ describe("RedisStore round trips", () => {
         }),
       );
       await once("ackOutbox", () => store.ackOutbox([{ id: "x", dedupId: "x" }]));
+      await once("deferOutbox", () =>
+        store.deferOutbox([{ id: "x", dedupId: "x", recoverAt: 1_000 }]),
+      );
       await once("endTick", () => store.endTick(token, [{ id: "x", dedupId: "x" }]));
       await once("submitJob", () => store.submitJob(job, { delayMs: 0, recoverGraceMs: 0 }));
       await once("getJob", () => store.getJob(job.id));
@@ -95,6 +98,7 @@ describe("RedisStore round trips", () => {
       );
       const before = counter.roundTrips;
       await store.ackOutbox([]);
+      await store.deferOutbox([]);
       expect(counter.roundTrips).toBe(before); // nothing to do: no call at all
     } finally {
       const found = await shared.keys(`${k.root}:*`);

@@ -45,6 +45,7 @@ import type {
   NodeRecord,
   NodeRegistry,
   OutboxAck,
+  OutboxDefer,
   Page,
   PlacementRefusal,
   PutScheduleResult,
@@ -175,6 +176,10 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
 
   async ackOutbox(acks: OutboxAck[], reapAfterMs = DEFAULT_REAP_AFTER_MS): Promise<void> {
     return tick.ackOutbox(this.#c, acks, reapAfterMs);
+  }
+
+  async deferOutbox(defers: OutboxDefer[]): Promise<void> {
+    return tick.deferOutbox(this.#c, defers);
   }
 
   async endTick(

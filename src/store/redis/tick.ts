@@ -12,6 +12,7 @@ import type {
   NextDueOptions,
   NextDueResult,
   OutboxAck,
+  OutboxDefer,
   ScheduleCommit,
 } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS, FLAP_WINDOW_MS, TICK_LEASE } from "../port.ts";
@@ -186,6 +187,15 @@ export async function ackOutbox(
     scripts.ackOutbox,
     [c.keys.outbox, c.keys.outboxMsg],
     [String(reapAfterMs), ...ackArgs(acks)],
+  );
+}
+
+export async function deferOutbox(c: RedisContext, defers: OutboxDefer[]): Promise<void> {
+  if (defers.length === 0) return;
+  await c.run(
+    scripts.deferOutbox,
+    [c.keys.outbox, c.keys.outboxMsg],
+    defers.flatMap((d) => [d.id, d.dedupId, String(Math.floor(d.recoverAt))]),
   );
 }
 

@@ -10,15 +10,20 @@
  * | `done`                           | `ack()`                                                         |
  * | `retry`                          | `retry({ delaySeconds })`: `retryAfterMs`, else the backoff     |
  * | `retry`, `retryAfterMs` > 12 h   | `ack()`: the job's watch re-dispatches it after that wait       |
- * | `busy`                           | `retry({ delaySeconds: retryAfterMs })`, not a tickwork attempt |
+ * | `busy`                           | `retry`: `retryAfterMs`, at least the busy floor; no attempt    |
  * | `give-up`                        | `ack()`: the job is already dead in tickwork's dead letters     |
  * | `bad-request`, `unauthorized`    | `ack()` and a log line: never runnable                          |
+ * | a body that cannot be encoded    | `ack()` and a log line: never runnable                          |
  * | the run threw (store unreachable) | `retry({ delaySeconds: backoff })`                             |
  *
  * Which attempt is a job's last is counted from the job's record (`beginRun`'s attempts against its
  * `retries`), never from `message.attempts`: the queue's own count only picks the backoff. Set the
  * consumer's `max_retries` high (100) so the queue never drops a message before tickwork gives up;
  * one it drops anyway is not lost — its outbox watch brings it back (docs/adr/0010-reaper-watches.md).
+ * A `busy` job (its handler's concurrency or rate limit, another delivery's run lease) is not
+ * re-checked every second or two as on Redis Streams: each busy answer waits at least
+ * {@link defaultBusyFloor} of the message's deliveries so far (1 s, 2 s, 4 s … up to 12 h), so a
+ * job behind a long-held limit does not spend the queue's `max_retries` within minutes.
  */
 import type { DeliveryOutcome } from "../../core/delivery.ts";
 import { MAX_DELAY_SECONDS } from "./queues-transport.ts";
@@ -55,6 +60,12 @@ export interface ConsumeOptions {
    * @default (retried) => Math.min(1000 * 2 ** retried, 60_000)
    */
   backoff?: ((retried: number) => number) | undefined;
+  /**
+   * The least wait before a `busy` message is delivered again (ms), from its deliveries before
+   * this one: each delivery is one of the queue's `max_retries`, so the wait grows.
+   * @default defaultBusyFloor (1 s, 2 s, 4 s … up to 12 h)
+   */
+  busyFloor?: ((retried: number) => number) | undefined;
   logger?: ConsumerLogger | undefined;
 }
 
@@ -77,6 +88,13 @@ export const defaultQueueBackoff = (retried: number): number =>
   Math.min(1_000 * 2 ** Math.max(0, retried), 60_000);
 
 /**
+ * The default least wait of a `busy` message: 1 s, 2 s, 4 s … up to 12 h (the queue's longest
+ * delay). 100 deliveries (the most `max_retries` allows) take years at this rate, not minutes.
+ */
+export const defaultBusyFloor = (retried: number): number =>
+  Math.min(1_000 * 2 ** Math.min(Math.max(0, retried), 40), MAX_DELAY_SECONDS * 1000);
+
+/**
  * Run every message of `batch` through `run` (at most `concurrency` at once) and ack or retry
  * each, as its outcome says. Never throws: a message whose run throws is retried with the backoff
  * and the others are answered as usual.
@@ -92,14 +110,15 @@ export async function consumeQueueBatch(
   options: ConsumeOptions = {},
 ): Promise<ConsumeResult> {
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 10));
-  const backoff = options.backoff ?? defaultQueueBackoff;
+  const backoff = guarded(options.backoff, defaultQueueBackoff, options.logger);
+  const busyFloor = guarded(options.busyFloor, defaultBusyFloor, options.logger);
   const result: ConsumeResult = { acked: 0, retried: 0, deferred: 0, failed: 0 };
   const messages = [...batch.messages];
   let next = 0;
   const lane = async () => {
     while (next < messages.length) {
       const message = messages[next++]!;
-      await consumeOne(message, run, backoff, options.logger, result);
+      await consumeOne(message, run, { backoff, busyFloor }, options.logger, result);
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, messages.length) }, lane));
@@ -109,21 +128,25 @@ export async function consumeQueueBatch(
 async function consumeOne(
   message: QueueMessage,
   run: (body: string) => Promise<DeliveryOutcome>,
-  backoff: (retried: number) => number,
+  waits: { backoff: (retried: number) => number; busyFloor: (retried: number) => number },
   logger: ConsumerLogger | undefined,
   result: ConsumeResult,
 ): Promise<void> {
   const retried = Math.max(0, (Number(message.attempts) || 1) - 1);
+  const backoff = waits.backoff;
   let answer: QueueAnswer;
   try {
-    const outcome = await run(bodyText(message.body));
-    answer = answerFor(outcome, backoff(retried));
-    if (outcome.kind === "retry" && answer.kind === "retry") result.retried++;
-    else if (outcome.kind === "busy") result.deferred++;
-    else if (outcome.kind === "bad-request" || outcome.kind === "unauthorized") {
-      warn(logger, "queue message is not a tickwork job; acknowledged and dropped", {
+    const body = bodyText(message.body);
+    if (body === undefined) {
+      // Not text and not encodable as JSON (a cycle, a BigInt): never a job, however often sent.
+      warn(logger, "queue message body cannot be read as a job; acknowledged and dropped", {
         messageId: message.id,
       });
+      answer = { kind: "ack" };
+    } else {
+      const outcome = await run(body);
+      answer = answerFor(outcome, backoff(retried), waits.busyFloor(retried));
+      count(outcome, answer, message, logger, result);
     }
   } catch (error) {
     result.failed++;
@@ -133,6 +156,33 @@ async function consumeOne(
     });
     answer = { kind: "retry", delaySeconds: toDelaySeconds(backoff(retried), 1) };
   }
+  answerMessage(message, answer, logger, result);
+}
+
+/** Count an answered outcome in `result` (and report a message that is not a job). */
+function count(
+  outcome: DeliveryOutcome,
+  answer: QueueAnswer,
+  message: QueueMessage,
+  logger: ConsumerLogger | undefined,
+  result: ConsumeResult,
+): void {
+  if (outcome.kind === "retry" && answer.kind === "retry") result.retried++;
+  else if (outcome.kind === "busy") result.deferred++;
+  else if (outcome.kind === "bad-request" || outcome.kind === "unauthorized") {
+    warn(logger, "queue message is not a tickwork job; acknowledged and dropped", {
+      messageId: message.id,
+    });
+  }
+}
+
+/** Ack or retry `message`; a runtime that refuses the answer is reported, never thrown. */
+function answerMessage(
+  message: QueueMessage,
+  answer: QueueAnswer,
+  logger: ConsumerLogger | undefined,
+  result: ConsumeResult,
+): void {
   try {
     if (answer.kind === "ack") {
       message.ack();
@@ -150,13 +200,19 @@ async function consumeOne(
 
 /**
  * The answer to a delivery's outcome; `backoffMs` is the wait before the next attempt when the
- * handler asked for none.
+ * handler asked for none, `busyFloorMs` the least wait of a `busy` one.
  *
  * @example
  * answerFor({ kind: "busy", reason: "limited", retryAfterMs: 2_500 }, 1_000);
  * // { kind: "retry", delaySeconds: 3 }
+ * answerFor({ kind: "busy", reason: "limited", retryAfterMs: 2_500 }, 1_000, 8_000);
+ * // { kind: "retry", delaySeconds: 8 }
  */
-export function answerFor(outcome: DeliveryOutcome, backoffMs: number): QueueAnswer {
+export function answerFor(
+  outcome: DeliveryOutcome,
+  backoffMs: number,
+  busyFloorMs = 0,
+): QueueAnswer {
   switch (outcome.kind) {
     case "retry": {
       const waitMs = outcome.retryAfterMs ?? backoffMs;
@@ -169,7 +225,10 @@ export function answerFor(outcome: DeliveryOutcome, backoffMs: number): QueueAns
     }
     case "busy":
       // Not an attempt: whatever holds the job is re-checked by the next delivery's beginRun.
-      return { kind: "retry", delaySeconds: toDelaySeconds(outcome.retryAfterMs, 1) };
+      return {
+        kind: "retry",
+        delaySeconds: toDelaySeconds(Math.max(outcome.retryAfterMs, busyFloorMs), 1),
+      };
     default:
       // done; give-up (the job is dead in tickwork's dead letters); bad-request, unauthorized.
       return { kind: "ack" };
@@ -182,13 +241,42 @@ function toDelaySeconds(ms: number, min: number): number {
   return Math.min(MAX_DELAY_SECONDS, Math.max(min, seconds));
 }
 
-/** The job spec JSON: what the transport sent as text (any other body, re-encoded). */
-function bodyText(body: unknown): string {
+/**
+ * The job spec JSON: what the transport sent as text (any other body, re-encoded); `undefined`
+ * when the body cannot be encoded (a cycle, a BigInt: a `v8` message from another producer).
+ */
+function bodyText(body: unknown): string | undefined {
   if (typeof body === "string") return body;
-  if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) {
-    return new TextDecoder().decode(body as ArrayBuffer);
+  try {
+    if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) {
+      return new TextDecoder().decode(body as ArrayBuffer);
+    }
+    return JSON.stringify(body) ?? "";
+  } catch {
+    return undefined;
   }
-  return JSON.stringify(body) ?? "";
+}
+
+/**
+ * `custom`, falling back to `fallback` when it throws or answers no finite number (a backoff of
+ * the user's must not make a batch throw).
+ */
+function guarded(
+  custom: ((retried: number) => number) | undefined,
+  fallback: (retried: number) => number,
+  logger: ConsumerLogger | undefined,
+): (retried: number) => number {
+  if (!custom) return fallback;
+  return (retried) => {
+    try {
+      const ms = custom(retried);
+      if (typeof ms === "number" && Number.isFinite(ms)) return ms;
+      warn(logger, "consumer backoff answered no finite number; using the default", { ms });
+    } catch (error) {
+      warn(logger, "consumer backoff threw; using the default", { error: String(error) });
+    }
+    return fallback(retried);
+  };
 }
 
 function warn(

@@ -5,6 +5,8 @@ import {
   answerFor,
   CloudflareQueuesTransport,
   consumeQueueBatch,
+  DEFER_MARGIN_MS,
+  defaultBusyFloor,
   MAX_BATCH_BYTES,
   MAX_DELAY_SECONDS,
   MAX_MESSAGE_BYTES,
@@ -97,7 +99,13 @@ describe("CloudflareQueuesTransport.publish", () => {
       message("far", NOW + MAX_DELAY_SECONDS * 1000 + 1),
       message("near", NOW + 5_000),
     ]);
-    expect(far).toMatchObject({ id: "far", ok: false, deferred: true });
+    // retryAt: when the queue can take it (12 h before it is due, plus a margin for clock skew).
+    expect(far).toMatchObject({
+      id: "far",
+      ok: false,
+      deferred: true,
+      retryAt: NOW + 1 + DEFER_MARGIN_MS,
+    });
     expect((far as unknown as { error: QueuesPublishError }).error).toBeInstanceOf(
       QueuesPublishError,
     );
@@ -113,6 +121,8 @@ describe("CloudflareQueuesTransport.publish", () => {
     const outcomes = await transport.publish([message("big", NOW, big), message("small")]);
     expect(outcomes[0]).toMatchObject({ id: "big", ok: false });
     expect(outcomes[0]).not.toHaveProperty("deferred");
+    // Permanent: the publisher dead-letters the job rather than re-sending it forever.
+    expect(outcomes[0]).toMatchObject({ permanent: true });
     const error = (outcomes[0] as unknown as { error: QueuesPublishError }).error;
     expect(error.reason).toBe("too-large");
     expect(error.message).toMatch(/at most 128000/);
@@ -185,6 +195,13 @@ describe("answerFor: the runner's outcome as a queue answer", () => {
   it.each(cases)("%j → %j", (outcome, backoff, answer) => {
     expect(answerFor(outcome, backoff)).toEqual(answer);
   });
+  it("waits at least the busy floor on busy, which grows with the deliveries up to 12 h", () => {
+    const busy: DeliveryOutcome = { kind: "busy", reason: "limited", retryAfterMs: 1_000 };
+    expect(answerFor(busy, 1_000, defaultBusyFloor(3))).toEqual({ kind: "retry", delaySeconds: 8 });
+    expect(defaultBusyFloor(0)).toBe(1_000);
+    expect(defaultBusyFloor(99)).toBe(MAX_DELAY_SECONDS * 1000);
+    expect(defaultBusyFloor(Number.MAX_SAFE_INTEGER)).toBe(MAX_DELAY_SECONDS * 1000);
+  });
 });
 
 describe("consumeQueueBatch", () => {
@@ -222,10 +239,67 @@ describe("consumeQueueBatch", () => {
       q0: "ack",
       q1: { retry: 4 }, // backoff(2): the message's third delivery
       q2: { retry: 4 },
-      q3: { retry: 3 },
+      q3: { retry: 4 }, // busy: 2.5 s, raised to the busy floor after 2 deliveries (4 s)
     });
     expect(result).toEqual({ acked: 1, retried: 1, deferred: 1, failed: 1 });
     expect(warnings).toEqual(["queue message not run; it will be delivered again"]);
+  });
+
+  it("acks a body it cannot encode (a cycle, a BigInt) with a warning, running nothing", async () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const answers: string[] = [];
+    const warnings: string[] = [];
+    let ran = 0;
+    const result = await consumeQueueBatch(
+      {
+        queue: "tickwork",
+        messages: [cyclic, { n: 1n }].map((body, i) => ({
+          id: `q${i}`,
+          body,
+          attempts: 1,
+          ack: () => answers.push("ack"),
+          retry: () => answers.push("retry"),
+        })),
+      },
+      async () => {
+        ran++;
+        return { kind: "bad-request", expected: "job" };
+      },
+      { logger: { warn: (msg) => warnings.push(msg) } },
+    );
+    expect(answers).toEqual(["ack", "ack"]);
+    expect(ran).toBe(0);
+    expect(result).toEqual({ acked: 2, retried: 0, deferred: 0, failed: 0 });
+    expect(warnings).toEqual([
+      "queue message body cannot be read as a job; acknowledged and dropped",
+      "queue message body cannot be read as a job; acknowledged and dropped",
+    ]);
+  });
+
+  it("falls back to the default backoff when a custom one throws or answers NaN; never throws", async () => {
+    for (const backoff of [
+      () => {
+        throw new Error("boom");
+      },
+      () => Number.NaN,
+    ]) {
+      const { list, answers } = messages(2, 3);
+      const warnings: string[] = [];
+      const result = await consumeQueueBatch(
+        { queue: "tickwork", messages: list },
+        async (body) => {
+          const id = (JSON.parse(body) as { id: string }).id;
+          if (id === "j0") throw new Error("store unreachable");
+          return { kind: "retry", id, error: { name: "E", message: "m" } };
+        },
+        { backoff, logger: { warn: (msg) => warnings.push(msg) } },
+      );
+      // defaultQueueBackoff(2) = 4 s, for the run that threw and for the failed attempt.
+      expect(answers).toEqual({ q0: { retry: 4 }, q1: { retry: 4 } });
+      expect(result).toEqual({ acked: 0, retried: 1, deferred: 0, failed: 1 });
+      expect(warnings.some((w) => w.startsWith("consumer backoff"))).toBe(true);
+    }
   });
 
   it("runs at most `concurrency` messages at once", async () => {

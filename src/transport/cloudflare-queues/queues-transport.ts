@@ -2,17 +2,20 @@
  * @module
  * `CloudflareQueuesTransport`: outbox messages go onto a Cloudflare Queue through the Worker's
  * producer binding (`sendBatch`), and the same Worker's `queue()` handler runs them
- * (`src/engine/queue-consumer.ts`; docs/adr/0018-cloudflare-queues.md). No HTTP hop, no signature:
+ * (`src/transport/cloudflare-queues/consumer.ts`; docs/adr/0018-cloudflare-queues.md). No HTTP hop, no signature:
  * a queue message never reaches the Worker as a request, so there is nothing to verify and the
  * worker route answers 401 to everything while this is the transport (as with Redis Streams).
  *
  * The platform's limits, enforced here so a publish never throws for one message:
  * - a `sendBatch` holds at most {@link MAX_BATCH_MESSAGES} messages and {@link MAX_BATCH_BYTES};
  * - one message is at most {@link MAX_MESSAGE_BYTES} (body plus about
- *   {@link MESSAGE_OVERHEAD_BYTES} of metadata): a larger one is reported `ok: false` and never sent;
+ *   {@link MESSAGE_OVERHEAD_BYTES} of metadata): a larger one is reported `ok: false, permanent:
+ *   true` and never sent; the publisher dead-letters its job (`MessageTooLargeError`);
  * - `delaySeconds` is at most {@link MAX_DELAY_SECONDS} (12 h): a message due later is not sent
- *   but reported `ok: false, deferred: true`; it stays in the outbox and the tick's recover step
- *   publishes it once its `recoverAt` (`runAt + recoverGraceMs`) has passed, with no delay.
+ *   but reported `ok: false, deferred: true` with `retryAt` = {@link MAX_DELAY_SECONDS} before its
+ *   `notBefore`, plus {@link DEFER_MARGIN_MS}; the publisher moves its outbox `recoverAt`
+ *   there (`Store.deferOutbox`), and the tick's recover step publishes it then, with a delay the
+ *   queue takes.
  */
 import type { OutboxMessage } from "../../core/model.ts";
 import type { PublishOutcome, Transport } from "../port.ts";
@@ -27,6 +30,25 @@ export const MAX_MESSAGE_BYTES = 128_000;
 export const MESSAGE_OVERHEAD_BYTES = 100;
 /** Longest `delaySeconds` on send and on retry (12 h). */
 export const MAX_DELAY_SECONDS = 43_200;
+/**
+ * How much later than "12 h before `notBefore`" a deferred message is tried again: room for the
+ * store's clock and the Worker's to differ, so the retry's delay is within the queue's limit.
+ */
+export const DEFER_MARGIN_MS = 60_000;
+/**
+ * The tick's `recoverGraceMs` on Queues unless configured (5 min): how long a published-but-not-
+ * acknowledged outbox message waits before the tick publishes it again. Queues has no
+ * deduplication, so a re-publish while the consumer lags (batches wait up to
+ * `max_batch_timeout`, 60 s at most, plus the backlog) is a second message: 30 s, QStash's
+ * setting, would duplicate every job under load.
+ */
+export const QUEUES_RECOVER_GRACE_MS = 300_000;
+/**
+ * The largest `maxInputBytes` a deployment on Queues may set (`createTickwork` refuses more): an
+ * input this large leaves under 1 KB of the message for the rest of the job spec; a job whose
+ * message is over {@link MAX_MESSAGE_BYTES} all the same is dead-lettered at publish.
+ */
+export const QUEUES_MAX_INPUT_BYTES_LIMIT = 127_000;
 /**
  * The largest job input (JSON, UTF-8 bytes) a deployment on Queues accepts by default (the
  * engine's `maxInputBytes`): a submit over it is refused with 413 and stores nothing, so a message
@@ -65,14 +87,14 @@ export interface CloudflareQueuesTransportOptions {
 
 /** Why a message was not sent. */
 export type QueuesPublishFailure =
-  /** Over {@link MAX_MESSAGE_BYTES}: never sendable (its input is too large for Queues). */
+  /** Over {@link MAX_MESSAGE_BYTES}: never sendable (its job is dead-lettered). */
   | "too-large"
   /** Due more than {@link MAX_DELAY_SECONDS} ahead: kept in the outbox for a later tick. */
   | "beyond-max-delay"
   /** The `sendBatch` call failed (throughput limit, a platform error): every message in it. */
   | "request";
 
-/** A message the queue did not take (its outbox entry stays; see the module comment). */
+/** A message the queue did not take (see the module comment for what becomes of it). */
 export class QueuesPublishError extends Error {
   override readonly name = "QueuesPublishError";
   readonly reason: QueuesPublishFailure;
@@ -99,7 +121,8 @@ const encoder = new TextEncoder();
  * // In the Worker (wrangler.toml: [[queues.producers]] binding = "TICKWORK_QUEUE")
  * const transport = new CloudflareQueuesTransport({ queue: env.TICKWORK_QUEUE });
  * const engine = createEngine({ store, transport, handlers });
- * // queue(batch, env, ctx): consumeQueueBatch(engine.runner, batch)
+ * // queue(batch, env, ctx):
+ * //   await consumeQueueBatch(batch, (body) => engine.runner.runPulled(body), { logger });
  */
 export class CloudflareQueuesTransport implements Transport {
   readonly #queue: QueueProducer;
@@ -131,13 +154,16 @@ export class CloudflareQueuesTransport implements Transport {
       const bytes = encoder.encode(body).byteLength + MESSAGE_OVERHEAD_BYTES;
       const delaySeconds = delaySecondsUntil(message.notBefore, now);
       if (bytes > MAX_MESSAGE_BYTES) {
-        outcomes[index] = failed(
-          message,
-          new QueuesPublishError(
-            "too-large",
-            `job ${message.job.id} is ${bytes} bytes as a queue message; Cloudflare Queues takes at most ${MAX_MESSAGE_BYTES}`,
+        outcomes[index] = {
+          ...failed(
+            message,
+            new QueuesPublishError(
+              "too-large",
+              `job ${message.job.id} is ${bytes} bytes as a queue message; Cloudflare Queues takes at most ${MAX_MESSAGE_BYTES}`,
+            ),
           ),
-        );
+          permanent: true,
+        };
       } else if (delaySeconds > MAX_DELAY_SECONDS) {
         outcomes[index] = {
           ...failed(
@@ -148,6 +174,7 @@ export class CloudflareQueuesTransport implements Transport {
             ),
           ),
           deferred: true,
+          retryAt: message.notBefore - MAX_DELAY_SECONDS * 1000 + DEFER_MARGIN_MS,
         };
       } else {
         const request: QueueSendRequest = { body, contentType: "text" };
