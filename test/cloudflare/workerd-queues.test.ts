@@ -7,13 +7,13 @@
  * binding alone selects the transport.
  */
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
 import { join } from "node:path";
-import { Redis as IORedis } from "ioredis";
+import type { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { unstable_startWorker } from "wrangler";
-import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
-import { type RedisRestServer, serveRedisRest } from "../../src/tools/redis-rest/index.ts";
+import type { RedisStore } from "../../src/store/redis/index.ts";
+import type { RedisRestServer } from "../../src/tools/redis-rest/index.ts";
+import { freePort, secret, startRedisBehindRest, text } from "./harness.ts";
 
 type Worker = Awaited<ReturnType<typeof unstable_startWorker>>;
 interface Seen {
@@ -22,8 +22,6 @@ interface Seen {
   crashed: string[];
 }
 
-const REDIS_URL = "redis://127.0.0.1:6379";
-const secret = (label: string) => `${label}_${randomBytes(12).toString("hex")}`;
 const API_KEY = secret("key");
 const REST_TOKEN = secret("rest");
 const PREFIX = `cfq${randomBytes(4).toString("hex")}`;
@@ -37,18 +35,9 @@ let origin: string;
 let store: RedisStore;
 
 beforeAll(async () => {
-  redis = new IORedis(REDIS_URL);
-  store = new RedisStore({ client: fromIoredis(redis), prefix: PREFIX });
-  bridge = await serveRedisRest({
-    redisUrl: REDIS_URL,
-    token: REST_TOKEN,
-    port: 0,
-    signals: false,
-    log: () => {},
-  });
+  ({ redis, store, bridge } = await startRedisBehindRest(PREFIX, REST_TOKEN));
   const port = await freePort();
   origin = `http://127.0.0.1:${port}`;
-  const text = (value: string) => ({ type: "plain_text" as const, value });
   worker = await unstable_startWorker({
     config: join(import.meta.dirname, "queues", "wrangler.toml"),
     envFiles: [],
@@ -208,15 +197,3 @@ describe("Cloudflare Queues transport in workerd", { timeout: 60_000 }, () => {
     expect(redelivered.length).toBeGreaterThan(0);
   });
 });
-
-/** A free loopback port (closed again at once; the Worker binds it right after). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}

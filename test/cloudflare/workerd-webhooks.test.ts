@@ -7,20 +7,18 @@
  * replays the same job; a bad signature is refused with 401 problem+json and stores nothing.
  */
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
-import { Redis as IORedis } from "ioredis";
+import type { Redis as IORedis } from "ioredis";
 import { Webhook } from "standardwebhooks";
 import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { unstable_startWorker } from "wrangler";
-import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
-import { type RedisRestServer, serveRedisRest } from "../../src/tools/redis-rest/index.ts";
-import { type QStashDouble, startQStashDouble } from "../support/qstash-double/index.ts";
+import type { RedisStore } from "../../src/store/redis/index.ts";
+import type { RedisRestServer } from "../../src/tools/redis-rest/index.ts";
+import type { QStashDouble } from "../support/qstash-double/index.ts";
+import { freePort, secret, startQStashWithSecrets, startRedisBehindRest, text } from "./harness.ts";
 
 type Worker = Awaited<ReturnType<typeof unstable_startWorker>>;
 
-const REDIS_URL = "redis://127.0.0.1:6379";
-const secret = (label: string) => `${label}_${randomBytes(12).toString("hex")}`;
 const API_KEY = secret("key");
 const REST_TOKEN = secret("rest");
 const PREFIX = `cfw${randomBytes(4).toString("hex")}`;
@@ -36,24 +34,10 @@ let origin: string;
 let store: RedisStore;
 
 beforeAll(async () => {
-  redis = new IORedis(REDIS_URL);
-  store = new RedisStore({ client: fromIoredis(redis), prefix: PREFIX });
-  bridge = await serveRedisRest({
-    redisUrl: REDIS_URL,
-    token: REST_TOKEN,
-    port: 0,
-    signals: false,
-    log: () => {},
-  });
-  qstash = await startQStashDouble({
-    token: secret("qstash"),
-    currentSigningKey: secret("sig_current"),
-    nextSigningKey: secret("sig_next"),
-    backoffScale: 0.001,
-  });
+  ({ redis, store, bridge } = await startRedisBehindRest(PREFIX, REST_TOKEN));
+  qstash = await startQStashWithSecrets();
   const port = await freePort();
   origin = `http://127.0.0.1:${port}`;
-  const text = (value: string) => ({ type: "plain_text" as const, value });
   const config = {
     webhooks: {
       stripe: { verifier: { scheme: "stripe", secrets: [STRIPE_SECRET] }, handler: "echo" },
@@ -196,15 +180,3 @@ describe("inbound webhooks in workerd", () => {
     expect(await storedKeys()).toEqual(before);
   });
 });
-
-/** A free loopback port (closed again at once; the Worker binds it right after). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}

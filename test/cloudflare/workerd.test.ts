@@ -7,19 +7,16 @@
  * HTTP to the Worker's `/v1/worker`, signed with the keys the Worker was given.
  */
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
-import { Redis as IORedis } from "ioredis";
+import type { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { unstable_startWorker } from "wrangler";
-import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
-import { type RedisRestServer, serveRedisRest } from "../../src/tools/redis-rest/index.ts";
-import { type QStashDouble, startQStashDouble } from "../support/qstash-double/index.ts";
+import type { RedisStore } from "../../src/store/redis/index.ts";
+import type { RedisRestServer } from "../../src/tools/redis-rest/index.ts";
+import type { QStashDouble } from "../support/qstash-double/index.ts";
+import { freePort, secret, startQStashWithSecrets, startRedisBehindRest, text } from "./harness.ts";
 
 type Worker = Awaited<ReturnType<typeof unstable_startWorker>>;
 
-const REDIS_URL = "redis://127.0.0.1:6379";
-
-const secret = (label: string) => `${label}_${randomBytes(12).toString("hex")}`;
 const API_KEY = secret("key");
 const CRON_SECRET = secret("cron");
 const REST_TOKEN = secret("rest");
@@ -36,26 +33,12 @@ let origin: string;
 let store: RedisStore;
 
 beforeAll(async () => {
-  redis = new IORedis(REDIS_URL);
-  store = new RedisStore({ client: fromIoredis(redis), prefix: PREFIX });
-  bridge = await serveRedisRest({
-    redisUrl: REDIS_URL,
-    token: REST_TOKEN,
-    port: 0,
-    signals: false,
-    log: () => {},
-  });
+  ({ redis, store, bridge } = await startRedisBehindRest(PREFIX, REST_TOKEN));
   // Non-default credentials, so a pass proves the Worker verifies with the keys it was given.
-  qstash = await startQStashDouble({
-    token: secret("qstash"),
-    currentSigningKey: secret("sig_current"),
-    nextSigningKey: secret("sig_next"),
-    backoffScale: 0.001,
-  });
+  qstash = await startQStashWithSecrets();
   // The Worker must know its own URL (TICKWORK_PUBLIC_URL) before it starts.
   const port = await freePort();
   origin = `http://127.0.0.1:${port}`;
-  const text = (value: string) => ({ type: "plain_text" as const, value });
   worker = await unstable_startWorker({
     config: "wrangler.toml",
     envFiles: [], // never a developer's .dev.vars
@@ -230,15 +213,3 @@ describe("functions/cloudflare.ts in workerd", () => {
     });
   });
 });
-
-/** A free loopback port (closed again at once; the Worker binds it right after). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
