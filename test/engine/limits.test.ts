@@ -5,11 +5,8 @@
  * apart; a handler without `concurrency` is never limited.
  */
 import { describe, expect, it } from "vitest";
-import type { JobSpec } from "../../src/core/model.ts";
-import { createEngine, type Handlers, silentLogger } from "../../src/engine/index.ts";
-import { deliveryResponse } from "../../src/http/delivery.ts";
-import { ChaosQueue } from "../support/chaos-queue.ts";
-import { prng } from "../support/prng.ts";
+import type { Handlers } from "../../src/engine/index.ts";
+import { startRunnerRig, until } from "../support/runner-rig.ts";
 import { storeFactories } from "../support/stores.ts";
 
 /** A handler run that waits until the test lets it go. */
@@ -31,42 +28,8 @@ function gate() {
   };
 }
 
-/** Resolves once `check` holds (re-checked every 5 ms), or fails naming `what`. */
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 10_000) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 describe.each(storeFactories)("concurrency limits through the runner on $name", (factory) => {
-  async function setup(handlers: Handlers) {
-    const { store, cleanup } = await factory.make();
-    const queue = new ChaosQueue(prng(7));
-    const engine = createEngine({
-      store,
-      transport: queue,
-      handlers,
-      logger: silentLogger,
-      degradation: false,
-    });
-    const submit = async (handler: string, input?: unknown): Promise<JobSpec> => {
-      const { job } = await engine.broker.submit({ handler, input });
-      const message = queue.pending.find((p) => p.message.id === job.id)?.message;
-      if (!message) throw new Error("the submit was not published");
-      return message.job;
-    };
-    const deliver = async (spec: JobSpec) =>
-      deliveryResponse(
-        await engine.runner.deliver({
-          url: "http://worker.test/v1/worker",
-          headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
-          body: JSON.stringify(spec),
-        }),
-      );
-    return { engine, store, cleanup, submit, deliver };
-  }
+  const setup = (handlers: Handlers) => startRunnerRig(factory, handlers, 7);
 
   it("push: over the limit answers 409 concurrency_limited with Retry-After, not an attempt", async () => {
     const g = gate();

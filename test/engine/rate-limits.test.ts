@@ -8,50 +8,17 @@
  * first attempt, and no more than `limit` of them begin in any window.
  */
 import { describe, expect, it } from "vitest";
-import type { JobSpec } from "../../src/core/model.ts";
-import { createEngine, type Handlers, silentLogger } from "../../src/engine/index.ts";
-import { deliveryResponse } from "../../src/http/delivery.ts";
+import type { Handlers } from "../../src/engine/index.ts";
 import { startHarness } from "../http/harness.ts";
-import { ChaosQueue } from "../support/chaos-queue.ts";
-import { prng } from "../support/prng.ts";
+import { startRunnerRig, until as untilWithin } from "../support/runner-rig.ts";
 import { storeFactories } from "../support/stores.ts";
 
-/** Resolves once `check` holds (re-checked every 5 ms), or fails naming `what`. */
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 15_000) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** {@link untilWithin} with a longer default: windows of whole seconds pass meanwhile. */
+const until = (check: () => boolean | Promise<boolean>, what: string) =>
+  untilWithin(check, what, 15_000);
 
 describe.each(storeFactories)("rate limits through the runner on $name", (factory) => {
-  async function setup(handlers: Handlers) {
-    const { store, cleanup } = await factory.make();
-    const queue = new ChaosQueue(prng(11));
-    const engine = createEngine({
-      store,
-      transport: queue,
-      handlers,
-      logger: silentLogger,
-      degradation: false,
-    });
-    const submit = async (handler: string, input?: unknown): Promise<JobSpec> => {
-      const { job } = await engine.broker.submit({ handler, input });
-      const message = queue.pending.find((p) => p.message.id === job.id)?.message;
-      if (!message) throw new Error("the submit was not published");
-      return message.job;
-    };
-    const deliver = async (spec: JobSpec) =>
-      deliveryResponse(
-        await engine.runner.deliver({
-          url: "http://worker.test/v1/worker",
-          headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
-          body: JSON.stringify(spec),
-        }),
-      );
-    return { engine, store, cleanup, submit, deliver };
-  }
+  const setup = (handlers: Handlers) => startRunnerRig(factory, handlers, 11);
 
   it("push: over the limit answers 409 with Retry-After until a start leaves the window; not an attempt", async () => {
     const t = await setup({ two: { rateLimit: { limit: 2, period: "1s" }, run: () => "ok" } });

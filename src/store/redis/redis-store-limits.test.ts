@@ -4,14 +4,8 @@
  * field while a run holds a slot, both gone once it finishes, is dead-lettered or cancelled; and
  * what a run under a limit and a limited begin cost (billed commands, on a private Redis).
  */
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  billedBetween,
-  commandsExecuted,
-  type PrivateRedis,
-  startRedisServer,
-} from "../../../test/support/redis-server.ts";
+import { describe, expect, it } from "vitest";
+import { privateRedis } from "../../../test/support/billed-redis.ts";
 import { newJob, uniq } from "../../../test/support/redis-store-fixtures.ts";
 import type { JobSpec } from "../../core/model.ts";
 import { keys } from "./keys.ts";
@@ -19,20 +13,11 @@ import { RedisStore } from "./redis-store.ts";
 import { fromIoredis } from "./script.ts";
 
 describe("RedisStore concurrency limits (keys and cost, on a private Redis)", () => {
-  let server: PrivateRedis;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
+  const priv = privateRedis();
 
   async function setup() {
     const prefix = uniq("limits");
-    const store = new RedisStore({ client: fromIoredis(redis), prefix });
+    const store = new RedisStore({ client: fromIoredis(priv.redis), prefix });
     const k = keys(prefix);
     const submitted = async (): Promise<JobSpec> => {
       const res = await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 60_000 });
@@ -42,11 +27,7 @@ describe("RedisStore concurrency limits (keys and cost, on a private Redis)", ()
     return { store, k, submitted };
   }
 
-  async function billed(fn: () => Promise<unknown>) {
-    const before = await commandsExecuted(redis);
-    await fn();
-    return billedBetween(before, await commandsExecuted(redis));
-  }
+  const billed = async (fn: () => Promise<unknown>) => (await priv.billed(fn)).total;
 
   it("a run holds a slot (member → lease end) named on the job; finishing releases both", async () => {
     const { store, k, submitted } = await setup();
@@ -55,14 +36,14 @@ describe("RedisStore concurrency limits (keys and cost, on a private Redis)", ()
     const begun = await store.beginRun(spec, 5_000, 60_000, undefined, limit);
     if (begun.kind !== "run") throw new Error(begun.kind);
     const slots = k.limit(limit.key);
-    expect(Number(await redis.zscore(slots, spec.id))).toBe(
+    expect(Number(await priv.redis.zscore(slots, spec.id))).toBe(
       (begun.job.startedAt as number) + 5_000,
     );
-    expect(await redis.hget(k.job(spec.id), "slot")).toBe(slots);
+    expect(await priv.redis.hget(k.job(spec.id), "slot")).toBe(slots);
     await store.finishRun(spec.id, 1, { ok: true, result: null });
-    expect(await redis.exists(slots)).toBe(0);
-    expect(await redis.hexists(k.job(spec.id), "slot")).toBe(0);
-    expect(await redis.hexists(k.job(spec.id), "leaseUntil")).toBe(0);
+    expect(await priv.redis.exists(slots)).toBe(0);
+    expect(await priv.redis.hexists(k.job(spec.id), "slot")).toBe(0);
+    expect(await priv.redis.hexists(k.job(spec.id), "leaseUntil")).toBe(0);
   });
 
   it("markDead after a lapsed lease and cancelJob release the slot too", async () => {
@@ -73,21 +54,21 @@ describe("RedisStore concurrency limits (keys and cost, on a private Redis)", ()
     const begun = await store.beginRun(spec, 50, 60_000, undefined, limit);
     expect(begun.kind).toBe("run");
     // The lease lapses by Redis's clock; nothing else touches the set meanwhile.
-    const leaseEnd = Number(await redis.zscore(slots, spec.id));
+    const leaseEnd = Number(await priv.redis.zscore(slots, spec.id));
     while ((await store.now()) <= leaseEnd) await new Promise((r) => setTimeout(r, 5));
     expect(await store.markDead(spec, { name: "E", message: "gone" })).toMatchObject({
       status: "dead",
     });
-    expect(await redis.exists(slots)).toBe(0);
-    expect(await redis.hexists(k.job(spec.id), "slot")).toBe(0);
+    expect(await priv.redis.exists(slots)).toBe(0);
+    expect(await priv.redis.hexists(k.job(spec.id), "slot")).toBe(0);
 
     // A queued job never holds a slot; should one still be named on it, cancelling releases it.
     const queued = await submitted();
-    await redis.zadd(slots, (await store.now()) + 60_000, queued.id);
-    await redis.hset(k.job(queued.id), "slot", slots);
+    await priv.redis.zadd(slots, (await store.now()) + 60_000, queued.id);
+    await priv.redis.hset(k.job(queued.id), "slot", slots);
     expect((await store.cancelJob(queued.id)).kind).toBe("ok");
-    expect(await redis.exists(slots)).toBe(0);
-    expect(await redis.hexists(k.job(queued.id), "slot")).toBe(0);
+    expect(await priv.redis.exists(slots)).toBe(0);
+    expect(await priv.redis.hexists(k.job(queued.id), "slot")).toBe(0);
   });
 
   it("costs: a run without a limit as before; under a limit +4 to begin, +1 to finish; a limited begin 9", async () => {

@@ -5,14 +5,8 @@
  * after its newest start — and what a run under a rate limit and a rate-limited begin cost
  * (billed commands, on a private Redis).
  */
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  billedBetween,
-  commandsExecuted,
-  type PrivateRedis,
-  startRedisServer,
-} from "../../../test/support/redis-server.ts";
+import { describe, expect, it } from "vitest";
+import { privateRedis } from "../../../test/support/billed-redis.ts";
 import { newJob, uniq } from "../../../test/support/redis-store-fixtures.ts";
 import type { JobSpec } from "../../core/model.ts";
 import { keys } from "./keys.ts";
@@ -20,20 +14,11 @@ import { RedisStore } from "./redis-store.ts";
 import { fromIoredis } from "./script.ts";
 
 describe("RedisStore rate limits (keys and cost, on a private Redis)", () => {
-  let server: PrivateRedis;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
+  const priv = privateRedis();
 
   async function setup() {
     const prefix = uniq("rate");
-    const store = new RedisStore({ client: fromIoredis(redis), prefix });
+    const store = new RedisStore({ client: fromIoredis(priv.redis), prefix });
     const k = keys(prefix);
     const submitted = async (): Promise<JobSpec> => {
       const res = await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 60_000 });
@@ -43,11 +28,7 @@ describe("RedisStore rate limits (keys and cost, on a private Redis)", () => {
     return { store, k, submitted };
   }
 
-  async function billed(fn: () => Promise<unknown>) {
-    const before = await commandsExecuted(redis);
-    await fn();
-    return billedBetween(before, await commandsExecuted(redis));
-  }
+  const billed = async (fn: () => Promise<unknown>) => (await priv.billed(fn)).total;
 
   it("a run adds `<id>:<attempt>` → its start; the window expires a period after its newest start", async () => {
     const { store, k, submitted } = await setup();
@@ -56,11 +37,11 @@ describe("RedisStore rate limits (keys and cost, on a private Redis)", () => {
     const spec = await submitted();
     const first = await store.beginRun(spec, 5_000, 60_000, undefined, undefined, rate);
     if (first.kind !== "run") throw new Error(first.kind);
-    expect(await redis.zrange(window, 0, -1, "WITHSCORES")).toEqual([
+    expect(await priv.redis.zrange(window, 0, -1, "WITHSCORES")).toEqual([
       `${spec.id}:1`,
       String(first.job.startedAt),
     ]);
-    const ttl = await redis.pttl(window);
+    const ttl = await priv.redis.pttl(window);
     expect(ttl).toBeGreaterThan(50_000);
     expect(ttl).toBeLessThanOrEqual(60_000);
     // Finishing frees nothing (a rate counts begins); the retry is a second member.
@@ -69,13 +50,13 @@ describe("RedisStore rate limits (keys and cost, on a private Redis)", () => {
       error: { name: "E", message: "x" },
       final: false,
     });
-    expect(await redis.zcard(window)).toBe(1);
+    expect(await priv.redis.zcard(window)).toBe(1);
     expect((await store.beginRun(spec, 5_000, 60_000, undefined, undefined, rate)).kind).toBe(
       "run",
     );
-    expect(await redis.zrange(window, 0, -1)).toEqual([`${spec.id}:1`, `${spec.id}:2`]);
+    expect(await priv.redis.zrange(window, 0, -1)).toEqual([`${spec.id}:1`, `${spec.id}:2`]);
     // The job's hash names no rate window (nothing to release).
-    expect(Object.keys(await redis.hgetall(k.job(spec.id)))).not.toContain("rate");
+    expect(Object.keys(await priv.redis.hgetall(k.job(spec.id)))).not.toContain("rate");
   });
 
   it("is bounded by `limit` members; an idle window vanishes after its period", async () => {
@@ -95,9 +76,9 @@ describe("RedisStore rate limits (keys and cost, on a private Redis)", () => {
       answers.push(begun.kind);
     }
     expect(answers.filter((a) => a === "run")).toHaveLength(2);
-    expect(await redis.zcard(window)).toBe(2);
+    expect(await priv.redis.zcard(window)).toBe(2);
     const end = Date.now() + 10_000;
-    while ((await redis.exists(window)) === 1) {
+    while ((await priv.redis.exists(window)) === 1) {
       if (Date.now() > end) throw new Error("the idle window did not expire");
       await new Promise((r) => setTimeout(r, 20));
     }
