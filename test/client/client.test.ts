@@ -89,7 +89,11 @@ describe.concurrent("client against the dev server", () => {
   });
 
   test("result() gives up after its timeout with the last state seen", async () => {
-    const job = await client.jobs.submit({ handler: "sleep", input: { ms: 3_000 } });
+    const job = await client.jobs.submit({ handler: "sleep", input: { ms: 4_000 } });
+    // Once it runs (a busy machine may take a while to start it), it runs for 4 s more.
+    while ((await job.status()).status !== "running") {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const started = Date.now();
     const error = await job.result({ timeout: 600 }).catch((e: unknown) => e);
     const took = Date.now() - started;

@@ -71,9 +71,12 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's Nodes in headless Chro
   }
 
   it("lists the fleet and follows a node going stale", async () => {
-    const store = new MemoryStore();
-    await store.heartbeatNode(nodeInfo("node-a"), 60_000);
-    await store.heartbeatNode(nodeInfo("node-b", { inFlight: 1, capabilities: {} }), 1_500);
+    // The store's clock moves on when the test says so: node-b goes stale then, not when a slow
+    // page load happens to outlast its TTL.
+    let skew = 0;
+    const store = new MemoryStore({ clock: () => Date.now() + skew });
+    await store.heartbeatNode(nodeInfo("node-a"), 600_000);
+    await store.heartbeatNode(nodeInfo("node-b", { inFlight: 1, capabilities: {} }), 20_000);
     server = await startHarness({
       store,
       handlers: testHandlers().handlers,
@@ -104,7 +107,8 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's Nodes in headless Chro
     expect(first[8]).toMatch(/^(now|\d.* ago)$/);
     expect((await rows.nth(1).locator("td").allTextContents())[6]).toBe("–");
 
-    // node-b's TTL passes: the next poll shows it stale.
+    // node-b's TTL passes (it is dropped only after ten): the next poll shows it stale.
+    skew = 30_000;
     await p.waitForFunction(
       () => document.querySelector("#nodes tr:nth-child(2) .badge")?.textContent === "stale",
       undefined,
