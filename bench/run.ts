@@ -1,24 +1,37 @@
 /**
  * @module
- * `npm run bench [-- --quick] [-- --only submit,streams,tick,scale,idle,memory,retention]`:
+ * `npm run bench [-- --quick] [-- --only submit,batch,streams,tick,scale,idle,memory,retention,precision]`:
  * tickwork beside the alternatives, measured side by side in one run. Prints each section's rows, a
  * summary table with the targets (met or not, as measured), and writes `bench/results.json` (a
  * full set of sections only). `--quick` shortens every section (whole run under 2 minutes on 2
  * cores).
  * What is measured and how: `docs/adr/0008-benchmarks.md`.
  */
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { killAll } from "./lib/children.ts";
 import { loadNow, machine } from "./lib/machine.ts";
+import { type ErrorBar, type RatioBar, renderResultsSvg } from "./lib/svg.ts";
+import { type BatchFigures, benchBatch } from "./sections/batch.ts";
 import { benchIdle, type IdleFigures } from "./sections/idle.ts";
 import { benchMemory, type MemoryFigures } from "./sections/memory.ts";
+import { benchPrecision, type PrecisionFigures } from "./sections/precision.ts";
 import { benchRetention, type RetentionFigures } from "./sections/retention.ts";
 import { benchScale, type ScaleFigures, sizeLabel } from "./sections/scale.ts";
 import { benchStreams, type StreamsFigures } from "./sections/streams.ts";
 import { benchSubmit, type SubmitFigures } from "./sections/submit.ts";
 import { benchTick, type TickFigures } from "./sections/tick.ts";
 
-const SECTIONS = ["submit", "streams", "tick", "scale", "idle", "memory", "retention"] as const;
+const SECTIONS = [
+  "submit",
+  "batch",
+  "streams",
+  "tick",
+  "scale",
+  "idle",
+  "memory",
+  "retention",
+  "precision",
+] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Results {
@@ -26,6 +39,8 @@ interface Results {
   mode: "full" | "quick";
   machine: ReturnType<typeof machine>;
   submit?: SubmitFigures | undefined;
+  /** One request per job vs `POST /v1/jobs/batch` of 1,000, same run (sections/batch.ts). */
+  batch?: BatchFigures | undefined;
   /** In `results.json`: `submit` (in-process figures, beside the HTTP ones) and `e2e`. */
   streams?: StreamsFigures | undefined;
   tick?: TickFigures | undefined;
@@ -33,6 +48,7 @@ interface Results {
   idle?: IdleFigures | undefined;
   memory?: MemoryFigures | undefined;
   retention?: RetentionFigures | undefined;
+  precision?: PrecisionFigures | undefined;
   targets: Target[];
   took_s: number;
   /** Seconds each section took. */
@@ -77,6 +93,16 @@ function targets(r: Results): Target[] {
     });
     const cpu = r.submit.cpu_us_per_request;
     out.push({
+      target: "submit on QStash ≥ 1.5 × one publishJSON per request",
+      measured: `${r.submit.tickwork_vs_direct_qstash} ×`,
+      met: r.submit.tickwork_vs_direct_qstash >= 1.5,
+    });
+    out.push({
+      target: "submit on QStash, server CPU/request ≤ 1.5 × BullMQ's",
+      measured: `${cpu.tickwork.server} µs vs ${cpu.bullmq.server} µs`,
+      met: cpu.tickwork.server <= 1.5 * cpu.bullmq.server,
+    });
+    out.push({
       target: "submit over HTTP, Redis Streams ≥ 1.2 × BullMQ",
       measured: `${r.submit.streams_vs_bullmq} ×`,
       met: r.submit.streams_vs_bullmq >= 1.2,
@@ -94,6 +120,11 @@ function targets(r: Results): Target[] {
       measured: `${s.redis_us_per_submit.streams} µs vs ${s.redis_us_per_submit.bullmq} µs = ${s.redis_us_streams_vs_bullmq} ×`,
       met: s.redis_us_per_submit.streams <= 1.2 * s.redis_us_per_submit.bullmq,
     });
+    out.push({
+      target: "submit in process, Redis µs/submit (QStash) ≤ 2 × BullMQ µs/add",
+      measured: `${s.redis_us_per_submit.qstash} µs vs ${s.redis_us_per_submit.bullmq} µs = ${s.redis_us_qstash_vs_bullmq} ×`,
+      met: s.redis_us_per_submit.qstash <= 2 * s.redis_us_per_submit.bullmq,
+    });
     const e = r.streams.e2e;
     out.push({
       target: `end to end (${e.jobs} jobs, concurrency ${e.concurrency}), PullWorker ≥ 1.0 × BullMQ Worker`,
@@ -103,9 +134,19 @@ function targets(r: Results): Target[] {
   }
   if (r.tick) {
     out.push({
-      target: "10,000 occurrences dispatched in ≤ 2 s",
+      target: "10,000 occurrences dispatched in ≤ 1.2 s",
       measured: `${r.tick.ms} ms`,
-      met: r.tick.occurrences >= 10_000 && r.tick.ms <= 2_000,
+      met: r.tick.occurrences >= 10_000 && r.tick.ms <= 1_200,
+    });
+    out.push({
+      target: "tick engine CPU ≤ 60 µs per occurrence",
+      measured: `${r.tick.engine_cpu_us_per_occurrence} µs`,
+      met: r.tick.engine_cpu_us_per_occurrence <= 60,
+    });
+    out.push({
+      target: "tick billed commands per occurrence ≤ 4.2",
+      measured: `${r.tick.billed_per_occurrence}`,
+      met: r.tick.billed_per_occurrence <= 4.2,
     });
   }
   if (r.scale) {
@@ -125,6 +166,16 @@ function targets(r: Results): Target[] {
       measured: `${r.idle.billed_per_tick}`,
       met: r.idle.billed_per_tick <= 5,
     });
+  }
+  if (r.precision) {
+    for (const c of r.precision.cases) {
+      const limit = c.via === "qstash" ? 1_000 : 100;
+      out.push({
+        target: `fire-time error p99 ≤ ${limit} ms: ${c.name} via ${c.via}`,
+        measured: `${c.p99_ms} ms (${c.samples} samples)`,
+        met: c.samples > 0 && c.p99_ms <= limit,
+      });
+    }
   }
   return out;
 }
@@ -154,6 +205,11 @@ function summary(r: Results): string {
     );
     add(
       "submit",
+      "one publishJSON per request req/s · p50 · p99",
+      `${s.direct_qstash_rps} · ${s.direct_qstash_p50_ms} ms · ${s.direct_qstash_p99_ms} ms`,
+    );
+    add(
+      "submit",
       "ceiling (one SET) req/s · p50 · p99",
       `${s.ceiling_rps} · ${s.ceiling_p50_ms} ms · ${s.ceiling_p99_ms} ms`,
     );
@@ -164,15 +220,27 @@ function summary(r: Results): string {
     );
     add(
       "submit",
-      "tickwork / ceiling · tickwork / BullMQ",
-      `${s.tickwork_vs_ceiling} · ${s.tickwork_vs_bullmq}`,
+      "tickwork / ceiling · / BullMQ · / one publishJSON",
+      `${s.tickwork_vs_ceiling} · ${s.tickwork_vs_bullmq} · ${s.tickwork_vs_direct_qstash}`,
     );
     const cpu = s.cpu_us_per_request;
     add(
       "submit",
-      "server CPU µs/request tickwork · streams · BullMQ",
-      `${cpu.tickwork.server} · ${cpu.streams.server} · ${cpu.bullmq.server}`,
+      "server CPU µs/request tickwork · streams · publishJSON · BullMQ",
+      `${cpu.tickwork.server} · ${cpu.streams.server} · ${cpu.direct_qstash.server} · ${cpu.bullmq.server}`,
     );
+  }
+  if (r.batch) {
+    for (const [via, f] of [
+      ["QStash", r.batch.qstash],
+      ["Streams", r.batch.streams],
+    ] as const) {
+      add(
+        "batch",
+        `${via}: jobs/s one request per job · batches of ${r.batch.batch_size} · ×`,
+        `${f.single.jobs_per_s} · ${f.batch.jobs_per_s} · ${f.batch_vs_single}`,
+      );
+    }
   }
   if (r.streams) {
     const s = r.streams.submit;
@@ -184,8 +252,8 @@ function summary(r: Results): string {
     );
     add(
       "streams",
-      "Redis µs/submit streams · BullMQ (commandstats)",
-      `${s.redis_us_per_submit.streams} · ${s.redis_us_per_submit.bullmq}`,
+      "Redis µs/submit streams · QStash · BullMQ (commandstats)",
+      `${s.redis_us_per_submit.streams} · ${s.redis_us_per_submit.qstash} · ${s.redis_us_per_submit.bullmq}`,
     );
     add(
       "streams",
@@ -201,6 +269,11 @@ function summary(r: Results): string {
   if (r.tick) {
     const t = r.tick;
     add("tick", "occurrences · ms", `${t.occurrences} · ${t.ms}`);
+    add(
+      "tick",
+      "engine CPU µs/occurrence · billed commands/occurrence",
+      `${t.engine_cpu_us_per_occurrence} · ${t.billed_per_occurrence}`,
+    );
     add(
       "tick",
       "round trips · billed commands · queue requests",
@@ -247,12 +320,80 @@ function summary(r: Results): string {
       `${mib(t.after_bytes_half)} · ${mib(t.after_bytes_full)} · ${mib(t.after_steady_bytes)} (${t.after_job_records}${t.after_cap_held ? "" : ", CAP NOT HELD"})`,
     );
   }
+  if (r.precision) {
+    for (const c of r.precision.cases) {
+      add(
+        "precision",
+        `${c.name} via ${c.via}: error p50 · p99 · max ms (samples)`,
+        `${c.p50_ms} · ${c.p99_ms} · ${c.max_ms} (${c.samples})`,
+      );
+    }
+  }
   const targetRows = [["target", "measured", "status"]];
   for (const t of r.targets) targetRows.push([t.target, t.measured, t.met ? "met" : "NOT MET"]);
   return `${table(rows)}\n\n${table(targetRows)}\n(chaos targets: npm run chaos)`;
 }
 
+/** What `results.json` holds that the picture draws (any of it may be missing). */
+interface Written {
+  mode?: string;
+  machine?: { commit?: string };
+  submit?: Partial<SubmitFigures> & Partial<StreamsFigures["submit"]>;
+  e2e?: StreamsFigures["e2e"];
+  tick?: TickFigures;
+  precision?: PrecisionFigures;
+}
+
+/** `bench/results.svg` from what `results.json` holds. */
+function svgOf(w: Written): string {
+  const ratios: RatioBar[] = [];
+  const add = (label: string, measured: number | undefined, target: number, higher: boolean) => {
+    if (measured !== undefined && Number.isFinite(measured) && measured > 0) {
+      ratios.push({ label, measured, target, higherIsBetter: higher });
+    }
+  };
+  const s = w.submit;
+  const cpu = s?.cpu_us_per_request;
+  const redisUs = s?.redis_us_per_submit;
+  add("submit req/s, QStash ÷ one publishJSON", s?.tickwork_vs_direct_qstash, 1.5, true);
+  add("submit req/s, Streams ÷ BullMQ", s?.streams_vs_bullmq, 1.2, true);
+  if (cpu?.tickwork && cpu.bullmq) {
+    add("server CPU/submit, QStash ÷ BullMQ", cpu.tickwork.server / cpu.bullmq.server, 1.5, false);
+  }
+  if (cpu?.streams && cpu.bullmq) {
+    add("server CPU/submit, Streams ÷ BullMQ", cpu.streams.server / cpu.bullmq.server, 1, false);
+  }
+  if (redisUs) {
+    add("Redis µs/submit, QStash ÷ BullMQ", redisUs.qstash / redisUs.bullmq, 2, false);
+    add("Redis µs/submit, Streams ÷ BullMQ", redisUs.streams / redisUs.bullmq, 1.2, false);
+  }
+  add("end to end jobs/s, Streams ÷ BullMQ", w.e2e?.tickwork_vs_bullmq, 1, true);
+  if (w.tick) {
+    add("10,000-occurrence tick ÷ 1.2 s", w.tick.ms / 1_200, 1, false);
+    add("tick engine CPU/occurrence ÷ 60 µs", w.tick.engine_cpu_us_per_occurrence / 60, 1, false);
+  }
+  const errors: ErrorBar[] = (w.precision?.cases ?? []).map((c) => ({
+    label: `${c.name} via ${c.via === "qstash" ? "QStash (cron each minute)" : "tickwork start"}`,
+    p50: c.p50_ms,
+    p99: c.p99_ms,
+    max: c.max_ms,
+    limit: c.via === "qstash" ? 1_000 : 100,
+  }));
+  return renderResultsSvg(
+    `${w.mode ?? "?"} run, commit ${w.machine?.commit ?? "?"}`,
+    ratios,
+    errors,
+  );
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes("--svg")) {
+    // Redraw the picture from results.json (no measuring).
+    const written = JSON.parse(readFileSync(new URL("./results.json", import.meta.url), "utf8"));
+    writeFileSync(new URL("./results.svg", import.meta.url), svgOf(written as Written));
+    console.log("wrote bench/results.svg from bench/results.json");
+    return;
+  }
   const { quick, only } = parseArgs(process.argv.slice(2));
   const started = performance.now();
   const results: Results = {
@@ -278,12 +419,14 @@ async function main(): Promise<void> {
     return figures;
   };
   results.submit = await timed("submit", () => benchSubmit(quick, log));
+  results.batch = await timed("batch", () => benchBatch(quick, log));
   results.streams = await timed("streams", () => benchStreams(quick, log));
   results.tick = await timed("tick", () => benchTick(log));
   results.scale = await timed("scale", () => benchScale(quick, log));
   results.idle = await timed("idle", () => benchIdle(quick, log));
   results.memory = await timed("memory", () => benchMemory(quick, log));
   results.retention = await timed("retention", () => benchRetention(quick, log));
+  results.precision = await timed("precision", () => benchPrecision(quick, log));
   results.targets = targets(results);
   results.took_s = Math.round((performance.now() - started) / 100) / 10;
   log("");
@@ -306,7 +449,8 @@ async function main(): Promise<void> {
       load_at_end: loadNow(),
     };
     writeFileSync(path, `${JSON.stringify(ordered, null, 2)}\n`);
-    log(`\nwrote bench/results.json (${results.mode}, ${results.took_s} s)`);
+    writeFileSync(new URL("./results.svg", import.meta.url), svgOf(ordered as Written));
+    log(`\nwrote bench/results.json and bench/results.svg (${results.mode}, ${results.took_s} s)`);
   } else {
     log(`\n--only: bench/results.json left as it was (${results.took_s} s)`);
   }

@@ -110,6 +110,13 @@ export async function startTsChild<Ready>(
       });
     },
     async stop() {
+      if (child.exitCode === null && child.signalCode === null && child.connected) {
+        // Ask for a clean exit first (it writes a --cpu-prof profile), then make sure.
+        child.send({ type: "exit" });
+        const timer = setTimeout(() => child.kill("SIGKILL"), 2_000);
+        await exited;
+        clearTimeout(timer);
+      }
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       await exited;
     },

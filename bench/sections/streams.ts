@@ -26,7 +26,7 @@ import {
   startRedis,
 } from "../lib/redis.ts";
 
-export type StreamsContender = "streams" | "bullmq";
+export type StreamsContender = "streams" | "bullmq" | "qstash";
 
 /** Per contender. */
 interface Both {
@@ -34,12 +34,22 @@ interface Both {
   bullmq: number;
 }
 
+/** Per contender, tickwork on QStash (submits only) too. */
+interface Three extends Both {
+  qstash: number;
+}
+
 /** In-process submits; in `results.json` beside the HTTP submit figures under `submit`. */
 export interface InProcessSubmitFigures {
-  /** Redis µs per submit from `INFO commandstats`, each command counted once. */
-  redis_us_per_submit: Both;
+  /**
+   * Redis µs per submit from `INFO commandstats`, each command counted once. `qstash`: the
+   * outbox's submit script and the publisher's acknowledgements of the published entries.
+   */
+  redis_us_per_submit: Three;
   /** redis_us_per_submit.streams / redis_us_per_submit.bullmq */
   redis_us_streams_vs_bullmq: number;
+  /** redis_us_per_submit.qstash / redis_us_per_submit.bullmq */
+  redis_us_qstash_vs_bullmq: number;
   in_process: {
     loops: number;
     /** Measured submits per contender (after `warmup` more). */
@@ -47,13 +57,13 @@ export interface InProcessSubmitFigures {
     warmup: number;
     /** Rounds run (full: 3, quick: 1); every figure is the median over them. */
     rounds: number;
-    submits_per_s: Both;
+    submits_per_s: Three;
     /** submits_per_s.streams / submits_per_s.bullmq */
     streams_vs_bullmq: number;
     /** Redis CPU (`INFO cpu`, user + sys) per submit, µs: sockets and parsing included. */
-    redis_cpu_us_per_submit: Both;
-    /** CPU of the submitting process per submit, µs. */
-    client_cpu_us_per_submit: Both;
+    redis_cpu_us_per_submit: Three;
+    /** CPU of the submitting process per submit, µs (qstash: its publishes included). */
+    client_cpu_us_per_submit: Three;
     /**
      * Commands per submit as `INFO commandstats` counts them (inner commands of scripts too),
      * from the last round; `commands_per_job` likewise.
@@ -174,11 +184,21 @@ async function runContender(
 ): Promise<Run> {
   const redis = await startRedis();
   let child: TsChild<unknown> | undefined;
+  let double: TsChild<Record<string, string>> | undefined;
   try {
-    child = await startTsChild<unknown>("servers/streams-contender.ts", [kind], {
-      REDIS_URL: redis.url,
-    });
+    const env: Record<string, string> = { REDIS_URL: redis.url };
+    if (kind === "qstash") {
+      double = await startTsChild<Record<string, string>>("servers/qstash-double.ts");
+      Object.assign(env, {
+        QSTASH_URL: double.ready.url,
+        QSTASH_TOKEN: double.ready.token,
+        QSTASH_CURRENT_SIGNING_KEY: double.ready.currentSigningKey,
+        QSTASH_NEXT_SIGNING_KEY: double.ready.nextSigningKey,
+      });
+    }
+    child = await startTsChild<unknown>("servers/streams-contender.ts", [kind], env);
     await child.request<Phase>("submit", { from: 0, count: warmup, loops: LOOPS });
+    await child.request("settle");
     const s0 = await snapshot(child, redis.admin);
     const measured = jobs - warmup;
     const submit = await child.request<Phase>("submit", {
@@ -186,7 +206,26 @@ async function runContender(
       count: measured,
       loops: LOOPS,
     });
+    // qstash: the publishes of the measured submits, and their acknowledgements, are in.
+    await child.request("settle");
     const s1 = await snapshot(child, redis.admin);
+    if (kind === "qstash") {
+      const sw = between(s0, s1);
+      const f = submitFigures(sw, submit, measured);
+      const submitCommands = perJob(sw.commands, measured);
+      log(
+        `  ${kind.padEnd(7)} submit: ${f.submits_per_s} /s, Redis ${f.redis_us_per_submit} µs/submit (INFO cpu ${f.redis_cpu_us_per_submit}), client CPU ${f.client_cpu_us_per_submit} µs/submit: ${JSON.stringify(submitCommands)}`,
+      );
+      const none = { jobs_per_s: 0, drain_ms: 0, redis_us_per_job: 0 };
+      const rest = { redis_cpu_us_per_job: 0, worker_cpu_us_per_job: 0 };
+      return {
+        figures: { ...f, ...none, ...rest },
+        submitCommands,
+        drainCommands: {},
+        drain: {},
+        streamEntries: 0,
+      };
+    }
     const entries = await streamEntries(redis.admin);
     const s2 = await snapshot(child, redis.admin);
     const drain = await child.request<Phase>("drain", { jobs, concurrency: CONCURRENCY });
@@ -194,10 +233,7 @@ async function runContender(
     const sw = between(s0, s1);
     const dw = between(s2, s3);
     const f: Figures = {
-      submits_per_s: round(measured / (submit.ms / 1000)),
-      redis_us_per_submit: round(sw.usec / measured, 1),
-      redis_cpu_us_per_submit: round(sw.cpu / measured, 1),
-      client_cpu_us_per_submit: round(submit.cpu_us / measured, 1),
+      ...submitFigures(sw, submit, measured),
       jobs_per_s: round(jobs / (drain.ms / 1000)),
       drain_ms: round(drain.ms),
       redis_us_per_job: round(dw.usec / jobs, 1),
@@ -216,8 +252,18 @@ async function runContender(
     return { figures: f, submitCommands, drainCommands, drain: rest, streamEntries: entries };
   } finally {
     await child?.stop();
+    await double?.stop();
     await redis.stop();
   }
+}
+
+function submitFigures(sw: Window, submit: Phase, measured: number) {
+  return {
+    submits_per_s: round(measured / (submit.ms / 1000)),
+    redis_us_per_submit: round(sw.usec / measured, 1),
+    redis_cpu_us_per_submit: round(sw.cpu / measured, 1),
+    client_cpu_us_per_submit: round(submit.cpu_us / measured, 1),
+  };
 }
 
 /**
@@ -235,36 +281,52 @@ export async function benchStreams(
   log(
     `streams: in process, ${LOOPS} submit loops, ${warmup} warm-up + ${measured} measured submits, then workers (concurrency ${CONCURRENCY}, no-op handler) drain all ${jobs}; BullMQ queue.add + Worker vs tickwork broker.submit + PullWorker on RedisStreams; median of ${rounds} round(s)`,
   );
-  const runs: Record<StreamsContender, Run[]> = { bullmq: [], streams: [] };
+  const runs: Record<StreamsContender, Run[]> = { bullmq: [], streams: [], qstash: [] };
   for (let round = 0; round < rounds; round++) {
     const order: StreamsContender[] =
-      round % 2 === 0 ? ["bullmq", "streams"] : ["streams", "bullmq"];
+      round % 2 === 0 ? ["bullmq", "streams", "qstash"] : ["qstash", "streams", "bullmq"];
     for (const kind of order) runs[kind].push(await runContender(kind, jobs, warmup, log));
   }
   const b = medians(runs.bullmq.map((r) => r.figures));
   const s = medians(runs.streams.map((r) => r.figures));
+  const q = medians(runs.qstash.map((r) => r.figures));
   const lastB = runs.bullmq.at(-1)!;
   const lastS = runs.streams.at(-1)!;
   return {
     submit: {
-      redis_us_per_submit: { streams: s.redis_us_per_submit, bullmq: b.redis_us_per_submit },
+      redis_us_per_submit: {
+        streams: s.redis_us_per_submit,
+        bullmq: b.redis_us_per_submit,
+        qstash: q.redis_us_per_submit,
+      },
       redis_us_streams_vs_bullmq: round(s.redis_us_per_submit / b.redis_us_per_submit, 2),
+      redis_us_qstash_vs_bullmq: round(q.redis_us_per_submit / b.redis_us_per_submit, 2),
       in_process: {
         loops: LOOPS,
         submits: measured,
         warmup,
         rounds,
-        submits_per_s: { streams: s.submits_per_s, bullmq: b.submits_per_s },
+        submits_per_s: {
+          streams: s.submits_per_s,
+          bullmq: b.submits_per_s,
+          qstash: q.submits_per_s,
+        },
         streams_vs_bullmq: round(s.submits_per_s / b.submits_per_s, 2),
         redis_cpu_us_per_submit: {
           streams: s.redis_cpu_us_per_submit,
           bullmq: b.redis_cpu_us_per_submit,
+          qstash: q.redis_cpu_us_per_submit,
         },
         client_cpu_us_per_submit: {
           streams: s.client_cpu_us_per_submit,
           bullmq: b.client_cpu_us_per_submit,
+          qstash: q.client_cpu_us_per_submit,
         },
-        commands_per_submit: { streams: lastS.submitCommands, bullmq: lastB.submitCommands },
+        commands_per_submit: {
+          streams: lastS.submitCommands,
+          bullmq: lastB.submitCommands,
+          qstash: runs.qstash.at(-1)!.submitCommands,
+        },
         stream_entries: lastS.streamEntries,
       },
     },

@@ -3,8 +3,9 @@
  * `submit`: HTTP submits over real sockets, autocannon (50 connections) in this process against a
  * server process per contender, each on its own private Redis: tickwork `POST /v1/jobs` (QStash
  * transport → the QStash double in a third process), tickwork `POST /v1/jobs` on Redis Streams
- * (`dispatch: "streams"`, the `RedisStreams` transport; no queue double), the one-`SET` ceiling,
- * and BullMQ `queue.add`.
+ * (`dispatch: "streams"`, the `RedisStreams` transport; no queue double), one `@upstash/qstash`
+ * `publishJSON` per request to the same QStash double (what users write without tickwork), the
+ * one-`SET` ceiling, and BullMQ `queue.add`.
  */
 import autocannon from "autocannon";
 import type { Redis } from "ioredis";
@@ -12,13 +13,13 @@ import { startTsChild, type TsChild } from "../lib/children.ts";
 import { redisCpu, startRedis } from "../lib/redis.ts";
 import { BENCH_API_KEY, SUBMIT_BODY } from "../lib/settings.ts";
 
-export type Contender = "tickwork" | "streams" | "ceiling" | "bullmq";
+export type Contender = "tickwork" | "streams" | "direct_qstash" | "ceiling" | "bullmq";
 
 /** CPU time per answered request during the measured run, in µs, by process. */
 export interface CpuPerRequest {
   server: number;
   redis: number;
-  /** The QStash double (tickwork only): work a real deployment has QStash do elsewhere. */
+  /** The QStash double (tickwork, direct_qstash): work a real deployment has QStash do elsewhere. */
   queue?: number;
 }
 
@@ -35,12 +36,16 @@ export interface SubmitFigures {
   tickwork_rps: number;
   /** tickwork on Redis Streams. */
   streams_rps: number;
+  /** One `@upstash/qstash` `publishJSON` per request (what Upstash's docs show). */
+  direct_qstash_rps: number;
   ceiling_rps: number;
   bullmq_rps: number;
   tickwork_p50_ms: number;
   tickwork_p99_ms: number;
   streams_p50_ms: number;
   streams_p99_ms: number;
+  direct_qstash_p50_ms: number;
+  direct_qstash_p99_ms: number;
   ceiling_p50_ms: number;
   ceiling_p99_ms: number;
   bullmq_p50_ms: number;
@@ -51,6 +56,8 @@ export interface SubmitFigures {
   tickwork_vs_bullmq: number;
   /** streams_rps / bullmq_rps */
   streams_vs_bullmq: number;
+  /** tickwork_rps / direct_qstash_rps: both publish to the same QStash double. */
+  tickwork_vs_direct_qstash: number;
   non2xx: Record<Contender, number>;
   connections: number;
   duration_s: number;
@@ -114,7 +121,7 @@ async function runContender(
   let server: TsChild<{ url: string }> | undefined;
   try {
     const env: Record<string, string> = { REDIS_URL: redis.url };
-    if (name === "tickwork") {
+    if (name === "tickwork" || name === "direct_qstash") {
       double = await startTsChild<DoubleReady>("servers/qstash-double.ts");
       Object.assign(env, {
         QSTASH_URL: double.ready.url,
@@ -170,7 +177,7 @@ async function runContender(
       // keeps it). The double must have accepted every one for the run to count.
       if (c.rejected > 0 || c.messages < answered) {
         throw new Error(
-          `submit/tickwork: the QStash double accepted ${c.messages} messages (rejected ${c.rejected}) for ${answered} submits`,
+          `submit/${name}: the QStash double accepted ${c.messages} messages (rejected ${c.rejected}) for ${answered} submits`,
         );
       }
     }
@@ -198,7 +205,7 @@ async function cpuNow(
   return { server: s, redis: r, queue: q };
 }
 
-/** Run the four contenders one after another, same load and duration each. */
+/** Run the five contenders one after another, same load and duration each. */
 export async function benchSubmit(
   quick: boolean,
   log: (line: string) => void,
@@ -211,6 +218,7 @@ export async function benchSubmit(
   const tickwork = await runContender("tickwork", warmupS, durationS, log);
   const ceiling = await runContender("ceiling", warmupS, durationS, log);
   const streams = await runContender("streams", warmupS, durationS, log);
+  const direct = await runContender("direct_qstash", warmupS, durationS, log);
   const bullmq = await runContender("bullmq", warmupS, durationS, log);
   log(`  tickwork degradation controller after the run: ${JSON.stringify(tickwork.info)}`);
   log(`  streams store after the run: ${JSON.stringify(streams.info)}`);
@@ -219,12 +227,15 @@ export async function benchSubmit(
   return {
     tickwork_rps: round(t.rps),
     streams_rps: round(st.rps),
+    direct_qstash_rps: round(direct.figures.rps),
     ceiling_rps: round(ceiling.figures.rps),
     bullmq_rps: round(bullmq.figures.rps),
     tickwork_p50_ms: t.p50_ms,
     tickwork_p99_ms: t.p99_ms,
     streams_p50_ms: st.p50_ms,
     streams_p99_ms: st.p99_ms,
+    direct_qstash_p50_ms: direct.figures.p50_ms,
+    direct_qstash_p99_ms: direct.figures.p99_ms,
     ceiling_p50_ms: ceiling.figures.p50_ms,
     ceiling_p99_ms: ceiling.figures.p99_ms,
     bullmq_p50_ms: bullmq.figures.p50_ms,
@@ -232,9 +243,11 @@ export async function benchSubmit(
     tickwork_vs_ceiling: round(t.rps / ceiling.figures.rps, 2),
     tickwork_vs_bullmq: round(t.rps / bullmq.figures.rps, 2),
     streams_vs_bullmq: round(st.rps / bullmq.figures.rps, 2),
+    tickwork_vs_direct_qstash: round(t.rps / direct.figures.rps, 2),
     non2xx: {
       tickwork: t.non2xx,
       streams: st.non2xx,
+      direct_qstash: direct.figures.non2xx,
       ceiling: ceiling.figures.non2xx,
       bullmq: bullmq.figures.non2xx,
     },
@@ -247,6 +260,7 @@ export async function benchSubmit(
     cpu_us_per_request: {
       tickwork: tickwork.cpu,
       streams: streams.cpu,
+      direct_qstash: direct.cpu,
       ceiling: ceiling.cpu,
       bullmq: bullmq.cpu,
     },

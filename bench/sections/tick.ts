@@ -27,6 +27,10 @@ export interface TickFigures {
   redis_ms: number;
   /** … CPU of the ticking process (plan, encode, publish) … */
   engine_cpu_ms: number;
+  /** engine_cpu_ms per occurrence, in µs. */
+  engine_cpu_us_per_occurrence: number;
+  /** billed_commands / occurrences. */
+  billed_per_occurrence: number;
   /** … and CPU of the QStash double accepting the batches (QStash's work, on this machine). */
   queue_cpu_ms: number;
   /** Billed commands by name. */
@@ -81,6 +85,9 @@ export async function benchTick(log: (line: string) => void): Promise<TickFigure
       schedules: OCCURRENCES,
       redis_ms: Math.round(redisMs),
       engine_cpu_ms: Math.round((cpu.user + cpu.system) / 1000),
+      engine_cpu_us_per_occurrence:
+        Math.round(((cpu.user + cpu.system) / result.dispatched) * 10) / 10,
+      billed_per_occurrence: Math.round((billedBetween(c0, c1) / result.dispatched) * 100) / 100,
       queue_cpu_ms: Math.round(queueCpuMs),
       commands: commandsBetween(c0, c1),
       settings: {

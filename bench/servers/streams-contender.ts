@@ -7,6 +7,8 @@
  *   the job to the stream) with the `RedisStreams` transport; `engine.broker.submit`, then a
  *   `PullWorker` on the same `RedisStreams`.
  * - `bullmq`: BullMQ `queue.add`, then a BullMQ `Worker`.
+ * - `qstash`: `engine.broker.submit` on `RedisStore` (the outbox) publishing to the QStash double
+ *   (`QSTASH_URL`, from the parent); submits only.
  *
  * Both with a no-op handler. Degradation thresholds as the submit benchmark sets them (the
  * submitted backlog would otherwise turn the controller `critical` and reject the submits).
@@ -18,6 +20,7 @@
  *   (streams: `engine.stats()` polled every {@link POLL_MS} ms; BullMQ: the worker's `completed`
  *   events), answer `{ ms, cpu_us, ... }` (time and this process's CPU from the start to the last
  *   success), after stopping the workers and checking the final counts.
+ * - `settle`: wait until the background publishes of the submits so far are done (qstash).
  * - `sent`: commands this process has sent to Redis so far, by name (every ioredis connection,
  *   duplicates included), for `ownUsecBetween`.
  */
@@ -25,6 +28,7 @@ import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { createEngine, PullWorker, silentLogger } from "../../src/engine/index.ts";
 import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
+import { QStashTransport } from "../../src/transport/qstash/index.ts";
 import { serveParent } from "../lib/children.ts";
 import { BENCH_DEGRADATION } from "../lib/settings.ts";
 
@@ -186,10 +190,43 @@ function prefixed(prefix: string, record: Record<string, number>): Record<string
   return Object.fromEntries(Object.entries(record).map(([k, v]) => [`${prefix}${k}`, v]));
 }
 
-let contender: Contender;
+/**
+ * tickwork on QStash, submits only: `RedisStore` (the outbox) and `QStashTransport` publishing in
+ * the background to the QStash double at `QSTASH_URL` (as `tickwork start` runs it), so the
+ * Redis figures include acknowledging the published outbox entries. No drain (the double's
+ * deliveries go nowhere).
+ */
+function qstashContender(url: string): Contender & { settle(): Promise<void> } {
+  const env = process.env;
+  const store = new RedisStore({ client: fromIoredis(new Redis(url)), prefix: PREFIX });
+  const transport = new QStashTransport({
+    token: env.QSTASH_TOKEN ?? "",
+    baseUrl: env.QSTASH_URL ?? "",
+    workerUrl: "http://127.0.0.1:9/v1/worker",
+    failureCallbackUrl: "http://127.0.0.1:9/v1/dead",
+    currentSigningKey: env.QSTASH_CURRENT_SIGNING_KEY ?? "",
+    nextSigningKey: env.QSTASH_NEXT_SIGNING_KEY ?? "",
+  });
+  const engine = createEngine({
+    store,
+    transport,
+    handlers: { noop: { run: async () => null } },
+    degradation: BENCH_DEGRADATION,
+    backgroundPublish: true,
+    logger: silentLogger,
+  });
+  return {
+    submit: (i) => engine.broker.submit({ handler: "noop", input: { n: i } }),
+    drain: () => Promise.reject(new Error("qstash: submits only, no drain")),
+    settle: () => engine.broker.settled(),
+  };
+}
+
+let contender: Contender & { settle?(): Promise<void> };
 if (kind === "streams") contender = streamsContender(redisUrl);
 else if (kind === "bullmq") contender = bullmqContender(redisUrl);
-else throw new Error(`unknown contender ${kind}: streams | bullmq`);
+else if (kind === "qstash") contender = qstashContender(redisUrl);
+else throw new Error(`unknown contender ${kind}: streams | bullmq | qstash`);
 
 async function submitLoops(from: number, count: number, loops: number) {
   let next = from;
@@ -209,5 +246,9 @@ serveParent(
     submit: (m) => submitLoops(Number(m.from), Number(m.count), Number(m.loops)),
     drain: (m) => contender.drain(Number(m.jobs), Number(m.concurrency)),
     sent: () => ({ ...sent }),
+    settle: async () => {
+      await contender.settle?.();
+      return true;
+    },
   },
 );

@@ -12,6 +12,9 @@
  * - `streams`: as `tickwork`, but the Redis Streams transport: `RedisStore({ dispatch:
  *   "streams" })` (the submit script adds the job to the stream) and `RedisStreams` as the
  *   transport, no queue double. No worker runs, so the stream only grows.
+ * - `direct_qstash`: what users write without tickwork, as Upstash's docs show it: a Hono route
+ *   calling `@upstash/qstash`'s `publishJSON` for each request (one HTTP request to the QStash
+ *   double per job; no Redis).
  * - `ceiling`: a bare Hono route doing one Redis `SET`.
  * - `bullmq`: a Hono route doing BullMQ `queue.add` (default job options).
  *
@@ -23,6 +26,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { Client } from "@upstash/qstash";
 import { Queue } from "bullmq";
 import { Hono } from "hono";
 import { Redis } from "ioredis";
@@ -51,14 +55,20 @@ const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
 let info: () => Promise<unknown> = async () => ({});
 
-if (kind === "tickwork") {
-  const qstashUrl = process.env.QSTASH_URL;
+/** The QStash double's address, token and signing keys (from the parent). */
+function qstashEnv() {
+  const url = process.env.QSTASH_URL;
   const token = process.env.QSTASH_TOKEN;
   const currentSigningKey = process.env.QSTASH_CURRENT_SIGNING_KEY;
   const nextSigningKey = process.env.QSTASH_NEXT_SIGNING_KEY;
-  if (!qstashUrl || !token || !currentSigningKey || !nextSigningKey) {
+  if (!url || !token || !currentSigningKey || !nextSigningKey) {
     throw new Error("QSTASH_URL, QSTASH_TOKEN and both signing keys are required");
   }
+  return { url, token, currentSigningKey, nextSigningKey };
+}
+
+if (kind === "tickwork") {
+  const { url: qstashUrl, token, currentSigningKey, nextSigningKey } = qstashEnv();
   const store = new RedisStore({ client: fromIoredis(new Redis(redisUrl)) });
   const transport = new QStashTransport({
     token,
@@ -74,6 +84,17 @@ if (kind === "tickwork") {
   const prefix = "bench";
   const store = new RedisStore({ client: fromIoredis(redis), prefix, dispatch: "streams" });
   serveTickwork(store, new RedisStreams({ redis, prefix }));
+} else if (kind === "direct_qstash") {
+  // What Upstash's docs show: one `publishJSON` (one HTTP request to QStash) per submitted job.
+  const { token, url: qstashUrl } = qstashEnv();
+  const client = new Client({ token, baseUrl: qstashUrl });
+  const app = new Hono();
+  app.post("/v1/jobs", async (c) => {
+    const body = (await c.req.json()) as { handler: string; input?: unknown };
+    const published = await client.publishJSON({ url: `${origin}/v1/worker`, body });
+    return c.json({ id: published.messageId, status: "queued" }, 202);
+  });
+  fetchHandler = (request) => app.fetch(request);
 } else if (kind === "ceiling") {
   const redis = new Redis(redisUrl);
   const app = new Hono();
@@ -96,7 +117,9 @@ if (kind === "tickwork") {
   fetchHandler = (request) => app.fetch(request);
   info = async () => ({ waiting: await queue.getWaitingCount() });
 } else {
-  throw new Error(`unknown contender ${kind}: tickwork | streams | ceiling | bullmq`);
+  throw new Error(
+    `unknown contender ${kind}: tickwork | streams | direct_qstash | ceiling | bullmq`,
+  );
 }
 
 /** tickwork's app (`createApp` + `createEngine`) on `store` and `transport`, as `tickwork start`. */
