@@ -153,7 +153,8 @@ export function renderResultsSvg(caption: string, ratios: RatioBar[], errors: Er
   const b = errorPanel(errors, head + a.height + 10);
   const height = head + a.height + 10 + b.height + 10;
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${Math.ceil(height)}" viewBox="0 0 ${W} ${Math.ceil(height)}">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-labelledby="bench-title" width="${W}" height="${Math.ceil(height)}" viewBox="0 0 ${W} ${Math.ceil(height)}">`,
+    `<title id="bench-title">tickwork bench: ${esc(caption)}: ratios against their targets, and fire-time error per precision case</title>`,
     `<rect width="100%" height="100%" fill="#ffffff"/>`,
     `<text x="16" y="26" font-size="18" font-weight="700" ${FONT}>tickwork bench: ${esc(caption)}</text>`,
     a.svg,
