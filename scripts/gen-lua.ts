@@ -114,6 +114,82 @@ function expand(
   }
 }
 
+const FUNCTION_START = /^local function ([A-Za-z_][A-Za-z0-9_]*)\(/;
+const IDENTIFIER = /[A-Za-z_][A-Za-z0-9_]*/g;
+
+/**
+ * Drops the include functions a script never calls. Every call of a script runs its whole text,
+ * defining each `local function` of its includes anew (a closure each, with its upvalues): an
+ * unused one costs Redis CPU on every call. A top-level include function — `local function
+ * name(` at column 0 up to the next `end` at column 0 — is kept when its name appears (as a
+ * word: in code or comments alike, so a doubt keeps it) in a kept line outside it; dropping one
+ * may leave another unused, so this repeats until nothing changes.
+ *
+ * Lines are relabelled so a piece shared between scripts is one function, or the text between
+ * two: `<include>#<n>.<k>` (k counts the blocks and gaps of that chunk), the same text in every
+ * script that keeps it.
+ */
+function shake(lines: Line[]): Line[] {
+  const blocks: { name: string; from: number; to: number }[] = [];
+  const out = lines.map((l) => ({ ...l }));
+  let k = 0;
+  let base = "";
+  for (let i = 0; i < out.length; i++) {
+    const origin = lines[i]!.origin;
+    if (origin === "") continue;
+    if (origin !== base) {
+      base = origin;
+      k = 0;
+    }
+    const name = FUNCTION_START.exec(out[i]!.text)?.[1];
+    if (name === undefined) {
+      out[i]!.origin = `${origin}.${k}`;
+      continue;
+    }
+    let j = i;
+    while (j < out.length && !(lines[j]!.text === "end" && lines[j]!.origin === origin)) j++;
+    if (j === out.length) {
+      throw new Error(`include ${origin}: function ${name} has no \`end\` at column 0`);
+    }
+    k += 1;
+    for (let x = i; x <= j; x++) out[x]!.origin = `${origin}.${k}`;
+    blocks.push({ name, from: i, to: j });
+    k += 1;
+    i = j;
+  }
+  const owner = new Array<number>(out.length).fill(-1);
+  for (const [n, b] of blocks.entries()) owner.fill(n, b.from, b.to + 1);
+  const words = out.map((l) => new Set(l.text.match(IDENTIFIER) ?? []));
+  // How many kept lines outside each block name it.
+  const uses = new Map<string, number>();
+  const count = (line: number, delta: number) => {
+    for (const word of words[line]!) {
+      if (uses.has(word) || blocks.some((b) => b.name === word)) {
+        uses.set(word, (uses.get(word) ?? 0) + delta);
+      }
+    }
+  };
+  for (const b of blocks) uses.set(b.name, uses.get(b.name) ?? 0);
+  const own = (n: number, word: string) =>
+    words.slice(blocks[n]!.from, blocks[n]!.to + 1).filter((w) => w.has(word)).length;
+  for (let i = 0; i < out.length; i++) count(i, 1);
+  const dead = new Set<number>();
+  for (let changed = true; changed; ) {
+    changed = false;
+    blocks.forEach((b, n) => {
+      if (dead.has(n)) return;
+      // Names used in kept lines, less this block's own mentions of its name.
+      const outside = (uses.get(b.name) ?? 0) - own(n, b.name);
+      const twin = blocks.some((o, m) => m !== n && !dead.has(m) && o.name === b.name);
+      if (outside > 0 || twin) return;
+      dead.add(n);
+      changed = true;
+      for (let i = b.from; i <= b.to; i++) count(i, -1);
+    });
+  }
+  return out.filter((_, i) => owner[i] === -1 || !dead.has(owner[i]!));
+}
+
 /** Checks a script's header and that it uses no key beyond `numberOfKeys`. */
 function validate(file: string, raw: string, source: string, numberOfKeys: number): void {
   const header = /^--\[\[([\s\S]*?)\]\]/.exec(raw)?.[1];
@@ -152,8 +228,9 @@ export function buildModule(): GeneratedModule {
     const name = match[1]!;
     const numberOfKeys = Number(match[2]);
     const raw = readFileSync(join(luaDir, file), "utf8");
-    const lines: Line[] = [];
-    expand(raw.trimEnd(), "", new Set(), [], lines);
+    const all: Line[] = [];
+    expand(raw.trimEnd(), "", new Set(), [], all);
+    const lines = shake(all);
     const source = `${lines
       .map((l) => l.text)
       .join("\n")
@@ -210,11 +287,13 @@ function runs(lines: Line[]): { origin: string; text: string }[] {
   return out.map((r) => ({ origin: r.origin, text: r.lines.join("\n") }));
 }
 
-/** `<include>#<n>` keys by include name, then n. */
+/** `<include>#<n>.<k>` keys by include name, then n, then k. */
 function byInclude(a: string, b: string): number {
   const [an, ai] = a.split("#") as [string, string];
   const [bn, bi] = b.split("#") as [string, string];
-  return an < bn ? -1 : an > bn ? 1 : Number(ai) - Number(bi);
+  const [an1, an2] = ai.split(".").map(Number) as [number, number];
+  const [bn1, bn2] = bi.split(".").map(Number) as [number, number];
+  return an < bn ? -1 : an > bn ? 1 : an1 - bn1 || an2 - bn2;
 }
 
 function templateLiteral(text: string): string {

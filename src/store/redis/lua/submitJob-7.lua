@@ -95,7 +95,7 @@ local function recordHook(outcome, jobId)
   if hook == '' then
     return
   end
-  redis.call('HINCRBY', hookCountsKey(root), outcome .. ':' .. hook, 1)
+  redis.call('HINCRBY', hookCountsKey(root), outcome .. ':' .. hook, '1')
   local entry = '{"at":' .. int(now)
   if ARGV[29] ~= '' then
     entry = entry .. ',"eventId":' .. jsonString(ARGV[29])
@@ -209,7 +209,7 @@ if depFailed or #unfinished > 0 then
     job.status, job.finishedAt = 'cancelled', int(now)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
     retainJob(root, root .. ':expiring', id, job, now, ARGV[26])
-    redis.call('HINCRBY', metrics, 't:cancelled', 1)
+    redis.call('HINCRBY', metrics, 't:cancelled', '1')
     extra[#extra + 1] = '"status":"cancelled","finishedAt":' .. job.finishedAt
   else
     job.status = 'waiting'
@@ -225,13 +225,13 @@ if depFailed or #unfinished > 0 then
       redis.call('SADD', depsKey(root, dep), id)
       redis.call('HSET', jobKey(root, dep), 'dependents', 1)
     end
-    redis.call('HINCRBY', metrics, 'g:waiting', 1)
+    redis.call('HINCRBY', metrics, 'g:waiting', '1')
     extra[#extra + 1] = '"status":"waiting"'
   end
   if idemKey then
     redis.call('SET', idemKey, id, 'PX', ARGV[9])
   end
-  redis.call('HINCRBY', metrics, 't:submitted', 1)
+  redis.call('HINCRBY', metrics, 't:submitted', '1')
   emitEvent(events, maxLen, jobEvent('job.created', now, id, job, createdExtra))
   if job.status == 'cancelled' then
     emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
@@ -254,9 +254,9 @@ if idemKey then
 end
 
 -- Two increments: HINCRBY each (what metricsFlush would write, without building a batch).
-redis.call('HINCRBY', metrics, 't:submitted', 1)
+redis.call('HINCRBY', metrics, 't:submitted', '1')
 if redis.call('ZADD', pending, job.runAt, id) == 1 then
-  redis.call('HINCRBY', metrics, 'g:queued', 1)
+  redis.call('HINCRBY', metrics, 'g:queued', '1')
 end
 emitEvent(events, maxLen, jobEvent('job.created', now, id, job, createdExtra))
 

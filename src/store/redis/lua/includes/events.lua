@@ -15,10 +15,12 @@
 -- up to one node — 100 entries by default — more may stay), which costs far less per write than
 -- an exact trim; smaller caps are exact.
 local function emitEvent(events, maxLen, json)
+  -- Arguments as text: a number would be formatted by Redis's Lua bridge, at several times the
+  -- cost of int().
   if maxLen >= 1000 then
-    redis.call('XADD', events, 'MAXLEN', '~', maxLen, '*', 'e', json)
+    redis.call('XADD', events, 'MAXLEN', '~', int(maxLen), '*', 'e', json)
   elseif maxLen > 0 then
-    redis.call('XADD', events, 'MAXLEN', maxLen, '*', 'e', json)
+    redis.call('XADD', events, 'MAXLEN', int(maxLen), '*', 'e', json)
   end
 end
 

@@ -1,5 +1,5 @@
 --[[
-  Include "streams" (needs "keys"): the Redis Streams queue of the streams transport
+  Include "streams" (needs "keys", "time"): the Redis Streams queue of the streams transport
   (docs/streams.md). Keys, all under the hash-tag root:
     <root>:q          the stream; an entry is a delivery (`j` the JobSpec JSON, `r` how many
                       retries it has had) or a wake-up (`w` the not-before time that changed)
@@ -13,6 +13,7 @@
     delayed delivery, XADD a wake-up so a worker blocked on the stream re-reads its deadline.
 ]]
 --@include "keys"
+--@include "time"
 
 local STREAM_GROUP = 'tickwork'
 
@@ -23,7 +24,7 @@ end
 local function streamDispatch(root, member, spec, retried, notBefore, now)
   local stream = streamKey(root)
   if notBefore <= now then
-    redis.call('XADD', stream, '*', 'j', spec, 'r', retried)
+    redis.call('XADD', stream, '*', 'j', spec, 'r', int(retried))
     return
   end
   local delayed = stream .. ':delayed'

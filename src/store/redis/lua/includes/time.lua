@@ -12,7 +12,12 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- '%d' (an integer conversion) costs a fraction of '%.0f' (a floating-point one); integers of
+-- up to 2^53 are exact either way, anything else keeps '%.0f' (which rounds).
 local function int(n)
+  if n == math.floor(n) and n < 9007199254740992 and n > -9007199254740992 then
+    return string.format('%d', n)
+  end
   return string.format('%.0f', n)
 end
 
