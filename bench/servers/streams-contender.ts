@@ -26,6 +26,7 @@
  */
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
+import { connectIoredis } from "../../src/adapter/node/ioredis.ts";
 import { createEngine, PullWorker, silentLogger } from "../../src/engine/index.ts";
 import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
 import { QStashTransport } from "../../src/transport/qstash/index.ts";
@@ -68,8 +69,9 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-function streamsContender(url: string): Contender {
-  const redis = new Redis(url);
+async function streamsContender(url: string): Promise<Contender> {
+  // Connected as `tickwork start` connects (auto-pipelining included).
+  const { redis } = await connectIoredis({ url, purpose: "REDIS_URL", maxRetriesPerRequest: 2 });
   const store = new RedisStore({ client: fromIoredis(redis), prefix: PREFIX, dispatch: "streams" });
   const streams = new RedisStreams({ redis, prefix: PREFIX });
   const engine = createEngine({
@@ -196,9 +198,10 @@ function prefixed(prefix: string, record: Record<string, number>): Record<string
  * Redis figures include acknowledging the published outbox entries. No drain (the double's
  * deliveries go nowhere).
  */
-function qstashContender(url: string): Contender & { settle(): Promise<void> } {
+async function qstashContender(url: string): Promise<Contender & { settle(): Promise<void> }> {
   const env = process.env;
-  const store = new RedisStore({ client: fromIoredis(new Redis(url)), prefix: PREFIX });
+  const { redis } = await connectIoredis({ url, purpose: "REDIS_URL", maxRetriesPerRequest: 2 });
+  const store = new RedisStore({ client: fromIoredis(redis), prefix: PREFIX });
   const transport = new QStashTransport({
     token: env.QSTASH_TOKEN ?? "",
     baseUrl: env.QSTASH_URL ?? "",
@@ -223,9 +226,9 @@ function qstashContender(url: string): Contender & { settle(): Promise<void> } {
 }
 
 let contender: Contender & { settle?(): Promise<void> };
-if (kind === "streams") contender = streamsContender(redisUrl);
+if (kind === "streams") contender = await streamsContender(redisUrl);
 else if (kind === "bullmq") contender = bullmqContender(redisUrl);
-else if (kind === "qstash") contender = qstashContender(redisUrl);
+else if (kind === "qstash") contender = await qstashContender(redisUrl);
 else throw new Error(`unknown contender ${kind}: streams | bullmq | qstash`);
 
 async function submitLoops(from: number, count: number, loops: number) {

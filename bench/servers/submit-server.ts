@@ -4,7 +4,7 @@
  * its event loop): `POST /v1/jobs` on `@hono/node-server`, backed by a private Redis.
  *
  * - `tickwork`: `createApp` (with an API key, as `tickwork start` requires) + `createEngine`,
- *   `RedisStore` on ioredis, `QStashTransport` (the real `@upstash/qstash` client) publishing to
+ *   `RedisStore` on ioredis connected as `tickwork start` connects (`connectIoredis`), `QStashTransport` (the real `@upstash/qstash` client) publishing to
  *   the QStash double at `QSTASH_URL`. Production defaults, except the degradation thresholds:
  *   the controller still evaluates on every submit, but a backlog of undelivered jobs cannot push
  *   it out of `normal`. Publishes run in the background (`backgroundPublish`), as `tickwork start`
@@ -30,6 +30,7 @@ import { Client } from "@upstash/qstash";
 import { Queue } from "bullmq";
 import { Hono } from "hono";
 import { Redis } from "ioredis";
+import { connectIoredis } from "../../src/adapter/node/ioredis.ts";
 import { createEngine } from "../../src/engine/index.ts";
 import { createApp } from "../../src/http/index.ts";
 import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
@@ -55,6 +56,12 @@ const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
 let info: () => Promise<unknown> = async () => ({});
 
+/** A connection as `tickwork start` opens one (`connectIoredis`: auto-pipelining included). */
+async function startConnection(url: string): Promise<Redis> {
+  const { redis } = await connectIoredis({ url, purpose: "REDIS_URL", maxRetriesPerRequest: 2 });
+  return redis;
+}
+
 /** The QStash double's address, token and signing keys (from the parent). */
 function qstashEnv() {
   const url = process.env.QSTASH_URL;
@@ -69,7 +76,7 @@ function qstashEnv() {
 
 if (kind === "tickwork") {
   const { url: qstashUrl, token, currentSigningKey, nextSigningKey } = qstashEnv();
-  const store = new RedisStore({ client: fromIoredis(new Redis(redisUrl)) });
+  const store = new RedisStore({ client: fromIoredis(await startConnection(redisUrl)) });
   const transport = new QStashTransport({
     token,
     baseUrl: qstashUrl,
@@ -80,7 +87,7 @@ if (kind === "tickwork") {
   });
   serveTickwork(store, transport);
 } else if (kind === "streams") {
-  const redis = new Redis(redisUrl);
+  const redis = await startConnection(redisUrl);
   const prefix = "bench";
   const store = new RedisStore({ client: fromIoredis(redis), prefix, dispatch: "streams" });
   serveTickwork(store, new RedisStreams({ redis, prefix }));
