@@ -107,9 +107,24 @@ function thresholdsArg(t: Thresholds | undefined): string[] {
   return t ? [numberArg(t.normal), numberArg(t.degraded), numberArg(t.critical)] : ["-", "-", "-"];
 }
 
+/** Texts of policies and retentions already turned into arguments (the same object every call). */
+const argTexts = new WeakMap<object, string>();
+
 /** A DegradationPolicy as the one argument the `degrade` include parses (`''` = none). */
 export function policyArg(policy: DegradationPolicy | undefined): string {
   if (!policy) return "";
+  // An engine passes its one policy object on every submit; with local signals (sampled per
+  // submit) it is a new object each time and is not remembered.
+  if (policy.local !== undefined) return policyText(policy);
+  let text = argTexts.get(policy);
+  if (text === undefined) {
+    text = policyText(policy);
+    argTexts.set(policy, text);
+  }
+  return text;
+}
+
+function policyText(policy: DegradationPolicy): string {
   return [
     ...thresholdsArg(policy.queueDepth),
     ...thresholdsArg(policy.lagMs),
@@ -304,7 +319,12 @@ export function beginLimitArgs(
 
 /** Retention as the scripts take it: `jobMs maxJobs maxRuns`, 0 for no cap. */
 export function retentionArg(retention: StoreRetention): string {
-  const cap = (n: number | undefined) =>
-    n !== undefined && Number.isFinite(n) ? Math.max(0, Math.floor(n)) : 0;
-  return `${ttlArg(retention.jobMs)} ${cap(retention.maxFinishedJobs)} ${cap(retention.maxRunsPerSchedule)}`;
+  let text = argTexts.get(retention);
+  if (text === undefined) {
+    const cap = (n: number | undefined) =>
+      n !== undefined && Number.isFinite(n) ? Math.max(0, Math.floor(n)) : 0;
+    text = `${ttlArg(retention.jobMs)} ${cap(retention.maxFinishedJobs)} ${cap(retention.maxRunsPerSchedule)}`;
+    argTexts.set(retention, text);
+  }
+  return text;
 }

@@ -109,11 +109,12 @@ export async function submitJob(
   if ("replayed" in r) return { job: r.replayed, replayed: true };
   if ("denied" in r) return { denied: r.denied };
   if ("unknown" in r) throw unknownDependencies(r.unknown);
-  // The stored spec is the JSON text plus the stamps; rebuild it the way a read would.
-  const spec = (): JobSpec => ({ ...JSON.parse(data), createdAt: r.createdAt, runAt: r.runAt });
+  // The stored spec is the JSON text plus the stamps; rebuild it the way a read would (once:
+  // the message gets a copy of the same spec).
+  const stored: JobSpec = { ...JSON.parse(data), createdAt: r.createdAt, runAt: r.runAt };
   const result: SubmitResult = {
     job: {
-      ...spec(),
+      ...stored,
       status: r.status ?? "queued",
       attempts: 0,
       ...(r.finishedAt !== undefined ? { finishedAt: r.finishedAt } : {}),
@@ -126,7 +127,7 @@ export async function submitJob(
     result.message = {
       id: job.id,
       dedupId: job.id,
-      job: spec(),
+      job: { ...stored },
       notBefore: r.runAt,
       recoverAt: r.runAt + timing.recoverGraceMs,
     };
