@@ -124,6 +124,10 @@ export class Runner {
     const mismatch = deliveryMismatch(spec.placement, options.node);
     if (mismatch !== undefined)
       return refuseDelivery(store, options, spec, mismatch, logger, pulled);
+    // A queue whose not-before times are whole seconds (QStash) delivers a job due at a
+    // sub-second time up to a second early: wait out the rest, so the handler starts on time.
+    const early = spec.runAt - Date.now();
+    if (early > 0 && early <= EARLY_WAIT_MS) await sleep(early);
     const leaseMs = spec.timeoutMs + options.leaseGraceMs;
     // A handler with `concurrency`: the store admits the run only while a slot of its key is free.
     const definition = handlerOf(this.deps.handlers, spec.handler);
@@ -386,6 +390,17 @@ export class Runner {
       controls.stop();
     }
   }
+}
+
+/**
+ * Longest wait for a delivery that came before its job's `runAt`: a queue with whole-second
+ * not-before times (QStash, rounded down) is up to a second early; the rest is clock skew between
+ * Redis and this process. Anything earlier runs at once, as it always did.
+ */
+const EARLY_WAIT_MS = 1_100;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** A timeout timer this late means the process was frozen meanwhile (see `execute`). */

@@ -122,6 +122,23 @@ describe.each(storeFactories)("engine + QStashTransport + QStash double on $name
     expect(qstash.deliveries[0]!.url).toBe(`${origin}/v1/worker`);
   });
 
+  it("a job due at a sub-second time starts no earlier than its runAt (QStash takes whole seconds)", async () => {
+    // 600 ms into a second at least a second ahead: published for the start of that second, so
+    // the double delivers it about 600 ms early and the runner waits out the rest.
+    const runAt = (Math.floor(Date.now() / 1000) + 2) * 1000 + 600;
+    const submitted = await api("POST", "/v1/jobs", {
+      handler: "echo",
+      input: 1,
+      runAt: new Date(runAt).toISOString(),
+    });
+    expect(submitted.status).toBe(202);
+    await qstash.idle();
+    const delivered = qstash.deliveries.find((d) => d.kind === "message");
+    expect(delivered?.at).toBeLessThan(runAt);
+    const [call] = calls.filter((c) => c.jobId === submitted.body.id);
+    expect(call!.at).toBeGreaterThanOrEqual(runAt);
+  });
+
   it("a job that always fails with retries 1 ends dead and in /v1/dlq via the failure callback", async () => {
     const submitted = await api("POST", "/v1/jobs", { handler: "broken", retries: 1 });
     const id = submitted.body.id as string;

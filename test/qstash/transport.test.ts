@@ -108,7 +108,7 @@ describe("QStashTransport.publish", () => {
     });
   });
 
-  it("sends notBefore as whole seconds rounded up, and none for a message already due", async () => {
+  it("sends notBefore as the whole second it falls in, and none for a message already due", async () => {
     const { endpoint, qstash, transport } = await setup({ "/v1/worker": ok });
     const now = Date.now();
     const later = message({ notBefore: now + 1_200 });
@@ -117,20 +117,27 @@ describe("QStashTransport.publish", () => {
     const byId = new Map(qstash.messages().map((m) => [m.messageId, m]));
     const laterStored = byId.get(outcomes[0]!.ok ? outcomes[0]!.messageId : "")!;
     const dueStored = byId.get(outcomes[1]!.ok ? outcomes[1]!.messageId : "")!;
-    expect(laterStored.notBefore).toBe(Math.ceil(later.notBefore / 1000) * 1000);
+    const second0 = Math.floor(later.notBefore / 1000) * 1000;
+    expect(laterStored.notBefore).toBe(second0);
     expect(dueStored.notBefore).toBeGreaterThanOrEqual(now);
     await qstash.idle();
     const [first, second] = endpoint.at("/v1/worker");
     expect(JSON.parse(first!.body).id).toBe(due.id);
     expect(JSON.parse(second!.body).id).toBe(later.id);
-    expect(second!.at).toBeGreaterThanOrEqual(later.notBefore);
+    // Delivered from the start of that second (the runner waits out the rest).
+    expect(second!.at).toBeGreaterThanOrEqual(second0);
   });
 
-  it("rounds not-before up to the next second, never down", () => {
-    expect(notBeforeSeconds(1_700_000_000_001, 1_699_999_000_000)).toBe(1_700_000_001);
+  it("rounds not-before down to the second it falls in", () => {
+    // The second it falls in (the runner waits out the rest), or nothing once that has begun.
+    expect(notBeforeSeconds(1_700_000_000_001, 1_699_999_000_000)).toBe(1_700_000_000);
+    expect(notBeforeSeconds(1_700_000_000_999, 1_699_999_000_000)).toBe(1_700_000_000);
     expect(notBeforeSeconds(1_700_000_000_000, 1_699_999_000_000)).toBe(1_700_000_000);
     expect(notBeforeSeconds(1_700_000_000_000, 1_700_000_000_000)).toBeUndefined();
+    expect(notBeforeSeconds(1_700_000_000_750, 1_700_000_000_100)).toBeUndefined();
+    expect(notBeforeSeconds(1_700_000_001_000, 1_700_000_000_100)).toBe(1_700_000_001);
     expect(notBeforeSeconds(0, 1)).toBeUndefined();
+    expect(notBeforeSeconds(Number.NaN, 1)).toBeUndefined();
   });
 
   it("deduplicates by dedupId: the second publish is ok, deduplicated, same messageId", async () => {

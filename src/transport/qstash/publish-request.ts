@@ -9,19 +9,22 @@ import { DEFAULT_GROUP } from "../../core/placement.ts";
 import type { FlowControlOption, ResolvedQStashOptions } from "./options.ts";
 
 /**
- * `Upstash-Not-Before` for a message due at `notBeforeMs`, or `undefined` when it is already due.
+ * `Upstash-Not-Before` for a message due at `notBeforeMs`: the whole unix second it falls in, or
+ * `undefined` when that second has begun (deliver now).
  *
- * QStash takes whole unix seconds. Rounding up keeps the guarantee the outbox promises ("no
- * earlier than `notBefore`") at the cost of up to one second of lateness; rounding down would
- * run a schedule occurrence before its fire time.
+ * QStash takes whole seconds. Rounding down delivers a message due at a sub-second time up to a
+ * second early, and the runner waits out the rest before it begins the job (`EARLY_WAIT_MS` in
+ * src/engine/runner.ts), so the handler starts on time to the millisecond; rounding up made it
+ * start up to a second late (docs/adr/0023-sub-second-not-before.md).
  *
  * @example
- * notBeforeSeconds(1_700_000_000_250, 1_699_999_999_000); // 1_700_000_001
- * notBeforeSeconds(1_700_000_000_000, 1_700_000_000_000); // undefined: due now
+ * notBeforeSeconds(1_700_000_000_250, 1_699_999_999_000); // 1_700_000_000
+ * notBeforeSeconds(1_700_000_000_250, 1_700_000_000_100); // undefined: its second has begun
  */
 export function notBeforeSeconds(notBeforeMs: number, nowMs: number): number | undefined {
-  if (!Number.isFinite(notBeforeMs) || notBeforeMs <= nowMs) return undefined;
-  return Math.ceil(notBeforeMs / 1000);
+  if (!Number.isFinite(notBeforeMs)) return undefined;
+  const seconds = Math.floor(notBeforeMs / 1000);
+  return seconds * 1000 > nowMs ? seconds : undefined;
 }
 
 /**

@@ -32,7 +32,7 @@ interface Pending {
  *
  * `publish` sends the messages in `/v2/batch` requests of at most `batchSize` (one HTTP request
  * each), every message to `workerUrl` with body `JSON.stringify(message.job)`,
- * `Upstash-Deduplication-Id: message.dedupId`, `Upstash-Not-Before` (whole seconds, rounded up),
+ * `Upstash-Deduplication-Id: message.dedupId`, `Upstash-Not-Before` (the whole second it falls in; the runner waits out the rest),
  * `Upstash-Retries: job.retries`, `Upstash-Timeout` from `job.timeoutMs`, the failure callback
  * and, per handler, flow control. It never throws: a request that fails or times out gives every
  * message in it `ok: false`; an entry QStash refuses gives that message `ok: false`. The request
