@@ -29,6 +29,8 @@ declare module "autocannon" {
     connections?: number;
     /** Seconds. */
     duration?: number;
+    /** Stop after this many requests (instead of `duration`). */
+    amount?: number;
     method?: string;
     headers?: Record<string, string>;
     body?: string;

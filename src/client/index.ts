@@ -53,8 +53,15 @@ export {
 } from "./errors.ts";
 export { FlowsApi, type SubmitFlowRequest, type SubmittedFlow } from "./flows.ts";
 export { HooksApi } from "./hooks.ts";
-export { JobHandle, JobsApi, type ResultOptions } from "./jobs.ts";
+export {
+  JobHandle,
+  JobsApi,
+  type ResultOptions,
+  type SubmitManyOutcome,
+  type SubmittedMany,
+} from "./jobs.ts";
 export { NodesApi } from "./nodes.ts";
 export { PagedList } from "./paginate.ts";
 export { ScheduleHandle, SchedulesApi } from "./schedules.ts";
 export type * from "./types.ts";
+export { type JobUpdate, readSse, type TypedJob, type UpdatesOptions } from "./updates.ts";

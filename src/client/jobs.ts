@@ -2,6 +2,7 @@
  * @module
  * `client.jobs`: submit, read, wait for a result (long-poll), read the log, cancel, list.
  */
+import type { BatchResource } from "../core/batch.ts";
 import { parseDuration } from "../core/duration.ts";
 import type { HandlerName, Handlers } from "../engine/handlers.ts";
 import { JobCancelledError, JobFailedError, ResultTimeoutError } from "./errors.ts";
@@ -10,14 +11,35 @@ import { type Caller, call, seg } from "./request.ts";
 import type {
   CancelResult,
   Duration,
+  HandlerResult,
   Job,
   JobLogEntry,
   JobSummary,
   ListJobsQuery,
   Page,
   PageQuery,
+  Problem,
   SubmitJobRequest,
+  SubmitManyItem,
 } from "./types.ts";
+import { type JobUpdate, streamUpdates, type UpdatesOptions } from "./updates.ts";
+
+/** One job's outcome of {@link JobsApi.submitMany}, at the job's index. */
+export type SubmitManyOutcome =
+  /** Stored now (`job.submitted` is what `POST /v1/jobs` would have answered). */
+  | { outcome: "accepted"; status: 202; job: JobHandle }
+  /** Its idempotency key was used before (or by an earlier job of the batch): the first job. */
+  | { outcome: "replayed"; status: 200; job: JobHandle }
+  /** Not stored: the problem `POST /v1/jobs` would have answered (422, 429, 503, …). */
+  | { outcome: "failed"; status: number; problem: Problem };
+
+/** What {@link JobsApi.submitMany} answers: one outcome per job, in order, and their counts. */
+export interface SubmittedMany {
+  items: SubmitManyOutcome[];
+  accepted: number;
+  replayed: number;
+  failed: number;
+}
 
 /** Longest single `?wait=` asked for; the server caps waits (30 s by default) anyway. */
 const MAX_POLL_MS = 25_000;
@@ -42,7 +64,7 @@ export interface ResultOptions {
  * const job = await client.jobs.submit({ handler: "email.send", input: { to: "a@b.c" } });
  * const result = await job.result({ timeout: "1m" });
  */
-export class JobHandle {
+export class JobHandle<R = unknown> {
   /** The job's id. */
   readonly id: string;
   /** What the submit answered (absent on a handle made from an id). */
@@ -76,7 +98,7 @@ export class JobHandle {
    * @example
    * const { hello } = await job.result<{ hello: string }>({ timeout: "10s" });
    */
-  async result<T = unknown>(options: ResultOptions = {}): Promise<T> {
+  async result<T = R>(options: ResultOptions = {}): Promise<T> {
     const timeoutMs = parseDuration(options.timeout ?? "30s");
     if (timeoutMs === undefined) throw new RangeError(`not a duration: ${String(options.timeout)}`);
     const deadline = Date.now() + timeoutMs;
@@ -102,6 +124,24 @@ export class JobHandle {
       if (took < MIN_POLL_GAP_MS)
         await pause(Math.min(MIN_POLL_GAP_MS - took, deadline - Date.now()));
     }
+  }
+
+  /**
+   * The job's updates as they happen, over Server-Sent Events (`GET /v1/jobs/:id/stream`): every
+   * status change from its creation (`queued`, `running`, `failed` before a retry, …), its
+   * progress values, and last `done` with the final job (its `result`, typed by the handler map
+   * when the handle is, or its `error`). Reconnects with `Last-Event-ID` when the connection drops
+   * or the server ends the stream (it does after a few minutes), missing nothing; ends after
+   * `done`, or when `signal` aborts or the loop breaks.
+   *
+   * @example
+   * for await (const update of job.updates()) {
+   *   if (update.type === "progress") bar.set(update.value);
+   *   if (update.type === "done") console.log(update.job.status, update.job.result);
+   * }
+   */
+  updates(options: UpdatesOptions = {}): AsyncGenerator<JobUpdate<R>, void, undefined> {
+    return streamUpdates<R>(this.#caller, `/v1/jobs/${seg(this.id)}/stream`, options);
   }
 
   /**
@@ -159,13 +199,49 @@ export class JobsApi<H extends Handlers = Handlers> {
   async submit<K extends HandlerName<H>>(
     body: SubmitJobRequest<H, K>,
     options: { signal?: AbortSignal } = {},
-  ): Promise<JobHandle> {
+  ): Promise<JobHandle<HandlerResult<H, K>>> {
     const { data, response } = await call<JobSummary>(this.#caller, "POST", "/v1/jobs", {
       body,
       ...(options.signal ? { signal: options.signal } : {}),
     });
     const replayed = response.headers.get("idempotent-replayed") === "true";
-    return new JobHandle(this.#caller, data.id, data, replayed);
+    return new JobHandle<HandlerResult<H, K>>(this.#caller, data.id, data, replayed);
+  }
+
+  /**
+   * Submit up to 1,000 jobs in one request (`POST /v1/jobs/batch`). Each is checked and admitted
+   * on its own: the answer lists one outcome per job, in order — `accepted`, `replayed` (its
+   * idempotency key was used before, or by an earlier job of this batch) or `failed` with its
+   * problem (e.g. 422 for bad input, 429 past the quota: a quota admits jobs up to its limit).
+   * Only a request that is wrong as a whole throws (`ValidationError`, 413 over 1,000 jobs, …).
+   *
+   * @example
+   * const { items, failed } = await client.jobs.submitMany(
+   *   users.map((u) => ({ handler: "email.send", input: { to: u.email }, idempotencyKey: `welcome-${u.id}` })),
+   * );
+   * for (const item of items) if (item.outcome === "failed") console.warn(item.problem.detail);
+   */
+  async submitMany(
+    jobs: readonly SubmitManyItem<H>[],
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SubmittedMany> {
+    const { data } = await call<BatchResource>(this.#caller, "POST", "/v1/jobs/batch", {
+      body: { jobs },
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    const items = data.items.map((item): SubmitManyOutcome => {
+      if (item.outcome === "failed") return item;
+      const handle = new JobHandle(
+        this.#caller,
+        item.job.id,
+        item.job,
+        item.outcome === "replayed",
+      );
+      return item.outcome === "accepted"
+        ? { outcome: "accepted", status: 202, job: handle }
+        : { outcome: "replayed", status: 200, job: handle };
+    });
+    return { items, accepted: data.accepted, replayed: data.replayed, failed: data.failed };
   }
 
   /**
@@ -184,8 +260,8 @@ export class JobsApi<H extends Handlers = Handlers> {
    * @example
    * const result = await client.jobs.handle(id).result();
    */
-  handle(id: string): JobHandle {
-    return new JobHandle(this.#caller, id);
+  handle<R = unknown>(id: string): JobHandle<R> {
+    return new JobHandle<R>(this.#caller, id);
   }
 
   /**

@@ -15,6 +15,7 @@ import type {
   Schedule,
   UpdateScheduleRequest,
 } from "./types.ts";
+import { type JobUpdate, streamUpdates, type UpdatesOptions } from "./updates.ts";
 
 /**
  * A schedule by id, with the calls that concern it.
@@ -87,6 +88,21 @@ export class ScheduleHandle<H extends Handlers = Handlers> {
         ).data,
       cursor,
     );
+  }
+
+  /**
+   * Its runs' updates as they happen, over Server-Sent Events (`GET /v1/schedules/:id/stream`):
+   * each run's status changes (`jobId` names the run) and a `done` with each run's final job.
+   * Starts now (or after `lastEventId`); never ends by itself: reconnects with `Last-Event-ID`
+   * when the server ends a stream, until `signal` aborts or the loop breaks.
+   *
+   * @example
+   * for await (const update of schedule.updates({ signal })) {
+   *   if (update.type === "done") console.log(update.job.id, update.job.status);
+   * }
+   */
+  updates(options: UpdatesOptions = {}): AsyncGenerator<JobUpdate, void, undefined> {
+    return streamUpdates(this.#caller, `${this.#path()}/stream`, options, false);
   }
 
   #path(): string {

@@ -45,3 +45,19 @@ test("response bodies are the server's declarations", () => {
   expectTypeOf<Nodes["deployment"]>().toEqualTypeOf<import("../http/options.ts").Platform>();
   expectTypeOf<Problem>().toEqualTypeOf<import("../core/wire.ts").Problem>();
 });
+
+test("a typed handle's updates carry its handler's result type", () => {
+  const handlers = {
+    add: { run: (input: { a: number; b: number }) => ({ sum: input.a + input.b }) },
+    wait: { run: async () => "done" as const },
+  } satisfies import("../engine/handlers.ts").Handlers;
+  type H = typeof handlers;
+  expectTypeOf<import("./types.ts").HandlerResult<H, "add">>().toEqualTypeOf<{ sum: number }>();
+  expectTypeOf<import("./types.ts").HandlerResult<H, "wait">>().toEqualTypeOf<"done">();
+  type Done = Extract<import("./updates.ts").JobUpdate<{ sum: number }>, { type: "done" }>;
+  expectTypeOf<Done["job"]["result"]>().toEqualTypeOf<{ sum: number } | undefined>();
+  // An untyped map: unknown.
+  expectTypeOf<
+    import("./types.ts").HandlerResult<import("../engine/handlers.ts").Handlers, string>
+  >().toEqualTypeOf<unknown>();
+});

@@ -14,7 +14,9 @@ import type {
   CancelResource,
   FieldIssue,
   JobLogEntryResource,
+  JobProgressUpdate,
   JobResource,
+  JobStatusUpdate,
   JobSummary,
   NodeResource,
   NodesResource,
@@ -25,7 +27,16 @@ import type {
 } from "../core/wire.ts";
 import type { HandlerInput, HandlerName, Handlers, InputField } from "../engine/handlers.ts";
 
-export type { FieldIssue, JobError, JobStatus, JobSummary, Problem, ScheduleStatus };
+export type {
+  FieldIssue,
+  JobError,
+  JobProgressUpdate,
+  JobStatus,
+  JobStatusUpdate,
+  JobSummary,
+  Problem,
+  ScheduleStatus,
+};
 
 /** Milliseconds, or a string with a unit: `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`. */
 export type Duration = number | string;
@@ -68,6 +79,14 @@ export type SubmitJobRequest<
   H extends Handlers = Handlers,
   K extends HandlerName<H> = HandlerName<H>,
 > = SubmitJobOptions & { handler: K } & InputField<HandlerInput<H, K>>;
+
+/**
+ * One job of `POST /v1/jobs/batch` (`client.jobs.submitMany`): a {@link SubmitJobRequest} for
+ * any one handler of the map, each with that handler's input.
+ */
+export type SubmitManyItem<H extends Handlers = Handlers> = {
+  [K in HandlerName<H>]: SubmitJobRequest<H, K>;
+}[HandlerName<H>];
 
 /** A job, as `GET /v1/jobs/:id` and the listings show it (`progress` once its handler reported some). */
 export type Job = JobResource;
@@ -160,3 +179,14 @@ export type Nodes = NodesResource;
 
 /** One server of the fleet, as `GET /v1/nodes` lists it. */
 export type RegisteredNode = NodeResource;
+
+/**
+ * What handler `K` of `H` returns (its `run`'s result, awaited): the type of a typed job handle's
+ * `result()` and of its final update's `job.result`; `unknown` for an untyped map.
+ */
+export type HandlerResult<H extends Handlers, K extends HandlerName<H>> = H[K] extends {
+  // biome-ignore lint/suspicious/noExplicitAny: any input, any context: only the result matters.
+  run(...args: any[]): infer O;
+}
+  ? Awaited<O>
+  : unknown;

@@ -4,6 +4,7 @@
  * Times are epoch milliseconds throughout; the HTTP layer renders them as ISO-8601.
  */
 import type { Placement } from "./placement.ts";
+import type { TraceContext } from "./trace.ts";
 
 /**
  * Lifecycle of a job (a one-off submit or one occurrence of a schedule). `waiting`: submitted with
@@ -67,6 +68,11 @@ export interface JobSpec {
   onFailure?: OnFailure;
   /** Where it may run (docs/adr/0017-placement.md); absent: on any node of the default group. */
   placement?: Placement;
+  /**
+   * W3C trace context of its submit (or, for an occurrence, of the tick that dispatched it),
+   * carried on every delivery: its run span joins that trace (docs/adr/0019-opentelemetry-traces.md).
+   */
+  trace?: TraceContext;
 }
 
 /** What a failed dependency does to a waiting job: cancel it (and its dependents), or run it anyway. */

@@ -181,3 +181,27 @@ export interface Problem {
   detail: string;
   errors?: FieldIssue[];
 }
+
+/**
+ * `event: status` of the realtime streams (`GET /v1/jobs/:id/stream`,
+ * `GET /v1/schedules/:id/stream`): a job's status changed.
+ */
+export interface JobStatusUpdate {
+  jobId: string;
+  status: JobStatus;
+  /** When it changed (the store's clock). */
+  at: string;
+  /** The event-log entry it comes from (`job.started`, …); absent when read from the job itself. */
+  event?: string;
+  /** `running`: the attempt begun; `failed`/`dead`: the attempt that ended. */
+  attempt?: number;
+  /** `failed`/`dead`: why the attempt ended. */
+  error?: JobError;
+}
+
+/** `event: progress` of `GET /v1/jobs/:id/stream`: the handler reported a value (`ctx.progress()`). */
+export interface JobProgressUpdate {
+  jobId: string;
+  value: unknown;
+  at: string;
+}

@@ -10,6 +10,7 @@
 import type { JobLogEntry, JobRecord, ScheduleRecord } from "../core/model.ts";
 import type { ListJobsQuery, ListSchedulesQuery, Page } from "../store/port.ts";
 import type { Actor } from "./actor.ts";
+import { type BatchJobRequest, type BatchSubmitted, submitMany } from "./batch.ts";
 import { type FlowSubmitted, submitFlow } from "./flows.ts";
 import type { HandlerName, Handlers } from "./handlers.ts";
 import {
@@ -30,6 +31,8 @@ import {
 export { defOf } from "../core/schedule/timing.ts";
 export { type Actor, presentJob, type Scope, sees } from "./actor.ts";
 export type { QuotaReport } from "./admission.ts";
+export type { BatchJobRequest, BatchOutcome, BatchSubmitted } from "./batch.ts";
+export { BatchTooLargeError } from "./batch.ts";
 export type { FlowSubmitted } from "./flows.ts";
 export type { BrokerDeps, JobRequest, Submitted, SubmitVia } from "./jobs.ts";
 export type { SchedulePatch, ScheduleRequest, ScheduleWritten } from "./schedules.ts";
@@ -47,8 +50,10 @@ type PageQuery = { limit: number; cursor?: string | undefined };
 export class Broker<H extends Handlers = Handlers> {
   readonly #jobs: JobsBroker<H>;
   readonly #schedules: SchedulesBroker<H>;
+  readonly #deps: BrokerDeps<H>;
 
   constructor(deps: BrokerDeps<H>) {
+    this.#deps = deps;
     this.#jobs = new JobsBroker(deps);
     this.#schedules = new SchedulesBroker(deps);
   }
@@ -74,12 +79,37 @@ export class Broker<H extends Handlers = Handlers> {
   }
 
   /**
+   * Submit up to 1,000 jobs (`MAX_BATCH_JOBS`) at once, each checked and admitted on its own as
+   * {@link Broker.submit} would, stored in chunks of one store operation (one Redis round trip)
+   * each and published in the queue's batches (src/engine/batch.ts). Answers one outcome per job,
+   * in order: `accepted`, `replayed` (its idempotency key was used, by an earlier job of the batch
+   * too) or `failed` with the error `submit` would have thrown. The quota admits jobs up to its
+   * limit; the rest fail with 429. With `trace` (the request's W3C trace context) every job
+   * stores it as {@link Broker.submit}'s does, under one submit span for the batch.
+   *
+   * @throws ValidationError (400) when `jobs` is not a non-empty array; BatchTooLargeError (413)
+   * over 1,000 jobs. Nothing is written then.
+   */
+  submitMany(
+    jobs: readonly BatchJobRequest<H>[],
+    actor: Actor = {},
+    trace?: SubmitVia["trace"],
+  ): Promise<BatchSubmitted> {
+    const broker = this.#jobs as JobsBroker<Handlers>;
+    return submitMany(broker, this.#deps as BrokerDeps, jobs, actor, trace);
+  }
+
+  /**
    * Submit a flow: `children`, then `parent` waiting for them all (`after`). Every job is checked
    * before any is written; with `idempotencyKey` the flow may be submitted again (src/engine/flows.ts).
    * @throws as {@link Broker.submit}.
    */
-  submitFlow(body: FlowRequest<H>, actor: Actor = {}): Promise<FlowSubmitted> {
-    return submitFlow(this.#jobs as JobsBroker<Handlers>, body, actor);
+  submitFlow(
+    body: FlowRequest<H>,
+    actor: Actor = {},
+    trace?: SubmitVia["trace"],
+  ): Promise<FlowSubmitted> {
+    return submitFlow(this.#jobs as JobsBroker<Handlers>, body, actor, trace);
   }
 
   /**

@@ -47,6 +47,7 @@ export async function submitFlow(
   jobs: JobsBroker,
   body: unknown,
   actor: Actor = {},
+  trace?: SubmitVia["trace"],
 ): Promise<FlowSubmitted> {
   const flow = parseOrThrow(submitFlowSchema, body, "flow");
   const key = flow.idempotencyKey;
@@ -62,11 +63,13 @@ export async function submitFlow(
   );
   const stored: Submitted[] = [];
   for (const [i, child] of prepared.entries()) {
-    stored.push(await jobs.store(child, derivedKey(flow.children[i], key, `child:${i}`)));
+    const via = derivedKey(flow.children[i], key, `child:${i}`);
+    stored.push(await jobs.store(child, trace ? { ...via, trace } : via));
   }
   const ids = stored.map((s) => s.job.id);
   const parent = jobs.prepare(waitingFor(flow.parent, ids), actor);
-  const top = await jobs.store(parent, derivedKey(flow.parent, key, "parent"));
+  const via = derivedKey(flow.parent, key, "parent");
+  const top = await jobs.store(parent, trace ? { ...via, trace } : via);
   return {
     parent: top.job,
     children: stored.map((s) => s.job),

@@ -89,6 +89,10 @@ export function createEngine<H extends Handlers>(config: EngineConfig<H>): Engin
 export type { DeliveryOutcome } from "../core/delivery.ts";
 export {
   type Actor,
+  type BatchJobRequest,
+  type BatchOutcome,
+  type BatchSubmitted,
+  BatchTooLargeError,
   Broker,
   type QuotaReport,
   type ScheduleWritten,
@@ -107,3 +111,4 @@ export type { RateLimitOption } from "./rate-limit.ts";
 export { Runner } from "./runner.ts";
 export type { TickResult } from "./ticker.ts";
 export { Ticker } from "./ticker.ts";
+export { type IncomingTrace, TRACER_NAME } from "./tracing.ts";

@@ -5,7 +5,7 @@
  */
 import { ConflictError, NotFoundError } from "../core/errors.ts";
 import { quotaCheck } from "../core/manifest.ts";
-import type { JobLogEntry, JobRecord, NewJob } from "../core/model.ts";
+import type { JobLogEntry, JobRecord, NewJob, OutboxMessage } from "../core/model.ts";
 import { parseOrThrow, type SubmitJobInput, submitJobSchema } from "../core/schemas.ts";
 import type { ListJobsQuery, Page, Store, WebhookSubmit } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
@@ -27,6 +27,15 @@ import { newJobId } from "./ids.ts";
 import type { ResolvedOptions } from "./options.ts";
 import { withPlacement } from "./placement.ts";
 import { PublishCoalescer, publishAll } from "./publish.ts";
+import {
+  type IncomingTrace,
+  incomingTrace,
+  inSpan,
+  spanFailed,
+  startSubmitSpan,
+  storedTrace,
+  submitSpanDone,
+} from "./tracing.ts";
 
 /**
  * A job for handler `K` of the handler map `H`: the fields of `POST /v1/jobs`, with `handler`
@@ -73,6 +82,11 @@ export interface SubmitVia {
   /** How long the job's idempotency key lives (the store's default applies when longer). */
   idempotencyMs?: number;
   webhook?: WebhookSubmit;
+  /**
+   * The W3C trace context of the request that submits it (`traceparent`, `tracestate` headers, as
+   * received: a malformed one is ignored). Without it, the active OpenTelemetry context's.
+   */
+  trace?: IncomingTrace;
 }
 
 /** A job checked and built by `JobsBroker.prepare`, not yet stored. */
@@ -173,13 +187,37 @@ export class JobsBroker<H extends Handlers = Handlers> {
     return { job, quota, runAt: req.runAt ?? undefined, delayMs: req.delay ?? 0 };
   }
 
-  /** Store (and publish) a {@link prepare}d job: the write half of {@link submit}. */
+  /**
+   * Store (and publish) a {@link prepare}d job: the write half of {@link submit}, in a submit span
+   * (src/engine/tracing.ts; the API's no-op without an OpenTelemetry SDK).
+   */
   async store(prepared: PreparedSubmit, via: SubmitVia = {}): Promise<Submitted> {
+    const incoming = via.trace && incomingTrace(via.trace);
+    const span = startSubmitSpan(incoming);
+    try {
+      const trace = storedTrace(span, incoming);
+      const submitted = await inSpan(span, this.#store, this, prepared, via, trace);
+      submitSpanDone(span, submitted.job, submitted.replayed);
+      return submitted;
+    } catch (error) {
+      spanFailed(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  async #store(
+    prepared: PreparedSubmit,
+    via: SubmitVia,
+    trace: ReturnType<typeof storedTrace>,
+  ): Promise<Submitted> {
     const { quota } = prepared;
-    const job =
+    const keyed =
       via.idempotencyKey === undefined
         ? prepared.job
         : { ...prepared.job, idempotencyKey: via.idempotencyKey };
+    const job = trace === undefined ? keyed : { ...keyed, trace };
     const { tick, logger } = this.deps.options;
     const admission = submitAdmission(this.deps.options, quota);
     const timing = {
@@ -219,6 +257,23 @@ export class JobsBroker<H extends Handlers = Handlers> {
    */
   settled(): Promise<void> {
     return this.#coalescer.settled();
+  }
+
+  /**
+   * Publish the messages a batch stored (src/engine/batch.ts), in the queue's batches, the way
+   * {@link store} publishes one: handed to `defer`, sent in the background, or awaited. Never
+   * rejects (what the queue did not take stays in the outbox for the tick).
+   */
+  async publishMany(messages: OutboxMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    const { transport, store, options } = this.deps;
+    if (this.deps.defer) {
+      this.deps.defer(
+        publishAll(transport, messages, options.tick.publishBatch, options.logger, store),
+      );
+    } else if (this.deps.backgroundPublish) {
+      for (const message of messages) this.#coalescer.send(message);
+    } else await Promise.all(messages.map((message) => this.#coalescer.publish(message)));
   }
 
   /**

@@ -6,6 +6,7 @@ import type { OutboxMessage } from "../core/model.ts";
 import type { OutboxAck, OutboxDefer, Store } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
 import type { Logger } from "./logger.ts";
+import { publishSpanDone, spanFailed, startPublishSpan } from "./tracing.ts";
 
 /** What {@link publishAll} writes back for messages the queue did not take as they are. */
 export type PublishStore = Pick<Store, "deferOutbox" | "markDead">;
@@ -31,6 +32,9 @@ export async function publishAll(
   const permanent: { message: OutboxMessage; error: Error }[] = [];
   for (let i = 0; i < messages.length; i += batch) {
     const slice = messages.slice(i, i + batch);
+    // One span per queue request (src/engine/tracing.ts), linked to each message's job's trace.
+    const span = startPublishSpan(slice);
+    const before = accepted.length;
     try {
       for (const outcome of await transport.publish(slice)) {
         const message = slice.find((m) => m.id === outcome.id);
@@ -46,7 +50,11 @@ export async function publishAll(
         } else logger.warn("publish failed", { id: outcome.id, error: outcome.error.message });
       }
     } catch (error) {
+      spanFailed(span, error);
       logger.warn("publish batch failed", { count: slice.length, error: String(error) });
+    } finally {
+      publishSpanDone(span, accepted.length - before);
+      span.end();
     }
   }
   if (store) await writeBack(store, defers, permanent, logger);

@@ -28,6 +28,7 @@ import {
 } from "../core/model.ts";
 import type { Placement } from "../core/placement.ts";
 import { MIN_TIMEOUT_MS } from "../core/schemas.ts";
+import { type TraceContext, traceOfUnknown } from "../core/trace.ts";
 import type { FinishRunResult, RunOutcome, Store } from "../store/port.ts";
 import type { Delivery, Transport } from "../transport/port.ts";
 import { attemptControls } from "./attempt.ts";
@@ -38,6 +39,7 @@ import type { Logger } from "./logger.ts";
 import type { ResolvedOptions } from "./options.ts";
 import { deliveryMismatch, refuseDelivery } from "./placement.ts";
 import { rateLimitOf } from "./rate-limit.ts";
+import { inSpan, runSpanDone, startRunSpan } from "./tracing.ts";
 
 /** What the runner needs. */
 export interface RunnerDeps {
@@ -68,6 +70,8 @@ const jobSpecSchema = z.object({
   idempotencyKey: z.string().optional(),
   // Checked by `placementOf`: one this version does not understand is a refusal, not a bad body.
   placement: z.unknown().optional(),
+  // Checked by `traceOfUnknown`: a malformed trace context is dropped, the job still runs.
+  trace: z.unknown().optional(),
 });
 
 /** The parts of the queue's failure-callback body we use (QStash's shape). */
@@ -197,6 +201,7 @@ export class Runner {
         return this.run(begun.job, begun.attempt, logger, {
           leaseEndsAt: asked + leaseMs,
           abortAt: asked + spec.timeoutMs,
+          trace: spec.trace,
         });
       }
     }
@@ -247,7 +252,11 @@ export class Runner {
     job: JobRecord,
     attempt: number,
     parent: Logger,
-    { leaseEndsAt, abortAt }: { leaseEndsAt: number; abortAt: number },
+    {
+      leaseEndsAt,
+      abortAt,
+      trace,
+    }: { leaseEndsAt: number; abortAt: number; trace: TraceContext | undefined },
   ): Promise<DeliveryOutcome> {
     const { store, handlers, broker } = this.deps;
     const logger = parent.child({ jobId: job.id, handler: job.handler, attempt });
@@ -255,15 +264,27 @@ export class Runner {
     // not signed): the last attempt is the one past `retries`, counted from the last re-dispatch
     // out of the dead-letter list (which gets a fresh budget from the queue).
     const lastAttempt = attempt - (job.attemptBase ?? 0) > job.retries;
-    const outcome = await this.execute(
-      job,
-      attempt,
-      lastAttempt,
-      handlers,
-      logger,
-      broker,
-      abortAt,
-    );
+    // The run span (src/engine/tracing.ts): a child of the trace its delivery carries; the
+    // handler runs inside it, so its own spans and the jobs it submits join that trace.
+    const span = startRunSpan(job, attempt, trace);
+    let outcome: Awaited<ReturnType<Runner["execute"]>>;
+    try {
+      outcome = await inSpan(
+        span,
+        this.execute,
+        this,
+        job,
+        attempt,
+        lastAttempt,
+        handlers,
+        logger,
+        broker,
+        abortAt,
+      );
+      runSpanDone(span, outcome);
+    } finally {
+      span.end();
+    }
     const finished = await finishWhileLeased(
       () =>
         store.finishRun(
@@ -429,10 +450,12 @@ export function runnableTimeoutMs(stored: number): number {
 function parseSpec(body: string): JobSpec | null {
   const parsed = jobSpecSchema.safeParse(safeJson(body));
   if (!parsed.success) return null;
-  const { scheduleId, fireAt, overlap, idempotencyKey, timeoutMs, placement, ...rest } =
+  const { scheduleId, fireAt, overlap, idempotencyKey, timeoutMs, placement, trace, ...rest } =
     parsed.data;
+  const carried = trace === undefined ? undefined : traceOfUnknown(trace);
   return {
     ...rest,
+    ...(carried !== undefined ? { trace: carried } : {}),
     ...(placement !== undefined ? { placement: placement as Placement } : {}),
     timeoutMs: runnableTimeoutMs(timeoutMs),
     ...(scheduleId !== undefined ? { scheduleId } : {}),

@@ -16,11 +16,19 @@
 import type { JobSpec, OutboxMessage, ScheduleRecord } from "../core/model.ts";
 import { occurrenceId } from "../core/model.ts";
 import { parseSchedule, planOccurrences } from "../core/schedule/index.ts";
-import type { DegradationLevel, OutboxAck, ScheduleCommit, Store } from "../store/port.ts";
+import type { TraceContext } from "../core/trace.ts";
+import type {
+  BeginTickResult,
+  DegradationLevel,
+  OutboxAck,
+  ScheduleCommit,
+  Store,
+} from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
 import type { Logger } from "./logger.ts";
 import type { ResolvedOptions } from "./options.ts";
 import { publishAll } from "./publish.ts";
+import { inSpan, spanFailed, startTickSpan, tickSpanDone, tickTrace } from "./tracing.ts";
 
 /** What a tick did. */
 export type TickResult =
@@ -68,7 +76,7 @@ export class Ticker {
    */
   async tick(logger: Logger = this.deps.options.logger): Promise<TickResult> {
     const started = Date.now();
-    const { store, transport, options } = this.deps;
+    const { store, options } = this.deps;
     const t = options.tick;
     const begin = await store.beginTick({
       leaseMs: t.leaseMs,
@@ -100,7 +108,35 @@ export class Ticker {
         tookMs: Date.now() - started,
       };
     }
+    // The leader's tick has a span (src/engine/tracing.ts): its publishes are its children, and
+    // the occurrences it dispatches carry its context (their runs link to it).
+    const span = startTickSpan(started);
+    const listed: string[] = [];
+    try {
+      const result = await inSpan(span, this.#lead, this, begin, started, acquireMs, logger, {
+        trace: tickTrace(span),
+        listed,
+      });
+      tickSpanDone(span, result, listed);
+      return result;
+    } catch (error) {
+      spanFailed(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
 
+  /** The rest of a tick whose lease this process took. */
+  async #lead(
+    begin: Extract<BeginTickResult, { kind: "leader" }>,
+    started: number,
+    acquireMs: number,
+    logger: Logger,
+    traced: { trace: TraceContext | undefined; listed: string[] },
+  ): Promise<Extract<TickResult, { leader: true }>> {
+    const { store, transport, options } = this.deps;
+    const t = options.tick;
     const { token } = begin;
     if (begin.leaderChanged) {
       logger.info("leader changed", {
@@ -137,7 +173,7 @@ export class Ticker {
       if (chunk.due.length > 0) {
         due += chunk.due.length;
         const now = chunk.now;
-        const commits = chunk.due.map((s) => this.planOrHold(s, now, level));
+        const commits = chunk.due.map((s) => this.planOrHold(s, now, level, traced.trace));
         held += commits.filter((c) => c.dueAt !== undefined).length;
         // Commits go in groups of at most maxCommitBytes of messages (one request each).
         for (const group of byBytes(commits, t.maxCommitBytes)) {
@@ -148,6 +184,7 @@ export class Ticker {
           }
           const applied = new Set(committed.applied);
           const messages = group.filter((c) => applied.has(c.id)).flatMap((c) => c.messages);
+          for (const m of messages) if (traced.listed.length < 100) traced.listed.push(m.id);
           await settle();
           inflight = publishAll(transport, messages, t.publishBatch, logger, store);
         }
@@ -255,9 +292,14 @@ export class Ticker {
    * and the lease (so neither this tick's next chunk nor an early next tick sees it again),
    * nothing is dispatched and `nextRunAt` stays. Otherwise the schedule is planned as usual.
    */
-  private planOrHold(s: ScheduleRecord, now: number, level: DegradationLevel): ScheduleCommit {
+  private planOrHold(
+    s: ScheduleRecord,
+    now: number,
+    level: DegradationLevel,
+    trace?: TraceContext,
+  ): ScheduleCommit {
     if (level !== "critical" || s.priority >= HIGH_PRIORITY || s.nextRunAt === null) {
-      return this.plan(s, now);
+      return this.plan(s, now, trace);
     }
     const t = this.deps.options.tick;
     return {
@@ -270,8 +312,11 @@ export class Ticker {
     };
   }
 
-  /** Plan one schedule's occurrences from the state the tick read. */
-  private plan(s: ScheduleRecord, now: number): ScheduleCommit {
+  /**
+   * Plan one schedule's occurrences from the state the tick read; with `trace`, the tick's trace
+   * context, carried by each occurrence (src/engine/tracing.ts).
+   */
+  private plan(s: ScheduleRecord, now: number, trace?: TraceContext): ScheduleCommit {
     const t = this.deps.options.tick;
     if (s.nextRunAt === null)
       return { id: s.id, rev: s.rev, nextRunAt: null, runsAdded: 0, messages: [] };
@@ -301,6 +346,7 @@ export class Ticker {
         fireAt,
         overlap: s.overlap,
         ...(s.placement ? { placement: s.placement } : {}),
+        ...(trace ? { trace } : {}),
       };
       return { id, dedupId: id, job, notBefore: runAt, recoverAt: now + t.recoverGraceMs };
     });

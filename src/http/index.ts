@@ -24,3 +24,4 @@ export type {
   ScheduleResource,
   TickResource,
 } from "./serialize.ts";
+export { STREAM_DEFAULTS, type StreamConfig } from "./stream/sse.ts";

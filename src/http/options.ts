@@ -16,6 +16,7 @@ import type { Engine } from "../engine/index.ts";
 import type { Logger } from "../engine/logger.ts";
 import { tenantAuthorize } from "./middleware/auth.ts";
 import { normalizeRoles, type Role, type RouteSet, routeSet } from "./roles.ts";
+import { resolveStreamConfig, type StreamConfig } from "./stream/sse.ts";
 
 /** Values middleware puts on the context for the routes. */
 export interface AppVariables {
@@ -138,6 +139,13 @@ export interface AppOptions {
    */
   maxWaitMs?: number | undefined;
   /**
+   * The realtime streams (`GET /v1/jobs/:id/stream`, `GET /v1/schedules/:id/stream`): how long
+   * one lives (`maxMs`, keep it under the platform's limit on a response), the heartbeat, the
+   * poll cadence and the `retry:` hint, in ms (docs/api.md "Realtime updates").
+   * @default { maxMs: 240_000, heartbeatMs: 15_000, pollMs: 1_000, retryMs: 1_000 }
+   */
+  stream?: Partial<StreamConfig> | undefined;
+  /**
    * The route sets to serve (see {@link Role}); `/health` and `/ready` are always served. A path
    * outside them answers 404, and a method of a path they serve only in part (`POST /v1/jobs` for
    * an `observer`) answers 405 with `Allow`, both as problem+json.
@@ -175,6 +183,8 @@ export interface AppConfig {
   auth: "keys" | "custom" | "none";
   cors: CorsConfig | undefined;
   maxWaitMs: number;
+  /** The realtime streams' settings, defaults applied. */
+  stream: StreamConfig;
   /** Normalised roles (`["all"]` by default). */
   roles: Role[];
   /** Which groups of routes the roles serve. */
@@ -264,6 +274,7 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
     auth: options.authorize ? "custom" : keyed ? "keys" : "none",
     cors: options.cors,
     maxWaitMs,
+    stream: resolveStreamConfig(options.stream),
     roles,
     serves,
     platform: options.platform ?? "custom",

@@ -27,6 +27,16 @@ export type {
   Thresholds,
 } from "../core/admission.ts";
 export {
+  type BatchSubmit,
+  batchSubmitOf,
+  MAX_SUBMIT_CHUNK,
+  MAX_SUBMIT_CHUNK_BYTES,
+  type SubmitItem,
+  type SubmitItemResult,
+  submitChunks,
+} from "./port/batch.ts";
+export { type EventWait, eventIdAbove } from "./port/event-wait.ts";
+export {
   type BeginRunResult,
   type CancelResult,
   checkRunLimit,

@@ -10,6 +10,8 @@ import { randomBytes } from "node:crypto";
 import type { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { unstable_startWorker } from "wrangler";
+import type { handlers } from "../../functions/handlers.ts";
+import { createClient } from "../../src/client/index.ts";
 import type { RedisStore } from "../../src/store/redis/index.ts";
 import type { RedisRestServer } from "../../src/tools/redis-rest/index.ts";
 import type { QStashDouble } from "../support/qstash-double/index.ts";
@@ -112,6 +114,19 @@ describe("functions/cloudflare.ts in workerd", () => {
       expect(delivery?.headers["upstash-signature"]).toBeTruthy();
     }, WAIT);
     expect(await store.getJob(id)).toMatchObject({ id, status: "succeeded", attempts: 1 });
+  });
+
+  it("streams a sleep job over SSE: queued → running → succeeded and its result (job.updates())", async () => {
+    const client = createClient<typeof handlers>({ url: origin, apiKey: API_KEY });
+    const job = await client.jobs.submit({ handler: "sleep", input: { ms: 200 } });
+    const seen: string[] = [];
+    // The Worker polls the store over REST (no blocking reads there) until the job is final.
+    for await (const update of job.updates()) {
+      expect(update.id).toMatch(/^\d+-\d+\.\d+$/);
+      if (update.type === "status") seen.push(update.status);
+      if (update.type === "done") seen.push(`done:${JSON.stringify(update.job.result)}`);
+    }
+    expect(seen).toEqual(["queued", "running", "succeeded", 'done:{"slept":200}']);
   });
 
   it("fires a schedule from the Cron Trigger: scheduled() → tick → QStash → /v1/worker", async () => {

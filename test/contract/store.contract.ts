@@ -13,6 +13,7 @@
  * }));
  */
 
+import { describeBatchContract } from "./batch.contract.ts";
 import { describeDeadLetterContract } from "./dead-letters.contract.ts";
 import { describeDepsContract } from "./deps.contract.ts";
 import type { MakeContractStore } from "./fixtures.ts";
@@ -41,6 +42,7 @@ export function describeStoreContract(name: string, make: MakeContractStore): vo
   describeLeaseContract(name, make);
   describeTickContract(name, make);
   describeJobsContract(name, make);
+  describeBatchContract(name, make);
   describeRunsContract(name, make);
   describeProgressContract(name, make);
   describeLimitsContract(name, make);

@@ -49,6 +49,7 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
         requests.push(
           ["GET", path],
           ["GET", `${path}/runs`],
+          ["GET", `${path}/stream`],
           ["PATCH", path],
           ["DELETE", path],
           ["POST", `${path}/pause`],
@@ -58,6 +59,7 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
       for (const id of jobIds) {
         requests.push(
           ["GET", `/v1/jobs/${id}`],
+          ["GET", `/v1/jobs/${id}/stream`],
           ["DELETE", `/v1/jobs/${id}`],
           ["POST", `/v1/dlq/${id}/retry`],
           ["DELETE", `/v1/dlq/${id}`],

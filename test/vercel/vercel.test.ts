@@ -11,6 +11,7 @@ import { serve } from "@hono/node-server";
 import { createVercelApp } from "tickwork/vercel";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { handlers } from "../../functions/handlers.ts";
+import { createClient } from "../../src/client/index.ts";
 import { type RedisRestServer, serveRedisRest } from "../../src/tools/redis-rest/index.ts";
 import { deletePrefix, REDIS_URL } from "../dev/server.ts";
 import { type QStashDouble, startQStashDouble } from "../support/qstash-double/index.ts";
@@ -127,6 +128,18 @@ describe("the Vercel entry", () => {
     const res = await app.fetch(new Request(`${DEPLOYMENT}/v1/jobs`));
     expect(res.status).toBe(401);
     expect((await app.fetch(new Request(`${DEPLOYMENT}/health`))).status).toBe(200);
+  });
+
+  it("streams a sleep job over SSE from the Vercel app: queued → running → succeeded", async () => {
+    const client = createClient<typeof handlers>({ url: origin, apiKey: API_KEY });
+    const job = await client.jobs.submit({ handler: "sleep", input: { ms: 100 } });
+    const seen: string[] = [];
+    // Upstash over REST: the app polls the store (no blocking reads) until the job is final.
+    for await (const update of job.updates()) {
+      if (update.type === "status") seen.push(update.status);
+      if (update.type === "done") seen.push(`done:${JSON.stringify(update.job.result)}`);
+    }
+    expect(seen).toEqual(["queued", "running", "succeeded", 'done:{"slept":100}']);
   });
 
   it("runs a job: submit → QStash → /v1/worker on the socket → succeeded", async () => {

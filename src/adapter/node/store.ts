@@ -7,7 +7,12 @@
 import type { Logger } from "../../engine/logger.ts";
 import { MemoryStore } from "../../store/memory/index.ts";
 import type { Store } from "../../store/port.ts";
-import { fromIoredis, RedisStore, type StreamsClient } from "../../store/redis/index.ts";
+import {
+  type BlockingClient,
+  fromIoredis,
+  RedisStore,
+  type StreamsClient,
+} from "../../store/redis/index.ts";
 import { loadPeer } from "../peer.ts";
 import { redactRedisUrl } from "./banner.ts";
 import { StartError } from "./errors.ts";
@@ -103,6 +108,8 @@ async function openIoredis(
     client: fromIoredis(redis),
     prefix: target.prefix,
     dispatch: target.dispatch ?? "outbox",
+    // The realtime streams block on a duplicate connection (XREAD BLOCK), never on this one.
+    blocking: redis as unknown as BlockingClient,
   });
   return { store, close, redis: redis as unknown as StreamsClient };
 }

@@ -52,12 +52,14 @@ export const JOB_DETAIL_JS = `
     $("job-error-box").hidden = true;
     markOpenJob();
     $("job-detail").scrollIntoView({ block: "nearest" });
+    followJob(id);
     return loadDetail().catch(() => {});
   }
 
   function closeJob() {
     openJob = "";
     detailSeq++;
+    stopFollowing();
     $("job-detail").hidden = true;
     markOpenJob();
   }

@@ -19,6 +19,7 @@
 import { HOOKS_JS } from "./script-hooks.ts";
 import { JOB_DETAIL_JS } from "./script-job-detail.ts";
 import { JOB_EVENTS_JS } from "./script-job-events.ts";
+import { JOB_STREAM_JS } from "./script-job-stream.ts";
 import { JOBS_JS } from "./script-jobs.ts";
 
 /** The JavaScript of the dashboard page (plain ES2020, no modules). */
@@ -313,6 +314,7 @@ export const DASHBOARD_JS = `
 
 ${JOBS_JS}
 ${JOB_DETAIL_JS}
+${JOB_STREAM_JS}
 ${JOB_EVENTS_JS}
 ${HOOKS_JS}
   // ── polling and actions ─────────────────────────────────────────────────
@@ -327,7 +329,8 @@ ${HOOKS_JS}
         api("GET", "v1/dlq?limit=20"),
         api("GET", "v1/hooks"),
         loadJobs(),
-        loadDetail(),
+        // A followed job's stream reads the detail as updates arrive (script-job-stream.ts).
+        detailLive() ? undefined : loadDetail(),
       ]);
       renderStats(stats);
       renderNodes(nodes);

@@ -33,7 +33,17 @@ export function corsMiddleware(config: CorsConfig): MiddlewareHandler<AppEnv> {
   const handler = cors({
     origin: any ? "*" : [...config.origins],
     allowMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
-    allowHeaders: ["Authorization", "X-Api-Key", "Content-Type", "x-request-id"],
+    // Last-Event-ID: a browser resuming a realtime stream (`job.updates()`) sends it;
+    // traceparent, tracestate: a browser's OpenTelemetry propagating its trace to a submit.
+    allowHeaders: [
+      "Authorization",
+      "X-Api-Key",
+      "Content-Type",
+      "x-request-id",
+      "Last-Event-ID",
+      "traceparent",
+      "tracestate",
+    ],
     exposeHeaders: EXPOSED,
     maxAge: config.maxAgeSec ?? 600,
     credentials: config.credentials ?? false,

@@ -5,6 +5,7 @@
  * `Idempotent-Replayed: true` when the whole flow was stored before.
  */
 import { Hono } from "hono";
+import { traceHeaders } from "../../engine/tracing.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readJson } from "../middleware/body.ts";
 import { requireScope } from "../middleware/scope.ts";
@@ -22,7 +23,9 @@ export function flowRoutes(config: AppConfig): Hono<AppEnv> {
   routes.use(authorizeRequest(config.authorize));
   routes.post("/", requireScope("jobs:write"), async (c) => {
     const body = await readJson(c, config.bodyLimitBytes);
-    const flow = await config.engine.broker.submitFlow(body as never, c.get("actor"));
+    // Each job of the flow stores the request's W3C trace context (src/engine/tracing.ts).
+    const trace = traceHeaders(c.req.raw.headers);
+    const flow = await config.engine.broker.submitFlow(body as never, c.get("actor"), trace);
     if (flow.replayed) c.header("Idempotent-Replayed", "true");
     c.header("Location", `${c.get("appPath")}/v1/jobs/${encodeURIComponent(flow.parent.id)}`);
     return c.json(

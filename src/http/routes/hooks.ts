@@ -20,6 +20,7 @@ import {
 import { SENDER_RETRY_WINDOW_MS, verifyWebhook } from "../../core/webhooks/index.ts";
 import type { WebhookEndpointList, WebhookEndpointResource } from "../../core/webhooks/wire.ts";
 import type { Actor } from "../../engine/broker.ts";
+import { traceVia } from "../../engine/tracing.ts";
 import {
   UNKNOWN_WEBHOOK_ENDPOINT,
   WEBHOOK_HISTORY,
@@ -112,6 +113,7 @@ async function receive(
           ? { idempotencyKey, idempotencyMs: SENDER_RETRY_WINDOW_MS[endpoint.verifier.scheme] }
           : {}),
         webhook: { endpoint: endpoint.name, ...(shown !== undefined ? { eventId: shown } : {}) },
+        ...traceVia(c.req.raw.headers),
       }),
     );
   } catch (error) {

@@ -1,13 +1,15 @@
 /**
  * @module
- * `/v1/jobs`: submit, read (with long-poll), the job's log, cancel, list. Reads need the `read` scope, submit and
- * cancel `jobs:write`; a tenant's key sees only its own jobs.
+ * `/v1/jobs`: submit (one job, or a batch: ./batch.ts), read (with long-poll), the job's log,
+ * its realtime stream, cancel, list. Reads need the `read` scope, submit and cancel `jobs:write`;
+ * a tenant's key sees only its own jobs.
  */
 import { Hono } from "hono";
 import { NotFoundError } from "../../core/errors.ts";
 import { FINAL_JOB_STATUSES } from "../../core/model.ts";
 import type { SubmitJobInput } from "../../core/schemas.ts";
 import { presentJob } from "../../engine/broker.ts";
+import { traceHeaders } from "../../engine/tracing.ts";
 import { waitForFinal } from "../long-poll.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readJson } from "../middleware/body.ts";
@@ -23,6 +25,8 @@ import {
   logEntryResource,
   pageResource,
 } from "../serialize.ts";
+import { jobStreamHandler } from "../stream/routes.ts";
+import { batchSubmit } from "./batch.ts";
 
 /**
  * The job routes, to mount at `/v1/jobs` when the roles read: the reads, and submit and cancel
@@ -60,6 +64,9 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
     return c.json(jobResource(job));
   });
 
+  // Server-Sent Events: status changes, progress and the final job (src/http/stream/).
+  routes.get("/:id/stream", requireScope("read"), jobStreamHandler(config));
+
   routes.get("/:id/logs", requireScope("read"), async (c) => {
     const query = parseQuery(c, logsQuery);
     const page = await engine.broker.readLogs(jobPathId(c.req.param("id")), query, c.get("actor"));
@@ -69,14 +76,18 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
   if (config.serves.write) {
     routes.post("/", requireScope("jobs:write"), async (c) => {
       const body = await readJson(c, config.bodyLimitBytes);
+      // W3C trace context: stored with the job when valid, ignored when not (src/engine/tracing.ts).
+      const trace = traceHeaders(c.req.raw.headers);
       const { job, replayed, quota } = await withRateLimitHeaders(c, () =>
-        engine.broker.submit(body as SubmitJobInput, c.get("actor")),
+        engine.broker.submit(body as SubmitJobInput, c.get("actor"), trace && { trace }),
       );
       if (quota) setRateLimitHeaders(c, quota);
       if (replayed) c.header("Idempotent-Replayed", "true");
       c.header("Location", `${c.get("appPath")}/v1/jobs/${encodeURIComponent(job.id)}`);
       return c.json(jobSummary(job), replayed ? 200 : 202);
     });
+
+    routes.post("/batch", requireScope("jobs:write"), batchSubmit(config));
 
     routes.delete("/:id", requireScope("jobs:write"), async (c) => {
       const job = await engine.broker.cancel(jobPathId(c.req.param("id")), c.get("actor"));

@@ -14,6 +14,7 @@ import type { AppConfig, AppEnv } from "../options.ts";
 import { schedulePathId } from "../path-ids.ts";
 import { listSchedulesQuery, pageQuery, parseQuery } from "../query.ts";
 import { jobResource, pageResource, scheduleResource } from "../serialize.ts";
+import { scheduleStreamHandler } from "../stream/routes.ts";
 
 /**
  * The schedule routes, to mount at `/v1/schedules` when the roles read: the reads, and create,
@@ -43,6 +44,9 @@ export function scheduleRoutes(config: AppConfig): Hono<AppEnv> {
       ),
     ),
   );
+
+  // Server-Sent Events: its runs' status changes (src/http/stream/).
+  routes.get("/:id/stream", requireScope("read"), scheduleStreamHandler(config));
 
   routes.get("/:id/runs", requireScope("read"), async (c) => {
     const query = parseQuery(c, pageQuery);

@@ -7,7 +7,7 @@
  */
 import { ValidationError } from "../../core/errors.ts";
 import type { JobError, JobSpec } from "../../core/model.ts";
-import type { EventsPage, EventsQuery, TickEvent } from "../port.ts";
+import { type EventsPage, type EventsQuery, eventIdAbove, type TickEvent } from "../port.ts";
 import { clone } from "./shared.ts";
 
 /** Events a call to `events()` examines at most (as the Redis store). */
@@ -27,6 +27,8 @@ export class EventLog {
   #events: StoredEvent[] = [];
   #start = 0;
   #last = { ms: 0, seq: -1 };
+  /** Readers waiting for an event above their id (`waitFor`). */
+  readonly #waiters = new Set<{ after: string | undefined; wake: () => void }>();
 
   /** Keeps the newest `maxLen` events; `0` keeps (and writes) none. */
   constructor(maxLen: number) {
@@ -43,6 +45,9 @@ export class EventLog {
     const { type, ...rest } = fields;
     const event: TickEvent = { id: `${ms}-${seq}`, type, at: now, ...rest };
     this.#events.push({ ms, seq, event });
+    for (const waiter of this.#waiters) {
+      if (eventIdAbove(event.id, waiter.after)) waiter.wake();
+    }
     if (this.#events.length - this.#start > this.#maxLen) {
       this.#start = this.#events.length - this.#maxLen;
       // Compact now and then, so trimming stays amortised O(1).
@@ -51,6 +56,29 @@ export class EventLog {
         this.#start = 0;
       }
     }
+  }
+
+  /**
+   * Resolves once an event above `after` is in the log, after `timeoutMs`, or when `signal`
+   * aborts (`EventWait.waitForEvents`).
+   */
+  waitFor(after: string | undefined, timeoutMs: number, signal: AbortSignal): Promise<void> {
+    const last = this.#events[this.#events.length - 1];
+    if (signal.aborted || (last && eventIdAbove(last.event.id, after))) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiter = {
+        after,
+        wake: () => {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", waiter.wake);
+          this.#waiters.delete(waiter);
+          resolve();
+        },
+      };
+      const timer = setTimeout(waiter.wake, Math.max(0, timeoutMs));
+      signal.addEventListener("abort", waiter.wake, { once: true });
+      this.#waiters.add(waiter);
+    });
   }
 
   /** One page of `events()` (copies). Throws a `ValidationError` for a malformed `after`. */

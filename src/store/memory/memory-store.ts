@@ -61,6 +61,8 @@ import type {
   StoreRetention,
   StoreStats,
   SubmitDenied,
+  SubmitItem,
+  SubmitItemResult,
   SubmitResult,
   SubmitTiming,
   WebhookDelivery,
@@ -68,6 +70,7 @@ import type {
   WebhookOutcome,
 } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION } from "../port.ts";
+import * as batch from "./batch.ts";
 import * as jobs from "./jobs.ts";
 import * as nodes from "./nodes.ts";
 import * as observability from "./observability.ts";
@@ -181,6 +184,14 @@ export class MemoryStore implements Store, NodeRegistry, WebhookLog {
     admission: Admission = {},
   ): Promise<SubmitResult | SubmitDenied> {
     return jobs.submitJob(this.#s, job, timing, admission);
+  }
+
+  async submitJobs(
+    items: SubmitItem[],
+    timing: { recoverGraceMs: number },
+    admission: Admission = {},
+  ): Promise<SubmitItemResult[]> {
+    return batch.submitJobs(this.#s, items, timing, admission);
   }
 
   // ── webhooks (docs/webhooks.md) ───────────────────────────────────────────
@@ -320,6 +331,11 @@ export class MemoryStore implements Store, NodeRegistry, WebhookLog {
 
   async events(query: EventsQuery): Promise<EventsPage> {
     return observability.events(this.#s, query);
+  }
+
+  /** Wakes in process when an event above `after` is written (`EventWait`). */
+  waitForEvents(after: string | undefined, timeoutMs: number, signal: AbortSignal): Promise<void> {
+    return this.#s.events.waitFor(after, timeoutMs, signal);
   }
 
   // ── node registry ──────────────────────────────────────────────────────

@@ -4,6 +4,8 @@
  * (jobs, attempts, dead letters), {@link ScheduleStore} and {@link ObservabilityStore}; and,
  * optionally, {@link NodeRegistry}.
  */
+import type { BatchSubmit } from "./batch.ts";
+import type { EventWait } from "./event-wait.ts";
 import type { JobStore } from "./jobs.ts";
 import type { NodeRegistry } from "./nodes.ts";
 import type { ObservabilityStore } from "./observability.ts";
@@ -19,7 +21,8 @@ import type { WebhookLog } from "./webhooks.ts";
  *
  * The {@link NodeRegistry} methods are optional (`Partial`), so a store written before them still
  * compiles: without them `GET /v1/nodes` lists no nodes and Node servers skip their heartbeats.
- * Implement all three or none (`nodeRegistry(store)` reads them as one).
+ * Implement all three or none (`nodeRegistry(store)` reads them as one). {@link BatchSubmit} is
+ * optional too: without it the broker submits a batch's jobs one by one.
  */
 export interface Store
   extends TickStore,
@@ -28,7 +31,9 @@ export interface Store
     ScheduleStore,
     ObservabilityStore,
     Partial<NodeRegistry>,
+    Partial<BatchSubmit>,
     Partial<PlacementLog>,
+    Partial<EventWait>,
     Partial<WebhookLog> {
   /** The store's clock (Redis `TIME`). One round trip; used by the broker to stamp records. */
   now(): Promise<number>;

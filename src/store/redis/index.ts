@@ -7,6 +7,7 @@
 
 export { DEFAULT_RETENTION } from "../port.ts";
 export { ErrorCode, RedisStoreError } from "./errors.ts";
+export type { BlockingClient, BlockingConnection } from "./event-waiter.ts";
 export { RedisStore, type RedisStoreOptions } from "./redis-store.ts";
 export {
   fromIoredis,

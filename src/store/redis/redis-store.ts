@@ -58,6 +58,8 @@ import type {
   StoreRetention,
   StoreStats,
   SubmitDenied,
+  SubmitItem,
+  SubmitItemResult,
   SubmitResult,
   SubmitTiming,
   WebhookDelivery,
@@ -65,8 +67,10 @@ import type {
   WebhookOutcome,
 } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION } from "../port.ts";
+import * as batch from "./batch.ts";
 import { toInt } from "./codec.ts";
 import type { RedisContext } from "./context.ts";
+import { type BlockingClient, EventWaiter } from "./event-waiter.ts";
 import * as jobs from "./jobs.ts";
 import { keys as buildKeys } from "./keys.ts";
 import * as nodes from "./nodes.ts";
@@ -109,6 +113,12 @@ export interface RedisStoreOptions {
    * @default "outbox"
    */
   dispatch?: "outbox" | "streams" | undefined;
+  /**
+   * Redis over TCP: an ioredis client whose duplicate the realtime streams block on
+   * (`XREAD BLOCK` on the event stream, `waitForEvents`); without it (Upstash over REST) the
+   * store has no `waitForEvents` and the streams poll.
+   */
+  blocking?: BlockingClient | undefined;
 }
 
 /**
@@ -124,6 +134,13 @@ export interface RedisStoreOptions {
  */
 export class RedisStore implements Store, NodeRegistry, WebhookLog {
   readonly #c: RedisContext;
+  readonly #waiter: EventWaiter | undefined;
+  /** Present with `options.blocking` (see `EventWait`). */
+  readonly waitForEvents?: (
+    after: string | undefined,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ) => Promise<void>;
 
   constructor(options: RedisStoreOptions) {
     const client = options.client;
@@ -137,6 +154,16 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
       dispatch: options.dispatch ?? "outbox",
       run: (script, keys, args) => safeEval(client, script, keys, args),
     };
+    if (options.blocking) {
+      const waiter = new EventWaiter(options.blocking, this.#c.keys.events);
+      this.#waiter = waiter;
+      this.waitForEvents = (after, timeoutMs, signal) => waiter.wait(after, timeoutMs, signal);
+    }
+  }
+
+  /** Closes the blocking connection of `waitForEvents`, if any (the client is the caller's). */
+  async close(): Promise<void> {
+    this.#waiter?.close();
   }
 
   async now(): Promise<number> {
@@ -199,6 +226,14 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
     admission?: Admission,
   ): Promise<SubmitResult | SubmitDenied> {
     return jobs.submitJob(this.#c, job, timing, admission);
+  }
+
+  async submitJobs(
+    items: SubmitItem[],
+    timing: { recoverGraceMs: number },
+    admission?: Admission,
+  ): Promise<SubmitItemResult[]> {
+    return batch.submitJobs(this.#c, items, timing, admission);
   }
 
   // ── webhooks (docs/webhooks.md) ───────────────────────────────────────────

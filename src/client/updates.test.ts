@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import { createClient } from "./client.ts";
+import { readSse } from "./updates.ts";
+
+/** A body delivering `chunks` one read at a time. */
+function body(...chunks: string[]): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(encoder.encode(chunk));
+      controller.close();
+    },
+  });
+}
+
+async function all(stream: ReadableStream<Uint8Array>, onRetry?: (ms: number) => void) {
+  const out = [];
+  for await (const message of readSse(stream, onRetry)) out.push(message);
+  return out;
+}
+
+describe("readSse", () => {
+  it("parses events split anywhere, with CRLF, CR or LF line ends", async () => {
+    const retries: number[] = [];
+    const messages = await all(
+      body("retry: 25", "00\r\n\r\nevent: status\r", '\nid: 1-0.0\rdata: {"a"', ":1}\n\n"),
+      (ms) => retries.push(ms),
+    );
+    expect(retries).toEqual([2500]);
+    expect(messages).toEqual([{ event: "status", id: "1-0.0", data: '{"a":1}' }]);
+  });
+
+  it("joins data lines, skips comments, keeps the last id, and drops a message without data", async () => {
+    const messages = await all(
+      body(
+        ": keep-alive\n\n",
+        "event: x\nid: 7\n\n", // no data: not dispatched, but the id sticks
+        "data:first\ndata: second\n\n",
+        "event:done\nid\ndata\n\n",
+        "data: unterminated",
+      ),
+    );
+    expect(messages).toEqual([
+      { event: "message", id: "7", data: "first\nsecond" },
+      { event: "done", id: "", data: "" },
+    ]);
+  });
+
+  it("ignores a retry that is not a number and an id with NUL", async () => {
+    const retries: number[] = [];
+    const messages = await all(body("retry: soon\nid: a\0b\ndata: 1\n\n"), (ms) =>
+      retries.push(ms),
+    );
+    expect(retries).toEqual([]);
+    expect(messages).toEqual([{ event: "message", id: undefined, data: "1" }]);
+  });
+});
+
+describe("schedule.updates()", () => {
+  it("goes on after a run's done: a schedule's stream has one per run", async () => {
+    const run = (id: string, at: string) =>
+      `event: status\nid: ${at}.0\ndata: {"jobId":"${id}","status":"succeeded","at":"x"}\n\n` +
+      `event: done\nid: ${at}.0\ndata: {"id":"${id}","status":"succeeded"}\n\n`;
+    const client = createClient({
+      url: "http://tickwork.test",
+      // Two runs on one connection (the server's answer); the next would reconnect.
+      fetch: async () =>
+        new Response(body(run("often@1000", "5-0"), run("often@2000", "6-0")), {
+          headers: { "content-type": "text/event-stream" },
+        }),
+    });
+    const abort = new AbortController();
+    const done: string[] = [];
+    for await (const u of client.schedules.handle("often").updates({ signal: abort.signal })) {
+      if (u.type !== "done") continue;
+      done.push(u.job.id);
+      if (done.length === 2) abort.abort();
+    }
+    expect(done).toEqual(["often@1000", "often@2000"]);
+  });
+});

@@ -1,0 +1,207 @@
+/**
+ * @module
+ * The realtime streams on the client: a Server-Sent Events parser over `fetch` (Web streams only,
+ * no `EventSource`: it works in Node, Workers and browsers and sends the API key as a header), and
+ * the async iterator behind `job.updates()` and `client.schedules.updates(id)`, which reconnects
+ * with `Last-Event-ID` when a connection drops or the server ends it, and ends after a job's
+ * `done` (docs/api.md "Realtime updates").
+ */
+import { apiError, TickworkApiError } from "./errors.ts";
+import type { Caller } from "./request.ts";
+import type { Job, JobProgressUpdate, JobStatusUpdate } from "./types.ts";
+
+/** A job whose `result` is typed (`R`: the handler's result when the handle is typed). */
+export type TypedJob<R> = Omit<Job, "result"> & { result?: R };
+
+/**
+ * One update of a stream. `id` is the event's id: pass it as `lastEventId` to resume after it.
+ * `done` comes once, last, with the final job (`result` or `error`).
+ */
+export type JobUpdate<R = unknown> =
+  | ({ type: "status"; id: string } & JobStatusUpdate)
+  | ({ type: "progress"; id: string } & JobProgressUpdate)
+  | { type: "done"; id: string; job: TypedJob<R> };
+
+/** Options of `job.updates()`. */
+export interface UpdatesOptions {
+  /** Stop: the iterator ends and the request is aborted. */
+  signal?: AbortSignal;
+  /** Resume after this event (an update's `id`): nothing before it is sent again. */
+  lastEventId?: string;
+  /**
+   * Connection failures in a row (network errors, 5xx answers, a stream cut mid-way) after which
+   * the iterator throws the last one. A stream the server ended on time does not count.
+   * @default 5
+   */
+  maxRetries?: number;
+}
+
+/** A parsed SSE message. */
+interface SseMessage {
+  event: string;
+  data: string;
+  id: string | undefined;
+}
+
+/**
+ * The updates of the stream at `path`; each connection after the first sends the id of the last
+ * update as `Last-Event-ID`. 4xx answers throw their typed error (`NotFoundError`, …) at once.
+ * `untilDone`: end after the first `done` (a job's stream); a schedule's stream sends one `done`
+ * per run and goes on.
+ */
+export async function* streamUpdates<R>(
+  caller: Caller,
+  path: string,
+  options: UpdatesOptions = {},
+  untilDone = true,
+): AsyncGenerator<JobUpdate<R>, void, undefined> {
+  const maxRetries = options.maxRetries ?? 5;
+  let lastId = options.lastEventId;
+  let retryMs = 1_000;
+  let failures = 0;
+  for (;;) {
+    const abort = new AbortController();
+    const stop = () => abort.abort(options.signal?.reason);
+    if (options.signal?.aborted) return;
+    options.signal?.addEventListener("abort", stop, { once: true });
+    try {
+      const headers = new Headers(caller.headers);
+      headers.set("accept", "text/event-stream");
+      if (caller.apiKey) headers.set("authorization", `Bearer ${caller.apiKey}`);
+      if (lastId !== undefined) headers.set("last-event-id", lastId);
+      let cut: unknown;
+      try {
+        const response = await caller.fetch(new URL(caller.base + path), {
+          headers,
+          signal: abort.signal,
+        });
+        if (!response.ok || !response.body) {
+          const text = await response.text();
+          const error = apiError(response, parseJson(text) ?? text);
+          if (response.status < 500) throw error;
+          cut = error;
+        } else if (!/^text\/event-stream\b/i.test(response.headers.get("content-type") ?? "")) {
+          await response.body.cancel();
+          cut = new TypeError(`not an event stream: ${response.headers.get("content-type")}`);
+        } else {
+          for await (const message of readSse(response.body, (ms) => {
+            retryMs = ms;
+          })) {
+            const update = toUpdate<R>(message);
+            if (!update) continue;
+            lastId = update.id;
+            failures = 0;
+            yield update;
+            if (untilDone && update.type === "done") return;
+          }
+        }
+      } catch (error) {
+        if (options.signal?.aborted) return;
+        if (error instanceof TickworkApiError && error.status < 500) throw error;
+        cut = error;
+      }
+      if (cut !== undefined) {
+        failures += 1;
+        if (failures > maxRetries) throw cut;
+      }
+      // Ended by the server (its stream's time was up) or cut: reconnect from `lastId` after the
+      // server's `retry:` delay, as EventSource does (never in a tight loop).
+      await pause(retryMs * Math.max(1, failures), options.signal);
+    } finally {
+      options.signal?.removeEventListener("abort", stop);
+      abort.abort();
+    }
+  }
+}
+
+/** The update a message carries, or `undefined` for an event this client does not know. */
+function toUpdate<R>(message: SseMessage): JobUpdate<R> | undefined {
+  if (message.id === undefined) return undefined;
+  const data = parseJson(message.data);
+  if (data === undefined || data === null || typeof data !== "object") return undefined;
+  switch (message.event) {
+    case "status":
+      return { type: "status", id: message.id, ...(data as JobStatusUpdate) };
+    case "progress":
+      return { type: "progress", id: message.id, ...(data as JobProgressUpdate) };
+    case "done":
+      return { type: "done", id: message.id, job: data as TypedJob<R> };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The messages of an event stream, per the HTML standard's parsing rules: lines end in CR, LF or
+ * CRLF; `data` lines join with `\n`; a blank line dispatches; comments (`:`) are skipped; `retry`
+ * is reported through `onRetry`.
+ */
+export async function* readSse(
+  body: ReadableStream<Uint8Array>,
+  onRetry: (ms: number) => void = () => {},
+): AsyncGenerator<SseMessage, void, undefined> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let event = "";
+  let data: string[] = [];
+  let id: string | undefined;
+  let sawData = false;
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
+      for (;;) {
+        const end = buffer.search(/\r\n|\r|\n/);
+        // A lone CR at the end may be the first half of a CRLF: wait for more.
+        if (end < 0 || (buffer[end] === "\r" && end === buffer.length - 1 && !done)) break;
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + (buffer.startsWith("\r\n", end) ? 2 : 1));
+        if (line === "") {
+          if (sawData) yield { event: event || "message", data: data.join("\n"), id };
+          event = "";
+          data = [];
+          sawData = false;
+          continue;
+        }
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let text = colon < 0 ? "" : line.slice(colon + 1);
+        if (text.startsWith(" ")) text = text.slice(1);
+        if (field === "event") event = text;
+        else if (field === "data") {
+          data.push(text);
+          sawData = true;
+        } else if (field === "id" && !text.includes("\0")) id = text;
+        else if (field === "retry" && /^\d+$/.test(text)) onRetry(Number(text));
+      }
+      if (done) return;
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+function parseJson(text: string): unknown {
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  // An aborted signal fires no more "abort" events: end now rather than after `ms`.
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}

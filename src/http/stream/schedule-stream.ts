@@ -1,0 +1,102 @@
+/**
+ * @module
+ * `GET /v1/schedules/:id/stream`: the status changes of a schedule's runs (its occurrences) as
+ * Server-Sent Events, and each run's final job (`done`), from the event log: the events after
+ * the client's `Last-Event-ID`, else from the moment the stream opens. It never ends by itself
+ * (a schedule keeps firing): the server ends it after `maxMs` and the client reconnects
+ * (docs/api.md "Realtime updates").
+ */
+import { RecordNotFoundError } from "../../core/errors.ts";
+import { FINAL_JOB_STATUSES } from "../../core/model.ts";
+import type { Actor } from "../../engine/broker.ts";
+import type { Engine } from "../../engine/index.ts";
+import type { EventType } from "../../store/port.ts";
+import { jobResource } from "../serialize.ts";
+import { statusOfEvent, statusUpdate } from "./job-stream.ts";
+import {
+  pause,
+  positionId,
+  type SseWriter,
+  type StreamConfig,
+  type StreamPosition,
+} from "./sse.ts";
+
+const MAX_SEQ = "9999999999999999";
+const PAGE = 1_000;
+const MIN_ROUND_MS = 100;
+
+/** The events a run's status follows. */
+const RUN_EVENTS: EventType[] = [
+  "job.dispatched",
+  "job.started",
+  "job.failed",
+  "job.retried",
+  "job.succeeded",
+  "job.dead",
+  "job.cancelled",
+  "job.skipped",
+];
+
+/** Where a fresh schedule stream starts: at the store's `now` (events at or after it). */
+export function startNow(now: number): StreamPosition {
+  return { after: `${Math.max(0, now - 1)}-${MAX_SEQ}`, progressAt: 0 };
+}
+
+/** What `runScheduleStream` needs. */
+export interface ScheduleStreamContext {
+  engine: Engine;
+  config: StreamConfig;
+  actor: Actor;
+  /** The schedule's store id (`scheduleStoreId`) and tenant, as its runs' events carry them. */
+  scheduleId: string;
+  tenant: string;
+  /** From `Last-Event-ID`, else {@link startNow}. */
+  start: StreamPosition;
+  out: SseWriter;
+  signal: AbortSignal;
+}
+
+/** Writes the schedule's runs' updates until `maxMs` passes or the client leaves. */
+export async function runScheduleStream(ctx: ScheduleStreamContext): Promise<void> {
+  const { engine, config, out, signal } = ctx;
+  const store = engine.store;
+  const deadline = Date.now() + config.maxMs;
+  const pos: StreamPosition = { ...ctx.start };
+  const blocking = store.waitForEvents ? store.waitForEvents.bind(store) : undefined;
+
+  while (!signal.aborted) {
+    const started = Date.now();
+    for (;;) {
+      const page = await store.events({ after: pos.after, types: RUN_EVENTS, limit: PAGE });
+      for (const event of page.events) {
+        if (event.scheduleId !== ctx.scheduleId || event.tenant !== ctx.tenant) continue;
+        const status = statusOfEvent(event.type, {});
+        if (status === null || event.jobId === undefined) continue;
+        pos.after = event.id;
+        out.event("status", positionId(pos), statusUpdate(event, status));
+        if (FINAL_JOB_STATUSES.includes(status)) {
+          const job = await engine.broker.getJob(event.jobId, ctx.actor).catch((error) => {
+            if (error instanceof RecordNotFoundError) return null;
+            throw error;
+          });
+          if (job) out.event("done", positionId(pos), jobResource(job));
+        }
+      }
+      if (page.last !== undefined) pos.after = page.last;
+      if (!page.more || signal.aborted) break;
+    }
+    const left = deadline - Date.now();
+    if (left <= 0 || signal.aborted) return;
+    const wait = Math.max(0, Math.min(config.pollMs, left, config.heartbeatMs - out.idleMs()));
+    if (blocking) {
+      await blocking(pos.after, wait, signal);
+      const gap = MIN_ROUND_MS - (Date.now() - started);
+      if (gap > 0 && !signal.aborted) await pause(Math.min(gap, deadline - Date.now()), signal);
+    } else {
+      await pause(wait, signal);
+    }
+    if (signal.aborted) return;
+    if (out.idleMs() >= config.heartbeatMs) out.comment("keep-alive");
+    if (Date.now() >= deadline) return;
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * @module
+ * Server-Sent Events on Web streams only (a `ReadableStream` body), so the same code streams on
+ * Node, Vercel and workerd: the framing (`event:`, `id:`, `data:`, `retry:`, comment heartbeats),
+ * the stream id the realtime routes put on every event, and the settings that bound a stream
+ * (docs/api.md "Realtime updates", docs/adr/0021-realtime-streams.md).
+ */
+import { InvalidRequestError } from "../../core/errors.ts";
+
+/** How long a stream lives, how often it shows it is alive, how often it polls. */
+export interface StreamConfig {
+  /** The server ends a stream after this long; the client reconnects with `Last-Event-ID`. */
+  maxMs: number;
+  /** A comment line (`: keep-alive`) after this long without anything written. */
+  heartbeatMs: number;
+  /**
+   * Longest pause between two reads of the job (its progress) and, on a store that cannot block
+   * (Upstash over REST), of the event log.
+   */
+  pollMs: number;
+  /** The `retry:` hint: how long a client waits before it reconnects. */
+  retryMs: number;
+}
+
+/** The defaults: 4 min streams (under Vercel's default 300 s), 15 s heartbeats, 1 s polls. */
+export const STREAM_DEFAULTS: StreamConfig = {
+  maxMs: 240_000,
+  heartbeatMs: 15_000,
+  pollMs: 1_000,
+  retryMs: 1_000,
+};
+
+/** Settings with defaults applied; `RangeError` for one out of range. */
+export function resolveStreamConfig(options: Partial<StreamConfig> = {}): StreamConfig {
+  const config = { ...STREAM_DEFAULTS };
+  for (const key of Object.keys(STREAM_DEFAULTS) as (keyof StreamConfig)[]) {
+    const value = options[key];
+    if (value === undefined) continue;
+    if (!Number.isFinite(value) || value < 10 || value > 3_600_000) {
+      throw new RangeError(`stream.${key} must be from 10 ms to 1 h, not ${value}`);
+    }
+    config[key] = value;
+  }
+  return config;
+}
+
+/**
+ * Where a stream is: the last event-log id it has read past, and the time of the last progress
+ * value it sent (0: none). Every event's `id:` is `<ms>-<seq>.<progressAt>`, which a client sends
+ * back as `Last-Event-ID`.
+ */
+export interface StreamPosition {
+  after: string;
+  progressAt: number;
+}
+
+/** The `id:` of an event sent at `position`. */
+export function positionId(position: StreamPosition): string {
+  return `${position.after}.${position.progressAt}`;
+}
+
+/**
+ * The position a `Last-Event-ID` names: `<ms>-<seq>.<progressAt>` as the streams send it, or a
+ * bare event id `<ms>-<seq>` (as `/v1/events` lists them). `undefined` when absent or empty.
+ *
+ * @throws InvalidRequestError (400) for anything else.
+ */
+export function parseLastEventId(value: string | undefined): StreamPosition | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  const match = /^(\d{1,16}-\d{1,16})(?:\.(\d{1,16}))?$/.exec(value.trim());
+  if (!match) {
+    throw new InvalidRequestError("invalid Last-Event-ID", [
+      {
+        path: "Last-Event-ID",
+        message: "not an id this stream sent (<ms>-<seq>.<progressAt>, or an event id <ms>-<seq>)",
+      },
+    ]);
+  }
+  return { after: match[1] as string, progressAt: Number(match[2] ?? 0) };
+}
+
+/** What a stream's body writes to. */
+export interface SseWriter {
+  /** One event: `data` is sent as one line of JSON. */
+  event(name: string, id: string, data: unknown): void;
+  /** A comment line (ignored by clients; keeps proxies and the connection alive). */
+  comment(text: string): void;
+  /** Milliseconds since anything was written. */
+  idleMs(): number;
+}
+
+/**
+ * A `text/event-stream` response whose body `run` writes. The stream ends when `run` returns or
+ * throws (a client reconnects with the last id it saw), and `run`'s signal aborts when the
+ * client goes away (`requestSignal`, or the body being cancelled).
+ *
+ * @example
+ * return sseResponse(c.req.raw.signal, 1_000, async (out, signal) => {
+ *   out.event("status", "1-0.0", { status: "queued" });
+ * });
+ */
+export function sseResponse(
+  requestSignal: AbortSignal,
+  retryMs: number,
+  run: (out: SseWriter, signal: AbortSignal) => Promise<void>,
+  onError: (error: unknown) => void,
+): Response {
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  requestSignal.addEventListener("abort", stop, { once: true });
+  const encoder = new TextEncoder();
+  let lastWrite = Date.now();
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const write = (text: string) => {
+        if (abort.signal.aborted) return;
+        lastWrite = Date.now();
+        try {
+          controller.enqueue(encoder.encode(text));
+        } catch {
+          abort.abort();
+        }
+      };
+      const out: SseWriter = {
+        event: (name, id, data) =>
+          write(`event: ${name}\nid: ${id}\ndata: ${JSON.stringify(data)}\n\n`),
+        comment: (text) => write(`: ${text.replace(/[\r\n]+/g, " ")}\n\n`),
+        idleMs: () => Date.now() - lastWrite,
+      };
+      // Sent at once, so the client has the headers and the reconnect delay before any event.
+      write(`retry: ${Math.round(retryMs)}\n\n`);
+      void run(out, abort.signal)
+        .catch((error) => {
+          if (!abort.signal.aborted) onError(error);
+        })
+        .finally(() => {
+          requestSignal.removeEventListener("abort", stop);
+          if (!abort.signal.aborted) {
+            try {
+              controller.close();
+            } catch {
+              // Already closed by a cancel.
+            }
+          }
+          abort.abort();
+        });
+    },
+    cancel() {
+      abort.abort();
+    },
+  });
+  return new Response(body, {
+    status: 200,
+    headers: {
+      "Content-Type": "text/event-stream; charset=utf-8",
+      "Cache-Control": "no-store",
+      // Tell nginx-style proxies not to buffer the stream.
+      "X-Accel-Buffering": "no",
+    },
+  });
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

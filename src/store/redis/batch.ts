@@ -1,0 +1,136 @@
+/**
+ * @module
+ * The Redis store's batch submit (the port's `BatchSubmit`): one chunk of a tenant's jobs, one
+ * script (`lua/submitMany-7.lua`), one round trip — over TCP and over `@upstash/redis` REST alike.
+ */
+import type { JobRecord, JobSpec } from "../../core/model.ts";
+import { MAX_SUBMIT_CHUNK, type SubmitItem, type SubmitItemResult } from "../port/batch.ts";
+import type { Admission, DegradationLevel, Denied, QuotaState, SubmitResult } from "../port.ts";
+import {
+  fromJson,
+  jobData,
+  optionalArg,
+  policyArg,
+  quotaArgs,
+  retentionArg,
+  ttlArg,
+} from "./codec.ts";
+import type { RedisContext } from "./context.ts";
+import { scripts } from "./scripts.generated.ts";
+
+/** One item's answer as the script writes it (see the script's header). */
+type RawItem =
+  | { replayed: JobRecord }
+  | { replayedAs: number }
+  | { denied: Denied }
+  | { unknown: string[] }
+  | {
+      createdAt: number;
+      runAt: number;
+      status?: "waiting" | "cancelled";
+      finishedAt?: number;
+      quota?: QuotaState;
+      degradation?: { level: DegradationLevel; delayedMs: number };
+    };
+
+export async function submitJobs(
+  c: RedisContext,
+  items: SubmitItem[],
+  timing: { recoverGraceMs: number },
+  admission?: Admission,
+): Promise<SubmitItemResult[]> {
+  if (items.length === 0) return [];
+  if (items.length > MAX_SUBMIT_CHUNK) {
+    throw new RangeError(`submitJobs takes at most ${MAX_SUBMIT_CHUNK} items, got ${items.length}`);
+  }
+  const tenant = items[0]!.job.tenant;
+  if (items.some((item) => item.job.tenant !== tenant)) {
+    throw new RangeError("submitJobs takes the jobs of one tenant");
+  }
+  const k = c.keys;
+  const degradation = admission?.degradation;
+  const data = items.map((item) => jobData(item.job));
+  const args: string[] = [
+    String(timing.recoverGraceMs),
+    tenant,
+    ttlArg(c.retention.idempotencyMs),
+    c.eventsMaxLen,
+    policyArg(degradation),
+    String(degradation?.degradedDelayMs ?? 0),
+    degradation?.critical ?? "reject",
+    String(degradation?.criticalDelayMs ?? 0),
+    String(degradation?.retryAfterMs ?? 0),
+    ...quotaArgs(admission?.quota),
+    c.dispatch === "streams" ? "streams" : "",
+    String(degradation?.evaluateEveryMs ?? 0),
+    retentionArg(c.retention),
+    String(items.length),
+  ];
+  items.forEach(({ job, runAt, delayMs }, i) => {
+    args.push(
+      job.id,
+      data[i]!,
+      optionalArg(runAt),
+      String(delayMs),
+      job.idempotencyKey ?? "",
+      job.handler,
+      (job.after ?? []).join(" "),
+      job.onFailure === "run" ? "run" : "",
+    );
+  });
+  const raw = await c.run(
+    scripts.submitMany,
+    [k.root, k.outbox, k.outboxMsg, k.pending, k.metrics, k.events, k.degrade],
+    args,
+  );
+  const answers = fromJson<RawItem[]>(raw);
+  if (!Array.isArray(answers) || answers.length !== items.length) {
+    throw new TypeError(`submitMany answered ${String(raw).slice(0, 80)}`);
+  }
+  const results: SubmitItemResult[] = [];
+  answers.forEach((r, i) => {
+    // A later replay of the same job: the record an earlier item's answer carried.
+    const earlier = "replayedAs" in r ? results[r.replayedAs] : undefined;
+    if (earlier !== undefined && "job" in earlier && earlier.replayed) results.push({ ...earlier });
+    else if ("replayedAs" in r)
+      throw new TypeError(`submitMany answered replayedAs ${r.replayedAs}`);
+    else results.push(decode(c, r, data[i]!, items[i]!, timing.recoverGraceMs));
+  });
+  return results;
+}
+
+/** One item's result, rebuilt the way `submitJob` rebuilds its answer (./jobs.ts). */
+function decode(
+  c: RedisContext,
+  r: Exclude<RawItem, { replayedAs: number }>,
+  data: string,
+  item: SubmitItem,
+  recoverGraceMs: number,
+): SubmitItemResult {
+  if ("replayed" in r) return { job: r.replayed, replayed: true };
+  if ("denied" in r) return { denied: r.denied };
+  if ("unknown" in r) return { unknown: r.unknown };
+  const spec = (): JobSpec => ({ ...JSON.parse(data), createdAt: r.createdAt, runAt: r.runAt });
+  const result: SubmitResult = {
+    job: {
+      ...spec(),
+      status: r.status ?? "queued",
+      attempts: 0,
+      ...(r.finishedAt !== undefined ? { finishedAt: r.finishedAt } : {}),
+    },
+    replayed: false,
+  };
+  // Dispatched to the stream by the script itself; a waiting (or cancelled) job not at all.
+  if (c.dispatch === "outbox" && r.status === undefined) {
+    result.message = {
+      id: item.job.id,
+      dedupId: item.job.id,
+      job: spec(),
+      notBefore: r.runAt,
+      recoverAt: r.runAt + recoverGraceMs,
+    };
+  }
+  if (r.quota) result.quota = r.quota;
+  if (r.degradation) result.degradation = r.degradation;
+  return result;
+}

@@ -1,0 +1,239 @@
+--[[
+  submitMany: accept a chunk of one tenant's jobs in one round trip (POST /v1/jobs/batch,
+  docs/adr/0020-batch-submit.md). Each item is judged on its own, in order, exactly as submitJob
+  judges a job (without its webhook, schedule and keepUntil arguments, which a batch never has):
+  1. its idempotency key known (and its job still exists) → that job, nothing written for it; a
+     key used by an earlier item of the same chunk is known by then (that item's job answers);
+  2. dependencies that name no job of the tenant → {"unknown":[ids]}, nothing written for it;
+  3. degradation: evaluated once per chunk (before the first item that is not a replay); critical
+     with reject → {"denied":overloaded} for every item that is not a replay;
+  4. the quota, counted item by item: the items up to the limit are admitted and counted, an
+     item over it → {"denied":quota}, nothing written or counted for it (within one script the
+     clock stands still, so every later item of the chunk is denied too);
+  5. the write, as submitJob's step 4 (outbox message or stream delivery, pending, counters,
+     job.created), or `waiting` / `cancelled` with dependencies.
+  Input:
+    KEYS[1] root
+    KEYS[2] outbox
+    KEYS[3] outbox messages
+    KEYS[4] pending backlog (zset: job id -> runAt)
+    KEYS[5] metrics (hash)
+    KEYS[6] events (stream)
+    KEYS[7] degradation state (hash)
+    ARGV[1] recoverGraceMs
+    ARGV[2] tenant
+    ARGV[3] idempotencyMs
+    ARGV[4] eventsMaxLen (0 = no events)
+    ARGV[5] degradation policy ('' = none; see include "degrade")
+    ARGV[6] degradedDelayMs
+    ARGV[7] critical action: reject | delay
+    ARGV[8] criticalDelayMs
+    ARGV[9] retryAfterMs of a critical rejection
+    ARGV[10] quota key ('' = none)
+    ARGV[11] quota windows (`windowMs limit ...`)
+    ARGV[12] dispatch: '' = the outbox; 'streams' = straight onto the Redis Streams queue
+    ARGV[13] reuse the stored degradation level when evaluated less than this long ago (ms)
+    ARGV[14] retention: `jobMs maxJobs maxRuns`
+    ARGV[15] how many items follow (n)
+    then 8 arguments per item, from ARGV[16]:
+      id, JobSpec JSON without createdAt and runAt, runAt ('' = now + delayMs), delayMs,
+      idempotency key ('' = none), handler, dependencies (ids separated by spaces, '' = none),
+      onFailure ('run' or '')
+  Output: JSON text, an array with one element per item, in order, each as submitJob answers:
+    {"createdAt":ms,"runAt":ms,"quota"?:..,"degradation"?:..,"status"?:..,"finishedAt"?:ms}
+    {"replayed":JobRecord}  {"denied":Denied}  {"unknown":[id…]}
+    {"replayedAs":i}  a replay of the same job as the earlier item at index i (0-based) of this
+                      chunk, which carries the record: a job is sent once per chunk however many
+                      items repeat its key (the reply stays as small as the request)
+]]
+--@include "time"
+--@include "keys"
+--@include "json"
+--@include "outbox"
+--@include "job"
+--@include "metrics"
+--@include "events"
+--@include "degrade"
+--@include "quota"
+--@include "streams"
+--@include "deps"
+
+local root, outbox, messages = KEYS[1], KEYS[2], KEYS[3]
+local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
+local tenant = ARGV[2]
+local maxLen = tonumber(ARGV[4])
+local grace = tonumber(ARGV[1])
+local streams = ARGV[12] == 'streams'
+local n = tonumber(ARGV[15])
+local now = nowMs()
+local windows
+if ARGV[10] ~= '' then
+  windows = parseWindows(ARGV[11])
+end
+
+-- The degradation level, evaluated once for the chunk when the first item needs it.
+local level, delayed, overloaded
+local function degradation()
+  if level then
+    return
+  end
+  level = storedLevel(KEYS[7], now, tonumber(ARGV[13]) or 0)
+  if not level then
+    local known = metricsLoad(metrics, { 'avg:lag', 'avg:fail' })
+    local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
+    level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[5]), depth,
+      known['avg:lag'], known['avg:fail'], now)
+  end
+  delayed = 0
+  if level == 'degraded' then
+    delayed = tonumber(ARGV[6])
+  elseif level == 'critical' then
+    if ARGV[7] == 'reject' then
+      overloaded = '{"denied":{"kind":"overloaded","level":"critical","retryAfterMs":'
+        .. num(tonumber(ARGV[9])) .. '}}'
+    end
+    delayed = tonumber(ARGV[8])
+  end
+end
+
+local submitted, queued = 0, 0
+-- First job id -> index (0-based) of the item whose answer carries its record.
+local replays = {}
+
+local function submitOne(base, index)
+  local id = ARGV[base]
+  local idemKey
+  if ARGV[base + 4] ~= '' then
+    idemKey = idempotencyKey(root, tenant, ARGV[base + 4])
+    local firstId = redis.call('GET', idemKey)
+    if firstId then
+      local first = readJob(jobKey(root, firstId))
+      if first then
+        if replays[firstId] then
+          return '{"replayedAs":' .. replays[firstId] .. '}'
+        end
+        replays[firstId] = index
+        return '{"replayed":' .. jobJson(first) .. '}'
+      end
+    end
+  end
+
+  local unfinished, depFailed = {}, false
+  if ARGV[base + 6] ~= '' then
+    local unknown = {}
+    for dep in string.gmatch(ARGV[base + 6], '%S+') do
+      local f = redis.call('HMGET', jobKey(root, dep), 'status', 'tenant')
+      if not f[1] or (f[2] or 'default') ~= tenant then
+        unknown[#unknown + 1] = jsonString(dep)
+      elseif f[1] == 'succeeded' then
+        -- satisfied
+      elseif FINAL_STATUSES[f[1]] then
+        depFailed = depFailed or ARGV[base + 7] ~= 'run'
+      else
+        unfinished[#unfinished + 1] = dep
+      end
+    end
+    if #unknown > 0 then
+      return '{"unknown":[' .. table.concat(unknown, ',') .. ']}'
+    end
+  end
+
+  local runAt = now + tonumber(ARGV[base + 3])
+  if ARGV[base + 2] ~= '' then
+    runAt = tonumber(ARGV[base + 2])
+  end
+
+  local extra = {}
+  if ARGV[5] ~= '' then
+    degradation()
+    if overloaded then
+      return overloaded
+    end
+    runAt = runAt + delayed
+    extra[#extra + 1] = '"degradation":{"level":"' .. level .. '","delayedMs":' .. num(delayed)
+      .. '}'
+  end
+
+  if windows then
+    local admitted, state = checkQuota(quotaKey(root, ARGV[10]), windows, now)
+    if not admitted then
+      return '{"denied":{"kind":"quota","quota":' .. state .. '}}'
+    end
+    extra[#extra + 1] = '"quota":' .. state
+  end
+
+  local job = { data = ARGV[base + 1], createdAt = int(now), runAt = int(runAt),
+    handler = ARGV[base + 5], tenant = tenant }
+  createJob(root, id, job, job.runAt)
+  submitted = submitted + 1
+
+  if depFailed or #unfinished > 0 then
+    local key = jobKey(root, id)
+    if depFailed then
+      job.status, job.finishedAt = 'cancelled', int(now)
+      redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
+      retainJob(root, root .. ':expiring', id, job, now, ARGV[14])
+      redis.call('HINCRBY', metrics, 't:cancelled', 1)
+      extra[#extra + 1] = '"status":"cancelled","finishedAt":' .. job.finishedAt
+    else
+      job.status = 'waiting'
+      local fields = { 'status', 'waiting', 'waits', #unfinished }
+      if ARGV[base + 7] == 'run' then
+        fields[#fields + 1], fields[#fields + 2] = 'onFailure', 'run'
+      end
+      if streams then
+        fields[#fields + 1], fields[#fields + 2] = 'dispatch', 'streams'
+      end
+      redis.call('HSET', key, unpack(fields))
+      for _, dep in ipairs(unfinished) do
+        redis.call('SADD', depsKey(root, dep), id)
+        redis.call('HSET', jobKey(root, dep), 'dependents', 1)
+      end
+      redis.call('HINCRBY', metrics, 'g:waiting', 1)
+      extra[#extra + 1] = '"status":"waiting"'
+    end
+    if idemKey then
+      redis.call('SET', idemKey, id, 'PX', ARGV[3])
+    end
+    emitEvent(events, maxLen, jobEvent('job.created', now, id, job))
+    if job.status == 'cancelled' then
+      emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
+    end
+  else
+    if streams then
+      streamDispatch(root, id, specJson(job), 0, tonumber(job.runAt), now)
+    else
+      local idJson = jsonString(id)
+      local recoverAt = int(runAt + grace)
+      putMessage(outbox, messages, id, recoverAt, '{"id":' .. idJson .. ',"dedupId":' .. idJson
+        .. ',"job":' .. specJson(job) .. ',"notBefore":' .. job.runAt .. ',"recoverAt":'
+        .. recoverAt .. '}')
+    end
+    if idemKey then
+      redis.call('SET', idemKey, id, 'PX', ARGV[3])
+    end
+    if redis.call('ZADD', pending, job.runAt, id) == 1 then
+      queued = queued + 1
+    end
+    emitEvent(events, maxLen, jobEvent('job.created', now, id, job))
+  end
+
+  local out = '{"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt
+  if #extra > 0 then
+    out = out .. ',' .. table.concat(extra, ',')
+  end
+  return out .. '}'
+end
+
+local results = {}
+for i = 0, n - 1 do
+  results[i + 1] = submitOne(16 + i * 8, i)
+end
+-- The counters once for the chunk (what n single submits would add up to).
+if submitted > 0 then
+  redis.call('HINCRBY', metrics, 't:submitted', submitted)
+end
+if queued > 0 then
+  redis.call('HINCRBY', metrics, 'g:queued', queued)
+end
+return '[' .. table.concat(results, ',') .. ']'
