@@ -14,7 +14,7 @@
  * - `TICKWORK_ROLES` — route sets to serve (default `all`)
  *
  * Dev mode: auth is off (the banner says so), local deliveries are signed with a random key per
- * process, and an internal timer ticks every second with a one-second look-ahead.
+ * process, and an internal timer ticks every second, looking two seconds ahead.
  */
 import { serverOptionsFromEnv, startServer, TickworkConfigError } from "tickwork/node";
 import { handlers } from "./handlers.ts";
@@ -24,7 +24,6 @@ try {
     handlers,
     ...serverOptionsFromEnv(process.env, "dev"),
     tickEveryMs: 1_000,
-    engine: { tick: { horizonMs: 1_000 } },
   });
 } catch (error) {
   // A setup it cannot run with (the environment's `ConfigError`, the server's `StartError`).

@@ -86,11 +86,12 @@ export {
 } from "./engine/handlers.ts";
 export { createEngine, type Engine, type EngineConfig } from "./engine/index.ts";
 export { jsonLogger, type Logger, silentLogger } from "./engine/logger.ts";
-export type {
-  DegradationOptions,
-  EngineOptions,
-  JobDefaults,
-  TickOptions,
+export {
+  type DegradationOptions,
+  type EngineOptions,
+  type JobDefaults,
+  lookAheadFor,
+  type TickOptions,
 } from "./engine/options.ts";
 export {
   PullWorker,

@@ -7,9 +7,9 @@
  *
  * - `qstash`: `bench/servers/precision-worker.ts` — the tick called once a minute, at the start
  *   of each minute, as platform cron (Cloudflare, Vercel) calls it; the tick dispatches what falls
- *   due in its 60 s look-ahead to the QStash double with a not-before time (whole seconds, rounded
- *   up: docs/adr/0005-qstash-not-before-rounds-up.md), and the double delivers each message back
- *   over HTTP when that time comes.
+ *   due in its 65 s look-ahead to the QStash double with a not-before time (the whole second it
+ *   falls in; the runner waits out the rest: docs/adr/0023-sub-second-not-before.md), and the
+ *   double delivers each message back over HTTP when that time comes.
  * - `start`: `tickwork start` (the CLI, Redis over TCP, no QStash: Redis Streams) with its
  *   internal one-second tick timer.
  *
@@ -222,7 +222,7 @@ export async function benchPrecision(
       window_s: windowS,
       cases,
       ticks: {
-        qstash: `once now, then at the start of each minute (${ticks} ticks), 60 s look-ahead`,
+        qstash: `once now, then at the start of each minute (${ticks} ticks), 65 s look-ahead`,
         start: "tickwork start's internal timer, every 1 s",
       },
     };

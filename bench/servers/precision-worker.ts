@@ -5,7 +5,7 @@
  * QStash double at `QSTASH_URL`, which delivers back to this server's `/v1/worker` over real
  * HTTP when each message's not-before time comes. The tick runs as a platform's cron would call
  * it: once now, then at the start of every wall-clock minute (`* * * * *`), default tick
- * settings (60 s look-ahead). Handlers: `precision-handlers.ts`.
+ * settings (65 s look-ahead). Handlers: `precision-handlers.ts`.
  */
 import { randomBytes } from "node:crypto";
 import type { Server } from "node:http";

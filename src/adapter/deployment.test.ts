@@ -47,7 +47,8 @@ describe("resolveDeployment", () => {
       tickSecret: "cron",
       apiKeys: ["k1", "k2"],
     });
-    expect(deployment.engine).toEqual({ tick: { horizonMs: 60_000 } });
+    // The period and a margin beyond it (lookAheadFor).
+    expect(deployment.engine).toEqual({ tick: { horizonMs: 65_000 } });
   });
 
   test("the configuration: parsed from JSON text, its degradation unless the engine names one", () => {

@@ -13,7 +13,7 @@
 
 import { type Config, ConfigValidationError, hasKeys, parseConfig } from "../config/index.ts";
 import { TickworkConfigError } from "../core/errors.ts";
-import type { EngineOptions } from "../engine/options.ts";
+import { type EngineOptions, lookAheadFor } from "../engine/options.ts";
 import { type AppOptions, normalizeBasePath, type Platform } from "../http/options.ts";
 import { normalizeRoles, parseRoles, type Role, type RouteSet, routeSet } from "../http/roles.ts";
 
@@ -74,8 +74,9 @@ export interface DeploymentSettings {
   /** Engine settings; `config.degradation` applies unless they name `degradation`. */
   engine?: EngineOptions | undefined;
   /**
-   * The tick's look-ahead unless `engine.tick.horizonMs` is given: the period of whatever calls
-   * the tick (60 s for a once-a-minute platform cron, the timer's period on Node).
+   * The period of whatever calls the tick (60 s for a once-a-minute platform cron, the timer's
+   * period on Node): the tick looks ahead `lookAheadFor` of it (src/engine/options.ts) unless
+   * `engine.tick.horizonMs` is given.
    */
   horizonMs: number;
   /**
@@ -184,7 +185,7 @@ export function resolveDeployment(settings: DeploymentSettings): Deployment {
     ...settings.engine,
     tick: {
       ...settings.engine?.tick,
-      horizonMs: settings.engine?.tick?.horizonMs ?? settings.horizonMs,
+      horizonMs: settings.engine?.tick?.horizonMs ?? lookAheadFor(settings.horizonMs),
     },
   };
   const app: Omit<AppOptions, "engine"> = {

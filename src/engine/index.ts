@@ -106,6 +106,7 @@ export { defineHandler, defineHandlers } from "./handlers.ts";
 export type { Logger } from "./logger.ts";
 export { jsonLogger, silentLogger } from "./logger.ts";
 export type { EngineOptions, JobDefaults, TickOptions } from "./options.ts";
+export { lookAheadFor } from "./options.ts";
 export { PullWorker, type PullWorkerOptions, type PullWorkerStats } from "./pull-worker.ts";
 export type { RateLimitOption } from "./rate-limit.ts";
 export { Runner } from "./runner.ts";

@@ -27,8 +27,10 @@ export interface TickOptions {
   leaseMs?: number | undefined;
   /**
    * Look-ahead: occurrences due within this window are dispatched now with `notBefore = fireAt`.
-   * Set it to the period of whatever calls the tick (60 s for a once-a-minute platform cron).
-   * @default 60_000
+   * Set it a little beyond the period of whatever calls the tick — {@link lookAheadFor} of that
+   * period — so an occurrence due exactly one period ahead is dispatched ahead too, not by the
+   * next tick once it is already due (a tick, and a platform's cron, can run late).
+   * @default 65_000 (`lookAheadFor(60_000)`: a once-a-minute platform cron)
    */
   horizonMs?: number | undefined;
   /** Schedules read per chunk. @default 100 */
@@ -202,12 +204,24 @@ function defined<T extends object>(options: T | undefined): Partial<Resolved<T>>
   return out as Partial<Resolved<T>>;
 }
 
+/**
+ * The tick look-ahead for a tick called every `periodMs`: the period and a margin of the same
+ * again, at most 5 s (1 s → 2 s, 60 s → 65 s). With the look-ahead exactly the period, an
+ * occurrence one period ahead fell just outside it and ran late by however late the next tick was.
+ *
+ * @example
+ * createEngine({ store, transport, handlers, tick: { horizonMs: lookAheadFor(60_000) } });
+ */
+export function lookAheadFor(periodMs: number): number {
+  return periodMs + Math.min(periodMs, 5_000);
+}
+
 function withDefaults(opts: EngineOptions): ResolvedOptions {
   const instanceId = opts.instanceId ?? `tw-${crypto.randomUUID().slice(0, 8)}`;
   return {
     tick: {
       leaseMs: 30_000,
-      horizonMs: 60_000,
+      horizonMs: lookAheadFor(60_000),
       chunk: 100,
       perScheduleLimit: 1_000,
       misfireGraceMs: 120_000,

@@ -139,7 +139,7 @@ export function acceptanceSuite(store: "memory" | "redis"): void {
       for (const run of runs) {
         expect(run.attempts).toBe(1);
         expect(run.result).toBe("tick");
-        // Dispatched ahead (look-ahead 1 s) but never delivered before its fire time; nor held
+        // Dispatched ahead (look-ahead 2 s) but never delivered before its fire time; nor held
         // back to a later delivery (a bound on correctness, loose enough for a busy machine).
         expect(ms(run.startedAt)).toBeGreaterThanOrEqual(ms(run.fireAt));
         expect(ms(run.startedAt) - ms(run.fireAt)).toBeLessThan(10_000);
@@ -174,7 +174,7 @@ export function acceptanceSuite(store: "memory" | "redis"): void {
       // has run after them, however late the server's timer is.
       await sleep(Math.max(0, pausedAt + 2_200 - Date.now()));
       await client.tick();
-      // Occurrences dispatched before the pause (within the 1 s look-ahead) may still run: wait
+      // Occurrences dispatched before the pause (within the 2 s look-ahead) may still run: wait
       // until they have been delivered.
       await waitFor(
         async () => ((await runsOf(client, s.id)).length >= paused.runs ? true : undefined),

@@ -38,7 +38,7 @@ async function checkBanner(
   // Redis over TCP without QStash: Redis Streams; otherwise the local queue.
   if (transport === "streams") expect(banner).toMatch(/transport {2}Redis Streams \(durable;/);
   else expect(banner).toContain(`transport  local queue, delivers to ${url}/v1/worker`);
-  expect(banner).toContain("tick       internal timer every 1 s, look-ahead 1 s");
+  expect(banner).toContain("tick       internal timer every 1 s, look-ahead 2 s");
   expect(banner).toMatch(/auth {7}OFF \(dev mode\)/);
   expect(banner).toContain("handlers   echo, fail, sleep");
   expect(curls).toHaveLength(2);

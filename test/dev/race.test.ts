@@ -17,8 +17,8 @@ import {
 } from "./server.ts";
 
 const CALLERS = 10;
-/** The dev server's tick look-ahead (its banner: "look-ahead 1 s"). */
-const LOOK_AHEAD_MS = 1_000;
+/** The dev server's tick look-ahead (its banner: "look-ahead 2 s"). */
+const LOOK_AHEAD_MS = 2_000;
 /** Races run at most until one saw a follower answer. */
 const MAX_RACES = 3;
 
@@ -62,7 +62,7 @@ describe("two dev servers on one Redis, ten callers racing POST /v1/tick", () =>
 
     // A tick takes the lease only when something is due (else it answers an idle leader), so the
     // callers meet a lease holder only around the instants an occurrence falls due: its fire time
-    // minus the dev server's 1 s look-ahead. Each caller paces itself 10 ms apart but lands on
+    // minus the dev server's 2 s look-ahead. Each caller paces itself 10 ms apart but lands on
     // those instants exactly, so all ten arrive together there.
     const dueAt = plans
       .flatMap((p) =>

@@ -87,8 +87,9 @@ export interface TickworkConfig {
   /** `/v1/tick` needs `Authorization: Bearer <tickSecret>`; without it, `/v1/tick` is not served. */
   tickSecret?: string | undefined;
   /**
-   * Engine settings. Set `tick.horizonMs` to the period of the cron that calls the tick.
-   * @default { tick: { horizonMs: 60_000 } } (a once-a-minute Cron Trigger)
+   * Engine settings. The tick looks ahead a little beyond a once-a-minute Cron Trigger; for
+   * another period set `tick.horizonMs` to `lookAheadFor(period)`.
+   * @default { tick: { horizonMs: 65_000 } } (`lookAheadFor(60_000)`)
    */
   engine?: EngineOptions | undefined;
 }

@@ -18,8 +18,8 @@ export interface WorkerOptions {
   /** The handlers jobs and schedules may name. */
   handlers: Handlers;
   /**
-   * Engine settings. `tick.horizonMs` should be the period of the Cron Trigger.
-   * @default { tick: { horizonMs: 60_000 } } (`crons = ["* * * * *"]`)
+   * Engine settings. The tick looks ahead a little beyond a once-a-minute Cron Trigger
+   * (`crons = ["* * * * *"]`): set `tick.horizonMs` to `lookAheadFor(period)` for another period.
    */
   engine?: EngineOptions | undefined;
 }
@@ -75,7 +75,7 @@ export function createWorker(options: WorkerOptions): TickworkWorker {
       config: env.TICKWORK_CONFIG || undefined,
       tickSecret: env.CRON_SECRET,
       basePath: env.TICKWORK_BASE_PATH,
-      engine: options.engine ?? { tick: { horizonMs: 60_000 } },
+      engine: options.engine,
     });
     return tickwork;
   };

@@ -128,7 +128,7 @@ export interface StartServerOptions {
    */
   tickSecret?: string | undefined;
   /**
-   * Period of the internal tick timer; also the tick's look-ahead horizon unless
+   * Period of the internal tick timer; the tick looks ahead `lookAheadFor` of it (2 s for 1 s) unless
    * `engine.tick.horizonMs` says otherwise.
    * @default 1_000
    */
