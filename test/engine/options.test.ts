@@ -5,7 +5,7 @@ import { resolveOptions } from "../../src/engine/options.ts";
 describe("engine options", () => {
   it("fills in the documented defaults", () => {
     const o = resolveOptions();
-    expect(o.tick).toMatchObject({ leaseMs: 30_000, horizonMs: 60_000, chunk: 100 });
+    expect(o.tick).toMatchObject({ leaseMs: 30_000, horizonMs: 65_000, chunk: 100 });
     expect(o.jobs).toEqual({ timeoutMs: 60_000, retries: 3, priority: 5 });
     expect(o.degradation?.queueDepth).toEqual({ normal: 50, degraded: 100, critical: 500 });
     expect(resolveOptions({ degradation: false }).degradation).toBeUndefined();
