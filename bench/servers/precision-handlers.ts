@@ -6,7 +6,7 @@
  *
  * `precision.fire` reads the clock first, then records how late it started against the time it
  * was due — the occurrence's `ctx.fireAt`, or a delayed job's `input.due` (the `runAt` it was
- * submitted with) — as `RPUSH <PRECISION_LEDGER> {"case","via","error_ms"}` on
+ * submitted with) — as `RPUSH <PRECISION_LEDGER> {"case","via","due","error_ms"}` on
  * `PRECISION_REDIS_URL`. `via` comes from `PRECISION_VIA` (each process measures one path).
  */
 import { Redis } from "ioredis";
@@ -31,7 +31,7 @@ export const handlers = {
       if (typeof name !== "string" || dueAt === undefined) {
         throw new Error("precision.fire: input.case, and a fire time or input.due, are required");
       }
-      const sample = { case: name, via, error_ms: startedAt - dueAt };
+      const sample = { case: name, via, due: dueAt, error_ms: startedAt - dueAt };
       await redis.rpush(ledger, JSON.stringify(sample));
       return sample;
     },
