@@ -182,14 +182,42 @@ export class RedisStreams {
     const maintainIn = this.#othersPending ? this.#maintainEveryMs : this.#claimIdleMs;
     block = Math.min(block, this.#lastMaintain + maintainIn - after);
     block = Math.max(1, Math.ceil(block));
-    const reply = await this.#read(count, block).catch(async (error: unknown) => {
-      // The stream or its group was deleted (a FLUSHDB, a key eviction): make them again.
-      if (!String((error as Error)?.message).includes("NOGROUP")) throw error;
-      await this.open();
-      return null;
-    });
+    // Redis times a blocked read out on its own clock tick (`hz`: every 100 ms by default), so a
+    // read blocked until a delayed delivery is due may wake up to 100 ms late. When one falls due
+    // during the read, this process's timer moves it onto the stream instead, over the shared
+    // connection: the entry wakes the blocked read at once.
+    const dueIn = this.#nextDelayedAt - after;
+    const mover =
+      dueIn >= 0 && dueIn <= block
+        ? setTimeout(() => void this.#moveDue().catch(() => {}), dueIn)
+        : undefined;
+    const reply = await this.#read(count, block)
+      .catch(async (error: unknown) => {
+        // The stream or its group was deleted (a FLUSHDB, a key eviction): make them again.
+        if (!String((error as Error)?.message).includes("NOGROUP")) throw error;
+        await this.open();
+        return null;
+      })
+      .finally(() => clearTimeout(mover));
     const entries = (reply as [string, Entry[]][] | null)?.[0]?.[1] ?? [];
     return this.#deliveries(entries, false);
+  }
+
+  /** Move due delayed deliveries onto the stream (no takeovers) and note the next one. */
+  async #moveDue(): Promise<void> {
+    const asked = Date.now();
+    const reply = (await this.#run(scripts.streamMaintain, ["100", this.#consumer, "0", "0"])) as [
+      number,
+      number,
+      Entry[],
+      number,
+      number,
+    ];
+    const [, nextAt, , serverNow] = reply;
+    this.#nextDelayedAt =
+      Number(nextAt) < 0
+        ? Number.POSITIVE_INFINITY
+        : asked + Math.max(0, Number(nextAt) - Number(serverNow));
   }
 
   #read(count: number, block: number): Promise<unknown> {
