@@ -17,19 +17,15 @@ import type { Engine } from "../../engine/index.ts";
 import type { EventType, TickEvent } from "../../store/port.ts";
 import { jobResource } from "../serialize.ts";
 import {
+  EVENTS_PAGE,
+  MIN_ROUND_MS,
   pause,
+  positionBefore,
   positionId,
   type SseWriter,
   type StreamConfig,
   type StreamPosition,
 } from "./sse.ts";
-
-/** Above any sequence a millisecond sees (as `/v1/events`' `since`). */
-const MAX_SEQ = "9999999999999999";
-/** Events one read of the log examines (the store's bound). */
-const PAGE = 1_000;
-/** On a store that blocks, rounds of reads start at least this far apart (a busy log wakes often). */
-const MIN_ROUND_MS = 100;
 
 /** The status a job event leaves the job in (`job.created`: `waiting` when it has `after`). */
 export function statusOfEvent(type: EventType, job: Pick<JobRecord, "after">): JobStatus | null {
@@ -70,7 +66,7 @@ export function statusUpdate(event: TickEvent, status: JobStatus): JobStatusUpda
 
 /** Where a fresh stream starts reading the log: just before the job was created. */
 export function startOf(job: Pick<JobRecord, "createdAt">): StreamPosition {
-  return { after: `${Math.max(0, job.createdAt - 1)}-${MAX_SEQ}`, progressAt: 0 };
+  return positionBefore(job.createdAt);
 }
 
 /** What `runJobStream` needs. */
@@ -144,7 +140,7 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
     if (blocking || first || sig !== signature) {
       let sawEvent = false;
       for (;;) {
-        const page = await store.events({ after: pos.after, jobId: record.id, limit: PAGE });
+        const page = await store.events({ after: pos.after, jobId: record.id, limit: EVENTS_PAGE });
         for (const event of page.events) {
           const status = statusOfEvent(event.type, record);
           if (status === null) continue;

@@ -14,16 +14,15 @@ import type { EventType } from "../../store/port.ts";
 import { jobResource } from "../serialize.ts";
 import { statusOfEvent, statusUpdate } from "./job-stream.ts";
 import {
+  EVENTS_PAGE,
+  MIN_ROUND_MS,
   pause,
+  positionBefore,
   positionId,
   type SseWriter,
   type StreamConfig,
   type StreamPosition,
 } from "./sse.ts";
-
-const MAX_SEQ = "9999999999999999";
-const PAGE = 1_000;
-const MIN_ROUND_MS = 100;
 
 /** The events a run's status follows. */
 const RUN_EVENTS: EventType[] = [
@@ -39,7 +38,7 @@ const RUN_EVENTS: EventType[] = [
 
 /** Where a fresh schedule stream starts: at the store's `now` (events at or after it). */
 export function startNow(now: number): StreamPosition {
-  return { after: `${Math.max(0, now - 1)}-${MAX_SEQ}`, progressAt: 0 };
+  return positionBefore(now);
 }
 
 /** What `runScheduleStream` needs. */
@@ -67,7 +66,7 @@ export async function runScheduleStream(ctx: ScheduleStreamContext): Promise<voi
   while (!signal.aborted) {
     const started = Date.now();
     for (;;) {
-      const page = await store.events({ after: pos.after, types: RUN_EVENTS, limit: PAGE });
+      const page = await store.events({ after: pos.after, types: RUN_EVENTS, limit: EVENTS_PAGE });
       for (const event of page.events) {
         if (event.scheduleId !== ctx.scheduleId || event.tenant !== ctx.tenant) continue;
         const status = statusOfEvent(event.type, {});

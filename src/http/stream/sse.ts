@@ -54,6 +54,18 @@ export interface StreamPosition {
   progressAt: number;
 }
 
+/** Above any sequence a millisecond sees (as `/v1/events`' `since`). */
+const MAX_SEQ = "9999999999999999";
+/** Events one read of the log examines (the store's bound). */
+export const EVENTS_PAGE = 1_000;
+/** On a store that blocks, rounds of reads start at least this far apart (a busy log wakes often). */
+export const MIN_ROUND_MS = 100;
+
+/** The position just before the events of millisecond `ms` (a stream starting there sees them). */
+export function positionBefore(ms: number): StreamPosition {
+  return { after: `${Math.max(0, ms - 1)}-${MAX_SEQ}`, progressAt: 0 };
+}
+
 /** The `id:` of an event sent at `position`. */
 export function positionId(position: StreamPosition): string {
   return `${position.after}.${position.progressAt}`;
