@@ -11,6 +11,8 @@
  * - `streams`: the same on `RedisStore({ dispatch: "streams" })`.
  * - `bullmq`: BullMQ `queue.add`.
  *
+ * `KEEP=1` keeps the callgrind files (`callgrind_annotate <file>` shows where the instructions go).
+ *
  * Needs `valgrind` and `redis-server` on the PATH (Debian: `apt-get install valgrind`). Not part
  * of `npm run bench`: under callgrind Redis runs some 50 times slower. Used for
  * docs/adr/0022-submit-cpu.md.
@@ -122,5 +124,7 @@ for (const name of which) {
     throw new Error(`unknown contender ${name}: outbox | streams | bullmq`);
   }
 }
-rmSync(dir, { recursive: true, force: true });
+// KEEP=1 keeps the callgrind files for `callgrind_annotate` (where the instructions go).
+if (process.env.KEEP === "1") console.log(`callgrind files kept in ${dir}`);
+else rmSync(dir, { recursive: true, force: true });
 process.exit(0);

@@ -39,6 +39,12 @@ export interface GeneratedScript {
   numberOfKeys: number;
   source: string;
   sha1: string;
+  /**
+   * Where the script's own code starts in `source`: everything before is its header and its
+   * includes (definitions only, never a call), everything from here on runs per call. A Redis
+   * function library defines the part before once (see `functionLibrary` in `script.ts`).
+   */
+  bodyStart: number;
   file: string;
   /**
    * `source` as parts, in order: a string is text of the script itself, a number the index of a
@@ -241,6 +247,7 @@ export function buildModule(): GeneratedModule {
     const sha1 = createHash("sha1").update(source, "utf8").digest("hex");
     // The same blank-line collapse, line by line, so the parts join to `source` exactly.
     const kept = lines.filter((l, i) => !(l.text === "" && i > 0 && lines[i - 1]!.text === ""));
+    const bodyStart = startOfBody(file, kept);
     for (const run of runs(kept)) {
       if (run.origin === "") continue;
       const known = shared.get(run.origin);
@@ -248,7 +255,7 @@ export function buildModule(): GeneratedModule {
       if (known !== undefined && known !== run.text) literal.add(run.origin);
       else shared.set(run.origin, run.text);
     }
-    expanded.push({ lines: kept, script: { name, numberOfKeys, source, sha1, file } });
+    expanded.push({ lines: kept, script: { name, numberOfKeys, source, sha1, bodyStart, file } });
   }
 
   const keys = [...shared.keys()].filter((key) => !literal.has(key)).sort(byInclude);
@@ -274,6 +281,28 @@ export function buildModule(): GeneratedModule {
 /** Reads and expands every script, sorted by name. */
 export function buildScripts(): GeneratedScript[] {
   return buildModule().scripts;
+}
+
+/**
+ * The offset in the source (lines joined by newlines) of the first line after the script's last
+ * include line. Every include line must come before the script's own code (its header comment
+ * aside): a function library runs the includes once, the rest per call.
+ */
+function startOfBody(file: string, lines: Line[]): number {
+  let last = -1;
+  lines.forEach((l, i) => {
+    if (l.origin !== "") last = i;
+  });
+  const code = (l: Line) => l.origin === "" && l.text.trim() !== "" && !l.text.startsWith("--");
+  let inHeader = false;
+  for (let i = 0; i < last; i++) {
+    const l = lines[i]!;
+    if (l.origin !== "") continue;
+    if (l.text.startsWith("--[[")) inHeader = !l.text.includes("]]");
+    else if (inHeader) inHeader = !l.text.includes("]]");
+    else if (code(l)) throw new Error(`${file}: code before an --@include line: ${l.text}`);
+  }
+  return lines.slice(0, last + 1).reduce((n, l) => n + l.text.length + 1, 0);
 }
 
 /** Consecutive lines of one origin, joined. */
@@ -340,6 +369,7 @@ export function generate(): string {
       `  name: ${JSON.stringify(s.name)},`,
       `  numberOfKeys: ${s.numberOfKeys},`,
       `  sha1: ${JSON.stringify(s.sha1)},`,
+      `  bodyStart: ${s.bodyStart},`,
       "  source: /* @__PURE__ */ assemble([",
       ...items,
       "  ]),",

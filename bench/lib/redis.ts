@@ -52,7 +52,7 @@ export function commandsBetween(
 }
 
 /**
- * Microseconds Redis spent executing scripts (EVAL and EVALSHA, the commands inside included)
+ * Microseconds Redis spent executing scripts (EVAL, EVALSHA and FCALL, the commands inside included)
  * since it started, from `INFO commandstats`: the store's share of a tick, whatever the client
  * and the machine's load add around it.
  */
@@ -60,7 +60,7 @@ export async function scriptUsec(redis: Redis): Promise<number> {
   const info = await redis.info("commandstats");
   let total = 0;
   for (const line of info.split("\n")) {
-    const m = /^cmdstat_(eval|evalsha):calls=\d+,usec=(\d+)/.exec(line.trim());
+    const m = /^cmdstat_(eval|evalsha|fcall):calls=\d+,usec=(\d+)/.exec(line.trim());
     if (m) total += Number(m[2]);
   }
   return total;

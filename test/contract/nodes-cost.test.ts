@@ -10,7 +10,7 @@ import { DEFAULT_HEARTBEAT_MS } from "../../src/adapter/node/nodes.ts";
 import type { NodeInfo } from "../../src/store/port.ts";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { scripts } from "../../src/store/redis/scripts.generated.ts";
-import { countingClient } from "../support/counting-client.ts";
+import { countingClient, withoutFunctions } from "../support/counting-client.ts";
 import {
   billedBetween,
   commandsExecuted,
@@ -48,7 +48,7 @@ const node = (id: string): NodeInfo => ({
 
 describe("node registry cost", () => {
   it("a heartbeat is one round trip and 5 billed commands: 20 a minute per idle node", async () => {
-    const { client, counter } = countingClient(fromIoredis(redis));
+    const { client, counter } = countingClient(withoutFunctions(fromIoredis(redis)));
     const store = new RedisStore({ client, prefix: "cost-nodes" });
     const measure = async (fn: () => Promise<unknown>) => {
       const before = await commandsExecuted(redis);

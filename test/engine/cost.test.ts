@@ -19,7 +19,7 @@ import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { scripts } from "../../src/store/redis/scripts.generated.ts";
 import { scheduleRecord } from "../contract/fixtures.ts";
 import { ChaosQueue } from "../support/chaos-queue.ts";
-import { countingClient } from "../support/counting-client.ts";
+import { countingClient, withoutFunctions } from "../support/counting-client.ts";
 import { prng } from "../support/prng.ts";
 import {
   billedBetween,
@@ -45,7 +45,7 @@ async function setup(
   prefix: string,
   opts: { eventsMaxLen?: number; engine?: Pick<EngineOptions, "degradation" | "tick"> } = {},
 ) {
-  const { client, counter } = countingClient(fromIoredis(redis));
+  const { client, counter } = countingClient(withoutFunctions(fromIoredis(redis)));
   const store = new RedisStore({
     client,
     prefix,

@@ -223,7 +223,7 @@ describe.each(configurations)("@upstash/redis through the bridge: $name", (confi
   it("scripts: NOSCRIPT passes through, so safeEval falls back too; Lua errors keep their text", async () => {
     const body = uncached("return ARGV[1]");
     await expect(redis.evalsha(sha1(body), [], ["x"])).rejects.toThrow(/NOSCRIPT/);
-    const script = { name: "echo", numberOfKeys: 0, source: body, sha1: sha1(body) };
+    const script = { name: "echo", numberOfKeys: 0, source: body, sha1: sha1(body), bodyStart: 0 };
     expect(await safeEval(redis, script, [], ["hello"])).toBe("hello");
     expect(await redis.evalsha(sha1(body), [], ["cached"])).toBe("cached");
     await expect(

@@ -1,5 +1,6 @@
 /**
- * A script client that counts its calls: each EVAL or EVALSHA is one Redis round trip. Used by the
+ * A script client that counts its calls: each EVAL, EVALSHA, FCALL or FUNCTION LOAD is one Redis
+ * round trip. Used by the
  * cost tests and the benchmarks to count round trips at the client, where they happen.
  */
 import type { ScriptClient } from "../../src/store/redis/index.ts";
@@ -20,5 +21,25 @@ export function countingClient(inner: ScriptClient): {
       return inner.eval(...args);
     },
   };
+  const { fcall, functionLoad } = inner;
+  if (fcall && functionLoad) {
+    client.fcall = (...args) => {
+      counter.roundTrips++;
+      return fcall(...args);
+    };
+    client.functionLoad = (...args) => {
+      counter.roundTrips++;
+      return functionLoad(...args);
+    };
+  }
   return { client, counter };
+}
+
+/**
+ * `inner` without Redis functions: scripts go as EVALSHA (EVAL on NOSCRIPT), as they do on
+ * Upstash, whose billing the cost tests model. `functions.test.ts` checks that FCALL bills the
+ * same commands, FCALL for EVALSHA.
+ */
+export function withoutFunctions(inner: ScriptClient): ScriptClient {
+  return { evalsha: inner.evalsha, eval: inner.eval };
 }

@@ -31,11 +31,25 @@ export interface PrivateRedis {
  * ("Ready to accept connections", printed once it listens), then checked with a PING; an exit
  * before that (the port taken meanwhile, no redis-server) fails at once with its output.
  */
-export async function startRedisServer(timeoutMs = 20_000): Promise<PrivateRedis> {
+export async function startRedisServer(
+  timeoutMs = 20_000,
+  /** More `redis-server` options, e.g. `["--rename-command", "FCALL", ""]`. */
+  extraArgs: readonly string[] = [],
+): Promise<PrivateRedis> {
   const port = await freePort();
   const child = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      ...extraArgs,
+    ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

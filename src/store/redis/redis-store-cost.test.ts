@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { privateRedis } from "../../../test/support/billed-redis.ts";
-import { countingClient } from "../../../test/support/counting-client.ts";
+import { countingClient, withoutFunctions } from "../../../test/support/counting-client.ts";
 import { ADMISSION, newJob, schedule, uniq } from "../../../test/support/redis-store-fixtures.ts";
 import { RedisStore } from "./redis-store.ts";
 import { fromIoredis } from "./script.ts";
@@ -13,8 +13,23 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
   const priv = privateRedis();
   const billed = priv.billed;
 
+  it("as Redis functions (FCALL for EVALSHA) a submit bills the same commands", async () => {
+    const timing = { delayMs: 0, recoverGraceMs: 0 };
+    const submit = (client: ReturnType<typeof fromIoredis>, prefix: string) =>
+      new RedisStore({ client, prefix }).submitJob(newJob(), timing, ADMISSION);
+    const viaEval = withoutFunctions(fromIoredis(priv.redis));
+    const viaFunctions = fromIoredis(priv.redis);
+    await submit(viaEval, "cost-e"); // loads the script
+    await submit(viaFunctions, "cost-f"); // loads the library
+    const a = Object.fromEntries((await billed(() => submit(viaEval, "cost-e"))).byCommand);
+    const b = Object.fromEntries((await billed(() => submit(viaFunctions, "cost-f"))).byCommand);
+    expect(a.evalsha).toBe(1);
+    const { evalsha, ...rest } = a;
+    expect(b).toEqual({ fcall: evalsha, ...rest });
+  });
+
   it("an idle beginTick is EVALSHA + TIME, ZRANGE x2, PTTL, and writes nothing", async () => {
-    const { client, counter } = countingClient(fromIoredis(priv.redis));
+    const { client, counter } = countingClient(withoutFunctions(fromIoredis(priv.redis)));
     const store = new RedisStore({ client, prefix: "cost" });
     for (let i = 0; i < 50; i++) await store.putSchedule(schedule({ id: `far${i}` }));
     const opts = {
@@ -33,7 +48,7 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
   });
 
   it("submitJob is one EVALSHA; events, idempotency and admission add known commands", async () => {
-    const { client, counter } = countingClient(fromIoredis(priv.redis));
+    const { client, counter } = countingClient(withoutFunctions(fromIoredis(priv.redis)));
     const store = new RedisStore({ client, prefix: "cost" });
     const quiet = new RedisStore({ client, prefix: "cost-quiet", eventsMaxLen: 0 });
     const timing = { delayMs: 0, recoverGraceMs: 0 };
@@ -103,7 +118,10 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
 
   it("works on a server that has never seen the scripts (NOSCRIPT → EVAL, once)", async () => {
     await priv.redis.script("FLUSH"); // private server: nobody else uses it
-    const store = new RedisStore({ client: fromIoredis(priv.redis), prefix: "fresh" });
+    const store = new RedisStore({
+      client: withoutFunctions(fromIoredis(priv.redis)),
+      prefix: "fresh",
+    });
     const m = await billed(() => store.now());
     expect(Object.fromEntries(m.byCommand)).toEqual({ evalsha: 1, eval: 1, time: 1 });
     const again = await billed(() => store.now());

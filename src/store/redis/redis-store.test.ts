@@ -6,7 +6,7 @@
  * event log are in `redis-store-listing.test.ts`, billed cost in `redis-store-cost.test.ts`.
  */
 import { describe, expect, it } from "vitest";
-import { countingClient } from "../../../test/support/counting-client.ts";
+import { countingClient, withoutFunctions } from "../../../test/support/counting-client.ts";
 import {
   ADMISSION,
   accepted,
@@ -27,7 +27,7 @@ import { scripts } from "./scripts.generated.ts";
 
 describe("RedisStore round trips", () => {
   it("every Store method is exactly one script call", async () => {
-    const { client, counter } = countingClient(fromIoredis(shared));
+    const { client, counter } = countingClient(withoutFunctions(fromIoredis(shared)));
     const prefix = uniq("rt");
     const store = new RedisStore({ client, prefix });
     const k = keys(prefix);

@@ -1,7 +1,8 @@
 /**
  * @module
  * How the Redis store runs its Lua: the narrowest client shape both `@upstash/redis` and ioredis
- * can satisfy, the ioredis adapter, and `safeEval` (EVALSHA, falling back to EVAL on NOSCRIPT).
+ * can satisfy, the ioredis adapter, and `safeEval` (FCALL of a Redis function where the client
+ * offers it, else EVALSHA, falling back to EVAL on NOSCRIPT).
  */
 
 /** A generated script: see `scripts.generated.ts` (built by `scripts/gen-lua.ts`). */
@@ -14,6 +15,11 @@ export interface LuaScript {
   readonly source: string;
   /** SHA-1 of `source`, computed at generation time. */
   readonly sha1: string;
+  /**
+   * Where the script's own code starts in `source`: before it, its header and the includes it
+   * uses (definitions only); from it on, what runs per call.
+   */
+  readonly bodyStart: number;
 }
 
 /**
@@ -32,12 +38,25 @@ export interface LuaScript {
 export interface ScriptClient {
   evalsha(sha1: string, keys: string[], args: (string | number)[]): Promise<unknown>;
   eval(script: string, keys: string[], args: (string | number)[]): Promise<unknown>;
+  /**
+   * Redis 7 functions, when the client can use them: `FCALL` of a function by name, and
+   * `FUNCTION LOAD REPLACE` of a library. With both, each script runs as a function of its own
+   * library (see {@link functionLibrary}), which defines the script's helpers once per server
+   * instead of once per call. {@link fromIoredis} offers them on a single Redis server (not a
+   * cluster).
+   */
+  fcall?(name: string, keys: string[], args: (string | number)[]): Promise<unknown>;
+  functionLoad?(library: string): Promise<unknown>;
 }
 
 /** The part of an ioredis client {@link fromIoredis} uses (its `eval` takes `numkeys`). */
 export interface IoredisScripting {
   eval(script: string, numkeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
   evalsha(sha1: string, numkeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  fcall?(name: string, numkeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  function?(subcommand: "LOAD", replace: "REPLACE", code: string): Promise<unknown>;
+  /** `true` on an ioredis `Cluster`: functions would have to be loaded on every node. */
+  readonly isCluster?: boolean;
 }
 
 /**
@@ -48,11 +67,48 @@ export interface IoredisScripting {
  * const store = new RedisStore({ client: fromIoredis(new Redis(process.env.REDIS_URL)) });
  */
 export function fromIoredis(client: IoredisScripting): ScriptClient {
-  return {
+  const adapted: ScriptClient = {
     evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args),
     eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args),
   };
+  const { fcall, function: fn } = client;
+  if (client.isCluster === true || typeof fcall !== "function" || typeof fn !== "function") {
+    return adapted;
+  }
+  adapted.fcall = (name, keys, args) => fcall.call(client, name, keys.length, ...keys, ...args);
+  adapted.functionLoad = (library) => fn.call(client, "LOAD", "REPLACE", library);
+  return adapted;
 }
+
+/** The name of `script`'s function, and of its library: one per source. */
+export function functionName(script: LuaScript): string {
+  return `tickwork_${script.name}_${script.sha1}`;
+}
+
+/**
+ * `script` as a Redis function library (`FUNCTION LOAD`): its includes run once, when the
+ * library loads; its own code becomes the function's body. `KEYS` and `ARGV` are the library's
+ * locals, set at the start of each call, so the includes that read them see the call's.
+ */
+export function functionLibrary(script: LuaScript): string {
+  const name = functionName(script);
+  return [
+    `#!lua name=${name}`,
+    "local KEYS, ARGV",
+    script.source.slice(0, script.bodyStart),
+    `redis.register_function('${name}', function(keys, argv)`,
+    "KEYS, ARGV = keys, argv",
+    script.source.slice(script.bodyStart),
+    "end)",
+    "",
+  ].join("\n");
+}
+
+/**
+ * Per client: whether it uses functions (`undefined` until the first answer tells), and the
+ * scripts Redis would not load as a library (they run as EVAL on that client).
+ */
+const functionState = new WeakMap<ScriptClient, { usable?: boolean; refused: Set<string> }>();
 
 /**
  * Runs `script` by its SHA-1 and, when Redis does not have it cached (a NOSCRIPT error, e.g.
@@ -68,6 +124,17 @@ export async function safeEval(
   keys: string[],
   args: (string | number)[],
 ): Promise<unknown> {
+  if (client.fcall && client.functionLoad) {
+    let state = functionState.get(client);
+    if (!state) {
+      state = { refused: new Set() };
+      functionState.set(client, state);
+    }
+    if (state.usable !== false && !state.refused.has(script.sha1)) {
+      const answer = await callFunction(client, state, script, keys, args);
+      if (answer !== NOT_CALLED) return answer;
+    }
+  }
   try {
     return await client.evalsha(script.sha1, keys, args);
   } catch (error) {
@@ -76,7 +143,50 @@ export async function safeEval(
   }
 }
 
+const NOT_CALLED = Symbol("not called");
+
+/**
+ * FCALL of `script`'s function; when the server does not have it (restarted, flushed, never
+ * loaded), loads its library and calls again. `NOT_CALLED` when the server has no functions
+ * (before Redis 7: the client stops trying) or would not load this library (an ACL without
+ * FUNCTION, a limit of the server's Lua): the caller runs the script as EVAL instead.
+ */
+async function callFunction(
+  client: ScriptClient,
+  state: { usable?: boolean; refused: Set<string> },
+  script: LuaScript,
+  keys: string[],
+  args: (string | number)[],
+): Promise<unknown> {
+  const name = functionName(script);
+  try {
+    const answer = await client.fcall!(name, keys, args);
+    state.usable = true;
+    return answer;
+  } catch (error) {
+    const message = messageOf(error);
+    if (state.usable !== true && /unknown command|NOPERM/i.test(message)) {
+      state.usable = false;
+      return NOT_CALLED;
+    }
+    if (!/function not found/i.test(message)) throw error;
+  }
+  try {
+    await client.functionLoad!(functionLibrary(script));
+  } catch (error) {
+    // Redis refused the library (not a lost connection, which the caller sees as usual).
+    if (!/^(ERR|NOPERM)/.test(messageOf(error))) throw error;
+    state.refused.add(script.sha1);
+    return NOT_CALLED;
+  }
+  state.usable = true;
+  return client.fcall!(name, keys, args);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 function isNoScript(error: unknown): boolean {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.toLowerCase().includes("noscript");
+  return messageOf(error).toLowerCase().includes("noscript");
 }

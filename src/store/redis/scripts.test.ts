@@ -91,6 +91,7 @@ describe("safeEval", () => {
       numberOfKeys: 1,
       source,
       sha1: createHash("sha1").update(source).digest("hex"),
+      bodyStart: 0,
     };
     expect(await redis.script("EXISTS", script.sha1)).toEqual([0]);
     const inner = fromIoredis(redis);
@@ -112,6 +113,7 @@ describe("safeEval", () => {
       numberOfKeys: 0,
       source: "return 1",
       sha1: "0".repeat(40),
+      bodyStart: 0,
     };
     const upstashLike: ScriptClient = {
       evalsha: async () => {

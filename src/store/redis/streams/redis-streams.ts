@@ -12,7 +12,13 @@
  */
 import type { OutboxMessage } from "../../../core/model.ts";
 import { keys as buildKeys } from "../keys.ts";
-import { fromIoredis, type IoredisScripting, type LuaScript, safeEval } from "../script.ts";
+import {
+  fromIoredis,
+  type IoredisScripting,
+  type LuaScript,
+  type ScriptClient,
+  safeEval,
+} from "../script.ts";
 import { scripts } from "../scripts.generated.ts";
 
 /** The ioredis client surface `RedisStreams` uses (an ioredis `Redis`). */
@@ -94,6 +100,8 @@ const MAX_WAIT_MS = 300_000;
  */
 export class RedisStreams {
   readonly #redis: StreamsClient;
+  /** `#redis` as the scripts' client (one adapter, so it remembers whether functions work). */
+  readonly #scripts: ScriptClient;
   readonly #root: string;
   readonly #stream: string;
   readonly #consumer: string;
@@ -112,6 +120,7 @@ export class RedisStreams {
 
   constructor(options: RedisStreamsOptions) {
     this.#redis = options.redis;
+    this.#scripts = fromIoredis(options.redis);
     this.#root = buildKeys(options.prefix).root;
     this.#stream = `${this.#root}:q`;
     this.#consumer =
@@ -347,7 +356,7 @@ export class RedisStreams {
   }
 
   #run(script: LuaScript, args: string[]): Promise<unknown> {
-    return safeEval(fromIoredis(this.#redis), script, [this.#root], args);
+    return safeEval(this.#scripts, script, [this.#root], args);
   }
 }
 
