@@ -32,25 +32,27 @@ export function describeLeaseContract(name: string, make: MakeContractStore): vo
 
     describe("leases", () => {
       it("acquire hands out increasing tokens from one sequence; a held lease is refused", async () => {
-        const a = asAcquired(await store.acquireLease("alpha", 1_000));
-        const b = asAcquired(await store.acquireLease("beta", 1_000));
+        // Long enough that no lease lapses while the test runs on a busy machine.
+        const LEASE_MS = 30_000;
+        const a = asAcquired(await store.acquireLease("alpha", LEASE_MS));
+        const b = asAcquired(await store.acquireLease("beta", LEASE_MS));
         expect(b.token).toBeGreaterThan(a.token);
 
-        const refused = await store.acquireLease("alpha", 1_000);
+        const refused = await store.acquireLease("alpha", LEASE_MS);
         expect(refused.acquired).toBe(false);
         if (refused.acquired) return;
         expect(refused.remainingMs).toBeGreaterThan(0);
-        expect(refused.remainingMs).toBeLessThanOrEqual(1_000);
+        expect(refused.remainingMs).toBeLessThanOrEqual(LEASE_MS);
 
         expect(await store.releaseLease("alpha", a.token)).toBe(true);
-        const c = asAcquired(await store.acquireLease("alpha", 1_000));
+        const c = asAcquired(await store.acquireLease("alpha", LEASE_MS));
         expect(c.token).toBeGreaterThan(b.token);
 
         // The tick lease draws from the same sequence.
         let last = c.token;
         for (let i = 0; i < 6; i++) {
           const name = i % 2 === 0 ? "gamma" : "delta";
-          const next = asAcquired(await store.acquireLease(name, 1_000));
+          const next = asAcquired(await store.acquireLease(name, LEASE_MS));
           expect(next.token).toBeGreaterThan(last);
           expect(await store.releaseLease(name, next.token)).toBe(true);
           await putDue();

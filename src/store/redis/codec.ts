@@ -328,3 +328,12 @@ export function retentionArg(retention: StoreRetention): string {
   }
   return text;
 }
+
+/**
+ * A string as JSON, spelled as the scripts' `cjson.encode` spells it (`/` and DEL escaped too):
+ * the events script finds a job's events by its id's JSON text.
+ */
+export function luaJson(text: string): string {
+  const json = JSON.stringify(text);
+  return /[/\x7f]/.test(json) ? json.replace(/\//g, "\\/").replace(/\x7f/g, "\\u007f") : json;
+}

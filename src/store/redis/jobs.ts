@@ -32,6 +32,7 @@ import {
   fromJson,
   jobData,
   limitArg,
+  luaJson,
   optionalArg,
   policyArg,
   quotaArgs,
@@ -45,6 +46,26 @@ import { expectNoCode, type RedisContext, type Tagged } from "./context.ts";
 import { ErrorCode } from "./errors.ts";
 import { scripts } from "./scripts.generated.ts";
 
+/** How many leading arguments of submitJob are always sent; the rest may be left out. */
+const OPTIONAL_FROM = 18;
+
+/**
+ * The `job.created` event after its `"at"` member (the script knows the time): the job's id,
+ * handler, tenant, schedule and webhook, closing brace included.
+ */
+function createdEventTail(job: NewJob, webhook: SubmitTiming["webhook"]): string {
+  let tail = `,"jobId":${luaJson(job.id)},"handler":${luaJson(job.handler)},"tenant":${luaJson(job.tenant)}`;
+  if (job.scheduleId !== undefined && job.scheduleId !== "") {
+    tail += `,"scheduleId":${luaJson(job.scheduleId)}`;
+  }
+  if (webhook?.endpoint) {
+    tail += `,"webhook":{"endpoint":${luaJson(webhook.endpoint)}`;
+    if (webhook.eventId) tail += `,"eventId":${luaJson(webhook.eventId)}`;
+    tail += "}";
+  }
+  return `${tail}}`;
+}
+
 export async function submitJob(
   c: RedisContext,
   job: NewJob,
@@ -57,41 +78,49 @@ export async function submitJob(
   const keyMs = Math.max(c.retention.idempotencyMs, timing.idempotencyMs ?? 0);
   const data = jobData(job);
   const degradation = admission?.degradation;
+  const args = [
+    job.id,
+    JSON.stringify(job.id),
+    data,
+    optionalArg(timing.runAt),
+    String(timing.delayMs),
+    String(timing.recoverGraceMs),
+    job.tenant,
+    job.handler,
+    c.eventsMaxLen,
+    c.dispatch === "streams" ? "streams" : "",
+    retentionArg(c.retention),
+    policyArg(degradation),
+    String(degradation?.degradedDelayMs ?? 0),
+    degradation?.critical ?? "reject",
+    String(degradation?.criticalDelayMs ?? 0),
+    String(degradation?.retryAfterMs ?? 0),
+    String(degradation?.evaluateEveryMs ?? 0),
+    createdEventTail(job, timing.webhook),
+    // From here on the script reads an absent argument as '': trailing empty ones are left out.
+    job.idempotencyKey ?? "",
+    ttlArg(keyMs),
+    job.scheduleId ?? "",
+    job.overlap ?? "",
+    optionalArg(job.fireAt),
+    ...quotaArgs(admission?.quota),
+    (job.after ?? []).join(" "),
+    job.onFailure === "run" ? "run" : "",
+    // Any key of its own, even a shorter one: the record must outlive the key (the cap skips it).
+    job.idempotencyKey !== undefined && timing.idempotencyMs !== undefined ? ttlArg(keyMs) : "",
+    timing.webhook?.endpoint ?? "",
+    timing.webhook?.eventId ?? "",
+    timing.webhook ? String(WEBHOOK_HISTORY) : "",
+  ];
+  let end = args.length;
+  while (end > OPTIONAL_FROM && args[end - 1] === "") end--;
+  // Without its key, the key's TTL is unused.
+  if (end === OPTIONAL_FROM + 2 && args[OPTIONAL_FROM] === "") end = OPTIONAL_FROM;
+  args.length = end;
   const raw = await c.run(
     scripts.submitJob,
     [k.root, k.outbox, k.outboxMsg, k.pending, k.metrics, k.events, k.degrade],
-    [
-      job.id,
-      JSON.stringify(job.id),
-      data,
-      optionalArg(timing.runAt),
-      String(timing.delayMs),
-      String(timing.recoverGraceMs),
-      job.tenant,
-      job.idempotencyKey ?? "",
-      ttlArg(keyMs),
-      job.handler,
-      job.scheduleId ?? "",
-      job.overlap ?? "",
-      optionalArg(job.fireAt),
-      c.eventsMaxLen,
-      policyArg(degradation),
-      String(degradation?.degradedDelayMs ?? 0),
-      degradation?.critical ?? "reject",
-      String(degradation?.criticalDelayMs ?? 0),
-      String(degradation?.retryAfterMs ?? 0),
-      ...quotaArgs(admission?.quota),
-      c.dispatch === "streams" ? "streams" : "",
-      String(degradation?.evaluateEveryMs ?? 0),
-      (job.after ?? []).join(" "),
-      job.onFailure === "run" ? "run" : "",
-      retentionArg(c.retention),
-      // Any key of its own, even a shorter one: the record must outlive the key (the cap skips it).
-      job.idempotencyKey !== undefined && timing.idempotencyMs !== undefined ? ttlArg(keyMs) : "",
-      timing.webhook?.endpoint ?? "",
-      timing.webhook?.eventId ?? "",
-      timing.webhook ? String(WEBHOOK_HISTORY) : "",
-    ],
+    args,
   );
   const r = fromJson<
     | Tagged<"replayed", JobRecord>

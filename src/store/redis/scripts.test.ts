@@ -1,9 +1,11 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import fc from "fast-check";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { buildScripts, generate, outputFile } from "../../../scripts/gen-lua.ts";
 import { HISTOGRAM_BOUNDS_MS } from "../port.ts";
+import { luaJson } from "./codec.ts";
 import { ErrorCode } from "./errors.ts";
 import { keys } from "./keys.ts";
 import { fromIoredis, type LuaScript, type ScriptClient, safeEval } from "./script.ts";
@@ -130,5 +132,21 @@ describe("safeEval", () => {
     };
     await expect(safeEval(failing, script, [], [])).rejects.toThrow(/WRONGTYPE/);
     expect(failing.eval).not.toHaveBeenCalled();
+  });
+});
+
+describe("luaJson", () => {
+  it("spells a string as the scripts' cjson.encode does (the events filter matches that text)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.string({
+          unit: fc.constantFrom("a", "/", "\\", '"', "\x7f", "\x01", "\n", "é", "€", "😀"),
+        }),
+        async (text) => {
+          expect(luaJson(text)).toBe(await redis.eval("return cjson.encode(ARGV[1])", 0, text));
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });

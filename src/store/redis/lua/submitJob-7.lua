@@ -1,7 +1,7 @@
 --[[
   submitJob: accept a job in one round trip. In this order:
   1. If the tenant's idempotency key is known (and its job still exists) returns that job and
-     writes nothing (nothing evaluated, nothing counted) but, for a webhook (ARGV[28]), its
+     writes nothing (nothing evaluated, nothing counted) but, for a webhook (ARGV[29]), its
      `replayed` counter and history entry.
   2. With a degradation policy: evaluates the controller (its state is kept even if the submit
      is refused), then degraded → runAt += degradedDelayMs; critical → denied (reject) or
@@ -26,37 +26,40 @@
     ARGV[5] delayMs
     ARGV[6] recoverGraceMs
     ARGV[7] tenant
-    ARGV[8] idempotency key ('' = none)
-    ARGV[9] idempotencyMs
-    ARGV[10] handler
-    ARGV[11] scheduleId ('' = none)
-    ARGV[12] overlap ('' = none)
-    ARGV[13] fireAt ('' = none; the runs index score, else runAt)
-    ARGV[14] eventsMaxLen (0 = no events)
-    ARGV[15] degradation policy ('' = none; see include "degrade")
-    ARGV[16] degradedDelayMs
-    ARGV[17] critical action: reject | delay
-    ARGV[18] criticalDelayMs
-    ARGV[19] retryAfterMs of a critical rejection
-    ARGV[20] quota key ('' = none)
-    ARGV[21] quota windows (`windowMs limit ...`)
-    ARGV[22] dispatch: '' = the outbox (a queue publishes it); 'streams' = straight onto the
+    ARGV[8] handler
+    ARGV[9] eventsMaxLen (0 = no events)
+    ARGV[10] dispatch: '' = the outbox (a queue publishes it); 'streams' = straight onto the
              Redis Streams queue (include "streams"): no outbox entry, nothing to publish
-    ARGV[23] reuse the stored degradation level when evaluated less than this long ago (ms; 0 =
-             evaluate on every submit)
-    ARGV[24] dependencies: job ids separated by spaces ('' = none; include "deps", ADR 0014)
-    ARGV[25] onFailure: 'run' or '' (cancel)
-    ARGV[26] retention: `jobMs maxJobs maxRuns` (a job whose dependency already failed is
+    ARGV[11] retention: `jobMs maxJobs maxRuns` (a job whose dependency already failed is
              stored `cancelled`)
-    ARGV[27] keep: '' or ms — the job's key has a TTL of its own (a webhook's sender's retry
+    ARGV[12] degradation policy ('' = none; see include "degrade")
+    ARGV[13] degradedDelayMs
+    ARGV[14] critical action: reject | delay
+    ARGV[15] criticalDelayMs
+    ARGV[16] retryAfterMs of a critical rejection
+    ARGV[17] reuse the stored degradation level when evaluated less than this long ago (ms; 0 =
+             evaluate on every submit)
+    ARGV[18] the `job.created` event after its "at" member, closing brace included:
+             `,"jobId":…,"handler":…,"tenant":…` (then "scheduleId", "webhook" when set)
+  The rest may be left out when empty (absent reads as ''):
+    ARGV[19] idempotency key ('' = none)
+    ARGV[20] idempotencyMs
+    ARGV[21] scheduleId ('' = none)
+    ARGV[22] overlap ('' = none)
+    ARGV[23] fireAt ('' = none; the runs index score, else runAt)
+    ARGV[24] quota key ('' = none)
+    ARGV[25] quota windows (`windowMs limit ...`)
+    ARGV[26] dependencies: job ids separated by spaces ('' = none; include "deps", ADR 0014)
+    ARGV[27] onFailure: 'run' or '' (cancel)
+    ARGV[28] keep: '' or ms — the job's key has a TTL of its own (a webhook's sender's retry
              window, however it compares with the store's): the job hash gets
              `keepUntil = now + ms`, which retention honours (include "job": retainJob,
              dropFinished)
-    ARGV[28] webhook endpoint ('' = none): count `accepted` (or `replayed`, on a replay) in
+    ARGV[29] webhook endpoint ('' = none): count `accepted` (or `replayed`, on a replay) in
              `<root>:hooks`, push the delivery onto `<root>:hook:<n>:<endpoint>` (capped), and
              add `"webhook"` to job.created
-    ARGV[29] the webhook's event id ('' = none)
-    ARGV[30] how many deliveries the endpoint's history keeps (WEBHOOK_HISTORY,
+    ARGV[30] the webhook's event id ('' = none)
+    ARGV[31] how many deliveries the endpoint's history keeps (WEBHOOK_HISTORY,
              src/store/port/webhooks.ts; '' without a webhook)
   With dependencies, after the replay check: an id that names no job of the tenant ->
   {"unknown":[ids]}, nothing written. All succeeded (or failed, with onFailure 'run') -> an
@@ -86,37 +89,29 @@
 local root, outbox, messages = KEYS[1], KEYS[2], KEYS[3]
 local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
 local id, idJson = ARGV[1], ARGV[2]
-local maxLen = tonumber(ARGV[14])
+local maxLen = tonumber(ARGV[9])
 local now = nowMs()
 
 -- A webhook delivery: counted and listed in the endpoint's history (written or replayed).
-local hook = ARGV[28] or ''
+local hook = ARGV[29] or ''
 local function recordHook(outcome, jobId)
   if hook == '' then
     return
   end
   redis.call('HINCRBY', hookCountsKey(root), outcome .. ':' .. hook, '1')
   local entry = '{"at":' .. int(now)
-  if ARGV[29] ~= '' then
-    entry = entry .. ',"eventId":' .. jsonString(ARGV[29])
+  if ARGV[30] ~= '' then
+    entry = entry .. ',"eventId":' .. jsonString(ARGV[30])
   end
   local log = hookLogKey(root, hook)
   redis.call('LPUSH', log, entry .. ',"outcome":"' .. outcome .. '","jobId":' .. jsonString(jobId)
     .. '}')
-  redis.call('LTRIM', log, 0, tonumber(ARGV[30]) - 1)
-end
-local createdExtra
-if hook ~= '' then
-  createdExtra = '"webhook":{"endpoint":' .. jsonString(hook)
-  if ARGV[29] ~= '' then
-    createdExtra = createdExtra .. ',"eventId":' .. jsonString(ARGV[29])
-  end
-  createdExtra = createdExtra .. '}'
+  redis.call('LTRIM', log, 0, tonumber(ARGV[31]) - 1)
 end
 
 local idemKey
-if ARGV[8] ~= '' then
-  idemKey = idempotencyKey(root, ARGV[7], ARGV[8])
+if (ARGV[19] or '') ~= '' then
+  idemKey = idempotencyKey(root, ARGV[7], ARGV[19])
   local firstId = redis.call('GET', idemKey)
   if firstId then
     local first = readJob(jobKey(root, firstId))
@@ -128,16 +123,16 @@ if ARGV[8] ~= '' then
 end
 
 local unfinished, depFailed = {}, false
-if ARGV[24] ~= '' then
+if (ARGV[26] or '') ~= '' then
   local unknown = {}
-  for dep in string.gmatch(ARGV[24], '%S+') do
+  for dep in string.gmatch(ARGV[26], '%S+') do
     local f = redis.call('HMGET', jobKey(root, dep), 'status', 'tenant')
     if not f[1] or (f[2] or 'default') ~= ARGV[7] then
       unknown[#unknown + 1] = jsonString(dep)
     elseif f[1] == 'succeeded' then
       -- satisfied
     elseif FINAL_STATUSES[f[1]] then
-      depFailed = depFailed or ARGV[25] ~= 'run'
+      depFailed = depFailed or ARGV[27] ~= 'run'
     else
       unfinished[#unfinished + 1] = dep
     end
@@ -154,51 +149,51 @@ end
 
 local extra = {}
 local known
-if ARGV[15] ~= '' then
-  local level = storedLevel(KEYS[7], now, tonumber(ARGV[23]) or 0)
+if ARGV[12] ~= '' then
+  local level = storedLevel(KEYS[7], now, tonumber(ARGV[17]) or 0)
   if not level then
     known = metricsLoad(metrics, { 'avg:lag', 'avg:fail' })
     local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
-    level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[15]), depth,
+    level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[12]), depth,
       known['avg:lag'], known['avg:fail'], now)
   end
   local delayed = 0
   if level == 'degraded' then
-    delayed = tonumber(ARGV[16])
+    delayed = tonumber(ARGV[13])
   elseif level == 'critical' then
-    if ARGV[17] == 'reject' then
+    if ARGV[14] == 'reject' then
       return '{"denied":{"kind":"overloaded","level":"critical","retryAfterMs":'
-        .. num(tonumber(ARGV[19])) .. '}}'
+        .. num(tonumber(ARGV[16])) .. '}}'
     end
-    delayed = tonumber(ARGV[18])
+    delayed = tonumber(ARGV[15])
   end
   runAt = runAt + delayed
   extra[#extra + 1] = '"degradation":{"level":"' .. level .. '","delayedMs":' .. num(delayed) .. '}'
 end
 
-if ARGV[20] ~= '' then
-  local admitted, state = checkQuota(quotaKey(root, ARGV[20]), parseWindows(ARGV[21]), now)
+if (ARGV[24] or '') ~= '' then
+  local admitted, state = checkQuota(quotaKey(root, ARGV[24]), parseWindows(ARGV[25]), now)
   if not admitted then
     return '{"denied":{"kind":"quota","quota":' .. state .. '}}'
   end
   extra[#extra + 1] = '"quota":' .. state
 end
 
-local job = { data = ARGV[3], createdAt = int(now), runAt = int(runAt), handler = ARGV[10],
+local job = { data = ARGV[3], createdAt = int(now), runAt = int(runAt), handler = ARGV[8],
   tenant = ARGV[7] }
-if ARGV[11] ~= '' then
-  job.scheduleId = ARGV[11]
+if (ARGV[21] or '') ~= '' then
+  job.scheduleId = ARGV[21]
 end
-if ARGV[12] ~= '' then
-  job.overlap = ARGV[12]
+if (ARGV[22] or '') ~= '' then
+  job.overlap = ARGV[22]
 end
 local runsScore = job.runAt
-if ARGV[13] ~= '' then
-  runsScore = ARGV[13]
+if (ARGV[23] or '') ~= '' then
+  runsScore = ARGV[23]
 end
 createJob(root, id, job, runsScore)
-if (ARGV[27] or '') ~= '' then
-  job.keepUntil = int(now + tonumber(ARGV[27]))
+if (ARGV[28] or '') ~= '' then
+  job.keepUntil = int(now + tonumber(ARGV[28]))
   redis.call('HSET', jobKey(root, id), 'keepUntil', job.keepUntil)
 end
 recordHook('accepted', id)
@@ -208,16 +203,16 @@ if depFailed or #unfinished > 0 then
   if depFailed then
     job.status, job.finishedAt = 'cancelled', int(now)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
-    retainJob(root, root .. ':expiring', id, job, now, ARGV[26])
+    retainJob(root, root .. ':expiring', id, job, now, ARGV[11])
     redis.call('HINCRBY', metrics, 't:cancelled', '1')
     extra[#extra + 1] = '"status":"cancelled","finishedAt":' .. job.finishedAt
   else
     job.status = 'waiting'
     local fields = { 'status', 'waiting', 'waits', #unfinished }
-    if ARGV[25] == 'run' then
+    if ARGV[27] == 'run' then
       fields[#fields + 1], fields[#fields + 2] = 'onFailure', 'run'
     end
-    if ARGV[22] == 'streams' then
+    if ARGV[10] == 'streams' then
       fields[#fields + 1], fields[#fields + 2] = 'dispatch', 'streams'
     end
     redis.call('HSET', key, unpack(fields))
@@ -229,10 +224,10 @@ if depFailed or #unfinished > 0 then
     extra[#extra + 1] = '"status":"waiting"'
   end
   if idemKey then
-    redis.call('SET', idemKey, id, 'PX', ARGV[9])
+    redis.call('SET', idemKey, id, 'PX', ARGV[20])
   end
   redis.call('HINCRBY', metrics, 't:submitted', '1')
-  emitEvent(events, maxLen, jobEvent('job.created', now, id, job, createdExtra))
+  emitEvent(events, maxLen, '{"type":"job.created","at":' .. int(now) .. ARGV[18])
   if job.status == 'cancelled' then
     emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
   end
@@ -240,7 +235,7 @@ if depFailed or #unfinished > 0 then
     .. table.concat(extra, ',') .. '}'
 end
 
-if ARGV[22] == 'streams' then
+if ARGV[10] == 'streams' then
   streamDispatch(root, id, specJson(job), 0, tonumber(job.runAt), now)
 else
   local recoverAt = int(runAt + tonumber(ARGV[6]))
@@ -250,7 +245,7 @@ else
 end
 
 if idemKey then
-  redis.call('SET', idemKey, id, 'PX', ARGV[9])
+  redis.call('SET', idemKey, id, 'PX', ARGV[20])
 end
 
 -- Two increments: HINCRBY each (what metricsFlush would write, without building a batch).
@@ -258,7 +253,7 @@ redis.call('HINCRBY', metrics, 't:submitted', '1')
 if redis.call('ZADD', pending, job.runAt, id) == 1 then
   redis.call('HINCRBY', metrics, 'g:queued', '1')
 end
-emitEvent(events, maxLen, jobEvent('job.created', now, id, job, createdExtra))
+emitEvent(events, maxLen, '{"type":"job.created","at":' .. int(now) .. ARGV[18])
 
 local out = '{"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt
 if #extra > 0 then
