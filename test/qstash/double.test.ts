@@ -425,3 +425,23 @@ describe("QStash double: flow control and fault knobs", () => {
     expect(order).not.toEqual([...order].sort((a, b) => a - b));
   });
 });
+
+describe("QStash double: holding deliveries (the benchmarks)", () => {
+  it("accepts and keeps the messages, delivers none", async () => {
+    const { endpoint, qstash, client } = await setup(
+      { "/hook": ok },
+      {
+        faults: { holdDeliveries: true },
+      },
+    );
+    const url = `${endpoint.base}/hook`;
+    await client.publishJSON({ url, body: { n: 1 } });
+    await client.batchJSON([
+      { url, body: { n: 2 } },
+      { url, body: { n: 3 } },
+    ]);
+    await qstash.idle();
+    expect(qstash.counters).toMatchObject({ messages: 3, deliveries: 0, delivered: 0 });
+    expect(endpoint.hits).toHaveLength(0);
+  });
+});

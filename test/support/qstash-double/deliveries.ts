@@ -110,8 +110,10 @@ export class Deliveries {
       },
     };
     this.#messages.set(messageId, stored);
+    const { reorderMs, holdDeliveries } = this.#config.faults;
+    // Held: stored (and listed) but never attempted, so not live either (`idle()` resolves).
+    if (holdDeliveries) return;
     this.#live.add(stored);
-    const { reorderMs } = this.#config.faults;
     const hold = kind === "message" && reorderMs > 0 ? this.#config.random() * reorderMs : 0;
     this.#wakeAt(stored, Math.max(spec.notBefore, now) + hold);
   }

@@ -18,6 +18,11 @@ export interface QStashDoubleFaults {
   duplicateDeliveries: boolean;
   /** Every message's first attempt is held back a random 0–this ms, so deliveries reorder. */
   reorderMs: number;
+  /**
+   * Messages accepted meanwhile are kept and never delivered: a QStash whose deliveries happen on
+   * other machines (the benchmarks measure the publishing side, not the double's deliveries).
+   */
+  holdDeliveries: boolean;
 }
 
 /** Counters since the double started. */

@@ -99,6 +99,7 @@ export async function startQStashDouble(options: QStashDoubleOptions = {}): Prom
     publishDelayMs: 0,
     duplicateDeliveries: false,
     reorderMs: 0,
+    holdDeliveries: false,
     ...options.faults,
   };
   const counters: QStashDoubleCounters = {
