@@ -141,12 +141,13 @@ export function submitAdmission(
   const { degradation, localSignals } = options;
   if (!quota && !degradation) return undefined;
   const local = degradation ? localSignals?.() : undefined;
-  return {
-    ...(quota ? { quota } : {}),
-    ...(degradation
-      ? { degradation: local ? { ...degradation, local: { ...local } } : degradation }
-      : {}),
-  };
+  // Assigned rather than spread in (cheaper, once per submit), in the same key order.
+  const admission: Admission = {};
+  if (quota) admission.quota = quota;
+  if (degradation) {
+    admission.degradation = local ? { ...degradation, local: { ...local } } : degradation;
+  }
+  return admission;
 }
 
 /**

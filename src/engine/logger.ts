@@ -73,6 +73,11 @@ class JsonLogger implements Logger {
     return new JsonLogger(this.min, { ...this.base, ...fields }, this.sink);
   }
 
+  /** Whether lines of `level` are written. */
+  enabled(level: Level): boolean {
+    return ORDER[level] >= this.min;
+  }
+
   private write(level: Level, msg: string, fields?: Record<string, unknown>): void {
     if (ORDER[level] < this.min) return;
     this.sink(
@@ -95,3 +100,16 @@ export const silentLogger: Logger = {
   error() {},
   child: () => silentLogger,
 };
+
+/**
+ * Whether `logger` may write lines of `level`: `false` only when that is known — a
+ * {@link jsonLogger} (or a child of one) below its level, or {@link silentLogger} — so that a
+ * caller can skip building fields no one reads.
+ *
+ * @example
+ * if (mayLog(log, "debug")) log.debug("request", { path: c.req.path });
+ */
+export function mayLog(logger: Logger, level: Level): boolean {
+  if (logger === silentLogger) return false;
+  return logger instanceof JsonLogger ? logger.enabled(level) : true;
+}

@@ -15,6 +15,7 @@ import {
   type Context,
   context,
   createTraceState,
+  INVALID_SPAN_CONTEXT,
   isSpanContextValid,
   type Link,
   ROOT_CONTEXT,
@@ -98,6 +99,9 @@ export function storedTrace(
 ): TraceContext | undefined {
   if (!span.isRecording() && incoming !== undefined) return incoming;
   const sc = span.spanContext();
+  // Without an SDK and without an incoming trace: the API's invalid context, known without
+  // checking its ids.
+  if (sc === INVALID_SPAN_CONTEXT) return incoming;
   return isSpanContextValid(sc) ? traceContextOfSpan(sc) : incoming;
 }
 

@@ -97,14 +97,16 @@ export function logEntryResource(entry: JobLogEntry): JobLogEntryResource {
  * `{ id, handler, status, runAt, priority, attempts, createdAt }`).
  */
 export function jobSummary(job: JobRecord): JobSummary {
+  const createdAt = iso(job.createdAt);
   return {
     id: job.id,
     handler: job.handler,
     status: job.status,
-    runAt: iso(job.runAt),
+    // A job to run at once runs at its creation time: formatted once.
+    runAt: job.runAt === job.createdAt ? createdAt : iso(job.runAt),
     priority: job.priority,
     attempts: job.attempts,
-    createdAt: iso(job.createdAt),
+    createdAt,
   };
 }
 

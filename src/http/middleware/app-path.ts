@@ -8,7 +8,7 @@
  * from it.
  */
 import type { MiddlewareHandler } from "hono";
-import { basePath } from "hono/route";
+import { basePath, baseRoutePath } from "hono/route";
 import type { AppEnv } from "../options.ts";
 
 /**
@@ -21,13 +21,25 @@ import type { AppEnv } from "../options.ts";
  * // under outer.route("/api/tickwork", app): c.get("appPath") === "/api/tickwork"
  */
 export function appPath(pathPrefix: string): MiddlewareHandler<AppEnv> {
+  // The answer for each mount without parameters (nearly always one): it depends on the route
+  // pattern alone. A mount with parameters is worked out from each request's path.
+  const known = new Map<string, string>();
   return async function appPath(c, next) {
-    // `basePath` resolves parameters of the mount (`/orgs/:org/tickwork`) from the request path.
-    const mount = basePath(c);
-    c.set("appPath", `${mount === "/" ? "" : encodePath(mount)}${pathPrefix}`);
+    const pattern = baseRoutePath(c);
+    let path = known.get(pattern);
+    if (path === undefined) {
+      // `basePath` resolves parameters of the mount (`/orgs/:org/tickwork`) from the request path.
+      const mount = basePath(c);
+      path = `${mount === "/" ? "" : encodePath(mount)}${pathPrefix}`;
+      if (!PARAMETER.test(pattern)) known.set(pattern, path);
+    }
+    c.set("appPath", path);
     await next();
   };
 }
+
+/** A route pattern with a parameter or wildcard (as `basePath` of hono/route tells them). */
+const PARAMETER = /[:*]/;
 
 /**
  * The path as a header may carry it: Hono matches (and fills parameters from) the decoded path,

@@ -55,6 +55,14 @@ export function tenantAuthorize(
         })),
       ]),
   );
+  // Once hashed, a request reads the ring without waiting for the promise again.
+  let ready: KeyRing<Actor> | undefined;
+  void ring.then(
+    (r) => {
+      ready = r;
+    },
+    () => {},
+  );
   return async function tenantAuthorize(c) {
     const presented = presentedKey(c);
     if (presented === undefined) {
@@ -64,7 +72,7 @@ export function tenantAuthorize(
         "missing API key: send Authorization: Bearer <key> (or X-Api-Key: <key>)",
       );
     }
-    const actor = await (await ring).find(presented);
+    const actor = await (ready ?? (await ring)).find(presented);
     if (!actor) throw unauthorized(c, `${REALM}, error="invalid_token"`, "invalid API key");
     return actor;
   };

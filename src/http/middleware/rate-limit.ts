@@ -53,9 +53,17 @@ export async function withRateLimitHeaders<T>(
   try {
     return await write();
   } catch (error) {
-    if (error instanceof QuotaExceededError) {
-      setRateLimitHeaders(c, { ...error.quota, policy: error.policy });
-    }
+    setRefusalHeaders(c, error);
     throw error;
+  }
+}
+
+/**
+ * When `error` is a quota's refusal (`QuotaExceededError`), set the headers of the 429 it is
+ * rendered as; anything else is left alone. For a write that catches its error itself.
+ */
+export function setRefusalHeaders(c: Context<AppEnv>, error: unknown): void {
+  if (error instanceof QuotaExceededError) {
+    setRateLimitHeaders(c, { ...error.quota, policy: error.policy });
   }
 }

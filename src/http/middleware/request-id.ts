@@ -4,7 +4,7 @@
  * Every log line written while handling the request carries it too, through a child logger.
  */
 import type { MiddlewareHandler } from "hono";
-import { type Logger, silentLogger } from "../../engine/logger.ts";
+import { type Logger, mayLog, silentLogger } from "../../engine/logger.ts";
 import type { AppEnv } from "../options.ts";
 
 const HEADER = "x-request-id";
@@ -29,12 +29,13 @@ export function requestId(logger: Logger = silentLogger): MiddlewareHandler<AppE
     c.set("logger", log);
     c.header(HEADER, id);
     await next();
-    log.debug("request", {
-      method: c.req.method,
-      path: c.req.path,
-      status: c.res.status,
-      ms: Date.now() - started,
-    });
+    if (mayLog(log, "debug"))
+      log.debug("request", {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Date.now() - started,
+      });
     if (c.res.headers.get(HEADER) === id) return;
     try {
       c.res.headers.set(HEADER, id);
