@@ -199,6 +199,9 @@ function open(): Promise<OpenStore> {
         url: config.redisUrl,
         prefix: config.prefix,
         dispatch: config.transport === "streams" ? "streams" : "outbox",
+        // The verdict reads every expected id's final record: keep every run (the default keeps
+        // each schedule's last 100, and the full run's interval schedules fire 200 times each).
+        retention: { maxRunsPerSchedule: 0, maxFinishedJobs: 0 },
       },
       logger,
     ),

@@ -6,7 +6,7 @@
  */
 import type { Logger } from "../../engine/logger.ts";
 import { MemoryStore } from "../../store/memory/index.ts";
-import type { Store } from "../../store/port.ts";
+import type { Store, StoreRetention } from "../../store/port.ts";
 import {
   type BlockingClient,
   fromIoredis,
@@ -21,7 +21,14 @@ import { connectIoredis } from "./ioredis.ts";
 /** Where state lives. */
 export type StoreTarget =
   | { kind: "memory" }
-  | { kind: "redis"; url: string; prefix: string; dispatch?: "outbox" | "streams" }
+  | {
+      kind: "redis";
+      url: string;
+      prefix: string;
+      dispatch?: "outbox" | "streams";
+      /** What finished jobs and runs are kept (the store's defaults where left out). */
+      retention?: Partial<StoreRetention>;
+    }
   | { kind: "upstash"; url: string; token: string; prefix: string };
 
 /** An open store, and how to let go of its connection. */
@@ -91,7 +98,12 @@ async function openUpstash(target: {
 
 /** ioredis, checked with a PING; reconnects with backoff after the first connection. */
 async function openIoredis(
-  target: { url: string; prefix: string; dispatch?: "outbox" | "streams" },
+  target: {
+    url: string;
+    prefix: string;
+    dispatch?: "outbox" | "streams";
+    retention?: Partial<StoreRetention>;
+  },
   logger: Logger,
 ): Promise<OpenStore> {
   const { redis, close } = await connectIoredis({
@@ -108,6 +120,7 @@ async function openIoredis(
     client: fromIoredis(redis),
     prefix: target.prefix,
     dispatch: target.dispatch ?? "outbox",
+    ...(target.retention ? { retention: target.retention } : {}),
     // The realtime streams block on a duplicate connection (XREAD BLOCK), never on this one.
     blocking: redis as unknown as BlockingClient,
   });
