@@ -10,6 +10,7 @@ import { createEngine, type Engine, silentLogger } from "../../src/engine/index.
 import type { EngineOptions } from "../../src/engine/options.ts";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { keys } from "../../src/store/redis/keys.ts";
+import { functionLibrary } from "../../src/store/redis/script.ts";
 import { scripts } from "../../src/store/redis/scripts.generated.ts";
 import { QStashTransport } from "../../src/transport/qstash/index.ts";
 import { countingClient } from "../../test/support/counting-client.ts";
@@ -62,8 +63,12 @@ export async function benchEngine(
     transport,
     handlers: { [HANDLER]: { run: () => null } },
   });
-  // Every script cached, so counts are steady-state (no NOSCRIPT → EVAL fallbacks).
-  for (const script of Object.values(scripts)) await redis.script("LOAD", script.source);
+  // Every script cached and loaded as a function, so counts are steady-state (no NOSCRIPT → EVAL
+  // fallbacks, no first FCALL → FUNCTION LOAD).
+  for (const script of Object.values(scripts)) {
+    await redis.script("LOAD", script.source);
+    await redis.function("LOAD", "REPLACE", functionLibrary(script));
+  }
   return { engine, store, counter, redis, close: () => redis.disconnect() };
 }
 

@@ -147,7 +147,7 @@ const NOT_CALLED = Symbol("not called");
 
 /**
  * FCALL of `script`'s function; when the server does not have it (restarted, flushed, never
- * loaded), loads its library and calls again. `NOT_CALLED` when the server has no functions
+ * loaded), loads its library and calls again, both in one round trip. `NOT_CALLED` when the server has no functions
  * (before Redis 7: the client stops trying) or would not load this library (an ACL without
  * FUNCTION, a limit of the server's Lua): the caller runs the script as EVAL instead.
  */
@@ -171,16 +171,29 @@ async function callFunction(
     }
     if (!/function not found/i.test(message)) throw error;
   }
-  try {
-    await client.functionLoad!(functionLibrary(script));
-  } catch (error) {
-    // Redis refused the library (not a lost connection, which the caller sees as usual).
-    if (!/^(ERR|NOPERM)/.test(messageOf(error))) throw error;
-    state.refused.add(script.sha1);
-    return NOT_CALLED;
+  // The library's load and the call again go together, one round trip (Redis runs them in order).
+  const loaded = client.functionLoad!(functionLibrary(script)).then(
+    () => undefined,
+    (error: unknown) => ({ error }),
+  );
+  const called = client.fcall!(name, keys, args).then(
+    (answer: unknown) => ({ answer }),
+    (error: unknown) => ({ error }),
+  );
+  const [load, call] = await Promise.all([loaded, called]);
+  if ("answer" in call) {
+    state.usable = true;
+    return call.answer;
   }
-  state.usable = true;
-  return client.fcall!(name, keys, args);
+  // Redis refused the library (an ACL without FUNCTION, a limit of its Lua), so the call found no
+  // function: the caller runs the script as EVAL. A lost connection fails as usual.
+  if (load && /^(ERR|NOPERM)/.test(messageOf(load.error))) {
+    if (/function not found/i.test(messageOf(call.error))) {
+      state.refused.add(script.sha1);
+      return NOT_CALLED;
+    }
+  }
+  throw call.error;
 }
 
 function messageOf(error: unknown): string {
