@@ -124,4 +124,23 @@ describe("without functions", () => {
       await server.stop();
     }
   });
+
+  it("a read-only replica: the library cannot load there, and a read-only script runs as EVAL", async () => {
+    const primary = await startRedisServer();
+    const replica = await startRedisServer(20_000, [
+      "--replicaof",
+      "127.0.0.1",
+      String(primary.port),
+    ]);
+    const redis = new Redis(replica.url);
+    try {
+      const client = fromIoredis(redis);
+      expect(Number(await safeEval(client, scripts.now, [], []))).toBeGreaterThan(0);
+      expect(await redis.function("LIST")).toEqual([]);
+    } finally {
+      redis.disconnect();
+      await replica.stop();
+      await primary.stop();
+    }
+  });
 });

@@ -147,9 +147,10 @@ const NOT_CALLED = Symbol("not called");
 
 /**
  * FCALL of `script`'s function; when the server does not have it (restarted, flushed, never
- * loaded), loads its library and calls again, both in one round trip. `NOT_CALLED` when the server has no functions
- * (before Redis 7: the client stops trying) or would not load this library (an ACL without
- * FUNCTION, a limit of the server's Lua): the caller runs the script as EVAL instead.
+ * loaded), loads its library and calls again, both in one round trip. `NOT_CALLED` when the
+ * server has no functions (before Redis 7: the client stops trying) or would not load this
+ * library (an ACL without FUNCTION, a limit of the server's Lua): the caller runs the script as
+ * EVAL instead.
  */
 async function callFunction(
   client: ScriptClient,
@@ -185,9 +186,9 @@ async function callFunction(
     state.usable = true;
     return call.answer;
   }
-  // Redis refused the library (an ACL without FUNCTION, a limit of its Lua), so the call found no
-  // function: the caller runs the script as EVAL. A lost connection fails as usual.
-  if (load && /^(ERR|NOPERM)/.test(messageOf(load.error))) {
+  // Redis refused the library (an ACL without FUNCTION, a replica, a limit of its Lua), so the
+  // call found no function: the caller runs the script as EVAL. A lost connection fails as usual.
+  if (load && /^(ERR|NOPERM|READONLY)/.test(messageOf(load.error))) {
     if (/function not found/i.test(messageOf(call.error))) {
       state.refused.add(script.sha1);
       return NOT_CALLED;
