@@ -5,12 +5,9 @@
  */
 import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  commandsExecuted,
-  type PrivateRedis,
-  startRedisServer,
-} from "../../../test/support/redis-server.ts";
+import { describe, expect, it } from "vitest";
+import { privateRedis } from "../../../test/support/billed-redis.ts";
+import { commandsExecuted, startRedisServer } from "../../../test/support/redis-server.ts";
 import { fromIoredis, functionLibrary, type LuaScript, safeEval } from "./script.ts";
 import { scripts } from "./scripts.generated.ts";
 
@@ -31,39 +28,37 @@ async function callsSince(
 }
 
 describe("on Redis 7: FCALL", () => {
-  let server: PrivateRedis;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
-  });
+  const priv = privateRedis();
+  const calls = async (fn: () => Promise<unknown>) =>
+    Object.fromEntries((await priv.billed(fn)).byCommand);
 
   it("every generated script loads as a library (its helpers within the limits of Redis's Lua)", async () => {
     for (const script of all) {
-      expect(await redis.function("LOAD", "REPLACE", functionLibrary(script))).toMatch(
+      expect(await priv.redis.function("LOAD", "REPLACE", functionLibrary(script))).toMatch(
         new RegExp(`^tickwork_${script.name}_`),
       );
     }
-    await redis.function("FLUSH");
+    await priv.redis.function("FLUSH");
   });
 
   it("runs a script as a function, loading its library once, and again after FUNCTION FLUSH", async () => {
-    const client = fromIoredis(redis);
-    let before = await commandsExecuted(redis);
-    const first = Number(await safeEval(client, scripts.now, [], []));
-    const second = Number(await safeEval(client, scripts.now, [], []));
-    expect(second).toBeGreaterThanOrEqual(first);
+    const client = fromIoredis(priv.redis);
+    const now = async () => Number(await safeEval(client, scripts.now, [], []));
+    let first = 0;
     // The first FCALL finds no function (a failed call, which commandstats counts), loads, calls.
-    expect(await callsSince(redis, before)).toEqual({ "function|load": 1, fcall: 3, time: 2 });
+    expect(
+      await calls(async () => {
+        first = await now();
+        expect(await now()).toBeGreaterThanOrEqual(first);
+      }),
+    ).toEqual({ "function|load": 1, fcall: 3, time: 2 });
 
-    await redis.function("FLUSH");
-    before = await commandsExecuted(redis);
-    expect(Number(await safeEval(client, scripts.now, [], []))).toBeGreaterThanOrEqual(second);
-    expect(await callsSince(redis, before)).toEqual({ "function|load": 1, fcall: 2, time: 1 });
+    await priv.redis.function("FLUSH");
+    expect(await calls(async () => expect(await now()).toBeGreaterThanOrEqual(first))).toEqual({
+      "function|load": 1,
+      fcall: 2,
+      time: 1,
+    });
   });
 
   it("helpers defined once read each call's KEYS and ARGV", async () => {
@@ -76,10 +71,12 @@ describe("on Redis 7: FCALL", () => {
       sha1: createHash("sha1").update(source).digest("hex"),
       bodyStart: helpers.length,
     };
-    const client = fromIoredis(redis);
-    expect(await safeEval(client, script, ["k1"], ["a1"])).toBe("k1a1");
-    expect(await safeEval(client, script, ["k2"], ["a2"])).toBe("k2a2");
-    expect((await callsSince(redis, new Map())).fcall).toBeGreaterThan(0);
+    const client = fromIoredis(priv.redis);
+    const seen = await calls(async () => {
+      expect(await safeEval(client, script, ["k1"], ["a1"])).toBe("k1a1");
+      expect(await safeEval(client, script, ["k2"], ["a2"])).toBe("k2a2");
+    });
+    expect(seen).toMatchObject({ fcall: 3, "function|load": 1 });
   });
 });
 
