@@ -169,9 +169,13 @@ async function runContender(
       }
     }
     let queueMessages = 0;
+    let batches = "";
     if (double) {
-      const c = await double.request<{ messages: number; rejected: number }>("counters");
+      const c = await double.request<{ messages: number; rejected: number; batches: number }>(
+        "counters",
+      );
       queueMessages = c.messages;
+      if (c.batches > 0) batches = `, ${(c.messages / c.batches).toFixed(1)} messages per batch`;
       const answered = warm.requests + figures.requests;
       // Every 202 means the store wrote the job; the publish may still have failed (the outbox
       // keeps it). The double must have accepted every one for the run to count.
@@ -182,7 +186,7 @@ async function runContender(
       }
     }
     log(
-      `  ${name.padEnd(8)} ${figures.rps.toFixed(0).padStart(6)} req/s  p50 ${figures.p50_ms} ms  p99 ${figures.p99_ms} ms  non-2xx ${figures.non2xx}  (${figures.requests} requests; CPU µs/request: ${JSON.stringify(cpu)})`,
+      `  ${name.padEnd(8)} ${figures.rps.toFixed(0).padStart(6)} req/s  p50 ${figures.p50_ms} ms  p99 ${figures.p99_ms} ms  non-2xx ${figures.non2xx}  (${figures.requests} requests; CPU µs/request: ${JSON.stringify(cpu)}${batches})`,
     );
     return { figures, cpu, info, queueMessages };
   } finally {

@@ -27,6 +27,7 @@
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { connectIoredis } from "../../src/adapter/node/ioredis.ts";
+import { nodeQStashHttp } from "../../src/adapter/node/qstash-http.ts";
 import { createEngine, PullWorker, silentLogger } from "../../src/engine/index.ts";
 import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
 import { QStashTransport } from "../../src/transport/qstash/index.ts";
@@ -209,6 +210,8 @@ async function qstashContender(url: string): Promise<Contender & { settle(): Pro
     failureCallbackUrl: "http://127.0.0.1:9/v1/dead",
     currentSigningKey: env.QSTASH_CURRENT_SIGNING_KEY ?? "",
     nextSigningKey: env.QSTASH_NEXT_SIGNING_KEY ?? "",
+    // As `tickwork start` sends its batches.
+    http: nodeQStashHttp(),
   });
   const engine = createEngine({
     store,

@@ -31,6 +31,7 @@ import { Queue } from "bullmq";
 import { Hono } from "hono";
 import { Redis } from "ioredis";
 import { connectIoredis } from "../../src/adapter/node/ioredis.ts";
+import { nodeQStashHttp } from "../../src/adapter/node/qstash-http.ts";
 import { createEngine } from "../../src/engine/index.ts";
 import { createApp } from "../../src/http/index.ts";
 import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
@@ -84,6 +85,8 @@ if (kind === "tickwork") {
     failureCallbackUrl: `${origin}/v1/dead`,
     currentSigningKey,
     nextSigningKey,
+    // As `tickwork start` sends its batches.
+    http: nodeQStashHttp(),
   });
   serveTickwork(store, transport);
 } else if (kind === "streams") {

@@ -22,6 +22,8 @@ export interface Reply {
   delayMs?: number;
   /** Never answer (the caller must time out). */
   hang?: boolean;
+  /** Close the connection without an answer (the caller sees a network error). */
+  drop?: boolean;
 }
 
 /** Answers the `index`-th request (0-based) to a path. */
@@ -34,6 +36,8 @@ export interface Endpoint {
   at(path: string): Hit[];
   /** Most requests answered concurrently so far. */
   maxActive(): number;
+  /** Requests whose connection the caller closed before they were answered. */
+  aborted(): number;
   close(): Promise<void>;
 }
 
@@ -42,7 +46,12 @@ export async function startEndpoint(routes: Record<string, Route>): Promise<Endp
   const hits: Hit[] = [];
   let active = 0;
   let maxActive = 0;
+  let aborted = 0;
   const server = createServer((req, res) => {
+    let dropped = false;
+    res.on("close", () => {
+      if (!res.writableEnded && !dropped) aborted++;
+    });
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
@@ -62,6 +71,11 @@ export async function startEndpoint(routes: Record<string, Route>): Promise<Endp
       const route = routes[hit.path];
       const reply = route ? route(hit, index) : { status: 404 };
       if (reply.hang) return;
+      if (reply.drop) {
+        dropped = true;
+        req.socket.destroy();
+        return;
+      }
       active++;
       maxActive = Math.max(maxActive, active);
       setTimeout(() => {
@@ -77,6 +91,7 @@ export async function startEndpoint(routes: Record<string, Route>): Promise<Endp
     hits,
     at: (path) => hits.filter((h) => h.path === path),
     maxActive: () => maxActive,
+    aborted: () => aborted,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

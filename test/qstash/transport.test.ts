@@ -1,12 +1,16 @@
 /**
  * QStashTransport against the QStash double: what it publishes (batches, not-before, dedup,
- * retries, timeout, failure callback, flow control), how it reports failures, and verify().
+ * retries, timeout, failure callback, flow control), how it reports failures, and verify(); the
+ * publish and failure suites once through the SDK's client (`fetch`) and once through
+ * `nodeQStashHttp` (the `http` option, as `tickwork start` sends).
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { nodeQStashHttp } from "../../src/adapter/node/qstash-http.ts";
 import type { JobSpec, OutboxMessage } from "../../src/core/model.ts";
 import type { FailureCallbackBody, PublishOutcome } from "../../src/transport/port.ts";
 import {
   notBeforeSeconds,
+  type QStashHttp,
   QStashPublishError,
   QStashTransport,
   type QStashTransportOptions,
@@ -16,7 +20,14 @@ import { type QStashDoubleOptions, startQStashDouble } from "../support/qstash-d
 import { type Hit, ok, type Route, startEndpoint } from "./endpoint.ts";
 
 const cleanups: Array<() => Promise<void>> = [];
+/** How the suite under way sends its batches (see `senders`). */
+let sender: QStashHttp | undefined;
+const senders: [string, QStashHttp | undefined][] = [
+  ["the SDK's client", undefined],
+  ["nodeQStashHttp", nodeQStashHttp()],
+];
 afterEach(async () => {
+  sender = undefined;
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
@@ -38,6 +49,7 @@ async function setup(
     currentSigningKey: qstash.currentSigningKey,
     nextSigningKey: qstash.nextSigningKey,
     retry: false,
+    ...(sender ? { http: sender } : {}),
     ...options,
   });
   return { endpoint, qstash, transport, workerUrl };
@@ -76,7 +88,11 @@ function okIds(outcomes: PublishOutcome[]) {
 
 const asDelivery = (hit: Hit, url: string) => ({ url, headers: hit.headers, body: hit.body });
 
-describe("QStashTransport.publish", () => {
+describe.each(senders)("QStashTransport.publish through %s", (_, http) => {
+  beforeEach(() => {
+    sender = http;
+  });
+
   it("publishes 250 messages in 3 batch requests; every job body arrives exactly", async () => {
     // No publish timeout to race on a busy machine: this test is about what arrives.
     const { endpoint, qstash, transport, workerUrl } = await setup(
@@ -280,7 +296,32 @@ describe("QStashTransport.publish", () => {
   });
 });
 
-describe("QStashTransport failures never throw", () => {
+describe.each(senders)("QStashTransport failures never throw, through %s", (_, http) => {
+  beforeEach(() => {
+    sender = http;
+  });
+
+  it("a request that gets no answer is retried under `retry`, and fails without it", async () => {
+    const answer = JSON.stringify([{ messageId: "msg_1" }]);
+    const queue = await startEndpoint({
+      "/v2/batch": (_, i) =>
+        i % 3 < 2 ? { status: 0, drop: true } : { status: 200, body: answer },
+    });
+    cleanups.push(() => queue.close());
+    const retrying = await setup(
+      {},
+      { baseUrl: queue.base, retry: { retries: 2, backoff: () => 1 } },
+    );
+    const [outcome] = await retrying.transport.publish([message()]);
+    expect(outcome).toMatchObject({ ok: true, messageId: "msg_1" });
+    expect(queue.at("/v2/batch")).toHaveLength(3);
+
+    const once = await setup({}, { baseUrl: queue.base, retry: false });
+    const [lost] = await once.transport.publish([message()]);
+    expect(lost).toMatchObject({ ok: false, error: { reason: "request" } });
+    expect(queue.at("/v2/batch")).toHaveLength(4);
+  });
+
   it("a failed batch request gives each message of that chunk ok: false; other chunks go out", async () => {
     const { endpoint, qstash, transport } = await setup(
       { "/v1/worker": ok },
@@ -357,6 +398,57 @@ describe("QStashTransport failures never throw", () => {
     expect(
       new QStashTransport({ ...base, workerUrl: "HTTPS://App.Example/v1/worker" }).workerUrl,
     ).toBe("https://app.example/v1/worker");
+  });
+});
+
+describe("nodeQStashHttp", () => {
+  it("sends the request the SDK's client sends: path, headers that matter, body", async () => {
+    const answer = JSON.stringify([{ messageId: "msg_1" }, { messageId: "msg_2" }]);
+    const queue = await startEndpoint({ "/v2/batch": () => ({ status: 200, body: answer }) });
+    cleanups.push(() => queue.close());
+    const messages = [message({ notBefore: Date.now() + 60_000 }), message()];
+    const requests = [];
+    for (const http of [undefined, nodeQStashHttp()]) {
+      const transport = new QStashTransport({
+        token: "token",
+        baseUrl: queue.base,
+        workerUrl: "http://127.0.0.1:9/v1/worker",
+        failureCallbackUrl: "http://127.0.0.1:9/v1/dead",
+        currentSigningKey: "current",
+        nextSigningKey: "next",
+        ...(http ? { http } : {}),
+      });
+      const outcomes = await transport.publish(messages);
+      expect(okIds(outcomes)).toEqual(["msg_1", "msg_2"]);
+      const [hit] = queue.hits.splice(0);
+      const { method, path, body, headers } = hit!;
+      const named = ["authorization", "content-type", "content-length"].map((h) => headers.get(h));
+      requests.push({ method, path, body, named });
+    }
+    expect(requests[1]).toEqual(requests[0]);
+    expect(requests[0]!.named[0]).toMatch(/^Bearer ./);
+  });
+
+  it("an answer that is not 2xx fails the batch with its status and body", async () => {
+    const queue = await startEndpoint({
+      "/v2/batch": () => ({ status: 429, body: "too many requests" }),
+    });
+    cleanups.push(() => queue.close());
+    sender = nodeQStashHttp();
+    const { transport } = await setup({}, { baseUrl: queue.base });
+    const [outcome] = await transport.publish([message()]);
+    expect(outcome).toMatchObject({ ok: false, error: { reason: "request", status: 429 } });
+    expect(!outcome!.ok && outcome!.error.message).toContain("too many requests");
+  });
+
+  it("aborts a request that outlives publishTimeoutMs (the connection is closed)", async () => {
+    const queue = await startEndpoint({ "/v2/batch": () => ({ status: 200, hang: true }) });
+    cleanups.push(() => queue.close());
+    sender = nodeQStashHttp();
+    const { transport } = await setup({}, { baseUrl: queue.base, publishTimeoutMs: 50 });
+    const [outcome] = await transport.publish([message()]);
+    expect(outcome).toMatchObject({ ok: false, error: { reason: "timeout" } });
+    await until(() => queue.aborted() === 1);
   });
 });
 

@@ -26,6 +26,7 @@ export {
   serverOptionsFromEnv,
 } from "./env.ts";
 export { ConfigError, StartError } from "./errors.ts";
+export { type NodeQStashHttpOptions, nodeQStashHttp } from "./qstash-http.ts";
 export { type FetchApp, type NodeServer, type ServeOptions, serve } from "./serve.ts";
 export { nodeSignals } from "./signals.ts";
 export {

@@ -25,6 +25,7 @@ import { loadPeer, MissingPeerError } from "../peer.ts";
 import { type BannerInfo, formatBanner, sampleJob } from "./banner.ts";
 import { StartError } from "./errors.ts";
 import { type HeartbeatOptions, registerServer, resolveNodeOptions } from "./nodes.ts";
+import { nodeQStashHttp } from "./qstash-http.ts";
 import { type FetchApp, serve } from "./serve.ts";
 import { nodeSignals } from "./signals.ts";
 import { openStore, type StoreTarget } from "./store.ts";
@@ -470,6 +471,8 @@ async function makeTransport(
       failureCallbackUrl,
       currentSigningKey,
       nextSigningKey,
+      // Batches over a keep-alive node:http agent: a third of fetch's CPU per request.
+      http: nodeQStashHttp(),
     });
     return {
       transport,

@@ -9,6 +9,9 @@ export {
   type FlowControlOption,
   type PublishRetry,
   type QStashDuration,
+  type QStashHttp,
+  type QStashHttpRequest,
+  type QStashHttpResponse,
   type QStashTransportOptions,
 } from "./options.ts";
 export { notBeforeSeconds } from "./publish-request.ts";

@@ -36,7 +36,7 @@ export interface FlowControlOption {
 export type PublishRetry =
   | false
   | {
-      /** @default 2 */
+      /** @default 5 (the SDK's) when `retry` is an object without it; the option's default is 2 */
       retries?: number;
       /** Wait before retry `n` (0-based), in ms. @default (n) => Math.exp(n) * 50 */
       backoff?: (retryCount: number) => number;
@@ -115,6 +115,15 @@ export interface QStashTransportOptions {
    */
   retry?: PublishRetry | undefined;
   /**
+   * Sends the `/v2/batch` requests instead of the SDK's HTTP client (which calls the global
+   * `fetch`). On Node, `nodeQStashHttp()` from `tickwork/node` (what `tickwork start` uses) sends
+   * them over a keep-alive `node:http` agent for about a third of `fetch`'s CPU per request, and
+   * aborts a request that outlives `publishTimeoutMs`. Requests, retries and errors are as with the
+   * SDK's client (see `docs/adr/0025-node-http-for-qstash-batches.md`).
+   * @default the SDK's client
+   */
+  http?: QStashHttp | undefined;
+  /**
    * Seconds of clock skew tolerated on a signature's `nbf` and `exp` when verifying.
    * @default 0 (as `Receiver`)
    */
@@ -143,7 +152,30 @@ export interface ResolvedQStashOptions {
   retry: PublishRetry;
   clockToleranceSec: number;
   now: () => number;
+  http: QStashHttp | undefined;
 }
+
+/** One POST to QStash: where, with which headers, and the body. */
+export interface QStashHttpRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Aborted when the transport gives up on the request (`publishTimeoutMs`). */
+  signal: AbortSignal;
+}
+
+/** QStash's answer: its status and body, as text. */
+export interface QStashHttpResponse {
+  status: number;
+  body: string;
+}
+
+/**
+ * Sends one request and resolves with the answer, whatever its status; rejects only when there is
+ * no answer (a network error, or `signal` aborted). The transport retries a rejection under its
+ * `retry` option and turns a non-2xx answer into a failed publish.
+ */
+export type QStashHttp = (request: QStashHttpRequest) => Promise<QStashHttpResponse>;
 
 /** QStash's production endpoint. */
 export const DEFAULT_QSTASH_URL = "https://qstash.upstash.io";
@@ -178,6 +210,7 @@ export function resolveQStashOptions(options: QStashTransportOptions): ResolvedQ
     retry: options.retry ?? { retries: 2 },
     clockToleranceSec: options.clockToleranceSec ?? 0,
     now: options.now ?? Date.now,
+    http: options.http,
   };
   if (!(resolved.responseGraceMs >= 0)) throw new RangeError("responseGraceMs must be ≥ 0");
   if (!(resolved.publishTimeoutMs > 0)) throw new RangeError("publishTimeoutMs must be positive");

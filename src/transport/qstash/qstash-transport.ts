@@ -11,6 +11,9 @@ import { deliveryToken } from "../signing.ts";
 import { BatchWire, type WireEntry } from "./batch-wire.ts";
 import { QStashPublishError } from "./errors.ts";
 import {
+  type PublishRetry,
+  type QStashHttp,
+  type QStashHttpResponse,
   type QStashTransportOptions,
   type ResolvedQStashOptions,
   resolveQStashOptions,
@@ -150,22 +153,25 @@ export class QStashTransport implements Transport {
     });
   }
 
-  /** One `/v2/batch` request, given up on (not aborted: the SDK cannot) after the timeout. */
+  /**
+   * One `/v2/batch` request, given up on after the timeout: aborted through the `http` option's
+   * signal, merely abandoned on the SDK's client (it cannot abort).
+   */
   async #batch(requests: BatchEntry[]): Promise<unknown[]> {
     const { publishTimeoutMs } = this.#options;
-    const request = this.#send(requests);
+    const abort = new AbortController();
+    const request = this.#send(requests, abort.signal);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new QStashPublishError(
-              "timeout",
-              `QStash batch request gave no answer within ${publishTimeoutMs} ms`,
-            ),
+      timer = setTimeout(() => {
+        reject(
+          new QStashPublishError(
+            "timeout",
+            `QStash batch request gave no answer within ${publishTimeoutMs} ms`,
           ),
-        publishTimeoutMs,
-      );
+        );
+        abort.abort();
+      }, publishTimeoutMs);
     });
     // If the timeout wins, a later failure of the request must not go unhandled.
     request.catch(() => {});
@@ -178,20 +184,64 @@ export class QStashTransport implements Transport {
 
   /**
    * The request `Client.batch(requests)` makes, with the body written by {@link BatchWire} and
-   * sent through the SDK's HTTP client exactly as `Client.batch` sends it (same path, headers,
-   * retries, errors and answer); `Client.batch` itself for a request the writer does not cover.
+   * sent through the `http` option, or else the SDK's HTTP client exactly as `Client.batch` sends
+   * it (same path, headers, retries, errors and answer); `Client.batch` itself for a request the
+   * writer does not cover.
    */
-  async #send(requests: BatchEntry[]): Promise<unknown[]> {
+  async #send(requests: BatchEntry[], signal: AbortSignal): Promise<unknown[]> {
     const entries = requests.map((r) => this.#wire.entry(r));
     if (!complete(entries)) return this.#client.batch(requests);
-    const response: unknown = await this.#client.http.request({
-      path: ["v2", "batch"],
-      body: JSON.stringify(entries),
-      headers: { "Content-Type": "application/json" },
-      method: "POST",
-    });
+    const body = JSON.stringify(entries);
+    const response: unknown = this.#options.http
+      ? await this.#post(this.#options.http, body, signal)
+      : await this.#client.http.request({
+          path: ["v2", "batch"],
+          body,
+          headers: { "Content-Type": "application/json" },
+          method: "POST",
+        });
     return Array.isArray(response) ? response : [response];
   }
+
+  /**
+   * POST `body` to `/v2/batch` through `http`, as the SDK's client does through `fetch`: the same
+   * headers, a rejection (no answer) retried under `retry` with its backoff, a non-2xx answer
+   * thrown as the SDK's `QstashError` with its body and status, a 2xx answer parsed as JSON.
+   */
+  async #post(http: QStashHttp, body: string, signal: AbortSignal): Promise<unknown> {
+    const { baseUrl, token } = this.#options;
+    const { attempts, backoff } = retryPlan(this.#options.retry);
+    const request = {
+      url: `${baseUrl}/v2/batch`,
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+      body,
+      signal,
+    };
+    for (let attempt = 0; ; attempt++) {
+      let answer: QStashHttpResponse;
+      try {
+        answer = await http(request);
+      } catch (error) {
+        if (attempt >= attempts || signal.aborted) throw error;
+        await new Promise((resolve) => setTimeout(resolve, backoff(attempt)));
+        continue;
+      }
+      const { status, body: text } = answer;
+      if (status < 200 || status >= 300) {
+        throw new QstashError(text.length > 0 ? text : `Error: status=${status}`, status);
+      }
+      return JSON.parse(text) as unknown;
+    }
+  }
+}
+
+/** Attempts after the first, and the wait before each, as the SDK's client reads `retry`. */
+function retryPlan(retry: PublishRetry): { attempts: number; backoff: (n: number) => number } {
+  if (retry === false) return { attempts: 0, backoff: () => 0 };
+  return {
+    attempts: retry.retries ?? 5,
+    backoff: retry.backoff ?? ((n) => Math.exp(n) * 50),
+  };
 }
 
 /** Whether every entry was written (`BatchWire.entry` answered for each). */
