@@ -5,6 +5,7 @@
  * QStash double, and the seeding helpers.
  */
 import { Redis } from "ioredis";
+import { nodeQStashHttp } from "../../src/adapter/node/qstash-http.ts";
 import type { ScheduleRecord } from "../../src/core/model.ts";
 import { createEngine, type Engine, silentLogger } from "../../src/engine/index.ts";
 import type { EngineOptions } from "../../src/engine/options.ts";
@@ -55,6 +56,8 @@ export async function benchEngine(
     failureCallbackUrl: `${origin}/v1/dead`,
     currentSigningKey: queue.currentSigningKey,
     nextSigningKey: queue.nextSigningKey,
+    // As `tickwork start` sends its batches (node:http; see docs/adr/0025-node-http-for-qstash-batches.md).
+    http: nodeQStashHttp(),
   });
   const engine = createEngine({
     logger: silentLogger,

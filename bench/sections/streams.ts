@@ -18,6 +18,7 @@
  */
 import type { Redis } from "ioredis";
 import { startTsChild, type TsChild } from "../lib/children.ts";
+import { medians } from "../lib/median.ts";
 import {
   type CommandUsage,
   commandUsage,
@@ -356,16 +357,6 @@ export async function benchStreams(
 }
 
 /** Each figure's median over the rounds. */
-function medians(all: Figures[]): Figures {
-  const out = { ...all[0]! };
-  for (const key of Object.keys(out) as (keyof Figures)[]) {
-    const sorted = all.map((f) => f[key]).sort((x, y) => x - y);
-    const mid = sorted.length >> 1;
-    out[key] = sorted.length % 2 ? sorted[mid]! : round((sorted[mid - 1]! + sorted[mid]!) / 2, 1);
-  }
-  return out;
-}
-
 function perJob(commands: Record<string, number>, n: number): Record<string, number> {
   return Object.fromEntries(
     Object.entries(commands)

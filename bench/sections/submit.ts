@@ -10,6 +10,7 @@
 import autocannon from "autocannon";
 import type { Redis } from "ioredis";
 import { startTsChild, type TsChild } from "../lib/children.ts";
+import { medians } from "../lib/median.ts";
 import { redisCpu, startRedis } from "../lib/redis.ts";
 import { BENCH_API_KEY, SUBMIT_BODY } from "../lib/settings.ts";
 
@@ -209,21 +210,42 @@ async function cpuNow(
   return { server: s, redis: r, queue: q };
 }
 
-/** Run the five contenders one after another, same load and duration each. */
+/**
+ * Run the five contenders one after another, same load and duration each: `rounds` rounds, the
+ * order reversed every other round, each figure the median over the rounds (machine noise moves
+ * one run by a third here; the median of three alternating rounds moves far less).
+ */
 export async function benchSubmit(
   quick: boolean,
   log: (line: string) => void,
 ): Promise<SubmitFigures> {
   const warmupS = 2;
   const durationS = quick ? 4 : 10;
+  const rounds = quick ? 1 : 3;
   log(
-    `submit: autocannon, ${CONNECTIONS} connections, ${warmupS} s warm-up + ${durationS} s per contender`,
+    `submit: autocannon, ${CONNECTIONS} connections, ${warmupS} s warm-up + ${durationS} s per contender; median of ${rounds} round(s), the order reversed every other round`,
   );
-  const tickwork = await runContender("tickwork", warmupS, durationS, log);
-  const ceiling = await runContender("ceiling", warmupS, durationS, log);
-  const streams = await runContender("streams", warmupS, durationS, log);
-  const direct = await runContender("direct_qstash", warmupS, durationS, log);
-  const bullmq = await runContender("bullmq", warmupS, durationS, log);
+  const order: Contender[] = ["tickwork", "ceiling", "streams", "direct_qstash", "bullmq"];
+  const runs = new Map<Contender, Run[]>(order.map((c) => [c, []]));
+  for (let round = 0; round < rounds; round++) {
+    for (const name of round % 2 === 0 ? order : [...order].reverse()) {
+      runs.get(name)!.push(await runContender(name, warmupS, durationS, log));
+    }
+  }
+  const median = (name: Contender): Run => {
+    const all = runs.get(name)!;
+    return {
+      figures: medians(all.map((r) => r.figures)),
+      cpu: medians(all.map((r) => r.cpu)),
+      info: all.at(-1)!.info,
+      queueMessages: all.at(-1)!.queueMessages,
+    };
+  };
+  const tickwork = median("tickwork");
+  const ceiling = median("ceiling");
+  const streams = median("streams");
+  const direct = median("direct_qstash");
+  const bullmq = median("bullmq");
   log(`  tickwork degradation controller after the run: ${JSON.stringify(tickwork.info)}`);
   log(`  streams store after the run: ${JSON.stringify(streams.info)}`);
   const t = tickwork.figures;
