@@ -245,3 +245,29 @@ describe("the adapters deliver under a publicUrl with a path", () => {
     expect(server.banner).toContain("delivers to https://x.com/api/tickwork/v1/worker");
   });
 });
+
+describe("an outer app's own routes next to the mounted app", () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.close();
+  });
+
+  it("a route the outer app adds after the mount, under the same prefix, still answers", async () => {
+    h = await startHarness({
+      store: new MemoryStore(),
+      handlers: testHandlers().handlers,
+      basePath: "/api/tickwork",
+      wrap: (app) =>
+        new Hono()
+          .route("/api/tickwork", app)
+          .get("/api/tickwork/custom", (c) => c.text("mine"))
+          .get("/api/tickwork/v1/jobs/:id/extra", (c) => c.text("extra")),
+    });
+    const base = `${h.origin}/api/tickwork`;
+    expect(await (await fetch(`${base}/custom`)).text()).toBe("mine");
+    expect(await (await fetch(`${base}/v1/jobs/j_1/extra`)).text()).toBe("extra");
+    // The mounted app's own 405 still holds, and an unknown path is the outer app's 404.
+    expectProblem(await call(base, "PUT", "/v1/jobs"), 405);
+    expect((await fetch(`${base}/nothing-here`)).status).toBe(404);
+  });
+});
