@@ -1,12 +1,12 @@
 /**
  * @module
- * `tick`: one `engine.ticker.tick()` dispatching 10,000 due occurrences to the QStash double (in
- * its own process), with default tick settings but a raised time budget: round trips (counting
+ * `tick`: one `engine.ticker.tick()`, in a process of its own (`servers/tick-engine.ts`),
+ * dispatching 10,000 due occurrences to the QStash double (in its own process), with default tick settings but a raised time budget: round trips (counting
  * script client), billed commands (`INFO commandstats`) and requests at the double, and where the
  * time went (Redis script time, the engine's CPU, the double's CPU).
  */
 import { startTsChild } from "../lib/children.ts";
-import { armDue, benchEngine, type QueueTarget } from "../lib/engine.ts";
+import type { QueueTarget } from "../lib/engine.ts";
 import {
   billedBetween,
   commandStats,
@@ -39,55 +39,64 @@ export interface TickFigures {
   settings: { chunk: number; publishBatch: number; budgetMs: number; horizonMs: number };
 }
 
+/** What the tick engine's process answers for one tick (bench/servers/tick-engine.ts). */
+interface TickAnswer {
+  ms: number;
+  cpu_us: number;
+  round_trips: number;
+  dispatched: number;
+  leader: boolean;
+  settings: TickFigures["settings"];
+}
+
 const OCCURRENCES = 10_000;
 const BUDGET_MS = 120_000;
 
 export async function benchTick(log: (line: string) => void): Promise<TickFigures> {
   const redis = await startRedis();
   const double = await startTsChild<QueueTarget>("servers/qstash-double.ts");
-  // The budget (default 20 s) is raised so one tick takes all 10,000 however loaded the machine
-  // is; every other tick setting is the default.
-  const bench = await benchEngine(redis.url, double.ready, { tick: { budgetMs: BUDGET_MS } });
+  // The engine ticks in a process of its own; the budget (default 20 s) is raised so one tick
+  // takes all 10,000 however loaded the machine is; every other tick setting is the default.
+  const child = await startTsChild<unknown>("servers/tick-engine.ts", [], {
+    REDIS_URL: redis.url,
+    QSTASH_URL: double.ready.url,
+    QSTASH_TOKEN: double.ready.token,
+    QSTASH_CURRENT_SIGNING_KEY: double.ready.currentSigningKey,
+    QSTASH_NEXT_SIGNING_KEY: double.ready.nextSigningKey,
+    TICK_BUDGET_MS: String(BUDGET_MS),
+  });
   try {
-    const { engine, store, counter } = bench;
     // One occurrence each, 40 s ahead: inside the default 65 s look-ahead, so the tick
     // dispatches it now with notBefore = fireAt (the double holds it until then).
-    const startAt = (await store.now()) + 40_000;
-    await armDue(engine, "due-", OCCURRENCES, startAt);
+    await child.request("arm", { count: OCCURRENCES, aheadMs: 40_000 });
     const q0 = await double.request<{ publishRequests: number }>("counters");
     const c0 = await commandStats(redis.admin);
-    const rt0 = counter.roundTrips;
     const us0 = await scriptUsec(redis.admin);
-    const cpu0 = process.cpuUsage();
     const q0cpu = await double.request<number>("cpu");
-    const t0 = performance.now();
-    const result = await engine.ticker.tick();
-    const ms = performance.now() - t0;
-    const cpu = process.cpuUsage(cpu0);
+    const tick = await child.request<TickAnswer>("tick");
     const queueCpuMs = ((await double.request<number>("cpu")) - q0cpu) / 1000;
     const redisMs = ((await scriptUsec(redis.admin)) - us0) / 1000;
-    const roundTrips = counter.roundTrips - rt0;
     const c1 = await commandStats(redis.admin);
     const q1 = await double.request<{ publishRequests: number; messages: number }>("counters");
-    if (!result.leader || result.dispatched !== OCCURRENCES) {
-      throw new Error(`tick: expected ${OCCURRENCES} dispatched, got ${JSON.stringify(result)}`);
+    if (!tick.leader || tick.dispatched !== OCCURRENCES) {
+      throw new Error(`tick: expected ${OCCURRENCES} dispatched, got ${JSON.stringify(tick)}`);
     }
     if (q1.messages !== OCCURRENCES) {
       throw new Error(`tick: the QStash double holds ${q1.messages} messages, not ${OCCURRENCES}`);
     }
-    const t = engine.options.tick;
+    const { ms, cpu_us: cpuUs, round_trips: roundTrips } = tick;
+    const t = tick.settings;
     const figures: TickFigures = {
-      occurrences: result.dispatched,
+      occurrences: tick.dispatched,
       ms: Math.round(ms),
       redis_round_trips: roundTrips,
       billed_commands: billedBetween(c0, c1),
       queue_requests: q1.publishRequests - q0.publishRequests,
       schedules: OCCURRENCES,
       redis_ms: Math.round(redisMs),
-      engine_cpu_ms: Math.round((cpu.user + cpu.system) / 1000),
-      engine_cpu_us_per_occurrence:
-        Math.round(((cpu.user + cpu.system) / result.dispatched) * 10) / 10,
-      billed_per_occurrence: Math.round((billedBetween(c0, c1) / result.dispatched) * 100) / 100,
+      engine_cpu_ms: Math.round(cpuUs / 1000),
+      engine_cpu_us_per_occurrence: Math.round((cpuUs / tick.dispatched) * 10) / 10,
+      billed_per_occurrence: Math.round((billedBetween(c0, c1) / tick.dispatched) * 100) / 100,
       queue_cpu_ms: Math.round(queueCpuMs),
       commands: commandsBetween(c0, c1),
       settings: {
@@ -105,7 +114,7 @@ export async function benchTick(log: (line: string) => void): Promise<TickFigure
     );
     return figures;
   } finally {
-    bench.close();
+    await child.stop();
     await double.stop();
     await redis.stop();
   }
