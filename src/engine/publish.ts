@@ -120,12 +120,17 @@ export class PublishCoalescer {
   readonly #running = new Set<Promise<void>>();
   /** A flush that ended in a batch of fewer than `batch` messages is under way. */
   #partial = false;
+  /** The linger timer of the next flush, while one is set. */
+  #timer: ReturnType<typeof setTimeout> | undefined;
 
   /**
    * @param hold while a flush that ended in a partial batch is under way, hold further messages
    * until it settles or a full batch is waiting (then that goes out at once): under load, fewer
    * and fuller queue requests, at the cost of up to one request's time before a message is
    * published. For {@link send} (nobody waits); it would delay every {@link publish} caller.
+   * @param lingerMs how long the first message handed over waits for others before a flush
+   * (`0`: until the current burst of I/O callbacks is done). A full batch and
+   * {@link settled} flush at once.
    */
   constructor(
     private readonly transport: Transport,
@@ -133,6 +138,7 @@ export class PublishCoalescer {
     private readonly logger: Logger,
     private readonly hold = false,
     private readonly store?: PublishStore,
+    private readonly lingerMs = 0,
   ) {}
 
   publish(message: OutboxMessage): Promise<boolean> {
@@ -157,12 +163,17 @@ export class PublishCoalescer {
     if (this.#waiting.length >= this.batch) this.#flush();
     else if (!this.#scheduled) {
       this.#scheduled = true;
-      later(() => this.#flush());
+      if (this.lingerMs > 0) this.#timer = setTimeout(() => this.#flush(), this.lingerMs);
+      else later(() => this.#flush());
     }
   }
 
   #flush(): void {
     this.#scheduled = false;
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
     if (this.#waiting.length === 0) return;
     // Held: the partial flush under way flushes these when it settles.
     if (this.#partial && this.#waiting.length < this.batch) return;

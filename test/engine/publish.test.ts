@@ -10,6 +10,7 @@ import { createEngine, type Logger, silentLogger } from "../../src/engine/index.
 import { PublishCoalescer } from "../../src/engine/publish.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import type { PublishOutcome, Transport } from "../../src/transport/port.ts";
+import { until } from "../http/harness.ts";
 
 /** A transport whose requests stay open until the test lets them go. */
 class ManualTransport implements Transport {
@@ -137,6 +138,37 @@ describe("PublishCoalescer", () => {
     await settled;
   });
 
+  it("with a linger, messages of separate turns wait for one request; settled() and a full batch do not wait", async () => {
+    const transport = new ManualTransport();
+    // A linger no test outlives: what goes out below is flushed by settled() or a full batch.
+    const coalescer = new PublishCoalescer(transport, 10, silentLogger, true, undefined, 600_000);
+    coalescer.send(message("a"));
+    await turn();
+    coalescer.send(message("b"));
+    await turn();
+    coalescer.send(message("c"));
+    await turn();
+    expect(transport.requests).toHaveLength(0); // without a linger, "a" went out after one turn
+    const settled = coalescer.settled();
+    expect(transport.requests.map((r) => r.ids)).toEqual([["a", "b", "c"]]);
+    transport.releaseAll();
+    await settled;
+    for (const id of "defghijklm") coalescer.send(message(id));
+    expect(transport.requests.map((r) => r.ids.length)).toEqual([10]);
+    transport.releaseAll();
+    await coalescer.settled();
+  });
+
+  it("with a linger, the message goes out once it has passed", async () => {
+    const transport = new ManualTransport();
+    const coalescer = new PublishCoalescer(transport, 10, silentLogger, true, undefined, 20);
+    const accepted = coalescer.publish(message("a"));
+    await until(() => transport.requests.length > 0);
+    expect(transport.requests.map((r) => r.ids)).toEqual([["a"]]);
+    transport.releaseAll();
+    expect(await accepted).toBe(true);
+  });
+
   it("logs a failed request, answers false, and never rejects", async () => {
     const transport = new ManualTransport();
     const logger = recordingLogger();
@@ -184,8 +216,8 @@ describe("broker with backgroundPublish", () => {
       engine.broker.submit({ handler: "echo", input: 2 }),
     ]);
     expect(submitted.map((s) => s.job.status)).toEqual(["queued", "queued"]);
-    await turn();
-    // Both publishes went out together, and neither submit waited for it.
+    // Once the linger has passed: both publishes went out together, and neither submit waited.
+    await until(() => transport.requests.length > 0);
     expect(transport.requests.map((r) => r.ids)).toEqual([submitted.map((s) => s.job.id)]);
     let done = false;
     const settled = engine.broker.settled().then(() => {
@@ -231,7 +263,7 @@ describe("broker with backgroundPublish", () => {
       backgroundPublish: true,
     });
     await engine.broker.submit({ handler: "echo" });
-    await turn();
+    await until(() => transport.requests.length > 0);
     transport.requests[0]!.fail(new Error("queue down"));
     await engine.broker.settled();
     expect(logger.warnings).toEqual(["publish batch failed"]);
