@@ -45,6 +45,8 @@ export interface GeneratedScript {
    * function library defines the part before once (see `functionLibrary` in `script.ts`).
    */
   bodyStart: number;
+  /** It calls only commands that never write (see {@link readsOnly}): a `no-writes` function. */
+  readOnly: boolean;
   file: string;
   /**
    * `source` as parts, in order: a string is text of the script itself, a number the index of a
@@ -196,6 +198,31 @@ function shake(lines: Line[]): Line[] {
   return out.filter((_, i) => owner[i] === -1 || !dead.has(owner[i]!));
 }
 
+/** Commands that never write. */
+const READ_COMMANDS = new Set(
+  [
+    "EXISTS GET MGET STRLEN TYPE TTL PTTL TIME HGET HMGET HGETALL HEXISTS HLEN HKEYS HVALS HSCAN",
+    "ZCARD ZCOUNT ZRANGE ZRANGEBYSCORE ZREVRANGE ZREVRANGEBYSCORE ZRANK ZREVRANK ZSCORE ZMSCORE",
+    "ZSCAN LINDEX LLEN LRANGE SCARD SISMEMBER SMEMBERS SSCAN XLEN XRANGE XREVRANGE XPENDING",
+  ]
+    .join(" ")
+    .split(" "),
+);
+
+/**
+ * Whether every `redis.call`/`redis.pcall` in `source` names, as a literal, a command of
+ * {@link READ_COMMANDS}. A call with a computed command name counts as a write. Such a script is
+ * registered with the `no-writes` flag, so Redis runs it when over `maxmemory` (an unflagged
+ * function is refused there) and would refuse any write it tried.
+ */
+export function readsOnly(source: string): boolean {
+  for (const [, first] of source.matchAll(/redis\.p?call\(\s*([^,)]*)/g)) {
+    const literal = /^'([A-Za-z]+)'$/.exec(first!.trim());
+    if (!literal || !READ_COMMANDS.has(literal[1]!.toUpperCase())) return false;
+  }
+  return true;
+}
+
 /** Checks a script's header and that it uses no key beyond `numberOfKeys`. */
 function validate(file: string, raw: string, source: string, numberOfKeys: number): void {
   const header = /^--\[\[([\s\S]*?)\]\]/.exec(raw)?.[1];
@@ -255,7 +282,11 @@ export function buildModule(): GeneratedModule {
       if (known !== undefined && known !== run.text) literal.add(run.origin);
       else shared.set(run.origin, run.text);
     }
-    expanded.push({ lines: kept, script: { name, numberOfKeys, source, sha1, bodyStart, file } });
+    const readOnly = readsOnly(source);
+    expanded.push({
+      lines: kept,
+      script: { name, numberOfKeys, source, sha1, bodyStart, readOnly, file },
+    });
   }
 
   const keys = [...shared.keys()].filter((key) => !literal.has(key)).sort(byInclude);
@@ -370,6 +401,7 @@ export function generate(): string {
       `  numberOfKeys: ${s.numberOfKeys},`,
       `  sha1: ${JSON.stringify(s.sha1)},`,
       `  bodyStart: ${s.bodyStart},`,
+      ...(s.readOnly ? ["  readOnly: true,"] : []),
       "  source: /* @__PURE__ */ assemble([",
       ...items,
       "  ]),",

@@ -80,6 +80,41 @@ describe("on Redis 7: FCALL", () => {
   });
 });
 
+describe("over maxmemory (noeviction)", () => {
+  it("a read-only script still runs as a function; one that writes is refused", async () => {
+    expect(scripts.getJob.readOnly).toBe(true);
+    expect(scripts.submitJob.readOnly).toBeUndefined();
+    const server = await startRedisServer(20_000, ["--maxmemory-policy", "noeviction"]);
+    const redis = new Redis(server.url);
+    try {
+      const client = fromIoredis(redis);
+      // Loaded while there is room; then every byte is over the limit.
+      for (const script of [scripts.getJob, scripts.now]) {
+        await redis.function("LOAD", "REPLACE", functionLibrary(script));
+      }
+      await redis.config("SET", "maxmemory", "1");
+      const before = await commandsExecuted(redis);
+      expect(await safeEval(client, scripts.getJob, ["tw"], ["nope"])).toBeNull();
+      expect(await callsSince(redis, before)).toMatchObject({ fcall: 1 });
+      // A function that may write is refused as a whole, as Redis refuses any unflagged one.
+      const writer: LuaScript = {
+        name: "writer",
+        numberOfKeys: 1,
+        source: "redis.call('SET', KEYS[1], 'x')\nreturn 1\n",
+        sha1: "0".repeat(40),
+        bodyStart: 0,
+      };
+      await redis.config("SET", "maxmemory", "0");
+      await redis.function("LOAD", "REPLACE", functionLibrary(writer));
+      await redis.config("SET", "maxmemory", "1");
+      await expect(safeEval(client, writer, ["k"], [])).rejects.toThrow(/OOM/);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+});
+
 describe("without functions", () => {
   it("a server without FCALL: EVALSHA, and the client stops trying FCALL", async () => {
     const server = await startRedisServer(20_000, ["--rename-command", "FCALL", ""]);

@@ -20,6 +20,8 @@ export interface LuaScript {
    * uses (definitions only); from it on, what runs per call.
    */
   readonly bodyStart: number;
+  /** It never writes: its function is registered `no-writes` (runs over `maxmemory`). */
+  readonly readOnly?: boolean;
 }
 
 /**
@@ -80,9 +82,13 @@ export function fromIoredis(client: IoredisScripting): ScriptClient {
   return adapted;
 }
 
-/** The name of `script`'s function, and of its library: one per source. */
+/**
+ * The name of `script`'s function, and of its library: one per source (`_r` for a read-only
+ * one, registered `no-writes`, so a server holding it unflagged from an earlier version loads it
+ * anew).
+ */
 export function functionName(script: LuaScript): string {
-  return `tickwork_${script.name}_${script.sha1}`;
+  return `tickwork_${script.name}_${script.sha1}${script.readOnly ? "_r" : ""}`;
 }
 
 /**
@@ -96,10 +102,11 @@ export function functionLibrary(script: LuaScript): string {
     `#!lua name=${name}`,
     "local KEYS, ARGV",
     script.source.slice(0, script.bodyStart),
-    `redis.register_function('${name}', function(keys, argv)`,
+    `redis.register_function{function_name='${name}', callback=function(keys, argv)`,
     "KEYS, ARGV = keys, argv",
     script.source.slice(script.bodyStart),
-    "end)",
+    // A script that never writes still runs over `maxmemory` (Redis refuses an unflagged one).
+    script.readOnly ? "end, flags={'no-writes'}}" : "end}",
     "",
   ].join("\n");
 }

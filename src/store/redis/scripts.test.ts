@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import { buildScripts, generate, outputFile } from "../../../scripts/gen-lua.ts";
+import { buildScripts, generate, outputFile, readsOnly } from "../../../scripts/gen-lua.ts";
 import { HISTOGRAM_BOUNDS_MS } from "../port.ts";
 import { luaJson } from "./codec.ts";
 import { ErrorCode } from "./errors.ts";
@@ -73,6 +73,25 @@ return { jobKey(KEYS[1], ARGV[1]), scheduleKey(KEYS[1], ARGV[1]), scheduleRunnin
   it("bucket histograms by the port's HISTOGRAM_BOUNDS_MS", async () => {
     const bounds = await redis.eval(`${includeSource("metrics")}\nreturn HISTOGRAM_BOUNDS`, 0);
     expect(bounds).toEqual([...HISTOGRAM_BOUNDS_MS]);
+  });
+
+  it("are read-only (a no-writes function) only when every call names a command that never writes", () => {
+    expect(readsOnly("return redis.call('HGETALL', KEYS[1])")).toBe(true);
+    expect(
+      readsOnly("local t = redis.call( 'time' )\nreturn redis.call('ZRANGE', KEYS[1], 0, -1)"),
+    ).toBe(true);
+    expect(readsOnly("redis.call('HGET', KEYS[1], 'a')\nredis.call('HSET', KEYS[1], 'a', 1)")).toBe(
+      false,
+    );
+    expect(readsOnly("return redis.pcall('DEL', KEYS[1])")).toBe(false);
+    // A computed command name may be anything.
+    expect(readsOnly("local cmd = 'ZREM'\nreturn redis.call(cmd, KEYS[1], 'm')")).toBe(false);
+    expect(readsOnly('return redis.call("GET", KEYS[1])')).toBe(false);
+    const flagged = Object.values(scripts)
+      .filter((s) => (s as LuaScript).readOnly)
+      .map((s) => s.name);
+    expect(flagged).toEqual(expect.arrayContaining(["getJob", "getSchedule", "readLogs", "now"]));
+    expect(flagged).not.toContain("submitJob");
   });
 
   it("report the error codes of the ErrorCode enum", async () => {
