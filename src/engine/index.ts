@@ -21,10 +21,11 @@ export interface EngineConfig<H extends Handlers = Handlers> extends EngineOptio
   /**
    * For long-lived processes (a Node server): answer a submit as soon as the store has written
    * it, and publish in the background. Publishes of concurrent submits still share queue
-   * requests, and a message waits up to 10 ms for others to share its request; a failed one is logged and leaves the job in the outbox for the tick's recover
-   * step, as when the submit waits. Await `engine.broker.settled()` before the process exits.
-   * Not for platforms that freeze a function once it has answered (Vercel, Lambda): there pass
-   * `defer` (`waitUntil`), or leave this off. Ignored with `defer`.
+   * requests, and a message waits up to 10 ms for others to share its request; a failed one is
+   * logged and leaves the job in the outbox for the tick's recover step, as when the submit waits.
+   * Await `engine.broker.settled()` before the process exits. Not for platforms that freeze a
+   * function once it has answered (Vercel, Lambda): there pass `defer` (`waitUntil`), or leave
+   * this off. Ignored with `defer`.
    * @default false
    */
   backgroundPublish?: boolean | undefined;

@@ -2,8 +2,8 @@
  * @module
  * `nodeQStashHttp`: the QStash transport's batch requests over `node:http`/`node:https` with a
  * keep-alive agent, for Node servers (`tickwork start` uses it). The global `fetch` of Node 20
- * costs about three times the CPU per request (measured in `docs/adr/0025-node-http-for-qstash-batches.md`); on a busy
- * submit server that is a large share of each job's cost.
+ * costs about three times the CPU per request (docs/adr/0025-node-http-for-qstash-batches.md); on
+ * a busy submit server that is a large share of each job's cost.
  */
 import http from "node:http";
 import https from "node:https";

@@ -35,7 +35,8 @@ interface Pending {
  *
  * `publish` sends the messages in `/v2/batch` requests of at most `batchSize` (one HTTP request
  * each), every message to `workerUrl` with body `JSON.stringify(message.job)`,
- * `Upstash-Deduplication-Id: message.dedupId`, `Upstash-Not-Before` (the whole second it falls in; the runner waits out the rest),
+ * `Upstash-Deduplication-Id: message.dedupId`, `Upstash-Not-Before` (the whole second it falls
+ * in; the runner waits out the rest),
  * `Upstash-Retries: job.retries`, `Upstash-Timeout` from `job.timeoutMs`, the failure callback
  * and, per handler, flow control. It never throws: a request that fails or times out gives every
  * message in it `ok: false`; an entry QStash refuses gives that message `ok: false`. The request
@@ -46,7 +47,8 @@ interface Pending {
  *
  * The SDK reads no environment here: credentials and the base URL are passed explicitly and its
  * dev mode (`QSTASH_DEV`) is switched off. It takes no custom `fetch` (it always calls the global
- * one), so there is no `fetch` option; count requests at the server, or wrap `globalThis.fetch`.
+ * one); the `http` option sends the batch requests instead of it (on Node, `nodeQStashHttp` from
+ * `tickwork/node`, as `tickwork start` does: docs/adr/0025-node-http-for-qstash-batches.md).
  *
  * @example
  * const transport = new QStashTransport({
