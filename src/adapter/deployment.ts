@@ -11,11 +11,18 @@
  * No Node modules: Workers run this too.
  */
 
-import { type Config, ConfigValidationError, hasKeys, parseConfig } from "../config/index.ts";
+import {
+  type Config,
+  ConfigValidationError,
+  hasKeys,
+  parseConfig,
+  type RetentionConfig,
+} from "../config/index.ts";
 import { TickworkConfigError } from "../core/errors.ts";
 import { type EngineOptions, lookAheadFor } from "../engine/options.ts";
 import { type AppOptions, normalizeBasePath, type Platform } from "../http/options.ts";
 import { normalizeRoles, parseRoles, type Role, type RouteSet, routeSet } from "../http/roles.ts";
+import type { StoreRetention } from "../store/port.ts";
 
 /** The settings every platform has; each names the environment variable it usually comes from. */
 export interface DeploymentSettings {
@@ -116,6 +123,8 @@ export interface Deployment {
   engine: EngineOptions;
   /** Spread into `createApp` with the engine. */
   app: Omit<AppOptions, "engine">;
+  /** The store's retention from `config.retention` (the store's defaults where left out). */
+  retention: Partial<StoreRetention> | undefined;
 }
 
 /** A {@link Deployment} whose public URL is known. */
@@ -216,7 +225,23 @@ export function resolveDeployment(settings: DeploymentSettings): Deployment {
     keyed,
     engine,
     app,
+    retention: storeRetention(config?.retention),
   };
+}
+
+/** `config.retention` as the stores take it: the settings it names, no others. */
+function storeRetention(
+  retention: RetentionConfig | undefined,
+): Partial<StoreRetention> | undefined {
+  if (!retention) return undefined;
+  const out: Partial<StoreRetention> = {};
+  if (retention.jobMs !== undefined) out.jobMs = retention.jobMs;
+  if (retention.idempotencyMs !== undefined) out.idempotencyMs = retention.idempotencyMs;
+  if (retention.maxFinishedJobs !== undefined) out.maxFinishedJobs = retention.maxFinishedJobs;
+  if (retention.maxRunsPerSchedule !== undefined) {
+    out.maxRunsPerSchedule = retention.maxRunsPerSchedule;
+  }
+  return out;
 }
 
 /**

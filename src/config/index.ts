@@ -24,6 +24,7 @@ export {
   type DegradationConfig,
   type Manifest,
   type QuotaLimits,
+  type RetentionConfig,
   type TenantConfig,
 } from "./schema.ts";
 export {

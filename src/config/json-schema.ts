@@ -21,7 +21,8 @@ export function configJsonSchemaText(): string {
     $schema: schema.$schema,
     title: "tickwork configuration",
     description:
-      "Tenants with hashed API keys, scopes and manifests; CORS; the degradation controller. " +
+      "Tenants with hashed API keys, scopes and manifests; CORS; the degradation controller; " +
+      "what the store retains. " +
       "Pass it to defineConfig() or name the file with TICKWORK_CONFIG.",
     ...Object.fromEntries(Object.entries(schema).filter(([key]) => key !== "$schema")),
   };

@@ -164,6 +164,31 @@ export const degradationSchema = z.union([
     .strict(),
 ]);
 
+/** Ten years in ms: the longest a retention may be (far past any use; safe in Redis's arithmetic). */
+const MAX_RETENTION_MS = 10 * 365 * 24 * 60 * 60 * 1000;
+/** The most finished jobs or runs a cap may name. */
+const MAX_RETENTION_COUNT = 1_000_000_000;
+
+/** What the store keeps (`StoreRetention`); each left out keeps its default. */
+export const retentionSchema = z
+  .object({
+    jobMs: z.number().int().min(1).max(MAX_RETENTION_MS).optional().meta({
+      description: "How long a finished job record is kept, in ms. Default: 7 days.",
+    }),
+    idempotencyMs: z.number().int().min(1).max(MAX_RETENTION_MS).optional().meta({
+      description: "How long an idempotency key replays its job, in ms. Default: 24 hours.",
+    }),
+    maxFinishedJobs: z.number().int().min(0).max(MAX_RETENTION_COUNT).optional().meta({
+      description:
+        "At most this many finished jobs are kept, deployment-wide (the oldest go first); 0: no cap. Default: 50000.",
+    }),
+    maxRunsPerSchedule: z.number().int().min(0).max(MAX_RETENTION_COUNT).optional().meta({
+      description:
+        "At most this many finished runs are kept per schedule; 0: no cap. Default: 100.",
+    }),
+  })
+  .strict();
+
 /** The whole configuration (`defineConfig`, or the JSON file named by `TICKWORK_CONFIG`). */
 export const configSchema = z
   .object({
@@ -176,6 +201,10 @@ export const configSchema = z
     }),
     degradation: degradationSchema.optional().meta({
       description: "The degradation controller (false turns it off). Absent: the defaults.",
+    }),
+    retention: retentionSchema.optional().meta({
+      description:
+        "What the store keeps: finished jobs, runs per schedule, idempotency keys. Absent: the defaults.",
     }),
     webhooks: webhooksSchema.optional().meta({
       description:
@@ -242,5 +271,6 @@ export type ApiKeyConfig = z.infer<typeof apiKeySchema>;
 export type TenantConfig = z.infer<typeof tenantSchema>;
 export type CorsConfig = z.infer<typeof corsSchema>;
 export type DegradationConfig = z.infer<typeof degradationSchema>;
-/** The configuration: tenants, CORS, degradation. */
+export type RetentionConfig = z.infer<typeof retentionSchema>;
+/** The configuration: tenants, CORS, degradation, retention, webhooks. */
 export type Config = z.infer<typeof configSchema>;

@@ -109,6 +109,29 @@ describe("defineConfig and parseConfig", () => {
     expect(() => defineConfig({ tenants: [{ id: "a", keys: [] }] })).toThrow(ConfigValidationError);
   });
 
+  it("retention: whole numbers in range, nothing else", () => {
+    const ok = { jobMs: 86_400_000, idempotencyMs: 1, maxFinishedJobs: 0, maxRunsPerSchedule: 10 };
+    expect(parseConfig({ retention: ok }).retention).toEqual(ok);
+    expect(parseConfig({ retention: {} }).retention).toEqual({});
+    const paths = (retention: unknown) => {
+      try {
+        parseConfig({ retention });
+      } catch (e) {
+        return [...new Set((e as ConfigValidationError).issues.map((i) => i.path))];
+      }
+      return [];
+    };
+    // Numeric extremes, fractions, text, negatives, an unknown name, an inherited one.
+    expect(paths({ jobMs: 1e300 })).toEqual(["retention.jobMs"]);
+    expect(paths({ idempotencyMs: 0 })).toEqual(["retention.idempotencyMs"]);
+    expect(paths({ maxFinishedJobs: 1.5 })).toEqual(["retention.maxFinishedJobs"]);
+    expect(paths({ maxRunsPerSchedule: -1 })).toEqual(["retention.maxRunsPerSchedule"]);
+    expect(paths({ jobMs: "7d" })).toEqual(["retention.jobMs"]);
+    expect(paths({ keepForever: true })).toEqual(["retention"]);
+    expect(paths(JSON.parse('{"__proto__": {"jobMs": 1}}'))).not.toEqual([]);
+    expect(paths([1])).toEqual(["retention"]);
+  });
+
   it("the README's example configuration is valid (its hash filled in)", () => {
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
     const section = readme.slice(readme.indexOf("## Security & admission control"));

@@ -158,6 +158,7 @@ export function createTickwork(config: TickworkConfig): Tickwork {
   const store = new RedisStore({
     client: config.redis,
     ...(config.prefix ? { prefix: config.prefix } : {}),
+    ...(deployment.retention ? { retention: deployment.retention } : {}),
   });
   const transport = config.qstash
     ? new QStashTransport({ ...config.qstash, ...(deployment.delivery as DeliveryUrls) })

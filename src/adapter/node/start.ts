@@ -264,7 +264,11 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     logger,
   };
 
-  const target = storeTarget(options, queue);
+  const target: StoreTarget = {
+    ...storeTarget(options, queue),
+    // What the store keeps, from `config.retention`.
+    ...(deployment.retention ? { retention: deployment.retention } : {}),
+  };
   const { store, close: closeStore, redis } = await openStore(target, logger);
   // Undone in reverse order at shutdown (or when the start fails half-way).
   const cleanups: Array<() => unknown> = [closeStore, () => store.close?.()];

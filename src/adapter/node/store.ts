@@ -19,17 +19,14 @@ import { StartError } from "./errors.ts";
 import { connectIoredis } from "./ioredis.ts";
 
 /** Where state lives. */
-export type StoreTarget =
+export type StoreTarget = (
   | { kind: "memory" }
-  | {
-      kind: "redis";
-      url: string;
-      prefix: string;
-      dispatch?: "outbox" | "streams";
-      /** What finished jobs and runs are kept (the store's defaults where left out). */
-      retention?: Partial<StoreRetention>;
-    }
-  | { kind: "upstash"; url: string; token: string; prefix: string };
+  | { kind: "redis"; url: string; prefix: string; dispatch?: "outbox" | "streams" }
+  | { kind: "upstash"; url: string; token: string; prefix: string }
+) & {
+  /** What finished jobs, runs and idempotency keys are kept (the store's defaults where left out). */
+  retention?: Partial<StoreRetention>;
+};
 
 /** An open store, and how to let go of its connection. */
 export interface OpenStore {
@@ -51,7 +48,10 @@ const CHECK_TIMEOUT_MS = 5_000;
  * const { store, close } = await openStore({ kind: "redis", url: "redis://127.0.0.1:6379", prefix: "tw" }, logger);
  */
 export async function openStore(target: StoreTarget, logger: Logger): Promise<OpenStore> {
-  if (target.kind === "memory") return { store: new MemoryStore(), close: async () => {} };
+  if (target.kind === "memory") {
+    const retention = target.retention ? { retention: target.retention } : {};
+    return { store: new MemoryStore(retention), close: async () => {} };
+  }
   if (target.kind === "upstash") return openUpstash(target);
   return openIoredis(target, logger);
 }
@@ -61,6 +61,7 @@ async function openUpstash(target: {
   url: string;
   token: string;
   prefix: string;
+  retention?: Partial<StoreRetention>;
 }): Promise<OpenStore> {
   // Loaded only when asked for, like ioredis.
   const { Redis } = await loadPeer(
@@ -92,7 +93,11 @@ async function openUpstash(target: {
   } finally {
     clearTimeout(timer);
   }
-  const store = new RedisStore({ client: client(), prefix: target.prefix });
+  const store = new RedisStore({
+    client: client(),
+    prefix: target.prefix,
+    ...(target.retention ? { retention: target.retention } : {}),
+  });
   return { store, close: async () => {} };
 }
 

@@ -112,6 +112,7 @@ function buildApp(env: Env, { handlers, basePath }: VercelAppOptions): Hono<AppE
     store: new RedisStore({
       client: new Redis({ url: store.url, token: store.token }),
       ...(env.TICKWORK_PREFIX ? { prefix: env.TICKWORK_PREFIX } : {}),
+      ...(deployment.retention ? { retention: deployment.retention } : {}),
     }),
     transport: new QStashTransport({ ...qstash, ...deployment.delivery }),
     handlers,
