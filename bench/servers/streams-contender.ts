@@ -71,8 +71,13 @@ function sleep(ms: number): Promise<void> {
 }
 
 async function streamsContender(url: string): Promise<Contender> {
-  // Connected as `tickwork start` connects (auto-pipelining included).
-  const { redis } = await connectIoredis({ url, purpose: "REDIS_URL", maxRetriesPerRequest: 2 });
+  // Connected as `tickwork start` connects on Redis Streams (no auto-pipelining).
+  const { redis } = await connectIoredis({
+    url,
+    purpose: "REDIS_URL",
+    maxRetriesPerRequest: 2,
+    autoPipelining: false,
+  });
   const store = new RedisStore({ client: fromIoredis(redis), prefix: PREFIX, dispatch: "streams" });
   const streams = new RedisStreams({ redis, prefix: PREFIX });
   const engine = createEngine({

@@ -57,9 +57,17 @@ const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
 let info: () => Promise<unknown> = async () => ({});
 
-/** A connection as `tickwork start` opens one (`connectIoredis`: auto-pipelining included). */
-async function startConnection(url: string): Promise<Redis> {
-  const { redis } = await connectIoredis({ url, purpose: "REDIS_URL", maxRetriesPerRequest: 2 });
+/**
+ * A connection as `tickwork start` opens one (`connectIoredis`): auto-pipelined for QStash, not
+ * on Redis Streams.
+ */
+async function startConnection(url: string, autoPipelining: boolean): Promise<Redis> {
+  const { redis } = await connectIoredis({
+    url,
+    purpose: "REDIS_URL",
+    maxRetriesPerRequest: 2,
+    autoPipelining,
+  });
   return redis;
 }
 
@@ -77,7 +85,7 @@ function qstashEnv() {
 
 if (kind === "tickwork") {
   const { url: qstashUrl, token, currentSigningKey, nextSigningKey } = qstashEnv();
-  const store = new RedisStore({ client: fromIoredis(await startConnection(redisUrl)) });
+  const store = new RedisStore({ client: fromIoredis(await startConnection(redisUrl, true)) });
   const transport = new QStashTransport({
     token,
     baseUrl: qstashUrl,
@@ -90,7 +98,7 @@ if (kind === "tickwork") {
   });
   serveTickwork(store, transport);
 } else if (kind === "streams") {
-  const redis = await startConnection(redisUrl);
+  const redis = await startConnection(redisUrl, false);
   const prefix = "bench";
   const store = new RedisStore({ client: fromIoredis(redis), prefix, dispatch: "streams" });
   serveTickwork(store, new RedisStreams({ redis, prefix }));
