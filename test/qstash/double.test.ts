@@ -106,6 +106,32 @@ describe("QStash double: publishing with the real Client", () => {
     expect(endpoint.hits.map((h) => h.body)).toEqual(["x"]);
   });
 
+  it("a raw batch entry's headers: names case-insensitive, values trimmed, a bad name or a CR/LF refused", async () => {
+    const { endpoint, qstash } = await setup({ "/a": ok });
+    const destination = `${endpoint.base}/a`;
+    const raw = await fetch(`${qstash.url}/v2/batch`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${qstash.token}`, "Content-Type": "application/json" },
+      body: JSON.stringify([
+        {
+          destination,
+          headers: { "Upstash-Forward-X-Tag": "  one ", "UPSTASH-RETRIES": "0" },
+          body: "ok",
+        },
+        { destination, headers: { "bad name": "x" }, body: "no" },
+        { destination, headers: { "Upstash-Forward-X-Tag": "a\r\nb" }, body: "no" },
+      ]),
+    });
+    const res = (await raw.json()) as Record<string, unknown>[];
+    expect(res[0]).toMatchObject({ messageId: expect.any(String) });
+    expect(res[1]).toEqual({ error: expect.stringContaining("header name") });
+    expect(res[2]).toEqual({ error: expect.stringContaining("X-Tag") });
+    await qstash.idle();
+    expect(endpoint.hits.map((h) => h.body)).toEqual(["ok"]);
+    expect(endpoint.hits[0]!.headers.get("x-tag")).toBe("one");
+    expect(qstash.messages()[0]).toMatchObject({ maxRetries: 0 });
+  });
+
   it("deduplicates by Upstash-Deduplication-Id: 202 with the first messageId, delivered once", async () => {
     const { endpoint, qstash, client } = await setup({ "/hook": ok });
     const url = `${endpoint.base}/hook`;

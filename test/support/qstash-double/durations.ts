@@ -16,9 +16,16 @@ const UNIT_MS: Record<string, number> = {
   d: 86_400_000,
 };
 
+/** Header durations already read (publishers repeat the same few, such as `Upstash-Timeout`). */
+const headerDurations = new Map<string, number | undefined>();
+
 /** `"1d10h30m"` → ms, with units `s m h d`; a bare integer counts as seconds. */
 export function parseHeaderDuration(text: string): number | undefined {
-  return parseDuration(text.trim(), /^(?:\d+[smhd])+$/, /(\d+)([smhd])/g);
+  if (headerDurations.has(text)) return headerDurations.get(text);
+  const ms = parseDuration(text.trim(), /^(?:\d+[smhd])+$/, /(\d+)([smhd])/g);
+  if (headerDurations.size >= 1_000) headerDurations.clear();
+  headerDurations.set(text, ms);
+  return ms;
 }
 
 /** Max wait a destination may ask for; longer asks fall back to the backoff. */

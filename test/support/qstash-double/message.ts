@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { parseHeaderDuration } from "./durations.ts";
+import type { HeaderLookup } from "./header-map.ts";
 import { compileRetryDelay, type RetryDelay } from "./retry-delay.ts";
 
 const METHODS = new Set(["GET", "POST", "PUT", "DELETE", "PATCH"]);
@@ -59,7 +60,7 @@ export class PublishRejection extends Error {
 /** Read a publish. Throws {@link PublishRejection} for anything QStash would refuse. */
 export function parseMessage(
   destination: string,
-  headers: Headers,
+  headers: HeaderLookup,
   body: Buffer,
   options: { now: number; defaultRetries: number },
 ): MessageSpec {
@@ -100,7 +101,7 @@ export function parseMessage(
 }
 
 /** `Upstash-Not-Before` (unix seconds) wins over `Upstash-Delay`; neither means now. */
-function notBefore(headers: Headers, now: number): number {
+function notBefore(headers: HeaderLookup, now: number): number {
   const seconds = integerHeader(headers, "upstash-not-before");
   if (seconds !== undefined) return seconds * 1000;
   const delay = durationHeader(headers, "upstash-delay");
@@ -108,7 +109,7 @@ function notBefore(headers: Headers, now: number): number {
 }
 
 function dedupKey(
-  headers: Headers,
+  headers: HeaderLookup,
   url: string,
   body: Buffer,
   contentType: string | undefined,
@@ -124,7 +125,7 @@ function dedupKey(
   return `content:${hash.digest("hex")}`;
 }
 
-function failureCallback(headers: Headers): FailureCallbackSpec | undefined {
+function failureCallback(headers: HeaderLookup): FailureCallbackSpec | undefined {
   const value = headers.get("upstash-failure-callback");
   if (value === null || value === "") return undefined;
   const forward: [string, string][] = [];
@@ -145,7 +146,7 @@ function failureCallback(headers: Headers): FailureCallbackSpec | undefined {
 }
 
 /** `Upstash-Flow-Control-Value: parallelism=5, rate=10, period=1m`. */
-function flow(headers: Headers): FlowSpec | undefined {
+function flow(headers: HeaderLookup): FlowSpec | undefined {
   const key = headers.get("upstash-flow-control-key");
   const value = headers.get("upstash-flow-control-value");
   if (key === null && value === null) return undefined;
@@ -173,7 +174,11 @@ function flow(headers: Headers): FlowSpec | undefined {
   return spec;
 }
 
+/** Destinations already checked (a tick publishes thousands to the same few URLs). */
+const checkedUrls = new Set<string>();
+
 function checkUrl(value: string, what: string): string {
+  if (checkedUrls.has(value)) return value;
   let parsed: URL;
   try {
     parsed = new URL(value);
@@ -185,17 +190,19 @@ function checkUrl(value: string, what: string): string {
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
     throw new PublishRejection(`invalid ${what} ${JSON.stringify(value)}: must be http(s)`);
   }
+  if (checkedUrls.size >= 1_000) checkedUrls.clear();
+  checkedUrls.add(value);
   return value;
 }
 
-function integerHeader(headers: Headers, name: string): number | undefined {
+function integerHeader(headers: HeaderLookup, name: string): number | undefined {
   const value = headers.get(name)?.trim();
   if (value === undefined || value === "") return undefined;
   if (!/^\d+$/.test(value)) throw new PublishRejection(`invalid ${name}: ${JSON.stringify(value)}`);
   return Number(value);
 }
 
-function durationHeader(headers: Headers, name: string): number | undefined {
+function durationHeader(headers: HeaderLookup, name: string): number | undefined {
   const value = headers.get(name);
   if (value === null || value === "") return undefined;
   const ms = parseHeaderDuration(value);

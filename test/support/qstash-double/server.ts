@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { DEV_CURRENT_SIGNING_KEY, DEV_NEXT_SIGNING_KEY, DEV_TOKEN } from "./constants.ts";
 import { Deliveries, randomId } from "./deliveries.ts";
+import { type HeaderLookup, HeaderMap } from "./header-map.ts";
 import { type MessageSpec, PublishRejection, parseMessage } from "./message.ts";
 import type {
   DeliveryRecord,
@@ -159,7 +160,7 @@ export async function startQStashDouble(options: QStashDoubleOptions = {}): Prom
     return { messageId, url: spec.url };
   }
 
-  function parse(destination: string, headers: Headers, body: Buffer) {
+  function parse(destination: string, headers: HeaderLookup, body: Buffer) {
     return parseMessage(destination, headers, body, { now: Date.now(), defaultRetries });
   }
 
@@ -262,8 +263,8 @@ function authorized(req: IncomingMessage, token: string): boolean {
 }
 
 /** A publish request's headers, less the credentials. */
-function requestHeaders(req: IncomingMessage): Headers {
-  const headers = new Headers();
+function requestHeaders(req: IncomingMessage): HeaderMap {
+  const headers = new HeaderMap();
   for (const [name, value] of Object.entries(req.headers)) {
     if (name === "authorization" || value === undefined) continue;
     for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
@@ -272,14 +273,14 @@ function requestHeaders(req: IncomingMessage): Headers {
 }
 
 /** `{destination, headers, body, queue?}`; queues are not supported by the double. */
-function batchEntry(entry: unknown): { destination: string; headers: Headers; body: string } {
+function batchEntry(entry: unknown): { destination: string; headers: HeaderMap; body: string } {
   if (typeof entry !== "object" || entry === null) {
     throw new PublishRejection("batch entry must be an object");
   }
   const { destination, headers, body, queue } = entry as Record<string, unknown>;
   if (typeof destination !== "string") throw new PublishRejection("destination is required");
   if (queue !== undefined) throw new PublishRejection("queues are not supported by the double");
-  const result = new Headers();
+  const result = new HeaderMap();
   if (headers !== undefined) {
     if (typeof headers !== "object" || headers === null) {
       throw new PublishRejection("headers must be an object");
