@@ -36,8 +36,12 @@ export async function publishAll(
     const span = startPublishSpan(slice);
     const before = accepted.length;
     try {
-      for (const outcome of await transport.publish(slice)) {
-        const message = slice.find((m) => m.id === outcome.id);
+      const outcomes = await transport.publish(slice);
+      for (let k = 0; k < outcomes.length; k++) {
+        const outcome = outcomes[k]!;
+        // Transports answer in order; the search is for one that does not.
+        const message =
+          slice[k]?.id === outcome.id ? slice[k] : slice.find((m) => m.id === outcome.id);
         if (outcome.ok) {
           if (message) accepted.push({ id: message.id, dedupId: message.dedupId });
         } else if (outcome.deferred) {

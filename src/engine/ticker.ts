@@ -13,6 +13,8 @@
  * due score moves past this tick's horizon, `nextRunAt` stays, so their misfire policy applies
  * once they run again) while high-priority schedules dispatch as usual.
  */
+
+import { messageJson } from "../core/message-json.ts";
 import type { JobSpec, OutboxMessage, ScheduleRecord } from "../core/model.ts";
 import { occurrenceId } from "../core/model.ts";
 import { parseSchedule, planOccurrences } from "../core/schedule/index.ts";
@@ -321,14 +323,21 @@ export class Ticker {
     if (s.nextRunAt === null)
       return { id: s.id, rev: s.rev, nextRunAt: null, runsAdded: 0, messages: [] };
     // A schedule with a large input plans no more occurrences than fit one commit; the rest
-    // stay due and follow in the next chunk or tick.
-    const fit = Math.floor(t.maxCommitBytes / messageBytes(s.id, s.handler, s.input, s.tags));
-    const plan = planOccurrences(parseSchedule(s.schedule, s.tz, s.startAt), s, now, {
-      horizonMs: t.horizonMs,
-      graceMs: t.misfireGraceMs,
-      catchUpLimit: t.catchUpLimit,
-      limit: Math.max(1, Math.min(t.perScheduleLimit, fit)),
-    });
+    // stay due and follow in the next chunk or tick. One occurrence always goes, so the size is
+    // only estimated for a plan of several.
+    const timing = parseSchedule(s.schedule, s.tz, s.startAt);
+    const planWith = (limit: number) =>
+      planOccurrences(timing, s, now, {
+        horizonMs: t.horizonMs,
+        graceMs: t.misfireGraceMs,
+        catchUpLimit: t.catchUpLimit,
+        limit,
+      });
+    let plan = planWith(Math.max(1, t.perScheduleLimit));
+    if (plan.fires.length > 1) {
+      const fit = Math.floor(t.maxCommitBytes / messageBytes(s.id, s.handler, s.input, s.tags));
+      if (plan.fires.length > fit) plan = planWith(Math.max(1, fit));
+    }
     const messages: OutboxMessage[] = plan.fires.map(({ fireAt, runAt }) => {
       const id = occurrenceId(s.id, fireAt);
       const job: JobSpec = {
@@ -383,10 +392,8 @@ export function byBytes(commits: ScheduleCommit[], maxBytes: number): ScheduleCo
   let bytes = 0;
   for (const c of commits) {
     const first = c.messages[0];
-    const size = first
-      ? c.messages.length *
-        messageBytes(first.id, first.job.handler, first.job.input, first.job.tags)
-      : 0;
+    // The first message's text is the one the commit writes (messageJson keeps the job's).
+    const size = first ? c.messages.length * (messageJson(first).length + 100) : 0;
     if (group.length > 0 && bytes + size > maxBytes) {
       groups.push(group);
       group = [];

@@ -261,7 +261,12 @@ export function quotaArgs(quota: QuotaCheck | undefined): [string, string] {
 
 /** Outbox acks as script arguments: id, dedupId pairs. */
 export function ackArgs(acks: OutboxAck[]): string[] {
-  return acks.flatMap((a) => [a.id, a.dedupId]);
+  const args = new Array<string>(2 * acks.length);
+  for (let i = 0; i < acks.length; i++) {
+    args[2 * i] = acks[i]!.id;
+    args[2 * i + 1] = acks[i]!.dedupId;
+  }
+  return args;
 }
 
 /** A listing limit as the scripts take it: a non-negative integer. */

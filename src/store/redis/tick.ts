@@ -3,6 +3,7 @@
  * The Redis store's lease and tick operations (the port's `TickStore`): each one script, one
  * round trip (`lua/acquireLease-2.lua` … `lua/endTick-4.lua`).
  */
+import { messageJson } from "../../core/message-json.ts";
 import type { OutboxMessage, ScheduleRecord } from "../../core/model.ts";
 import type {
   BeginTickOptions,
@@ -158,7 +159,7 @@ export async function commitTick(
       String(c.messages.length),
     );
     for (const m of c.messages) {
-      args.push(m.id, String(m.recoverAt), String(m.job.runAt), JSON.stringify(m));
+      args.push(m.id, String(m.recoverAt), String(m.job.runAt), messageJson(m));
     }
   }
   const raw = await c.run(

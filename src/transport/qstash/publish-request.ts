@@ -4,6 +4,7 @@
  * SDK turns into headers.
  */
 import type { FlowControl, PublishBatchRequest } from "@upstash/qstash";
+import { jobJson } from "../../core/message-json.ts";
 import type { OutboxMessage } from "../../core/model.ts";
 import { DEFAULT_GROUP } from "../../core/placement.ts";
 import type { FlowControlOption, ResolvedQStashOptions } from "./options.ts";
@@ -49,7 +50,7 @@ export function toPublishRequest(
   return {
     url: options.workerGroups.get(job.placement?.group ?? DEFAULT_GROUP) ?? options.workerUrl,
     // Exactly what the worker parses and what the signature's body hash covers.
-    body: JSON.stringify(job),
+    body: jobJson(job),
     headers: { "Content-Type": "application/json" },
     deduplicationId: message.dedupId,
     retries: job.retries,
