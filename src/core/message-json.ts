@@ -24,6 +24,14 @@ export function jobJson(job: JobSpec): string {
 }
 
 /**
+ * Remember `text` as `job`'s JSON, for a caller that already holds it: it must be what
+ * `JSON.stringify(job)` gives (the submit path builds it from the text it stored).
+ */
+export function rememberJobJson(job: JobSpec, text: string): void {
+  texts.set(job, text);
+}
+
+/**
  * `message` as JSON, its fields in their own order (`id` and `dedupId` first, which the outbox
  * scripts rely on) and `job` last, from {@link jobJson}: parses to what `JSON.stringify(message)`
  * does. Computed once per message object (messages, too, are replaced, never changed).

@@ -44,8 +44,16 @@ const DATE_LIMIT_MS = 8.64e15;
  */
 export function iso(ms: number): string {
   if (typeof ms !== "number" || Number.isNaN(ms)) return new Date(0).toISOString();
-  return new Date(Math.min(Math.max(ms, -DATE_LIMIT_MS), DATE_LIMIT_MS)).toISOString();
+  // A job's createdAt and runAt, and the jobs of one busy millisecond, share their times.
+  if (ms === lastMs) return lastIso;
+  const text = new Date(Math.min(Math.max(ms, -DATE_LIMIT_MS), DATE_LIMIT_MS)).toISOString();
+  lastMs = ms;
+  lastIso = text;
+  return text;
 }
+
+let lastMs = Number.NaN;
+let lastIso = "";
 
 function isoIf<K extends string>(key: K, ms: number | undefined): { [P in K]?: string } {
   return (ms === undefined ? {} : { [key]: iso(ms) }) as { [P in K]?: string };

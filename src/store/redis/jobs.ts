@@ -4,6 +4,7 @@
  * `runs.ts`): submit, read, cancel and list jobs, and the dead-letter list. Each one script, one
  * round trip.
  */
+import { rememberJobJson } from "../../core/message-json.ts";
 import {
   DEFAULT_TENANT,
   type JobRecord,
@@ -153,10 +154,18 @@ export async function submitJob(
   // Dispatched to the stream by the script itself: nothing left to publish; a waiting (or
   // cancelled) job is not dispatched at all.
   if (c.dispatch === "outbox" && r.status === undefined) {
+    const spec = { ...stored };
+    // The queue body is this spec's JSON: the stored text with the two stamps appended, as
+    // `JSON.stringify` would write them last (the text is JSON.stringify output, so it parses and
+    // re-serialises to itself).
+    rememberJobJson(
+      spec,
+      `${data === "{}" ? "{" : `${data.slice(0, -1)},`}"createdAt":${JSON.stringify(r.createdAt)},"runAt":${JSON.stringify(r.runAt)}}`,
+    );
     result.message = {
       id: job.id,
       dedupId: job.id,
-      job: { ...stored },
+      job: spec,
       notBefore: r.runAt,
       recoverAt: r.runAt + timing.recoverGraceMs,
     };
