@@ -25,6 +25,9 @@ const REST_TOKEN = secret("rest");
 const PREFIX = `cf${randomBytes(4).toString("hex")}`;
 /** Generous: workerd, the bridge and the double share two cores with other test files. */
 const WAIT = { timeout: 20_000, interval: 100 };
+/** `retention.jobMs` from `TICKWORK_CONFIG` (about 1.4 days; the default is 7): a finished job's
+ * key must expire after this, which shows the Worker's store read the configuration. */
+const JOB_MS = 123_456_789;
 
 let redis: IORedis;
 let bridge: RedisRestServer;
@@ -56,6 +59,7 @@ beforeAll(async () => {
       TICKWORK_API_KEY: text(`other-key,${API_KEY}`),
       CRON_SECRET: text(CRON_SECRET),
       TICKWORK_PREFIX: text(PREFIX),
+      TICKWORK_CONFIG: text(JSON.stringify({ retention: { jobMs: JOB_MS } })),
     },
     dev: {
       server: { hostname: "127.0.0.1", port },
@@ -114,6 +118,10 @@ describe("functions/cloudflare.ts in workerd", () => {
       expect(delivery?.headers["upstash-signature"]).toBeTruthy();
     }, WAIT);
     expect(await store.getJob(id)).toMatchObject({ id, status: "succeeded", attempts: 1 });
+    // Kept for TICKWORK_CONFIG's retention.jobMs, not the default's 7 days.
+    const ttl = await redis.pttl(`{${PREFIX}}:j:${id}`);
+    expect(ttl).toBeGreaterThan(JOB_MS - 120_000);
+    expect(ttl).toBeLessThanOrEqual(JOB_MS);
   });
 
   it("streams a sleep job over SSE: queued → running → succeeded and its result (job.updates())", async () => {
