@@ -8,6 +8,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { Redis } from "ioredis";
 import { createVercelApp } from "tickwork/vercel";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { handlers } from "../../functions/handlers.ts";
@@ -20,6 +21,8 @@ const REST_TOKEN = `rest-${Math.random().toString(36).slice(2)}`;
 const CRON_SECRET = "cron-secret-0123456789abcdef";
 const API_KEY = "api-key-for-vercel-test";
 const DEPLOYMENT = "https://tickwork-demo.vercel.app";
+/** `retention.jobMs` from `TICKWORK_CONFIG` (about 1.4 days; the default is 7). */
+const JOB_MS = 123_456_789;
 
 type App = { fetch(request: Request): Response | Promise<Response> };
 
@@ -73,6 +76,7 @@ describe("the Vercel entry", () => {
       CRON_SECRET,
       TICKWORK_API_KEY: API_KEY,
       TICKWORK_PREFIX: prefix,
+      TICKWORK_CONFIG: JSON.stringify({ retention: { jobMs: JOB_MS } }),
     })) {
       vi.stubEnv(name, value);
     }
@@ -153,6 +157,15 @@ describe("the Vercel entry", () => {
     });
     const deliveries = qstash.deliveries.filter((d) => d.url === `${origin}/v1/worker`);
     expect(deliveries.length).toBeGreaterThanOrEqual(1);
+    // Kept for TICKWORK_CONFIG's retention.jobMs, not the default's 7 days.
+    const redis = new Redis(REDIS_URL);
+    try {
+      const ttl = await redis.pttl(`{${prefix}}:j:${submitted.body.id}`);
+      expect(ttl).toBeGreaterThan(JOB_MS - 120_000);
+      expect(ttl).toBeLessThanOrEqual(JOB_MS);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it("a cron tick dispatches a due schedule a minute ahead; QStash delivers each run on time", async () => {
