@@ -70,9 +70,17 @@ export class KeyRing<T> {
     return this.#values.length;
   }
 
-  /** The value of the entry whose hash is the presented key's, if any. */
-  async find(presented: string): Promise<T | undefined> {
-    const candidate = this.#known.get(presented) ?? (await digest(presented));
+  /**
+   * The value of the entry whose hash is the presented key's, if any: at once (no promise) for a
+   * key that matched before, whose digest is remembered; else once Web Crypto has hashed it.
+   */
+  find(presented: string): T | undefined | Promise<T | undefined> {
+    const known = this.#known.get(presented);
+    if (known !== undefined) return this.#match(presented, known);
+    return digest(presented).then((candidate) => this.#match(presented, candidate));
+  }
+
+  #match(presented: string, candidate: Uint8Array): T | undefined {
     // Compare with every entry, all 32 bytes each; remember the match without branching on it.
     let found = -1;
     for (let i = 0; i < this.#digests.length; i++) {

@@ -3,7 +3,7 @@
  * The HTTP app factory: the routes of docs/api.md over an engine, as one Hono app.
  */
 import { Hono } from "hono";
-import { appPath } from "./middleware/app-path.ts";
+import { appPathResolver } from "./middleware/app-path.ts";
 import { corsMiddleware } from "./middleware/cors.ts";
 import { answerMethodNotAllowed } from "./middleware/method-not-allowed.ts";
 import { requestId } from "./middleware/request-id.ts";
@@ -57,9 +57,9 @@ export function createApp(options: AppOptions): Hono<AppEnv> {
   // `root` serves every path (so answers outside the base path get a request id and a problem
   // body too); `app` shares its router and adds the base path to the routes it registers.
   const root = new Hono<AppEnv>();
-  root.use(requestId(logger));
-  // On `root`, before the base path: its own route's base path is then where the app is mounted.
-  root.use(appPath(config.pathPrefix));
+  // On `root`, before the base path: its own route's base path is then where the app is mounted
+  // (`c.get("appPath")`, see ./middleware/app-path.ts).
+  root.use(requestId(logger, appPathResolver(config.pathPrefix)));
   if (config.cors) root.use(corsMiddleware(config.cors));
   const app = root.basePath(config.basePath);
   app.route("/", healthRoutes(config));

@@ -7,24 +7,26 @@
  * which is exactly the mount point. Anything that writes a path into an answer (`Location`) starts
  * from it.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context } from "hono";
 import { basePath, baseRoutePath } from "hono/route";
 import type { AppEnv } from "../options.ts";
 
 /**
- * Sets `c.get("appPath")`: the mount point (`""` when the app is served as it is) followed by
- * `pathPrefix` (the app's own `basePath`, `""` at the root). Register it on the app's root, before
+ * What `c.get("appPath")` is set to (by the request middleware, `./request-id.ts`): the mount
+ * point (`""` when the app is served as it is) followed by `pathPrefix` (the app's own
+ * `basePath`, `""` at the root). Call it from a middleware registered on the app's root, before
  * `basePath` is applied, so its own route's base path is the mount point alone.
  *
  * @example
- * root.use(appPath(config.pathPrefix));
- * // under outer.route("/api/tickwork", app): c.get("appPath") === "/api/tickwork"
+ * const appPathOf = appPathResolver(config.pathPrefix);
+ * // in a root middleware, under outer.route("/api/tickwork", app):
+ * appPathOf(c) === "/api/tickwork"
  */
-export function appPath(pathPrefix: string): MiddlewareHandler<AppEnv> {
+export function appPathResolver(pathPrefix: string): (c: Context<AppEnv>) => string {
   // The answer for each mount without parameters (nearly always one): it depends on the route
   // pattern alone. A mount with parameters is worked out from each request's path.
   const known = new Map<string, string>();
-  return async function appPath(c, next) {
+  return function appPathOf(c) {
     const pattern = baseRoutePath(c);
     let path = known.get(pattern);
     if (path === undefined) {
@@ -33,8 +35,7 @@ export function appPath(pathPrefix: string): MiddlewareHandler<AppEnv> {
       path = `${mount === "/" ? "" : encodePath(mount)}${pathPrefix}`;
       if (!PARAMETER.test(pattern)) known.set(pattern, path);
     }
-    c.set("appPath", path);
-    await next();
+    return path;
   };
 }
 

@@ -3,7 +3,7 @@
  * Every answer carries `x-request-id`: the caller's own when it looks like an id, else a fresh one.
  * Every log line written while handling the request carries it too, through a child logger.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { type Logger, mayLog, silentLogger } from "../../engine/logger.ts";
 import type { AppEnv } from "../options.ts";
 
@@ -14,12 +14,17 @@ const SANE_ID = /^[A-Za-z0-9._:=-]{1,128}$/;
 /**
  * Sets `c.get("requestId")`, `c.get("logger")` (`logger` with that `requestId`) and the
  * `x-request-id` header of the answer — also of answers a route passes through as they are (the
- * worker's). Each request ends with one `debug` line: method, path, status and duration.
+ * worker's). With `appPathOf` (`./app-path.ts`), also `c.get("appPath")`: one middleware layer
+ * for what every request needs. Each request ends with one `debug` line: method, path, status
+ * and duration.
  *
  * @example
- * app.use(requestId(engine.options.logger));
+ * root.use(requestId(engine.options.logger, appPathResolver(config.pathPrefix)));
  */
-export function requestId(logger: Logger = silentLogger): MiddlewareHandler<AppEnv> {
+export function requestId(
+  logger: Logger = silentLogger,
+  appPathOf?: (c: Context<AppEnv>) => string,
+): MiddlewareHandler<AppEnv> {
   return async function requestId(c, next) {
     const started = Date.now();
     const incoming = c.req.header(HEADER);
@@ -27,6 +32,7 @@ export function requestId(logger: Logger = silentLogger): MiddlewareHandler<AppE
     const log = logger.child({ requestId: id });
     c.set("requestId", id);
     c.set("logger", log);
+    if (appPathOf) c.set("appPath", appPathOf(c));
     c.header(HEADER, id);
     await next();
     if (mayLog(log, "debug"))

@@ -13,7 +13,7 @@
  *
  * `admin` implies every scope.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { ForbiddenError } from "../../core/errors.ts";
 import { hasScope, type Scope } from "../../core/scopes.ts";
 import type { AppEnv } from "../options.ts";
@@ -27,17 +27,30 @@ import type { AppEnv } from "../options.ts";
  */
 export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
   return async function requireScope(c, next) {
-    const actor = c.get("actor");
-    if (!hasScope(actor?.scopes, scope)) {
-      c.header(
-        "WWW-Authenticate",
-        `Bearer realm="tickwork", error="insufficient_scope", scope="${scope}"`,
-      );
-      throw new ForbiddenError(
-        "insufficient_scope",
-        `this API key lacks the "${scope}" scope (it has: ${actor?.scopes?.join(", ") || "none"})`,
-      );
-    }
+    checkScope(c, scope);
     await next();
   };
+}
+
+/**
+ * What {@link requireScope} checks, inside a handler: one middleware layer less on a hot route
+ * (the submit). Throws the same 403.
+ *
+ * @example
+ * routes.post("/", async (c) => {
+ *   checkScope(c, "jobs:write");
+ *   …
+ * });
+ */
+export function checkScope(c: Context<AppEnv>, scope: Scope): void {
+  const actor = c.get("actor");
+  if (hasScope(actor?.scopes, scope)) return;
+  c.header(
+    "WWW-Authenticate",
+    `Bearer realm="tickwork", error="insufficient_scope", scope="${scope}"`,
+  );
+  throw new ForbiddenError(
+    "insufficient_scope",
+    `this API key lacks the "${scope}" scope (it has: ${actor?.scopes?.join(", ") || "none"})`,
+  );
 }

@@ -88,8 +88,16 @@ export function fromIoredis(client: IoredisScripting): ScriptClient {
  * anew).
  */
 export function functionName(script: LuaScript): string {
-  return `tickwork_${script.name}_${script.sha1}${script.readOnly ? "_r" : ""}`;
+  let name = functionNames.get(script);
+  if (name === undefined) {
+    name = `tickwork_${script.name}_${script.sha1}${script.readOnly ? "_r" : ""}`;
+    functionNames.set(script, name);
+  }
+  return name;
 }
+
+/** Names already written (one per script object; a call would otherwise build it each time). */
+const functionNames = new WeakMap<LuaScript, string>();
 
 /**
  * `script` as a Redis function library (`FUNCTION LOAD`): its includes run once, when the
@@ -125,7 +133,7 @@ const functionState = new WeakMap<ScriptClient, { usable?: boolean; refused: Set
  * @example
  * const now = await safeEval(client, scripts.now, [], []);
  */
-export async function safeEval(
+export function safeEval(
   client: ScriptClient,
   script: LuaScript,
   keys: string[],
@@ -138,10 +146,32 @@ export async function safeEval(
       functionState.set(client, state);
     }
     if (state.usable !== false && !state.refused.has(script.sha1)) {
-      const answer = await callFunction(client, state, script, keys, args);
-      if (answer !== NOT_CALLED) return answer;
+      const known = state;
+      const failed = (error: unknown) => afterFailedCall(client, known, script, keys, args, error);
+      let called: Promise<unknown>;
+      try {
+        called = client.fcall(functionName(script), keys, args);
+      } catch (error) {
+        return failed(error);
+      }
+      // Once functions are known to work, the call's own promise (no async layer per call).
+      if (state.usable === true) return called.catch(failed);
+      return called.then((answer) => {
+        known.usable = true;
+        return answer;
+      }, failed);
     }
   }
+  return evalScript(client, script, keys, args);
+}
+
+/** EVALSHA, and EVAL with the source when Redis does not have the script cached. */
+async function evalScript(
+  client: ScriptClient,
+  script: LuaScript,
+  keys: string[],
+  args: (string | number)[],
+): Promise<unknown> {
   try {
     return await client.evalsha(script.sha1, keys, args);
   } catch (error) {
@@ -150,35 +180,28 @@ export async function safeEval(
   }
 }
 
-const NOT_CALLED = Symbol("not called");
-
 /**
- * FCALL of `script`'s function; when the server does not have it (restarted, flushed, never
- * loaded), loads its library and calls again, both in one round trip. `NOT_CALLED` when the
- * server has no functions (before Redis 7: the client stops trying) or would not load this
- * library (an ACL without FUNCTION, a limit of the server's Lua): the caller runs the script as
- * EVAL instead.
+ * After an FCALL of `script`'s function failed with `error`: when the server does not have the
+ * function (restarted, flushed, never loaded), loads its library and calls again, both in one
+ * round trip. When the server has no functions (before Redis 7: the client stops trying) or
+ * would not load this library (an ACL without FUNCTION, a limit of the server's Lua), runs the
+ * script as EVAL instead. Any other error is the call's.
  */
-async function callFunction(
+async function afterFailedCall(
   client: ScriptClient,
   state: { usable?: boolean; refused: Set<string> },
   script: LuaScript,
   keys: string[],
   args: (string | number)[],
+  error: unknown,
 ): Promise<unknown> {
-  const name = functionName(script);
-  try {
-    const answer = await client.fcall!(name, keys, args);
-    state.usable = true;
-    return answer;
-  } catch (error) {
-    const message = messageOf(error);
-    if (state.usable !== true && /unknown command|NOPERM/i.test(message)) {
-      state.usable = false;
-      return NOT_CALLED;
-    }
-    if (!/function not found/i.test(message)) throw error;
+  const message = messageOf(error);
+  if (state.usable !== true && /unknown command|NOPERM/i.test(message)) {
+    state.usable = false;
+    return evalScript(client, script, keys, args);
   }
+  if (!/function not found/i.test(message)) throw error;
+  const name = functionName(script);
   // The library's load and the call again go together, one round trip (Redis runs them in order).
   const loaded = client.functionLoad!(functionLibrary(script)).then(
     () => undefined,
@@ -194,11 +217,11 @@ async function callFunction(
     return call.answer;
   }
   // Redis refused the library (an ACL without FUNCTION, a replica, a limit of its Lua), so the
-  // call found no function: the caller runs the script as EVAL. A lost connection fails as usual.
+  // call found no function: run the script as EVAL. A lost connection fails as usual.
   if (load && /^(ERR|NOPERM|READONLY)/.test(messageOf(load.error))) {
     if (/function not found/i.test(messageOf(call.error))) {
       state.refused.add(script.sha1);
-      return NOT_CALLED;
+      return evalScript(client, script, keys, args);
     }
   }
   throw call.error;
