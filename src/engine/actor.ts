@@ -60,12 +60,12 @@ export function scheduleStoreIdOf(userId: string, actor: Actor): string {
 /** A schedule as its tenant knows it: its own id. */
 export function presentSchedule(schedule: ScheduleRecord): ScheduleRecord {
   const id = scheduleUserId(schedule.tenant, schedule.id);
-  return id === schedule.id ? schedule : { ...schedule, id };
+  return id === schedule.id ? schedule : Object.assign({}, schedule, { id });
 }
 
 /** A job as its tenant knows it: an occurrence names its schedule by the tenant's own id. */
 export function presentJob(job: JobRecord): JobRecord {
   if (job.scheduleId === undefined) return job;
   const scheduleId = scheduleUserId(job.tenant, job.scheduleId);
-  return scheduleId === job.scheduleId ? job : { ...job, scheduleId };
+  return scheduleId === job.scheduleId ? job : Object.assign({}, job, { scheduleId });
 }

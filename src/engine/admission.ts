@@ -145,7 +145,10 @@ export function submitAdmission(
   const admission: Admission = {};
   if (quota) admission.quota = quota;
   if (degradation) {
-    admission.degradation = local ? { ...degradation, local: { ...local } } : degradation;
+    // Not `{ ...degradation, local }` (docs/adr/0027-objects-on-hot-paths.md).
+    admission.degradation = local
+      ? Object.assign({}, degradation, { local: { ...local } })
+      : degradation;
   }
   return admission;
 }
@@ -158,7 +161,9 @@ export function quotaReport(
   state: QuotaState | undefined,
   quota: QuotaCheck | undefined,
 ): { quota?: QuotaReport } {
-  return state && quota ? { quota: { ...state, policy: quota.windows } } : {};
+  return state && quota
+    ? { quota: Object.assign({}, state, { policy: quota.windows }) as QuotaReport }
+    : {};
 }
 
 /** The error a refused admission is answered with: 503 overloaded, or 429 over the quota. */

@@ -25,6 +25,7 @@ import {
   type Store,
   type SubmitItem,
   type SubmitItemResult,
+  type SubmitTiming,
   submitChunks,
 } from "../store/port.ts";
 import { type Actor, presentJob, tenantOf } from "./actor.ts";
@@ -128,7 +129,9 @@ async function submitAll(
     try {
       const checked = jobs.prepare(body, actor);
       const prepared =
-        trace === undefined ? checked : { ...checked, job: { ...checked.job, trace } };
+        trace === undefined
+          ? checked
+          : Object.assign({}, checked, { job: Object.assign({}, checked.job, { trace }) });
       // UTF-8 bytes, as the store sends them (a UTF-16 length undercounts non-ASCII up to 3 ×).
       const size = utf8.encode(JSON.stringify(prepared.job)).byteLength;
       pending.push({ index, prepared, size });
@@ -227,7 +230,8 @@ async function submitOne(
   timing: { recoverGraceMs: number },
   admission: Admission | undefined,
 ): Promise<SubmitItemResult | { failed: unknown }> {
-  const t = { ...(runAt !== undefined ? { runAt } : {}), delayMs, ...timing };
+  const t: SubmitTiming =
+    runAt !== undefined ? { runAt, delayMs, ...timing } : { delayMs, ...timing };
   try {
     return admission ? await store.submitJob(job, t, admission) : await store.submitJob(job, t);
   } catch (error) {

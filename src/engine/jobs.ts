@@ -256,11 +256,12 @@ export class JobsBroker<H extends Handlers = Handlers> {
     trace: ReturnType<typeof storedTrace>,
   ): Promise<Submitted> {
     const { quota } = prepared;
+    // Copied with Object.assign, not `{ ...job, more }` (docs/adr/0027-objects-on-hot-paths.md).
     const keyed =
       via.idempotencyKey === undefined
         ? prepared.job
-        : { ...prepared.job, idempotencyKey: via.idempotencyKey };
-    const job = trace === undefined ? keyed : { ...keyed, trace };
+        : Object.assign({}, prepared.job, { idempotencyKey: via.idempotencyKey });
+    const job = trace === undefined ? keyed : Object.assign({}, keyed, { trace });
     const { tick, logger } = this.deps.options;
     const admission = submitAdmission(this.deps.options, quota);
     // Assigned rather than spread in (cheaper), in the same key order.
@@ -390,14 +391,17 @@ export class JobsBroker<H extends Handlers = Handlers> {
     query: Omit<ListJobsQuery, "tenant">,
     actor: Actor = {},
   ): Promise<Page<JobRecord>> {
-    const page = await this.deps.store.listJobs({
-      ...query,
-      tenant: tenantOf(actor),
-      ...(query.scheduleId !== undefined
-        ? { scheduleId: scheduleStoreIdOf(query.scheduleId, actor) }
-        : {}),
-    });
-    return { ...page, items: page.items.map(presentJob) };
+    const page = await this.deps.store.listJobs(
+      Object.assign(
+        {},
+        query,
+        { tenant: tenantOf(actor) },
+        query.scheduleId !== undefined
+          ? { scheduleId: scheduleStoreIdOf(query.scheduleId, actor) }
+          : {},
+      ),
+    );
+    return Object.assign({}, page, { items: page.items.map(presentJob) });
   }
 
   /** The actor's tenant's dead letters, newest death first. */
@@ -405,8 +409,10 @@ export class JobsBroker<H extends Handlers = Handlers> {
     query: { limit: number; cursor?: string | undefined },
     actor: Actor = {},
   ): Promise<Page<JobRecord>> {
-    const page = await this.deps.store.listDead({ ...query, tenant: tenantOf(actor) });
-    return { ...page, items: page.items.map(presentJob) };
+    const page = await this.deps.store.listDead(
+      Object.assign({}, query, { tenant: tenantOf(actor) }),
+    );
+    return Object.assign({}, page, { items: page.items.map(presentJob) });
   }
 
   /** 404 unless the job exists and the actor sees it. */

@@ -453,16 +453,17 @@ function parseSpec(body: string): JobSpec | null {
   const { scheduleId, fireAt, overlap, idempotencyKey, timeoutMs, placement, trace, ...rest } =
     parsed.data;
   const carried = trace === undefined ? undefined : traceOfUnknown(trace);
-  return {
-    ...rest,
-    ...(carried !== undefined ? { trace: carried } : {}),
-    ...(placement !== undefined ? { placement: placement as Placement } : {}),
-    timeoutMs: runnableTimeoutMs(timeoutMs),
-    ...(scheduleId !== undefined ? { scheduleId } : {}),
-    ...(fireAt !== undefined ? { fireAt } : {}),
-    ...(overlap !== undefined ? { overlap } : {}),
-    ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
-  };
+  // Assigned in this order, not as `{ ...rest, more }`: once per delivery, and a literal that
+  // starts with a spread is slow to extend on Node 20 (docs/adr/0027-objects-on-hot-paths.md).
+  const spec = Object.assign({}, rest) as JobSpec;
+  if (carried !== undefined) spec.trace = carried;
+  if (placement !== undefined) spec.placement = placement as Placement;
+  spec.timeoutMs = runnableTimeoutMs(timeoutMs);
+  if (scheduleId !== undefined) spec.scheduleId = scheduleId;
+  if (fireAt !== undefined) spec.fireAt = fireAt;
+  if (overlap !== undefined) spec.overlap = overlap;
+  if (idempotencyKey !== undefined) spec.idempotencyKey = idempotencyKey;
+  return spec;
 }
 
 function toJobError(error: unknown): JobError {

@@ -253,7 +253,7 @@ export class Ticker {
     for (const m of messages) {
       if (m.attempt === undefined) fresh.push(m);
       else if (m.attempt <= m.job.retries && (m.reaps ?? 1) <= options.maxReaps) {
-        reaped.push({ ...m, dedupId: `${m.dedupId}-${m.recoverAt}` });
+        reaped.push(Object.assign({}, m, { dedupId: `${m.dedupId}-${m.recoverAt}` }));
       } else {
         const why =
           m.attempt > m.job.retries
@@ -286,7 +286,9 @@ export class Ticker {
   private policy() {
     const { degradation, localSignals } = this.deps.options;
     const local = localSignals?.();
-    return local && degradation ? { ...degradation, local: { ...local } } : degradation;
+    return local && degradation
+      ? Object.assign({}, degradation, { local: { ...local } })
+      : degradation;
   }
 
   /**

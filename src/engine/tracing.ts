@@ -49,7 +49,6 @@ const tracer = trace.getTracer(TRACER_NAME);
 
 const PRODUCER: SpanOptions = { kind: SpanKind.PRODUCER };
 const CONSUMER: SpanOptions = { kind: SpanKind.CONSUMER };
-const INTERNAL: SpanOptions = { kind: SpanKind.INTERNAL };
 
 /** A submit's trace context as the caller hands it over: raw header values, checked here. */
 export interface IncomingTrace {
@@ -109,11 +108,10 @@ export function storedTrace(
 export function submitSpanDone(span: Span, job: JobSpec, replayed: boolean): void {
   if (!span.isRecording()) return;
   span.updateName(`submit ${job.handler}`);
-  span.setAttributes({
-    ...messaging("create", "submit", job),
-    "tickwork.tenant": job.tenant,
-    "tickwork.job.replayed": replayed,
-  });
+  const attributes = messaging("create", "submit", job);
+  attributes["tickwork.tenant"] = job.tenant;
+  attributes["tickwork.job.replayed"] = replayed;
+  span.setAttributes(attributes);
 }
 
 /** Record an error on a span (recording or not) and mark it failed. */
@@ -139,7 +137,11 @@ export function inSpan<A extends unknown[], R>(
 
 /** Start a tick span (`INTERNAL`), begun at `startedAt` (ms), a child of the active context. */
 export function startTickSpan(startedAt: number): Span {
-  return tracer.startSpan("tick", { ...INTERNAL, startTime: startedAt }, context.active());
+  return tracer.startSpan(
+    "tick",
+    { kind: SpanKind.INTERNAL, startTime: startedAt },
+    context.active(),
+  );
 }
 
 /**
@@ -235,12 +237,11 @@ export function startRunSpan(
   }
   if (!span.isRecording()) return span;
   span.updateName(`run ${job.handler}`);
-  span.setAttributes({
-    ...messaging("process", "run", job),
-    "tickwork.tenant": job.tenant,
-    "tickwork.job.attempt": attempt,
-    ...(job.scheduleId !== undefined ? { "tickwork.schedule.id": job.scheduleId } : {}),
-  });
+  const attributes = messaging("process", "run", job);
+  attributes["tickwork.tenant"] = job.tenant;
+  attributes["tickwork.job.attempt"] = attempt;
+  if (job.scheduleId !== undefined) attributes["tickwork.schedule.id"] = job.scheduleId;
+  span.setAttributes(attributes);
   return span;
 }
 

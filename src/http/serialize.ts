@@ -85,7 +85,9 @@ export function jobResource(job: JobRecord): JobResource {
     ...(job.after !== undefined ? { after: job.after, onFailure: job.onFailure ?? "cancel" } : {}),
     ...(job.placement ? { placement: job.placement } : {}),
     ...(job.node !== undefined ? { node: job.node } : {}),
-    ...(job.refused ? { refused: { ...job.refused, at: iso(job.refused.at) } } : {}),
+    ...(job.refused
+      ? { refused: Object.assign({}, job.refused, { at: iso(job.refused.at) }) }
+      : {}),
   };
 }
 

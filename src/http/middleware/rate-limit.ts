@@ -64,6 +64,6 @@ export async function withRateLimitHeaders<T>(
  */
 export function setRefusalHeaders(c: Context<AppEnv>, error: unknown): void {
   if (error instanceof QuotaExceededError) {
-    setRateLimitHeaders(c, { ...error.quota, policy: error.policy });
+    setRateLimitHeaders(c, Object.assign({}, error.quota, { policy: error.policy }));
   }
 }

@@ -13,7 +13,7 @@ import { InvalidRequestError, QuotaExceededError } from "../../core/errors.ts";
 import type { BatchOutcome } from "../../engine/broker.ts";
 import { traceHeaders } from "../../engine/tracing.ts";
 import { readJson } from "../middleware/body.ts";
-import { setRateLimitHeaders } from "../middleware/rate-limit.ts";
+import { setRateLimitHeaders, setRefusalHeaders } from "../middleware/rate-limit.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { toProblem } from "../problem.ts";
 import { jobSummary } from "../serialize.ts";
@@ -49,10 +49,7 @@ export function batchSubmit(config: AppConfig): Handler<AppEnv> {
       const refused = items.find(
         (item) => item.outcome === "failed" && item.error instanceof QuotaExceededError,
       );
-      if (refused?.outcome === "failed") {
-        const error = refused.error as QuotaExceededError;
-        setRateLimitHeaders(c, { ...error.quota, policy: error.policy });
-      }
+      if (refused?.outcome === "failed") setRefusalHeaders(c, refused.error);
     }
     const answer: BatchResource = { items: [], accepted: 0, replayed: 0, failed: 0 };
     // A store failure is shared by the rest of the batch: logged once.

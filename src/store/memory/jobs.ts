@@ -67,12 +67,11 @@ export function submitJob(
   const quota = countQuota(s, admission.quota, now);
   if (quota && !quota.admitted) return { denied: { kind: "quota", quota: quota.state } };
 
-  const spec: JobSpec = {
-    ...clone(job),
-    createdAt: now,
-    runAt: (timing.runAt ?? now + timing.delayMs) + (degradation?.delayedMs ?? 0),
-  };
-  const record: JobRecord = { ...spec, status: "queued", attempts: 0 };
+  // Assigned, not `{ ...spec, more }` (docs/adr/0027-objects-on-hot-paths.md).
+  const spec = clone(job) as JobSpec;
+  spec.createdAt = now;
+  spec.runAt = (timing.runAt ?? now + timing.delayMs) + (degradation?.delayedMs ?? 0);
+  const record = Object.assign({}, spec, { status: "queued", attempts: 0 }) as JobRecord;
   const message: OutboxMessage = {
     id: spec.id,
     dedupId: spec.id,

@@ -172,7 +172,10 @@ function ack(s: MemoryState, acks: OutboxAck[], watchAt: number): void {
   for (const { id, dedupId } of acks) {
     const message = s.outbox.get(id);
     if (message?.dedupId !== dedupId) continue;
-    s.outbox.set(id, { ...message, dedupId: `${id}~a0`, recoverAt: watchAt, attempt: 0 });
+    s.outbox.set(
+      id,
+      Object.assign({}, message, { dedupId: `${id}~a0`, recoverAt: watchAt, attempt: 0 }),
+    );
   }
 }
 

@@ -3,9 +3,9 @@
  * The Redis store's batch submit (the port's `BatchSubmit`): one chunk of a tenant's jobs, one
  * script (`lua/submitMany-7.lua`), one round trip — over TCP and over `@upstash/redis` REST alike.
  */
-import type { JobRecord, JobSpec } from "../../core/model.ts";
+import type { JobRecord } from "../../core/model.ts";
 import { MAX_SUBMIT_CHUNK, type SubmitItem, type SubmitItemResult } from "../port/batch.ts";
-import type { Admission, DegradationLevel, Denied, QuotaState, SubmitResult } from "../port.ts";
+import type { Admission, Denied } from "../port.ts";
 import {
   fromJson,
   jobData,
@@ -16,6 +16,7 @@ import {
   ttlArg,
 } from "./codec.ts";
 import type { RedisContext } from "./context.ts";
+import { type Written, writtenResult } from "./jobs.ts";
 import { scripts } from "./scripts.generated.ts";
 
 /** One item's answer as the script writes it (see the script's header). */
@@ -24,14 +25,7 @@ type RawItem =
   | { replayedAs: number }
   | { denied: Denied }
   | { unknown: string[] }
-  | {
-      createdAt: number;
-      runAt: number;
-      status?: "waiting" | "cancelled";
-      finishedAt?: number;
-      quota?: QuotaState;
-      degradation?: { level: DegradationLevel; delayedMs: number };
-    };
+  | Written;
 
 export async function submitJobs(
   c: RedisContext,
@@ -99,7 +93,7 @@ export async function submitJobs(
   return results;
 }
 
-/** One item's result, rebuilt the way `submitJob` rebuilds its answer (./jobs.ts). */
+/** One item's result, rebuilt as `submitJob` rebuilds its answer (./jobs.ts). */
 function decode(
   c: RedisContext,
   r: Exclude<RawItem, { replayedAs: number }>,
@@ -110,27 +104,5 @@ function decode(
   if ("replayed" in r) return { job: r.replayed, replayed: true };
   if ("denied" in r) return { denied: r.denied };
   if ("unknown" in r) return { unknown: r.unknown };
-  const spec = (): JobSpec => ({ ...JSON.parse(data), createdAt: r.createdAt, runAt: r.runAt });
-  const result: SubmitResult = {
-    job: {
-      ...spec(),
-      status: r.status ?? "queued",
-      attempts: 0,
-      ...(r.finishedAt !== undefined ? { finishedAt: r.finishedAt } : {}),
-    },
-    replayed: false,
-  };
-  // Dispatched to the stream by the script itself; a waiting (or cancelled) job not at all.
-  if (c.dispatch === "outbox" && r.status === undefined) {
-    result.message = {
-      id: item.job.id,
-      dedupId: item.job.id,
-      job: spec(),
-      notBefore: r.runAt,
-      recoverAt: r.runAt + recoverGraceMs,
-    };
-  }
-  if (r.quota) result.quota = r.quota;
-  if (r.degradation) result.degradation = r.degradation;
-  return result;
+  return writtenResult(c, r, data, item.job.id, recoverGraceMs);
 }

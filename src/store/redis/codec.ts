@@ -64,6 +64,8 @@ export function jsonArg(value: unknown): string {
  * (createdAt, runAt and the mutable state of a record, should a record be passed).
  */
 export function jobData(spec: NewJob | JobSpec): string {
+  // A new job (every submit) has none of them: its JSON as it is, without a copy.
+  if (!hasStampedField(spec)) return JSON.stringify(spec);
   const {
     createdAt: _createdAt,
     runAt: _runAt,
@@ -79,6 +81,26 @@ export function jobData(spec: NewJob | JobSpec): string {
   } = spec as Partial<JobSpec> & Record<string, unknown>;
   return JSON.stringify(data);
 }
+
+/** Whether `spec` has an own field `jobData` leaves out. */
+function hasStampedField(spec: object): boolean {
+  for (const field of STAMPED_FIELDS) if (Object.hasOwn(spec, field)) return true;
+  return false;
+}
+
+/** The fields of a record that are not part of a job's `data` (see {@link jobData}). */
+const STAMPED_FIELDS = [
+  "createdAt",
+  "runAt",
+  "status",
+  "attempts",
+  "startedAt",
+  "finishedAt",
+  "result",
+  "error",
+  "node",
+  "refused",
+] as const;
 
 /** A full JobSpec as the 9 arguments the `spec` include reads (beginRun, markDead). */
 export function specArgs(spec: JobSpec): string[] {

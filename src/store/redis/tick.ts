@@ -104,7 +104,7 @@ export async function beginTick(c: RedisContext, opts: BeginTickOptions): Promis
     due: r.due,
     more: r.more,
     // The outbox zset's score is the authoritative recoverAt; the stored JSON keeps the first.
-    recover: r.recover.map(([message, recoverAt]) => ({ ...message, recoverAt })),
+    recover: r.recover.map(([message, recoverAt]) => Object.assign({}, message, { recoverAt })),
   };
 }
 
