@@ -70,11 +70,20 @@ export class KeyRing<T> {
     return this.#values.length;
   }
 
+  /** The value of the entry whose hash is the presented key's, if any. */
+  async find(presented: string): Promise<T | undefined> {
+    return this.lookup(presented);
+  }
+
   /**
-   * The value of the entry whose hash is the presented key's, if any: at once (no promise) for a
-   * key that matched before, whose digest is remembered; else once Web Crypto has hashed it.
+   * As {@link find}, but at once (no promise) for a key that matched before, whose digest is
+   * remembered: a server that sees the same keys on every request waits for nothing.
+   *
+   * @example
+   * const found = ring.lookup(key);
+   * const value = found instanceof Promise ? await found : found;
    */
-  find(presented: string): T | undefined | Promise<T | undefined> {
+  lookup(presented: string): T | undefined | Promise<T | undefined> {
     const known = this.#known.get(presented);
     if (known !== undefined) return this.#match(presented, known);
     return digest(presented).then((candidate) => this.#match(presented, candidate));

@@ -247,6 +247,14 @@ describe("API keys", () => {
           expect(await ring.find(other)).toBe(
             keys.includes(other) ? keys.indexOf(other) : undefined,
           );
+          // A key that matched is found again at once, without a promise; one that did not is
+          // hashed again (never remembered, so unknown keys cannot fill the memory).
+          for (const [i, key] of keys.entries()) expect(ring.lookup(key)).toBe(i);
+          if (!keys.includes(other)) {
+            const again = ring.lookup(other);
+            expect(again).toBeInstanceOf(Promise);
+            expect(await again).toBeUndefined();
+          }
         },
       ),
       { numRuns: 200 },

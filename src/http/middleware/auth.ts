@@ -73,7 +73,7 @@ export function tenantAuthorize(
         "missing API key: send Authorization: Bearer <key> (or X-Api-Key: <key>)",
       );
     }
-    const actor = ready ? ready.find(presented) : ring.then((r) => r.find(presented));
+    const actor = ready ? ready.lookup(presented) : ring.then((r) => r.find(presented));
     return actor instanceof Promise ? actor.then((a) => matched(c, a)) : matched(c, actor);
   };
 }
