@@ -27,32 +27,36 @@ local function putMessage(outbox, messages, id, recoverAt, json)
 end
 
 local function ackMessages(outbox, messages, pairs, watchAt)
-  local bodies, scores = {}, {}
+  local bodies, scores, n = {}, {}, 0
   for from = 1, #pairs - 1, 1000 do
-    local ids = {}
+    local ids, m = {}, 0
     for i = from, math.min(from + 998, #pairs - 1), 2 do
-      ids[#ids + 1] = pairs[i]
+      m = m + 1
+      ids[m] = pairs[i]
     end
     local found = redis.call('HMGET', messages, unpack(ids))
-    for k, id in ipairs(ids) do
-      local body = found[k]
-      -- Every writer puts id and dedupId first (ids are [A-Za-z0-9_.:@~-]: no escapes).
-      local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":'
-        .. jsonString(pairs[from + 2 * k - 1]) .. ','
-      if body and string.sub(body, 1, #prefix) == prefix then
-        bodies[#bodies + 1] = id
-        bodies[#bodies + 1] = '{"id":' .. jsonString(id) .. ',"dedupId":'
-          .. jsonString(id .. '~a0') .. ',' .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-        scores[#scores + 1] = watchAt
-        scores[#scores + 1] = id
+    for k = 1, m do
+      local id, body = ids[k], found[k]
+      -- Every writer puts id and dedupId first, as JSON.stringify writes them (ids are
+      -- [A-Za-z0-9_.:@~-]: nothing to escape): '{"id":"<id>","dedupId":"<dedupId>",'.
+      if body then
+        local prefix = '{"id":"' .. id .. '","dedupId":"' .. pairs[from + 2 * k - 1] .. '",'
+        if string.sub(body, 1, #prefix) == prefix then
+          bodies[n + 1] = id
+          bodies[n + 2] = '{"id":"' .. id .. '","dedupId":"' .. id .. '~a0",'
+            .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
+          scores[n + 1] = watchAt
+          scores[n + 2] = id
+          n = n + 2
+        end
       end
     end
   end
-  for i = 1, #scores, 1000 do
-    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, #scores)))
-    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, #bodies)))
+  for i = 1, n, 1000 do
+    redis.call('ZADD', outbox, 'XX', unpack(scores, i, math.min(i + 999, n)))
+    redis.call('HSET', messages, unpack(bodies, i, math.min(i + 999, n)))
   end
-  return #scores / 2
+  return n / 2
 end
 
 local function removeMessages(outbox, messages, ids)
