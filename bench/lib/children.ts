@@ -35,6 +35,8 @@ export function track(child: ChildProcess): ChildProcess {
 /** A running TypeScript child with a request/reply channel. */
 export interface TsChild<Ready> {
   ready: Ready;
+  /** The child's process id. */
+  pid: number;
   /** Send `{ type, ...args }`, resolve with the child's reply. */
   request<T>(type: string, args?: Record<string, unknown>): Promise<T>;
   /** Kill it and wait for it to exit. */
@@ -102,6 +104,7 @@ export async function startTsChild<Ready>(
   });
   return {
     ready,
+    pid: child.pid ?? 0,
     request<T>(type: string, extra: Record<string, unknown> = {}): Promise<T> {
       const id = nextId++;
       return new Promise<T>((resolve, reject) => {

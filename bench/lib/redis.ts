@@ -17,6 +17,8 @@ export { billedBetween, commandsExecuted as commandStats };
 
 export interface PrivateRedis {
   url: string;
+  /** The `redis-server` process id. */
+  pid: number;
   /** A connection for the benchmark's own reads (INFO, SCRIPT LOAD). */
   admin: Redis;
   stop(): Promise<void>;
@@ -30,6 +32,7 @@ export async function startRedis(): Promise<PrivateRedis> {
   await admin.ping();
   return {
     url: server.url,
+    pid: server.child.pid ?? 0,
     admin,
     async stop() {
       admin.disconnect();

@@ -15,9 +15,14 @@
  *    from starting them to the last success. tickwork's count comes from `engine.stats()` polled
  *    every 10 ms (its reads are in the Redis figures), BullMQ's from the worker's `completed`
  *    events; both checked against the store afterwards.
+ *
+ * Where the machine allows, Redis runs on a core of its own and every other process of the
+ * section on the rest (`bench/lib/cores.ts`), so `INFO commandstats` bills each contender Redis's
+ * work, not the time the scheduler paused Redis for the contender's own processes.
  */
 import type { Redis } from "ioredis";
 import { startTsChild, type TsChild } from "../lib/children.ts";
+import { type CorePlan, pinProcess, redisCorePlan } from "../lib/cores.ts";
 import { medians } from "../lib/median.ts";
 import {
   type CommandUsage,
@@ -52,6 +57,11 @@ export interface InProcessSubmitFigures {
   /** redis_us_per_submit.qstash / redis_us_per_submit.bullmq */
   redis_us_qstash_vs_bullmq: number;
   in_process: {
+    /**
+     * `own`: Redis ran on a core of its own, every other process on the rest (bench/lib/cores.ts);
+     * `shared`: one core, no `taskset`, or `BENCH_SHARED_CORES=1`.
+     */
+    redis_core: "own" | "shared";
     loops: number;
     /** Measured submits per contender (after `warmup` more). */
     submits: number;
@@ -181,15 +191,18 @@ async function runContender(
   kind: StreamsContender,
   jobs: number,
   warmup: number,
+  cores: CorePlan | undefined,
   log: (line: string) => void,
 ): Promise<Run> {
   const redis = await startRedis();
   let child: TsChild<unknown> | undefined;
   let double: TsChild<Record<string, string>> | undefined;
   try {
+    if (cores) pinProcess(redis.pid, cores.redis);
     const env: Record<string, string> = { REDIS_URL: redis.url };
     if (kind === "qstash") {
       double = await startTsChild<Record<string, string>>("servers/qstash-double.ts");
+      if (cores) pinProcess(double.pid, cores.others);
       Object.assign(env, {
         QSTASH_URL: double.ready.url,
         QSTASH_TOKEN: double.ready.token,
@@ -198,6 +211,7 @@ async function runContender(
       });
     }
     child = await startTsChild<unknown>("servers/streams-contender.ts", [kind], env);
+    if (cores) pinProcess(child.pid, cores.others);
     await child.request<Phase>("submit", { from: 0, count: warmup, loops: LOOPS });
     await child.request("settle");
     const s0 = await snapshot(child, redis.admin);
@@ -282,11 +296,25 @@ export async function benchStreams(
   log(
     `streams: in process, ${LOOPS} submit loops, ${warmup} warm-up + ${measured} measured submits, then workers (concurrency ${CONCURRENCY}, no-op handler) drain all ${jobs}; BullMQ queue.add + Worker vs tickwork broker.submit + PullWorker on RedisStreams; median of ${rounds} round(s)`,
   );
+  const cores = redisCorePlan();
+  log(
+    cores
+      ? `streams: Redis on CPU ${cores.redis} alone, every other process of the section on ${cores.others} (bench/lib/cores.ts)`
+      : "streams: Redis shares the cores with the contenders",
+  );
   const runs: Record<StreamsContender, Run[]> = { bullmq: [], streams: [], qstash: [] };
-  for (let round = 0; round < rounds; round++) {
-    const order: StreamsContender[] =
-      round % 2 === 0 ? ["bullmq", "streams", "qstash"] : ["qstash", "streams", "bullmq"];
-    for (const kind of order) runs[kind].push(await runContender(kind, jobs, warmup, log));
+  // This process too (it reads INFO and relays requests): off Redis's core until the section ends.
+  if (cores) pinProcess(process.pid, cores.others);
+  try {
+    for (let round = 0; round < rounds; round++) {
+      const order: StreamsContender[] =
+        round % 2 === 0 ? ["bullmq", "streams", "qstash"] : ["qstash", "streams", "bullmq"];
+      for (const kind of order) {
+        runs[kind].push(await runContender(kind, jobs, warmup, cores, log));
+      }
+    }
+  } finally {
+    if (cores) pinProcess(process.pid, cores.all);
   }
   const b = medians(runs.bullmq.map((r) => r.figures));
   const s = medians(runs.streams.map((r) => r.figures));
@@ -303,6 +331,7 @@ export async function benchStreams(
       redis_us_streams_vs_bullmq: round(s.redis_us_per_submit / b.redis_us_per_submit, 2),
       redis_us_qstash_vs_bullmq: round(q.redis_us_per_submit / b.redis_us_per_submit, 2),
       in_process: {
+        redis_core: cores ? "own" : "shared",
         loops: LOOPS,
         submits: measured,
         warmup,
