@@ -49,7 +49,8 @@ interface Three extends Both {
 export interface InProcessSubmitFigures {
   /**
    * Redis µs per submit from `INFO commandstats`, each command counted once. `qstash`: the
-   * outbox's submit script and the publisher's acknowledgements of the published entries.
+   * outbox's submit script, and anything its background publishes write back (nothing when the
+   * queue takes them).
    */
   redis_us_per_submit: Three;
   /** redis_us_per_submit.streams / redis_us_per_submit.bullmq */
@@ -221,7 +222,7 @@ async function runContender(
       count: measured,
       loops: LOOPS,
     });
-    // qstash: the publishes of the measured submits, and their acknowledgements, are in.
+    // qstash: the publishes of the measured submits are done (and whatever they wrote back).
     await child.request("settle");
     const s1 = await snapshot(child, redis.admin);
     if (kind === "qstash") {

@@ -200,8 +200,8 @@ function prefixed(prefix: string, record: Record<string, number>): Record<string
 
 /**
  * tickwork on QStash, submits only: `RedisStore` (the outbox) and `QStashTransport` publishing in
- * the background to the QStash double at `QSTASH_URL` (as `tickwork start` runs it), so the
- * Redis figures include acknowledging the published outbox entries. No drain (the double's
+ * the background to the QStash double at `QSTASH_URL` (as `tickwork start` runs it; a submit's
+ * publish writes nothing back to Redis unless the queue refuses it). No drain (the double's
  * deliveries go nowhere).
  */
 async function qstashContender(url: string): Promise<Contender & { settle(): Promise<void> }> {

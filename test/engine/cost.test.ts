@@ -132,13 +132,14 @@ describe("cost (I4)", () => {
     console.log("submit:", { bare: b, events: e, admissionAndEvents: f, "keyed + replay": replay });
     expect([b.roundTrips, e.roundTrips, f.roundTrips]).toEqual([1, 1, 1]);
     expect(replay.roundTrips).toBe(2);
-    // Bare: EVALSHA, TIME, HSET + ZADD job, ZADD + HSET outbox, ZADD pending, 2 x HINCRBY.
-    expect(b.billed).toBe(9);
+    // Bare: EVALSHA, TIME, HSET + ZADD job, ZADD outbox (the job's first message: the entry, no
+    // body), ZADD pending, 2 x HINCRBY.
+    expect(b.billed).toBe(8);
     // + XADD of the `job.created` event.
-    expect(e.billed).toBe(10);
+    expect(e.billed).toBe(9);
     // + HMGET of the stored degradation level (evaluated less than `evaluateEveryMs` ago, by the
     // first submit: not evaluated again), GET + SET quota.
-    expect(f.billed).toBe(13);
+    expect(f.billed).toBe(12);
     // An idempotency key adds GET + SET; its replay is EVALSHA, TIME, GET key, HMGET first job.
     expect(replay.billed).toBe(f.billed + 2 + 4);
   });

@@ -48,7 +48,7 @@ import { ErrorCode } from "./errors.ts";
 import { scripts } from "./scripts.generated.ts";
 
 /** How many leading arguments of submitJob are always sent; the rest may be left out. */
-const OPTIONAL_FROM = 18;
+const OPTIONAL_FROM = 17;
 
 /**
  * The `job.created` event after its `"at"` member (the script knows the time): the job's id,
@@ -81,7 +81,6 @@ export async function submitJob(
   const degradation = admission?.degradation;
   const args = [
     job.id,
-    JSON.stringify(job.id),
     data,
     optionalArg(timing.runAt),
     String(timing.delayMs),

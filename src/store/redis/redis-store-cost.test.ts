@@ -66,18 +66,19 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
       await store.submitJob({ ...job, id: uniq("job") }, timing, ADMISSION);
     });
     expect(counter.roundTrips).toBe(6);
-    // TIME; HSET job, ZADD jobs; ZADD + HSET outbox; ZADD pending; HINCRBY submitted, queued; XADD
+    // TIME; HSET job, ZADD jobs; ZADD outbox (the job's first message: no body); ZADD pending;
+    // HINCRBY submitted, queued; XADD
     expect(Object.fromEntries(plain.byCommand)).toEqual({
       evalsha: 1,
       time: 1,
-      hset: 2,
+      hset: 1,
       zadd: 3,
       hincrby: 2,
       xadd: 1,
     });
-    expect(plain.total).toBe(10);
-    expect(keyed.total).toBe(12); // + GET and SET of the idempotency key
-    expect(silent.total).toBe(9); // eventsMaxLen 0: no XADD
+    expect(plain.total).toBe(9);
+    expect(keyed.total).toBe(11); // + GET and SET of the idempotency key
+    expect(silent.total).toBe(8); // eventsMaxLen 0: no XADD
     // Admission (the policy passes no evaluateEveryMs: every submit evaluates): HMGET degrade
     // (the stored level and its age), HMGET metrics (averages), ZCOUNT backlog, HSET degrade,
     // GET + SET quota.
@@ -87,14 +88,14 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
       hmget: 2,
       zcount: 1,
       hincrby: 2,
-      hset: 3,
+      hset: 2,
       get: 1,
       set: 1,
       zadd: 3,
       xadd: 1,
     });
-    expect(guarded.total).toBe(16);
-    // Dispatching to Redis Streams: XADD of the delivery instead of ZADD + HSET of the outbox.
+    expect(guarded.total).toBe(15);
+    // Dispatching to Redis Streams: XADD of the delivery instead of the outbox's ZADD.
     const streams = new RedisStore({ client, prefix: "cost-streams", dispatch: "streams" });
     await streams.submitJob(newJob(), timing);
     const streamed = await billed(() => streams.submitJob(newJob(), timing));

@@ -20,6 +20,7 @@ import {
 } from "../../../test/support/redis-store-fixtures.ts";
 import { shared, withStore } from "../../../test/support/redis-store-shared.ts";
 import type { JobSpec } from "../../core/model.ts";
+import type { SubmitDenied, SubmitResult } from "../port.ts";
 import { keys } from "./keys.ts";
 import { RedisStore } from "./redis-store.ts";
 import { fromIoredis } from "./script.ts";
@@ -241,6 +242,84 @@ describe("RedisStore keys", () => {
       }
       expect(found).toContain(k.quota("submit:default"));
       expect(found).toContain(k.quota("schedule:default"));
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe("RedisStore outbox: a job's first message is its entry alone", () => {
+  const leader = async (store: RedisStore) => {
+    const t = await store.beginTick(TICK);
+    if (t.kind !== "leader") throw new Error(`not the leader: ${t.kind}`);
+    await store.endTick(t.token, []);
+    return t;
+  };
+
+  it("submitJob, submitJobs and a released dependent write no body; the tick recovers the message each answered", async () => {
+    const { store, k, cleanup } = withStore();
+    try {
+      const single = accepted(await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 0 }));
+      const dep = accepted(await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 0 }));
+      const batch = await store.submitJobs(
+        [{ job: newJob({ input: { big: "x".repeat(500), u: "é😀" } }), delayMs: 0 }],
+        { recoverGraceMs: 0 },
+      );
+      const many = accepted(batch[0] as SubmitResult | SubmitDenied);
+      const waiting = accepted(
+        await store.submitJob(newJob({ after: [dep.job.id] }), { delayMs: 0, recoverGraceMs: 0 }),
+      );
+      expect(waiting.job.status).toBe("waiting");
+      expect((await store.beginRun(dep.message?.job as JobSpec, 60_000)).kind).toBe("run");
+      await store.finishRun(dep.job.id, 1, { ok: true, result: null });
+      const released = await store.getJob(waiting.job.id);
+      expect(released?.status).toBe("queued");
+
+      const firsts = [single, many].map((r) => r.message);
+      const ids = [single.job.id, many.job.id, waiting.job.id];
+      for (const id of ids) {
+        expect([id, await shared.zscore(k.outbox, id)]).toEqual([id, expect.any(String)]);
+        expect([id, await shared.hexists(k.outboxMsg, id)]).toEqual([id, 0]);
+      }
+      const { recover } = await leader(store);
+      const byId = new Map(recover.map((m) => [m.id, m]));
+      for (const m of firsts) {
+        if (!m) throw new Error("no message");
+        expect(byId.get(m.id)).toEqual({ ...m, recoverAt: expect.any(Number) });
+      }
+      expect(byId.get(waiting.job.id)).toEqual({
+        id: waiting.job.id,
+        dedupId: waiting.job.id,
+        job: {
+          ...(({ status, attempts, ...spec }) => spec)(released as NonNullable<typeof released>),
+        },
+        notBefore: released?.runAt,
+        recoverAt: expect.any(Number),
+      });
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("an entry whose job is gone is dropped, not published; an ack of it writes nothing", async () => {
+    const { store, k, cleanup } = withStore();
+    try {
+      const gone = accepted(await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 0 }));
+      const kept = accepted(await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 0 }));
+      await shared.del(k.job(gone.job.id)); // as an expired or deleted record would be
+      await store.ackOutbox([{ id: gone.job.id, dedupId: gone.job.id }]);
+      expect(await shared.hlen(k.outboxMsg)).toBe(0);
+      const { recover } = await leader(store);
+      expect(recover.map((m) => m.id)).toEqual([kept.job.id]);
+      expect(await shared.zscore(k.outbox, gone.job.id)).toBeNull();
+      // The acked first message gets a body: the attempt-0 watch.
+      await store.ackOutbox([{ id: kept.job.id, dedupId: kept.job.id }]);
+      const watch = JSON.parse((await shared.hget(k.outboxMsg, kept.job.id)) ?? "null");
+      expect(watch).toMatchObject({ id: kept.job.id, dedupId: `${kept.job.id}~a0`, attempt: 0 });
+      expect(watch.job).toEqual(kept.message?.job);
+      // A late ack under the first dedupId leaves the watch as it is.
+      await store.ackOutbox([{ id: kept.job.id, dedupId: kept.job.id }]);
+      expect(JSON.parse((await shared.hget(k.outboxMsg, kept.job.id)) ?? "null")).toEqual(watch);
     } finally {
       await cleanup();
     }

@@ -186,7 +186,7 @@ export async function ackOutbox(
   if (acks.length === 0) return;
   await c.run(
     scripts.ackOutbox,
-    [c.keys.outbox, c.keys.outboxMsg],
+    [c.keys.root, c.keys.outbox, c.keys.outboxMsg],
     [String(reapAfterMs), ...ackArgs(acks)],
   );
 }
@@ -210,7 +210,7 @@ export async function endTick(
   const k = c.keys;
   await c.run(
     scripts.endTick,
-    [k.outbox, k.outboxMsg, k.lease(TICK_LEASE), k.metrics],
+    [k.root, k.outbox, k.outboxMsg, k.lease(TICK_LEASE), k.metrics],
     [
       String(token),
       report ? String(Math.max(0, report.tickMs)) : "",

@@ -44,6 +44,8 @@
 --@include "metrics"
 --@include "events"
 --@include "degrade"
+--@include "members"
+--@include "outbox"
 
 local root, due, outbox, messages, lease, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now = nowMs()
@@ -109,7 +111,7 @@ if hasRecover and recoverLimit > 0 then
   local watchAt = int(now + tonumber(ARGV[10]))
   for from = 1, #ids, 500 do
     local slice = { unpack(ids, from, math.min(from + 499, #ids)) }
-    local bodies = redis.call('HMGET', messages, unpack(slice))
+    local bodies = messageBodies(root, messages, slice, recoverAt)
     local pushed, stale, counted = {}, {}, {}
     for i, id in ipairs(slice) do
       local body = bodies[i]

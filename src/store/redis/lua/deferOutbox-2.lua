@@ -1,7 +1,9 @@
 --[[
   deferOutbox: the queue could not take these messages yet (due beyond its longest delay): each
-  one that still carries the dedupId it was published with (compare-and-set, as ackOutbox) gets
-  recoverAt = the given time, so the tick's recover step does not re-publish it before then.
+  one that still carries the dedupId it was published with (compare-and-set, as ackOutbox; an
+  entry without a body is its job's first message, whose dedupId is the job's id: include
+  "outbox") gets recoverAt = the given time, so the tick's recover step does not re-publish it
+  before then.
   Unfenced: harmless to repeat.
   Input:
     KEYS[1] outbox
@@ -18,7 +20,8 @@ for i = 1, #ARGV - 2, 3 do
   local body = redis.call('HGET', messages, id)
   -- Every writer puts id and dedupId first (see include "outbox", ackMessages).
   local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(ARGV[i + 1]) .. ','
-  if body and string.sub(body, 1, #prefix) == prefix then
+  if (body and string.sub(body, 1, #prefix) == prefix)
+    or (not body and ARGV[i + 1] == id and redis.call('ZSCORE', outbox, id)) then
     redis.call('ZADD', outbox, 'XX', ARGV[i + 2], id)
     moved = moved + 1
   end

@@ -32,7 +32,7 @@ if not holdsLease(KEYS[5], ARGV[1]) then
   return LEASE_LOST
 end
 local now = nowMs()
-ackMessages(KEYS[3], KEYS[4], argvFrom(6), int(now + tonumber(ARGV[5])))
+ackMessages(KEYS[1], KEYS[3], KEYS[4], argvFrom(6), int(now + tonumber(ARGV[5])))
 redis.call('PEXPIRE', KEYS[5], ARGV[2])
 local items, more = readDue(KEYS[1], KEYS[2], now + tonumber(ARGV[3]), tonumber(ARGV[4]))
 return '{"now":' .. int(now) .. ',"more":' .. jsonBool(more) .. ',"due":[' .. table.concat(items, ',') .. ']}'

@@ -15,7 +15,7 @@
   Input:
     KEYS[1] root
     KEYS[2] outbox
-    KEYS[3] outbox messages
+    KEYS[3] outbox messages (not written: a job's first message has no body, include "outbox")
     KEYS[4] pending backlog (zset: job id -> runAt)
     KEYS[5] metrics (hash)
     KEYS[6] events (stream)
@@ -58,7 +58,7 @@
 --@include "streams"
 --@include "deps"
 
-local root, outbox, messages = KEYS[1], KEYS[2], KEYS[3]
+local root, outbox = KEYS[1], KEYS[2]
 local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
 local tenant = ARGV[2]
 local maxLen = tonumber(ARGV[4])
@@ -203,11 +203,7 @@ local function submitOne(base, index)
     if streams then
       streamDispatch(root, id, specJson(job), 0, tonumber(job.runAt), now)
     else
-      local idJson = jsonString(id)
-      local recoverAt = int(runAt + grace)
-      putMessage(outbox, messages, id, recoverAt, '{"id":' .. idJson .. ',"dedupId":' .. idJson
-        .. ',"job":' .. specJson(job) .. ',"notBefore":' .. job.runAt .. ',"recoverAt":'
-        .. recoverAt .. '}')
+      putJobMessage(outbox, id, int(runAt + grace))
     end
     if idemKey then
       redis.call('SET', idemKey, id, 'PX', ARGV[3])

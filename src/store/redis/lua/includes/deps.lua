@@ -45,11 +45,7 @@ local function dispatchReleased(c, w, job, m)
   if job.dispatch == 'streams' then
     streamDispatch(c.root, w, specJson(job), 0, runAt, c.now)
   else
-    local idJson = jsonString(w)
-    local recoverAt = int(c.now)
-    putMessage(c.outbox, c.messages, w, recoverAt, '{"id":' .. idJson .. ',"dedupId":' .. idJson
-      .. ',"job":' .. specJson(job) .. ',"notBefore":' .. job.runAt .. ',"recoverAt":'
-      .. recoverAt .. '}')
+    putJobMessage(c.outbox, w, int(c.now))
   end
   if redis.call('ZADD', c.pending, job.runAt, w) == 1 then
     mAdd(m, 'g:queued', 1)

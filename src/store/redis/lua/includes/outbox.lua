@@ -1,8 +1,23 @@
 --[[
-  Include "outbox": the outbox is a zset (message id -> recoverAt, the
+  Include "outbox" (needs "keys"): the outbox is a zset (message id -> recoverAt, the
   authoritative recover time) plus a hash (message id -> OutboxMessage JSON).
 
+  A job's first message — its id, dedupId = its id, the job's spec, notBefore = its runAt — is
+  what a submit, a batch submit and a released dependent put in the outbox, and all of it is in
+  the job's hash already. Those writers store the zset entry alone (putJobMessage), and the
+  readers derive the body from the job when the hash has none (jobMessage). Every other writer
+  stores a body; an entry and its body are removed together. So an entry without a body is its
+  job's first message, not yet acknowledged (docs/adr/0029-a-job-first-message-has-no-body.md).
+
   putMessage(outbox, messages, id, recoverAt, json)
+  putJobMessage(outbox, id, recoverAt)
+    The job's first message: the zset entry, no body.
+  jobMessage(root, id, dedupId, rest)
+    The body of job `id`'s first message under `dedupId`, `rest` (`"recoverAt":…` and what
+    follows) closing it; nil when the job is gone.
+  messageBodies(root, messages, ids, recoverAt)
+    The bodies of `ids` (outbox members), as HMGET answers them: a job's first message derived
+    with `recoverAt`, false for a member without a body whose job is gone.
   removeMessages(outbox, messages, ids)
   putWatch(outbox, messages, id, job, recoverAt)
     The message standing watch over a started attempt of `job`: dedupId `<id>~a<attempts>`,
@@ -10,7 +25,7 @@
     attempt finished (or a later one began) before.
   deferWatch(outbox, id, recoverAt)
     Move an existing message's recoverAt (ZADD XX: never creates one without a body).
-  ackMessages(outbox, messages, pairs, watchAt)
+  ackMessages(root, outbox, messages, pairs, watchAt)
     `pairs` alternates message id and dedupId of messages the queue accepted. Compare-and-set: a
     message that still carries that dedupId (a late ack must not touch a newer message of the
     same job) becomes the job's attempt-0 watch — dedupId `<id>~a0`, `attempt` 0, recoverAt
@@ -19,6 +34,7 @@
 ]]
 --@include "members"
 --@include "json"
+--@include "keys"
 --@include "job"
 
 local function putMessage(outbox, messages, id, recoverAt, json)
@@ -26,7 +42,31 @@ local function putMessage(outbox, messages, id, recoverAt, json)
   redis.call('HSET', messages, id, json)
 end
 
-local function ackMessages(outbox, messages, pairs, watchAt)
+local function putJobMessage(outbox, id, recoverAt)
+  redis.call('ZADD', outbox, recoverAt, id)
+end
+
+local function jobMessage(root, id, dedupId, rest)
+  local f = redis.call('HMGET', jobKey(root, id), 'data', 'createdAt', 'runAt')
+  if not f[1] then
+    return nil
+  end
+  return '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(dedupId) .. ',"job":'
+    .. specJson({ data = f[1], createdAt = f[2], runAt = f[3] }) .. ',"notBefore":' .. f[3] .. ','
+    .. rest
+end
+
+local function messageBodies(root, messages, ids, recoverAt)
+  local bodies = redis.call('HMGET', messages, unpack(ids))
+  for i, id in ipairs(ids) do
+    if not bodies[i] then
+      bodies[i] = jobMessage(root, id, id, '"recoverAt":' .. recoverAt .. '}') or false
+    end
+  end
+  return bodies
+end
+
+local function ackMessages(root, outbox, messages, pairs, watchAt)
   local bodies, scores, n = {}, {}, 0
   for from = 1, #pairs - 1, 1000 do
     local ids, m = {}, 0
@@ -36,19 +76,26 @@ local function ackMessages(outbox, messages, pairs, watchAt)
     end
     local found = redis.call('HMGET', messages, unpack(ids))
     for k = 1, m do
-      local id, body = ids[k], found[k]
+      local id, dedupId, body = ids[k], pairs[from + 2 * k - 1], found[k]
+      local watch
       -- Every writer puts id and dedupId first, as JSON.stringify writes them (ids are
       -- [A-Za-z0-9_.:@~-]: nothing to escape): '{"id":"<id>","dedupId":"<dedupId>",'.
       if body then
-        local prefix = '{"id":"' .. id .. '","dedupId":"' .. pairs[from + 2 * k - 1] .. '",'
+        local prefix = '{"id":"' .. id .. '","dedupId":"' .. dedupId .. '",'
         if string.sub(body, 1, #prefix) == prefix then
-          bodies[n + 1] = id
-          bodies[n + 2] = '{"id":"' .. id .. '","dedupId":"' .. id .. '~a0",'
+          watch = '{"id":"' .. id .. '","dedupId":"' .. id .. '~a0",'
             .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-          scores[n + 1] = watchAt
-          scores[n + 2] = id
-          n = n + 2
         end
+      elseif dedupId == id and redis.call('ZSCORE', outbox, id) then
+        -- The job's first message, without a body: its watch gets one.
+        watch = jobMessage(root, id, id .. '~a0', '"recoverAt":' .. watchAt .. ',"attempt":0}')
+      end
+      if watch then
+        bodies[n + 1] = id
+        bodies[n + 2] = watch
+        scores[n + 1] = watchAt
+        scores[n + 2] = id
+        n = n + 2
       end
     end
   end

@@ -3,10 +3,11 @@
   see include "outbox", ackMessages), records the tick's report (tick duration and lease acquisition histograms,
   even if the lease was lost) and releases the tick lease if `token` still holds it.
   Input:
-    KEYS[1] outbox
-    KEYS[2] outbox messages
-    KEYS[3] tick lease
-    KEYS[4] metrics
+    KEYS[1] root
+    KEYS[2] outbox
+    KEYS[3] outbox messages
+    KEYS[4] tick lease
+    KEYS[5] metrics
     ARGV[1] token
     ARGV[2] tick duration ms ('' = no report)
     ARGV[3] lease acquisition ms
@@ -15,20 +16,21 @@
   Output: 1 lease released, 0 it was no longer ours
 ]]
 --@include "time"
+--@include "keys"
 --@include "lease"
 --@include "members"
 --@include "outbox"
 --@include "metrics"
 
-ackMessages(KEYS[1], KEYS[2], argvFrom(5), int(nowMs() + tonumber(ARGV[4])))
+ackMessages(KEYS[1], KEYS[2], KEYS[3], argvFrom(5), int(nowMs() + tonumber(ARGV[4])))
 if ARGV[2] ~= '' then
   local m = newMetrics()
   mObserve(m, 'tick', tonumber(ARGV[2]))
   mObserve(m, 'acq', tonumber(ARGV[3]))
-  metricsFlush(KEYS[4], m)
+  metricsFlush(KEYS[5], m)
 end
-if not holdsLease(KEYS[3], ARGV[1]) then
+if not holdsLease(KEYS[4], ARGV[1]) then
   return 0
 end
-redis.call('DEL', KEYS[3])
+redis.call('DEL', KEYS[4])
 return 1
