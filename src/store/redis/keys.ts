@@ -29,7 +29,10 @@ export function keys(prefix = "tw") {
     jobs: (tenant: string) => `${p}:jobs:${utf8Length(tenant)}:${tenant}`,
     /** zset: message id → recoverAt (ms). */
     outbox: `${p}:outbox`,
-    /** hash: message id → message JSON. */
+    /**
+     * hash: message id → message JSON; none for a job's first message, which the scripts derive
+     * from the job (docs/adr/0029-a-job-first-message-has-no-body.md).
+     */
     outboxMsg: `${p}:outbox:msg`,
     /** string: fencing token of the lease holder, with a TTL. */
     lease: (name: string) => `${p}:lease:${name}`,
