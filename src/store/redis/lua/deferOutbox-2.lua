@@ -11,17 +11,13 @@
     ARGV[1...] triples: message id, dedupId, recoverAt (integer ms)
   Output: number of messages moved
 ]]
---@include "json"
+--@include "outbox"
 
 local outbox, messages = KEYS[1], KEYS[2]
 local moved = 0
 for i = 1, #ARGV - 2, 3 do
   local id = ARGV[i]
-  local body = redis.call('HGET', messages, id)
-  -- Every writer puts id and dedupId first (see include "outbox", ackMessages).
-  local prefix = '{"id":' .. jsonString(id) .. ',"dedupId":' .. jsonString(ARGV[i + 1]) .. ','
-  if (body and string.sub(body, 1, #prefix) == prefix)
-    or (not body and ARGV[i + 1] == id and redis.call('ZSCORE', outbox, id)) then
+  if carries(outbox, id, ARGV[i + 1], redis.call('HGET', messages, id)) then
     redis.call('ZADD', outbox, 'XX', ARGV[i + 2], id)
     moved = moved + 1
   end

@@ -25,6 +25,10 @@
     attempt finished (or a later one began) before.
   deferWatch(outbox, id, recoverAt)
     Move an existing message's recoverAt (ZADD XX: never creates one without a body).
+  carries(outbox, id, dedupId, body)
+    Whether entry `id`, whose body HMGET/HGET answered as `body`, is still the message published
+    under `dedupId` (the compare of ackMessages and deferOutbox); with a body, also the length of
+    its '{"id":…,"dedupId":…,' prefix.
   ackMessages(root, outbox, messages, pairs, watchAt)
     `pairs` alternates message id and dedupId of messages the queue accepted. Compare-and-set: a
     message that still carries that dedupId (a late ack must not touch a newer message of the
@@ -66,6 +70,17 @@ local function messageBodies(root, messages, ids, recoverAt)
   return bodies
 end
 
+local function carries(outbox, id, dedupId, body)
+  if body then
+    -- Every writer puts id and dedupId first, as JSON.stringify writes them (ids are
+    -- [A-Za-z0-9_.:@~-]: nothing to escape): '{"id":"<id>","dedupId":"<dedupId>",'.
+    local prefix = '{"id":"' .. id .. '","dedupId":"' .. dedupId .. '",'
+    return string.sub(body, 1, #prefix) == prefix, #prefix
+  end
+  -- No body: the job's first message, whose dedupId is its id, while its entry exists.
+  return dedupId == id and redis.call('ZSCORE', outbox, id) ~= false
+end
+
 local function ackMessages(root, outbox, messages, pairs, watchAt)
   local bodies, scores, n = {}, {}, 0
   for from = 1, #pairs - 1, 1000 do
@@ -77,16 +92,12 @@ local function ackMessages(root, outbox, messages, pairs, watchAt)
     local found = redis.call('HMGET', messages, unpack(ids))
     for k = 1, m do
       local id, dedupId, body = ids[k], pairs[from + 2 * k - 1], found[k]
+      local current, head = carries(outbox, id, dedupId, body)
       local watch
-      -- Every writer puts id and dedupId first, as JSON.stringify writes them (ids are
-      -- [A-Za-z0-9_.:@~-]: nothing to escape): '{"id":"<id>","dedupId":"<dedupId>",'.
-      if body then
-        local prefix = '{"id":"' .. id .. '","dedupId":"' .. dedupId .. '",'
-        if string.sub(body, 1, #prefix) == prefix then
-          watch = '{"id":"' .. id .. '","dedupId":"' .. id .. '~a0",'
-            .. string.sub(body, #prefix + 1, -2) .. ',"attempt":0}'
-        end
-      elseif dedupId == id and redis.call('ZSCORE', outbox, id) then
+      if current and body then
+        watch = '{"id":"' .. id .. '","dedupId":"' .. id .. '~a0",'
+          .. string.sub(body, head + 1, -2) .. ',"attempt":0}'
+      elseif current then
         -- The job's first message, without a body: its watch gets one.
         watch = jobMessage(root, id, id .. '~a0', '"recoverAt":' .. watchAt .. ',"attempt":0}')
       end
