@@ -75,6 +75,92 @@ return { jobKey(KEYS[1], ARGV[1]), scheduleKey(KEYS[1], ARGV[1]), scheduleRunnin
     expect(bounds).toEqual([...HISTOGRAM_BOUNDS_MS]);
   });
 
+  it("write a metrics batch as its operations give, applied in order to the stored or loaded values and clamped at 0", async () => {
+    // The batch keeps a sum per added field and the steps per averaged one (include "metrics"):
+    // this model applies every operation in order, as the include promises.
+    const key = `metrics-test:${process.pid}`;
+    const probe = `${includeSource("time")}\n${includeSource("metrics")}
+local ops, loaded = cjson.decode(ARGV[1]), cjson.decode(ARGV[2])
+local known = nil
+if #loaded > 0 then
+  known = metricsLoad(KEYS[1], loaded)
+end
+local m = newMetrics()
+for _, op in ipairs(ops) do
+  if op[1] == 'add' then
+    mAdd(m, op[2], op[3])
+  elseif op[1] == 'avg' then
+    mAverage(m, op[2], op[3])
+  else
+    mObserve(m, op[2], op[3])
+  end
+end
+metricsFlush(KEYS[1], m, known)
+return redis.call('HGETALL', KEYS[1])`;
+    const added = ["t:a", "g:b", "g:c"];
+    const averaged = ["avg:x", "avg:y"];
+    const op = fc.oneof(
+      fc.tuple(fc.constant("add"), fc.constantFrom(...added), fc.integer({ min: -5, max: 5 })),
+      fc.tuple(
+        fc.constant("avg"),
+        fc.constantFrom(...averaged),
+        fc.double({ min: 0, max: 1000, noNaN: true }),
+      ),
+      fc.tuple(fc.constant("obs"), fc.constant("lag"), fc.integer({ min: 0, max: 400_000 })),
+    );
+    const stored = fc.record(
+      {
+        "t:a": fc.integer({ min: 0, max: 20 }),
+        "g:b": fc.integer({ min: 0, max: 20 }),
+        "avg:x": fc.double({ min: 0, max: 1000, noNaN: true }),
+        "lag:3": fc.integer({ min: 0, max: 20 }),
+      },
+      { requiredKeys: [] },
+    );
+    const fields = [...added, ...averaged, "lag:3", "lag:sum"];
+    await fc.assert(
+      fc.asyncProperty(
+        stored,
+        fc.array(op, { maxLength: 12 }),
+        fc.uniqueArray(fc.constantFrom(...fields)),
+        async (initial, ops, loaded) => {
+          await redis.del(key);
+          const entries = Object.entries(initial) as [string, number][];
+          if (entries.length > 0) await redis.hset(key, ...entries.flat().map(String));
+          const reply = (await redis.eval(
+            probe,
+            1,
+            key,
+            JSON.stringify(ops),
+            JSON.stringify(loaded),
+          )) as string[];
+          const got: Record<string, number> = {};
+          for (let i = 0; i < reply.length; i += 2) got[reply[i] as string] = Number(reply[i + 1]);
+
+          const values = new Map<string, number>();
+          const read = (f: string) => values.get(f) ?? (initial as Record<string, number>)[f] ?? 0;
+          const add = (f: string, n: number) => {
+            if (n !== 0) values.set(f, read(f) + n);
+          };
+          for (const [kind, field, x] of ops) {
+            if (kind === "add") add(field, x);
+            else if (kind === "avg") values.set(field, read(field) + 0.1 * (x - read(field)));
+            else {
+              const i = HISTOGRAM_BOUNDS_MS.findIndex((bound) => x <= bound);
+              add(`${field}:${i < 0 ? HISTOGRAM_BOUNDS_MS.length : i}`, 1);
+              add(`${field}:sum`, x);
+            }
+          }
+          const expected: Record<string, number> = { ...initial };
+          for (const [f, v] of values) expected[f] = Math.max(0, v);
+          expect(got).toEqual(expected);
+        },
+      ),
+      { numRuns: 200 },
+    );
+    await redis.del(key);
+  });
+
   it("are read-only (a no-writes function) only when every call names a command that never writes", () => {
     expect(readsOnly("return redis.call('HGETALL', KEYS[1])")).toBe(true);
     expect(

@@ -65,9 +65,10 @@ local function readJob(key)
     return nil
   end
   local job = {}
-  for i, name in ipairs(JOB_FIELDS) do
-    if values[i] then
-      job[name] = values[i]
+  for i = 1, #JOB_FIELDS do
+    local value = values[i]
+    if value then
+      job[JOB_FIELDS[i]] = value
     end
   end
   return job

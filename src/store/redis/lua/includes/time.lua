@@ -26,7 +26,7 @@ local function num(x)
     return '0' -- also -0
   end
   if x == math.floor(x) and math.abs(x) < 1e15 then
-    return string.format('%.0f', x)
+    return string.format('%d', x)
   end
   return string.format('%.17g', x)
 end
