@@ -231,7 +231,7 @@ function queueFamilies(queue: QueueStats): Family[] {
     ),
     gauge(
       "queue_consumers",
-      "Consumers the queue knows, including stopped ones still holding deliveries.",
+      "Consumers the queue knows, including killed ones not deleted yet (see docs/streams.md).",
       queue.consumers,
     ),
     counter(

@@ -39,6 +39,25 @@ async function consumers(stream: string): Promise<number> {
   return Number(g[g.indexOf("consumers") + 1]);
 }
 
+async function consumerList(stream: string): Promise<Record<string, unknown>[]> {
+  const list = (await redis.xinfo("CONSUMERS", stream, "tickwork")) as unknown[][];
+  return list.map((c) => {
+    const out: Record<string, unknown> = {};
+    for (let i = 0; i + 1 < c.length; i += 2) out[String(c[i])] = c[i + 1];
+    return out;
+  });
+}
+
+async function consumerNames(stream: string): Promise<string[]> {
+  return (await consumerList(stream)).map((c) => String(c.name)).sort();
+}
+
+/** How long `name` has not read (ms), by the server's clock; -1 when it is not in the group. */
+async function idleMs(stream: string, name: string): Promise<number> {
+  const c = (await consumerList(stream)).find((x) => x.name === name);
+  return c ? Number(c.idle) : -1;
+}
+
 describe("Redis Streams, robustness", () => {
   it("a malformed delayed body is dropped; the workers keep running and nothing is copied twice", async () => {
     const prefix = `rob-${randomUUID()}`;
@@ -78,6 +97,48 @@ describe("Redis Streams, robustness", () => {
     await a.streams.close();
     expect(await consumers(a.stream)).toBe(1);
     expect((await redis.xpending(a.stream, "tickwork")) as unknown[]).toContain(1);
+  });
+
+  it("a takeover that empties a killed consumer's pending list deletes the consumer", async () => {
+    const prefix = `rob-${randomUUID()}`;
+    const killed = rig(prefix);
+    const b = rig(prefix);
+    await killed.engine.broker.submit({ handler: "ok" });
+    await killed.streams.open();
+    expect(await killed.streams.pull(1, 100)).toHaveLength(1);
+    // Its process dies holding the delivery (no ack, no close). Once the delivery has been
+    // pending claimIdleMs (200), b's next pull takes it over.
+    await until(async () => (await idleMs(killed.stream, killed.streams.consumer)) >= 200, "idle");
+    const taken = await b.streams.pull(1, 100);
+    expect(taken.map((m) => m.claimed)).toEqual([true]);
+    expect(await consumerNames(killed.stream)).toEqual([b.streams.consumer]);
+    await b.streams.ack([taken[0]!.id]);
+    await b.streams.close();
+  });
+
+  it("a consumer that stops deletes the others that hold nothing and have not read for claimIdleMs", async () => {
+    const prefix = `rob-${randomUUID()}`;
+    const idle = rig(prefix);
+    const holding = rig(prefix);
+    const stopping = rig(prefix);
+    await idle.engine.broker.submit({ handler: "ok" });
+    await idle.engine.broker.submit({ handler: "ok" });
+    await idle.streams.open();
+    // Both processes die without leaving: `idle` after finishing its delivery, `holding` while
+    // it still holds one.
+    const [done] = await idle.streams.pull(1, 100);
+    await idle.streams.ack([done!.id]);
+    expect(await holding.streams.pull(1, 100)).toHaveLength(1);
+    await until(async () => (await idleMs(idle.stream, idle.streams.consumer)) >= 200, "idle");
+    await until(
+      async () => (await idleMs(idle.stream, holding.streams.consumer)) >= 200,
+      "holding idle",
+    );
+    // A third process that read nothing stops: the consumer that holds nothing goes; the one
+    // holding a delivery stays for its takeover (deleting it would discard the delivery).
+    await stopping.streams.close();
+    expect(await consumerNames(idle.stream)).toEqual([holding.streams.consumer]);
+    expect((await redis.xpending(idle.stream, "tickwork")) as unknown[]).toContain(1);
   });
 
   it("a retry is put back even when another consumer acknowledged its entry meanwhile", async () => {

@@ -9,9 +9,12 @@
     ARGV[2] this consumer's name
     ARGV[3] min idle ms of a pending delivery to take over (0 = take none over)
     ARGV[4] most to take over
+  A takeover that emptied a stopped consumer's pending list deletes it from the group
+  (forgetConsumers, include "streams": idle ARGV[3] ms or more, nothing pending), so the group
+  does not keep the name of every process that was killed.
   Output: { moved, next not-before ms of the delayed set (-1 = empty), claimed entries
             ({ id, { field, value, ... } } each, as XAUTOCLAIM answers), the server's now (ms),
-            deliveries pending in the group (this consumer's included) }
+            deliveries pending in the group (this consumer's included), consumers deleted }
 ]]
 --@include "time"
 --@include "streams"
@@ -41,15 +44,20 @@ if first[2] then
   nextAt = tonumber(first[2])
 end
 
-local claimed, pending = {}, 0
+local claimed, pending, forgotten = {}, 0, 0
 if redis.call('EXISTS', stream) == 1 then
   local ok, summary = pcall(redis.call, 'XPENDING', stream, STREAM_GROUP)
   if ok then
     pending = summary[1]
   end
   if pending > 0 and tonumber(ARGV[3]) > 0 then
-    claimed = redis.call('XAUTOCLAIM', stream, STREAM_GROUP, ARGV[2], ARGV[3], '0-0', 'COUNT',
-      ARGV[4])[2]
+    local reply = redis.call('XAUTOCLAIM', stream, STREAM_GROUP, ARGV[2], ARGV[3], '0-0',
+      'COUNT', ARGV[4])
+    claimed = reply[2]
+    -- Entries deleted while pending leave the pending list too (reply[3], Redis 7).
+    if #claimed > 0 or #(reply[3] or {}) > 0 then
+      forgotten = forgetConsumers(stream, ARGV[2], tonumber(ARGV[3]))
+    end
   end
 end
-return { #due, nextAt, claimed, now, pending }
+return { #due, nextAt, claimed, now, pending, forgotten }

@@ -78,7 +78,7 @@ export interface StreamsStats {
   oldestPendingMs: number;
   /** Deliveries waiting for their not-before time (delays, retries after backoff). */
   delayed: number;
-  /** Consumers the group knows (including stopped ones until their pending is taken over). */
+  /** Consumers the group knows (including killed ones until they are deleted: docs/streams.md). */
   consumers: number;
   /** Deliveries this process took over from stopped consumers. */
   claimed: number;
@@ -283,7 +283,11 @@ export class RedisStreams {
     await this.#run(scripts.streamHandOver, []).catch(() => {});
     // Leave the group when nothing is pending here (a consumer name is per process: otherwise
     // every restart would leave one behind).
-    await this.#run(scripts.streamLeave, [this.#consumer]).catch(() => {});
+    // Consumers of killed processes that hold nothing go too (`forgetConsumers` in
+    // lua/includes/streams.lua).
+    await this.#run(scripts.streamLeave, [this.#consumer, String(this.#claimIdleMs)]).catch(
+      () => {},
+    );
   }
 
   /** Queue length, pending deliveries and their age, delayed ones and consumers. */

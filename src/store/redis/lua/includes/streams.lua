@@ -11,6 +11,12 @@
     Due (notBefore <= now): XADD the delivery. Else park it in the delayed set (one per member:
     a later dispatch of the same job replaces the earlier), and when it is now the earliest
     delayed delivery, XADD a wake-up so a worker blocked on the stream re-reads its deadline.
+
+  forgetConsumers(stream, self, minIdle)
+    Deletes from the group every consumer but `self` that holds no pending delivery and has not
+    read for minIdle ms or more: what a process killed without leaving the group leaves behind.
+    Deleting one holds no risk: it holds nothing, and a live one (idle in a long blocking read)
+    is made again by its next read. Answers how many went (0 without a stream or group).
 ]]
 --@include "keys"
 --@include "time"
@@ -34,4 +40,31 @@ local function streamDispatch(root, member, spec, retried, notBefore, now)
   if first[2] == nil or notBefore < tonumber(first[2]) then
     redis.call('XADD', stream, '*', 'w', notBefore)
   end
+end
+
+local function forgetConsumers(stream, self, minIdle)
+  local ok, consumers = pcall(redis.call, 'XINFO', 'CONSUMERS', stream, STREAM_GROUP)
+  if not ok then
+    return 0
+  end
+  local forgotten = 0
+  for i = 1, #consumers do
+    local c = consumers[i]
+    local name, pending, idle
+    for j = 1, #c - 1, 2 do
+      local field = c[j]
+      if field == 'name' then
+        name = c[j + 1]
+      elseif field == 'pending' then
+        pending = c[j + 1]
+      elseif field == 'idle' then
+        idle = c[j + 1]
+      end
+    end
+    if name and name ~= self and pending == 0 and idle and idle >= minIdle then
+      redis.call('XGROUP', 'DELCONSUMER', stream, STREAM_GROUP, name)
+      forgotten = forgotten + 1
+    end
+  end
+  return forgotten
 end
