@@ -15,8 +15,8 @@
   non-negative integer additions and nothing read → one HINCRBY each; otherwise one HMGET (of
   the fields not already read with metricsLoad) and one HSET. A field takes additions or
   average steps, never both. The batch is plain tables (a sum per added field, the steps per
-  averaged one) and histogram field names are made once per library: Lua's allocations and
-  number formatting, not the two commands, were most of a batch's cost.
+  averaged one) and a function library makes each histogram field name once: Lua's allocations
+  and number formatting, not the two commands, were most of a batch's cost.
 
   newMetrics()                 An empty batch.
   mAdd(b, field, n)            Add n (may be negative: clamped at 0).
@@ -31,8 +31,23 @@
 local HISTOGRAM_BOUNDS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
   300000 }
 local BOUNDS = #HISTOGRAM_BOUNDS
--- A histogram's field names (`<h>:<i>`, i = 0..#bounds, and `<h>:sum`), made once per library.
+-- Histogram field names (`<h>:<i>`, `<h>:sum`), each made when first used. A function library
+-- keeps them across calls; a script run by EVAL starts empty and makes only those it uses.
 local histogramFields = {}
+
+local function histogramField(h, i)
+  local names = histogramFields[h]
+  if not names then
+    names = {}
+    histogramFields[h] = names
+  end
+  local name = names[i]
+  if not name then
+    name = h .. ':' .. i
+    names[i] = name
+  end
+  return name
+end
 
 local function newMetrics()
   return { fields = {}, adds = {}, avgs = {} }
@@ -67,14 +82,6 @@ local function mAverage(b, field, x)
 end
 
 local function mObserve(b, h, x)
-  local names = histogramFields[h]
-  if not names then
-    names = { sum = h .. ':sum' }
-    for i = 0, BOUNDS do
-      names[i] = h .. ':' .. i
-    end
-    histogramFields[h] = names
-  end
   local i = BOUNDS
   for j = 1, BOUNDS do
     if x <= HISTOGRAM_BOUNDS[j] then
@@ -82,8 +89,8 @@ local function mObserve(b, h, x)
       break
     end
   end
-  mAdd(b, names[i], 1)
-  mAdd(b, names.sum, x)
+  mAdd(b, histogramField(h, i), 1)
+  mAdd(b, histogramField(h, 'sum'), x)
 end
 
 local function metricsLoad(key, fields)
