@@ -107,8 +107,13 @@ describe("Redis Streams, robustness", () => {
     await killed.streams.open();
     expect(await killed.streams.pull(1, 100)).toHaveLength(1);
     // Its process dies holding the delivery (no ack, no close). Once the delivery has been
-    // pending claimIdleMs (200), b's next pull takes it over.
-    await until(async () => (await idleMs(killed.stream, killed.streams.consumer)) >= 200, "idle");
+    // pending claimIdleMs (200), b's next pull takes it over. (The consumer read no later than
+    // the delivery was handed to it, so it has been idle at least as long.)
+    await until(
+      async () =>
+        (await redis.xpending(killed.stream, "tickwork", "IDLE", 200, "-", "+", 10)).length === 1,
+      "the delivery idle for claimIdleMs",
+    );
     const taken = await b.streams.pull(1, 100);
     expect(taken.map((m) => m.claimed)).toEqual([true]);
     expect(await consumerNames(killed.stream)).toEqual([b.streams.consumer]);
