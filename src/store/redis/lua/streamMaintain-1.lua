@@ -14,7 +14,7 @@
   does not keep the name of every process that was killed.
   Output: { moved, next not-before ms of the delayed set (-1 = empty), claimed entries
             ({ id, { field, value, ... } } each, as XAUTOCLAIM answers), the server's now (ms),
-            deliveries pending in the group (this consumer's included), consumers deleted }
+            deliveries pending in the group (this consumer's included) }
 ]]
 --@include "time"
 --@include "streams"
@@ -44,7 +44,7 @@ if first[2] then
   nextAt = tonumber(first[2])
 end
 
-local claimed, pending, forgotten = {}, 0, 0
+local claimed, pending = {}, 0
 if redis.call('EXISTS', stream) == 1 then
   local ok, summary = pcall(redis.call, 'XPENDING', stream, STREAM_GROUP)
   if ok then
@@ -56,8 +56,8 @@ if redis.call('EXISTS', stream) == 1 then
     claimed = reply[2]
     -- Entries deleted while pending leave the pending list too (reply[3], Redis 7).
     if #claimed > 0 or #(reply[3] or {}) > 0 then
-      forgotten = forgetConsumers(stream, ARGV[2], tonumber(ARGV[3]))
+      forgetConsumers(stream, ARGV[2], tonumber(ARGV[3]))
     end
   end
 end
-return { #due, nextAt, claimed, now, pending, forgotten }
+return { #due, nextAt, claimed, now, pending }

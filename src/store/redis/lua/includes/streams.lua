@@ -16,7 +16,7 @@
     Deletes from the group every consumer but `self` that holds no pending delivery and has not
     read for minIdle ms or more: what a process killed without leaving the group leaves behind.
     Deleting one holds no risk: it holds nothing, and a live one (idle in a long blocking read)
-    is made again by its next read. Answers how many went (0 without a stream or group).
+    is made again by its next read. Does nothing without a stream or group.
 ]]
 --@include "keys"
 --@include "time"
@@ -45,9 +45,8 @@ end
 local function forgetConsumers(stream, self, minIdle)
   local ok, consumers = pcall(redis.call, 'XINFO', 'CONSUMERS', stream, STREAM_GROUP)
   if not ok then
-    return 0
+    return
   end
-  local forgotten = 0
   for i = 1, #consumers do
     local c = consumers[i]
     local name, pending, idle
@@ -63,8 +62,6 @@ local function forgetConsumers(stream, self, minIdle)
     end
     if name and name ~= self and pending == 0 and idle and idle >= minIdle then
       redis.call('XGROUP', 'DELCONSUMER', stream, STREAM_GROUP, name)
-      forgotten = forgotten + 1
     end
   end
-  return forgotten
 end
