@@ -5,6 +5,7 @@
  * first time a server sees the script).
  */
 import type { StoreRetention } from "../port.ts";
+import type { CallBatch } from "./call-batch.ts";
 import { errorCodeOf } from "./codec.ts";
 import { RedisStoreError } from "./errors.ts";
 import type { Keys } from "./keys.ts";
@@ -20,6 +21,11 @@ export interface RedisContext {
   readonly dispatch: "outbox" | "streams";
   /** Runs `script` (see `safeEval`). */
   run(script: LuaScript, keys: string[], args: (string | number)[]): Promise<unknown>;
+  /**
+   * With `dispatch: "streams"`: `beginRun` and `finishRun` calls grouped (see `CallBatch`), as a
+   * worker makes many at once; without, each call is its own script call.
+   */
+  readonly runBatches?: { begin: CallBatch; finish: CallBatch } | undefined;
 }
 
 /** A script's JSON answer tagged by its one member. */

@@ -147,12 +147,17 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
     const retention = Object.fromEntries(
       Object.entries(options.retention ?? {}).filter(([, v]) => v !== undefined),
     );
+    const keys = buildKeys(options.prefix);
+    const run: RedisContext["run"] = (script, keys, args) => safeEval(client, script, keys, args);
+    const dispatch = options.dispatch ?? "outbox";
     this.#c = {
-      keys: buildKeys(options.prefix),
+      keys,
       retention: { ...DEFAULT_RETENTION, ...retention },
       eventsMaxLen: String(Math.max(0, Math.floor(options.eventsMaxLen ?? 10_000))),
-      dispatch: options.dispatch ?? "outbox",
-      run: (script, keys, args) => safeEval(client, script, keys, args),
+      dispatch,
+      run,
+      // A Streams worker begins and finishes many deliveries at once: group them.
+      runBatches: dispatch === "streams" ? runs.runBatches(run, keys) : undefined,
     };
     if (options.blocking) {
       const waiter = new EventWaiter(options.blocking, this.#c.keys.events);

@@ -6,6 +6,7 @@
 import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../../core/model.ts";
 import type { BeginRunResult, FinishRunResult, RateLimit, RunLimit, RunOutcome } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS } from "../port.ts";
+import { CallBatch } from "./call-batch.ts";
 import {
   beginLimitArgs,
   errorCodeOf,
@@ -19,6 +20,7 @@ import {
 } from "./codec.ts";
 import { expectNoCode, type RedisContext, type Tagged } from "./context.ts";
 import { ErrorCode } from "./errors.ts";
+import type { Keys } from "./keys.ts";
 import { scripts } from "./scripts.generated.ts";
 
 export async function beginRun(
@@ -31,20 +33,23 @@ export async function beginRun(
   rate?: RateLimit,
   node?: string,
 ): Promise<BeginRunResult> {
-  const k = c.keys;
-  const raw = await c.run(
-    scripts.beginRun,
-    [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
-    [
-      ...specArgs(spec),
-      ttlArg(leaseMs),
-      retentionArg(c.retention),
-      c.eventsMaxLen,
-      String(reapAfterMs),
-      ...tokenArgs(token),
-      ...beginLimitArgs(limit, rate, node),
-    ],
-  );
+  const args = [
+    ...specArgs(spec),
+    ttlArg(leaseMs),
+    retentionArg(c.retention),
+    c.eventsMaxLen,
+    String(reapAfterMs),
+    ...tokenArgs(token),
+    ...beginLimitArgs(limit, rate, node),
+  ];
+  let raw: unknown;
+  if (c.runBatches) {
+    // A batch takes every call's arguments at the same length: '' is an absent one.
+    while (args.length < BEGIN_ARGS) args.push("");
+    raw = await c.runBatches.begin.call(args);
+  } else {
+    raw = await c.run(scripts.beginRun, beginKeys(c.keys), args);
+  }
   return fromJson<BeginRunResult>(raw);
 }
 
@@ -55,27 +60,57 @@ export async function finishRun(
   outcome: RunOutcome,
   reapAfterMs = DEFAULT_REAP_AFTER_MS,
 ): Promise<FinishRunResult> {
-  const k = c.keys;
-  const raw = await c.run(
-    scripts.finishRun,
-    [k.root, k.expiring, k.pending, k.metrics, k.events, k.outbox, k.outboxMsg],
-    [
-      id,
-      String(attempt),
-      outcome.ok ? "1" : "0",
-      outcome.ok ? jsonArg(outcome.result) : "",
-      outcome.ok ? "" : JSON.stringify(outcome.error),
-      !outcome.ok && outcome.final ? "1" : "0",
-      retentionArg(c.retention),
-      c.eventsMaxLen,
-      outcome.ok ? "" : eventErrorArg(outcome.error),
-      String(reapAfterMs),
-    ],
-  );
+  const args = [
+    id,
+    String(attempt),
+    outcome.ok ? "1" : "0",
+    outcome.ok ? jsonArg(outcome.result) : "",
+    outcome.ok ? "" : JSON.stringify(outcome.error),
+    !outcome.ok && outcome.final ? "1" : "0",
+    retentionArg(c.retention),
+    c.eventsMaxLen,
+    outcome.ok ? "" : eventErrorArg(outcome.error),
+    String(reapAfterMs),
+  ];
+  const raw = c.runBatches
+    ? await c.runBatches.finish.call(args)
+    : await c.run(scripts.finishRun, finishKeys(c.keys), args);
   if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "stale", job: null };
   expectNoCode("finishRun", raw);
   const r = fromJson<Tagged<"ok", JobRecord> | Tagged<"stale", JobRecord>>(raw);
   return "ok" in r ? { kind: "ok", job: r.ok } : { kind: "stale", job: r.stale };
+}
+
+/** Arguments of one `beginRun` (and of each delivery in a `beginRuns` batch). */
+const BEGIN_ARGS = 21;
+
+function beginKeys(k: Keys): string[] {
+  return [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events];
+}
+
+function finishKeys(k: Keys): string[] {
+  return [k.root, k.expiring, k.pending, k.metrics, k.events, k.outbox, k.outboxMsg];
+}
+
+/** `beginRun` and `finishRun` in groups (see `CallBatch`), run with `run` on `keys`. */
+export function runBatches(
+  run: RedisContext["run"],
+  keys: Keys,
+): { begin: CallBatch; finish: CallBatch } {
+  const begin = beginKeys(keys);
+  const finish = finishKeys(keys);
+  return {
+    begin: new CallBatch(
+      "beginRun",
+      (args) => run(scripts.beginRun, begin, args),
+      (args) => run(scripts.beginRuns, begin, args),
+    ),
+    finish: new CallBatch(
+      "finishRun",
+      (args) => run(scripts.finishRun, finish, args),
+      (args) => run(scripts.finishRuns, finish, args),
+    ),
+  };
 }
 
 export async function markDead(

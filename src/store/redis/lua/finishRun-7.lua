@@ -35,99 +35,14 @@
     JSON text   {"ok":JobRecord} recorded, or {"stale":JobRecord} not running as that attempt
 ]]
 --@include "time"
---@include "keys"
---@include "json"
---@include "errors"
---@include "outbox"
 --@include "job"
 --@include "metrics"
---@include "events"
---@include "deps"
+--@include "finish"
 
-local root, expiring = KEYS[1], KEYS[2]
-local pending, metrics, events = KEYS[3], KEYS[4], KEYS[5]
-local id = ARGV[1]
-local key = jobKey(root, id)
-local job = readJob(key)
-if not job then
-  return JOB_NOT_FOUND
-end
-if job.status ~= 'running' or tonumber(job.attempts) ~= tonumber(ARGV[2]) then
-  return '{"stale":' .. jobJson(job) .. '}'
-end
-
-local now = nowMs()
-releaseRun(root, key, id, job)
-job.finishedAt = int(now)
 local m = newMetrics()
-mAdd(m, 'g:running', -1)
-mObserve(m, 'dur', math.max(0, now - tonumber(job.startedAt or now)))
-local event
-local released -- nil: no dependents to release; true / false: released as a success / failure
-if ARGV[3] ~= '1' and job.cancelRequested then
-  -- Asked to stop (cancelJob): cancelled, not a failure, never retried.
-  mAdd(m, 't:cancelled', 1)
-  job.status, job.error = 'cancelled', ARGV[5]
-  redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
-  retainJob(root, expiring, id, job, now, ARGV[7])
-  removeMessages(KEYS[6], KEYS[7], { id })
-  event = jobEvent('job.cancelled', now, id, job)
-  if job.dependents then
-    released = false
-  end
-elseif ARGV[3] == '1' then
-  mAverage(m, 'avg:fail', 0)
-  mAdd(m, 't:succeeded', 1)
-  local hadError = job.error
-  job.status, job.error = 'succeeded', nil
-  if hadError then
-    redis.call('HDEL', key, 'error')
-  end
-  if ARGV[4] ~= '' then
-    job.result = ARGV[4]
-    redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'result', job.result)
-  else
-    if job.result then
-      redis.call('HDEL', key, 'result')
-    end
-    job.result = nil
-    redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
-  end
-  retainJob(root, expiring, id, job, now, ARGV[7])
-  removeMessages(KEYS[6], KEYS[7], { id })
-  event = jobEvent('job.succeeded', now, id, job)
-  if job.dependents then
-    released = true
-  end
-else
-  mAverage(m, 'avg:fail', 1)
-  mAdd(m, 't:failed', 1)
-  job.error = ARGV[5]
-  job.status = ARGV[6] == '1' and 'dead' or 'failed'
-  redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
-  if job.status == 'dead' then
-    mAdd(m, 't:dead', 1)
-    redis.call('ZADD', dlqKey(root, jobTenant(job)), int(now), id)
-    retainJob(root, expiring, id, job, now, ARGV[7])
-    removeMessages(KEYS[6], KEYS[7], { id })
-    if job.dependents then
-      released = false
-    end
-  else
-    mAdd(m, 'g:failed', 1)
-    redis.call('ZADD', pending, int(now), id)
-    deferWatch(KEYS[6], id, int(now + tonumber(ARGV[10])))
-  end
-  event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
-    .. ',"error":' .. ARGV[9])
+local answer, now = finishRunAt(0, nil, m)
+metricsFlush(KEYS[4], m)
+if now then
+  sweepExpired(KEYS[1], KEYS[2], now, 20)
 end
-metricsFlush(metrics, m)
-emitEvent(events, tonumber(ARGV[8]), event)
-if released ~= nil then
-  releaseDependents({ root = root, outbox = KEYS[6], messages = KEYS[7], pending = pending,
-    expiring = expiring, metrics = metrics, events = events, maxLen = tonumber(ARGV[8]),
-    retention = ARGV[7], now = now }, id, released)
-end
-
-sweepExpired(root, expiring, now, 20)
-return '{"ok":' .. jobJson(job) .. '}'
+return answer

@@ -1,0 +1,115 @@
+/**
+ * @module
+ * Group commit of one script's calls (docs/streams.md, "Begin and finish in batches"): calls made
+ * while none is under way go out together at the end of the current turn of the event loop;
+ * calls made while one is under way wait for it and then go out together. One call alone runs
+ * the script itself; several run its batch script (`beginRuns`, `finishRuns`), which applies
+ * each in order and answers a list. A worker running many deliveries at once thereby pays one
+ * round trip, one `TIME` and one metrics batch for a group of them instead of one each.
+ *
+ * One script's calls are applied in the order they were made. Calls of two scripts made at the
+ * same time (a begin and a finish) may be applied in either order, as concurrent calls could be
+ * without grouping; a call made after another's answer is applied after it.
+ */
+import { RedisStoreError } from "./errors.ts";
+
+/** The most calls in one batch script (a batch runs inside Redis without a break). */
+export const MAX_BATCH = 16;
+
+/** The most calls of one script under way at once. */
+export const MAX_IN_FLIGHT = 4;
+
+/** A batch's answer for a call that raised an error inside the script: `!` and its text. */
+const FAILED = "!";
+
+interface Waiting {
+  args: string[];
+  resolve: (answer: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Runs the end of the current turn of the event loop (Node), or at once without `setImmediate`. */
+const soon: (run: () => void) => void =
+  typeof setImmediate === "function" ? (run) => setImmediate(run) : (run) => run();
+
+/** The calls of one script, sent one at a time or in batches. */
+export class CallBatch {
+  readonly #operation: string;
+  readonly #one: (args: string[]) => Promise<unknown>;
+  readonly #many: (args: string[]) => Promise<unknown>;
+  #waiting: Waiting[] = [];
+  #inFlight = 0;
+  #scheduled = false;
+
+  /**
+   * @param operation the script's name, for errors
+   * @param one runs the script for one call's arguments
+   * @param many runs the batch script for the calls' arguments, concatenated (each call's the
+   *   same length); answers one value per call, in order
+   */
+  constructor(
+    operation: string,
+    one: (args: string[]) => Promise<unknown>,
+    many: (args: string[]) => Promise<unknown>,
+  ) {
+    this.#operation = operation;
+    this.#one = one;
+    this.#many = many;
+  }
+
+  /** Runs the script for `args`, alone or with other calls; answers what the script answered. */
+  call(args: string[]): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ args, resolve, reject });
+      if (this.#inFlight > 0 || this.#scheduled) return;
+      this.#scheduled = true;
+      soon(() => {
+        this.#scheduled = false;
+        this.#send();
+      });
+    });
+  }
+
+  /**
+   * Sends what waits, in groups of up to {@link MAX_BATCH}, while fewer than
+   * {@link MAX_IN_FLIGHT} are under way: a worker gets the first group's answers (and runs their
+   * handlers) while Redis still runs the next.
+   */
+  #send(): void {
+    while (this.#inFlight < MAX_IN_FLIGHT && this.#waiting.length > 0) {
+      const size = Math.min(MAX_BATCH, this.#waiting.length);
+      this.#inFlight++;
+      void this.#sendGroup(this.#waiting.splice(0, size)).finally(() => {
+        this.#inFlight--;
+        // What arrived meanwhile has waited a round trip already: it goes now.
+        this.#send();
+      });
+    }
+  }
+
+  async #sendGroup(group: Waiting[]): Promise<void> {
+    try {
+      if (group.length === 1) {
+        group[0]!.resolve(await this.#one(group[0]!.args));
+        return;
+      }
+      const answers = await this.#many(group.flatMap((w) => w.args));
+      if (!Array.isArray(answers) || answers.length !== group.length) {
+        throw new RedisStoreError(
+          this.#operation,
+          `a batch of ${group.length} answered ${Array.isArray(answers) ? answers.length : typeof answers}`,
+        );
+      }
+      group.forEach((w, i) => {
+        const answer: unknown = answers[i];
+        if (typeof answer === "string" && answer.startsWith(FAILED)) {
+          w.reject(new RedisStoreError(this.#operation, answer.slice(FAILED.length)));
+        } else {
+          w.resolve(answer);
+        }
+      });
+    } catch (error) {
+      for (const w of group) w.reject(error);
+    }
+  }
+}

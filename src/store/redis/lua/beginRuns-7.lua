@@ -1,0 +1,23 @@
+--[[
+  beginRuns: beginRun for several deliveries in one call (a worker's deliveries that arrived
+  together: one round trip, one TIME and one metrics batch for all of them). Each delivery is
+  decided exactly as beginRun decides it, in order, at the same `now`; a delivery whose decision
+  raises an error (a command refused) answers that error and the others go on.
+  Input:
+    KEYS[1] root, KEYS[2] outbox, KEYS[3] outbox messages, KEYS[4] expiring index,
+    KEYS[5] pending backlog, KEYS[6] metrics, KEYS[7] events (as beginRun's)
+    ARGV: 21 arguments per delivery, each group beginRun's ARGV[1..21] ('' for an absent one)
+  Output: a list, one per delivery in order: beginRun's JSON text, or `!` and the error text
+]]
+--@include "time"
+--@include "metrics"
+--@include "caught"
+--@include "begin"
+
+local now, m, answers = nowMs(), newMetrics(), {}
+for a = 0, #ARGV - 21, 21 do
+  local ok, answer = pcall(beginRunAt, a, now, m)
+  answers[#answers + 1] = ok and answer or ('!' .. errorText(answer))
+end
+metricsFlush(KEYS[6], m)
+return answers

@@ -1,0 +1,198 @@
+--[[
+  Include "begin": beginRun's decision for one delivery (the script beginRun-7 documents it),
+  shared by beginRun (one delivery) and beginRuns (several in one call, same KEYS).
+
+  beginRunAt(a, now, m)  The delivery whose arguments are ARGV[a + 1 .. a + 21] (beginRun's
+                         ARGV[1..21]), at `now`; its metrics go into the batch `m`, which the
+                         caller flushes. Answers beginRun's JSON text.
+]]
+--@include "time"
+--@include "keys"
+--@include "json"
+--@include "outbox"
+--@include "job"
+--@include "spec"
+--@include "metrics"
+--@include "events"
+--@include "deps"
+
+local function beginRunAt(a, now, m)
+  local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
+  local maxLen = tonumber(ARGV[a + 12])
+  local token = ARGV[a + 14]
+  local used = tokenUse(root, token)
+  if used then
+    -- Never a second run. If the attempt this delivery began still runs under its lease (its
+    -- answer may have been lost, the queue will ask again), say busy rather than done.
+    local current = readJob(jobKey(root, ARGV[a + 1]))
+    if current and current.status == 'running' and current.attempts == used and current.leaseUntil
+      and tonumber(current.leaseUntil) > now then
+      return '{"kind":"busy","retryAfterMs":' .. int(tonumber(current.leaseUntil) - now) .. '}'
+    end
+    return '{"kind":"replayed"}'
+  end
+  -- Every answer records the token: a later use of it is recognised (and never runs).
+  local function remember(value)
+    rememberToken(root, token, ARGV[a + 15], now, value)
+  end
+  local id, key, job = jobFromArgv(root, a + 1)
+  if not job then
+    -- Finished and expired: a leftover message (a re-dispatch) has nothing left to do.
+    removeMessages(KEYS[2], KEYS[3], { id })
+    remember('-')
+    return '{"kind":"missing"}'
+  end
+
+  -- Leaves the backlog; the gauge of the status it leaves goes down (queued only if it was there).
+  local function leave(status)
+    local removed = redis.call('ZREM', pending, id)
+    if status == 'failed' then
+      mAdd(m, 'g:failed', -1)
+    elseif removed == 1 then
+      mAdd(m, 'g:queued', -1)
+    end
+    if status == 'running' then
+      mAdd(m, 'g:running', -1)
+    end
+  end
+
+  if FINAL_STATUSES[job.status] then
+    removeMessages(KEYS[2], KEYS[3], { id })
+    leave(job.status)
+    remember('-')
+    return '{"kind":"final","job":' .. jobJson(job) .. '}'
+  end
+  if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
+    remember('-')
+    return '{"kind":"busy","retryAfterMs":' .. int(tonumber(job.leaseUntil) - now) .. '}'
+  end
+  if job.status == 'running' and job.cancelRequested then
+    -- A cancel was asked for and the attempt's lease ran out before it finished: it ends here.
+    leave(job.status)
+    job.status, job.finishedAt = 'cancelled', int(now)
+    redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
+    releaseRun(root, key, id, job)
+    removeMessages(KEYS[2], KEYS[3], { id })
+    retainJob(root, KEYS[4], id, job, now, ARGV[a + 11])
+    mAdd(m, 't:cancelled', 1)
+    emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
+    if job.dependents then
+      releaseDependents({ root = root, outbox = KEYS[2], messages = KEYS[3], pending = pending,
+        expiring = KEYS[4], metrics = metrics, events = events, maxLen = maxLen,
+        retention = ARGV[a + 11], now = now }, id, false)
+    end
+    remember('-')
+    return '{"kind":"final","job":' .. jobJson(job) .. '}'
+  end
+
+  local leaseMs = tonumber(ARGV[a + 10])
+  local running
+  if job.overlap == 'skip' and job.scheduleId then
+    running = scheduleRunningKey(root, job.scheduleId)
+    local holder = redis.call('GET', running)
+    if holder and holder ~= id then
+      if tonumber(job.attempts) > 0 then
+        local ttl = redis.call('PTTL', running)
+        remember('-')
+        return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
+      end
+      removeMessages(KEYS[2], KEYS[3], { id })
+      leave(job.status)
+      job.status, job.finishedAt = 'skipped', int(now)
+      redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
+      releaseRun(root, key, id, job)
+      retainJob(root, KEYS[4], id, job, now, ARGV[a + 11])
+      mAdd(m, 't:skipped', 1)
+      emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
+      remember('-')
+      return '{"kind":"skipped","job":' .. jobJson(job) .. '}'
+    end
+  end
+
+  -- The concurrency limit: a slot per running job of the key, held until its lease ends.
+  local limit, slots, waitMs = tonumber(ARGV[a + 16] or ''), nil, nil
+  if limit then
+    slots = limitKey(root, ARGV[a + 17])
+    redis.call('ZREMRANGEBYSCORE', slots, '-inf', int(now))
+    if not redis.call('ZSCORE', slots, id) and redis.call('ZCARD', slots) >= limit then
+      local first = redis.call('ZRANGE', slots, 0, 0, 'WITHSCORES')
+      waitMs = math.max(250, tonumber(first[2]) - now)
+    end
+  end
+  -- The rate limit: the starts of the key's runs in the last period. Judged even when the slot
+  -- refused (the answer waits for both); neither limit takes anything unless both admit.
+  local rate, window, period = tonumber(ARGV[a + 18] or ''), nil, nil
+  if rate then
+    period = tonumber(ARGV[a + 19])
+    window = rateKey(root, ARGV[a + 20])
+    redis.call('ZREMRANGEBYSCORE', window, '-inf', int(now - period))
+    local count = redis.call('ZCARD', window)
+    if count >= rate then
+      -- The start whose leaving brings the window below the limit (the oldest, at exactly `rate`).
+      local leaving = redis.call('ZRANGE', window, count - rate, count - rate, 'WITHSCORES')
+      waitMs = math.max(waitMs or 0, 250, tonumber(leaving[2]) + period - now)
+    end
+  end
+  if waitMs then
+    redis.call('ZADD', KEYS[2], 'XX', int(now + tonumber(ARGV[a + 13])), id)
+    mAdd(m, 't:limited', 1)
+    remember('-')
+    return '{"kind":"limited","retryAfterMs":' .. int(waitMs) .. '}'
+  end
+  if running then
+    redis.call('SET', running, id, 'PX', leaseMs)
+  end
+
+  leave(job.status)
+  local finished = job.finishedAt
+  job.status, job.startedAt, job.finishedAt = 'running', int(now), nil
+  job.attempts = int(tonumber(job.attempts) + 1)
+  local leaseEnd = int(now + leaseMs)
+  if job.slot and job.slot ~= slots then
+    -- Its limit key changed since an attempt whose lease ran out: that slot is not this run's.
+    redis.call('ZREM', job.slot, id)
+  end
+  local fields = { 'status', job.status, 'attempts', job.attempts, 'startedAt', job.startedAt,
+    'leaseUntil', leaseEnd }
+  if slots then
+    redis.call('ZADD', slots, leaseEnd, id)
+    fields[#fields + 1], fields[#fields + 2] = 'slot', slots
+  end
+  local node, before = ARGV[a + 21] or '', job.node
+  if node ~= '' then
+    fields[#fields + 1], fields[#fields + 2] = 'node', node
+    job.node = node
+  else
+    job.node = nil
+  end
+  redis.call('HSET', key, unpack(fields))
+  -- What the attempt before left that this one does not have: one HDEL, when anything.
+  local stale = {}
+  if finished then
+    stale[#stale + 1] = 'finishedAt'
+  end
+  if job.slot and not slots then
+    stale[#stale + 1] = 'slot'
+  end
+  if before and node == '' then
+    stale[#stale + 1] = 'node'
+  end
+  if #stale > 0 then
+    redis.call('HDEL', key, unpack(stale))
+  end
+  if window then
+    redis.call('ZADD', window, int(now), id .. ':' .. job.attempts)
+    redis.call('PEXPIRE', window, int(period))
+  end
+  putWatch(KEYS[2], KEYS[3], id, job, int(now + leaseMs + tonumber(ARGV[a + 13])))
+  remember(job.attempts)
+  mAdd(m, 't:started', 1)
+  mAdd(m, 'g:running', 1)
+  if job.attempts == '1' then
+    local lag = math.max(0, now - tonumber(job.runAt))
+    mObserve(m, 'lag', lag)
+    mAverage(m, 'avg:lag', lag)
+  end
+  emitEvent(events, maxLen, jobEvent('job.started', now, id, job, '"attempt":' .. job.attempts))
+  return '{"kind":"run","attempt":' .. job.attempts .. ',"job":' .. jobJson(job) .. '}'
+end

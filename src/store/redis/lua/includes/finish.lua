@@ -1,0 +1,107 @@
+--[[
+  Include "finish": finishRun's recording of one attempt's end (the script finishRun-7
+  documents it), shared by finishRun (one attempt) and finishRuns (several in one call, same
+  KEYS).
+
+  finishRunAt(a, now, m)  The attempt whose arguments are ARGV[a + 1 .. a + 10] (finishRun's
+                          ARGV[1..10]); `now` is read when nil and only when the attempt is
+                          recorded. Its metrics go into the batch `m`, which the caller
+                          flushes. Answers finishRun's output and, when recorded, the time it
+                          used (the caller sweeps expired jobs then).
+]]
+--@include "time"
+--@include "keys"
+--@include "json"
+--@include "errors"
+--@include "outbox"
+--@include "job"
+--@include "metrics"
+--@include "events"
+--@include "deps"
+
+local function finishRunAt(a, now, m)
+  local root, expiring = KEYS[1], KEYS[2]
+  local pending, metrics, events = KEYS[3], KEYS[4], KEYS[5]
+  local id = ARGV[a + 1]
+  local key = jobKey(root, id)
+  local job = readJob(key)
+  if not job then
+    return JOB_NOT_FOUND
+  end
+  if job.status ~= 'running' or tonumber(job.attempts) ~= tonumber(ARGV[a + 2]) then
+    return '{"stale":' .. jobJson(job) .. '}'
+  end
+
+  now = now or nowMs()
+  releaseRun(root, key, id, job)
+  job.finishedAt = int(now)
+  mAdd(m, 'g:running', -1)
+  mObserve(m, 'dur', math.max(0, now - tonumber(job.startedAt or now)))
+  local event
+  local released -- nil: no dependents to release; true / false: released as a success / failure
+  if ARGV[a + 3] ~= '1' and job.cancelRequested then
+    -- Asked to stop (cancelJob): cancelled, not a failure, never retried.
+    mAdd(m, 't:cancelled', 1)
+    job.status, job.error = 'cancelled', ARGV[a + 5]
+    redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
+    retainJob(root, expiring, id, job, now, ARGV[a + 7])
+    removeMessages(KEYS[6], KEYS[7], { id })
+    event = jobEvent('job.cancelled', now, id, job)
+    if job.dependents then
+      released = false
+    end
+  elseif ARGV[a + 3] == '1' then
+    mAverage(m, 'avg:fail', 0)
+    mAdd(m, 't:succeeded', 1)
+    local hadError = job.error
+    job.status, job.error = 'succeeded', nil
+    if hadError then
+      redis.call('HDEL', key, 'error')
+    end
+    if ARGV[a + 4] ~= '' then
+      job.result = ARGV[a + 4]
+      redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'result', job.result)
+    else
+      if job.result then
+        redis.call('HDEL', key, 'result')
+      end
+      job.result = nil
+      redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
+    end
+    retainJob(root, expiring, id, job, now, ARGV[a + 7])
+    removeMessages(KEYS[6], KEYS[7], { id })
+    event = jobEvent('job.succeeded', now, id, job)
+    if job.dependents then
+      released = true
+    end
+  else
+    mAverage(m, 'avg:fail', 1)
+    mAdd(m, 't:failed', 1)
+    job.error = ARGV[a + 5]
+    job.status = ARGV[a + 6] == '1' and 'dead' or 'failed'
+    redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
+    if job.status == 'dead' then
+      mAdd(m, 't:dead', 1)
+      redis.call('ZADD', dlqKey(root, jobTenant(job)), int(now), id)
+      retainJob(root, expiring, id, job, now, ARGV[a + 7])
+      removeMessages(KEYS[6], KEYS[7], { id })
+      if job.dependents then
+        released = false
+      end
+    else
+      mAdd(m, 'g:failed', 1)
+      redis.call('ZADD', pending, int(now), id)
+      deferWatch(KEYS[6], id, int(now + tonumber(ARGV[a + 10])))
+    end
+    event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
+      .. ',"error":' .. ARGV[a + 9])
+  end
+  emitEvent(events, tonumber(ARGV[a + 8]), event)
+  if released ~= nil then
+    releaseDependents({ root = root, outbox = KEYS[6], messages = KEYS[7], pending = pending,
+      expiring = expiring, metrics = metrics, events = events, maxLen = tonumber(ARGV[a + 8]),
+      retention = ARGV[a + 7], now = now }, id, released)
+  end
+
+  return '{"ok":' .. jobJson(job) .. '}', now
+end

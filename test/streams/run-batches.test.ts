@@ -1,0 +1,250 @@
+/**
+ * `beginRun` and `finishRun` in groups on a streams-mode `RedisStore` (src/store/redis/call-batch.ts,
+ * the `beginRuns` / `finishRuns` scripts), on a real Redis:
+ *
+ * - a fast-check differential: waves of random begins, or of random finishes, each wave's calls
+ *   made in one turn (so grouped) on a streams-mode store and one after another on an
+ *   outbox-mode store (never grouped), give the same answers, the same job records and the same
+ *   totals and gauges (a wave holds one operation: begins and finishes made at the same time are
+ *   concurrent, so either may be applied first, grouped or not);
+ * - a call whose part of a batch fails inside Redis (a job key of another type) rejects alone;
+ *   the others of its batch are recorded and counted;
+ * - the calls of a batch that never reaches Redis all reject, and nothing of them is written.
+ */
+import { randomUUID } from "node:crypto";
+import fc from "fast-check";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import type { JobRecord, JobSpec, NewJob } from "../../src/core/model.ts";
+import type { BeginRunResult, FinishRunResult, RunOutcome, Store } from "../../src/store/port.ts";
+import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
+import { keys } from "../../src/store/redis/keys.ts";
+import type { ScriptClient } from "../../src/store/redis/script.ts";
+import { REDIS_URL } from "../support/stores.ts";
+
+const redis = new Redis(REDIS_URL);
+const prefixes: string[] = [];
+afterAll(async () => {
+  for (const prefix of prefixes) {
+    let cursor = "0";
+    do {
+      const [next, found] = await redis.scan(cursor, "MATCH", `{${prefix}}:*`, "COUNT", 1000);
+      if (found.length > 0) await redis.del(...found);
+      cursor = next;
+    } while (cursor !== "0");
+  }
+  redis.disconnect();
+});
+
+/** A store on the shared connection; `functions` lists the Redis functions it called, in order. */
+function makeStore(dispatch: "outbox" | "streams", client: ScriptClient = fromIoredis(redis)) {
+  const prefix = `rb-${randomUUID()}`;
+  prefixes.push(prefix);
+  const functions: string[] = [];
+  const fcall = client.fcall;
+  const counted: ScriptClient = fcall
+    ? {
+        ...client,
+        fcall: (name, k, args) => {
+          functions.push(name.split("_")[1]!);
+          return fcall(name, k, args);
+        },
+      }
+    : client;
+  const store = new RedisStore({ client: counted, prefix, dispatch });
+  return { store, k: keys(prefix), functions };
+}
+
+let n = 0;
+function newJob(): NewJob {
+  n += 1;
+  return {
+    id: `job-${String(n).padStart(6, "0")}`,
+    tenant: "default",
+    handler: "email.send",
+    input: { n, text: 'é \u2028 "q"' },
+    priority: 5,
+    timeoutMs: 30_000,
+    retries: 1,
+    tags: [],
+  };
+}
+
+async function submit(store: Store, job: NewJob): Promise<JobSpec> {
+  const r = await store.submitJob(structuredClone(job), { delayMs: 0, recoverGraceMs: 1_000 });
+  if ("denied" in r) throw new Error(`denied: ${JSON.stringify(r.denied)}`);
+  return specOf(r.job);
+}
+
+const SPEC_KEYS = (
+  "id tenant handler input priority timeoutMs retries tags runAt createdAt scheduleId fireAt " +
+  "overlap idempotencyKey"
+).split(" ") as (keyof JobSpec)[];
+
+function specOf(job: JobRecord): JobSpec {
+  const out: Record<string, unknown> = {};
+  for (const key of SPEC_KEYS) if (job[key] !== undefined) out[key] = job[key];
+  return out as unknown as JobSpec;
+}
+
+const TIME_KEYS = new Set(
+  "createdAt runAt startedAt finishedAt leaseUntil retryAfterMs at".split(" "),
+);
+
+/** Times masked: the two stores run apart, and a batch reads the clock once for all its calls. */
+function masked(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(masked);
+  if (value && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [key, v] of Object.entries(value)) {
+      out[key] = TIME_KEYS.has(key) && typeof v === "number" ? "<time>" : masked(v);
+    }
+    return out;
+  }
+  return value;
+}
+
+/** The totals and gauges of a store's metrics hash (histograms and averages hold times). */
+async function counters(k: ReturnType<typeof keys>): Promise<Record<string, string>> {
+  const all = await redis.hgetall(k.metrics);
+  return Object.fromEntries(
+    Object.entries(all).filter(([f]) => f.startsWith("t:") || f.startsWith("g:")),
+  );
+}
+
+type Call =
+  | { op: "begin"; j: number }
+  | { op: "finish"; j: number; delta: -1 | 0 | 1; outcome: "ok" | "fail" | "final" }
+  | { op: "finish-missing" };
+
+const JOBS = 6;
+const beginArb: fc.Arbitrary<Call> = fc.record({
+  op: fc.constant("begin" as const),
+  j: fc.nat(JOBS - 1),
+});
+const finishArb: fc.Arbitrary<Call> = fc.oneof(
+  {
+    arbitrary: fc.record({
+      op: fc.constant("finish" as const),
+      j: fc.nat(JOBS - 1),
+      delta: fc.constantFrom(-1, 0, 0, 0, 1),
+      outcome: fc.constantFrom("ok", "fail", "final"),
+    }),
+    weight: 6,
+  },
+  fc.constant({ op: "finish-missing" as const }),
+);
+/** A wave: begins, or finishes (up to 40, so several batches of MAX_BATCH). */
+const waveArb = fc.oneof(
+  fc.array(beginArb, { minLength: 1, maxLength: 40 }),
+  fc.array(finishArb, { minLength: 1, maxLength: 40 }),
+);
+
+const ERR = { name: "Error", message: "boom" };
+
+/** Starts `call` on `store` with the arguments as of the wave's start (`attempts` per job). */
+function start(
+  store: Store,
+  call: Call,
+  specs: JobSpec[],
+  attempts: number[],
+): Promise<BeginRunResult | FinishRunResult> {
+  if (call.op === "begin") return store.beginRun(specs[call.j]!, 60_000, 60_000);
+  if (call.op === "finish-missing")
+    return store.finishRun("missing", 1, { ok: true, result: null }, 60_000);
+  const outcome: RunOutcome =
+    call.outcome === "ok"
+      ? { ok: true, result: { done: call.j } }
+      : { ok: false, error: ERR, final: call.outcome === "final" };
+  return store.finishRun(specs[call.j]!.id, attempts[call.j]! + call.delta, outcome, 60_000);
+}
+
+describe("beginRun and finishRun grouped (dispatch: streams)", () => {
+  it("waves of calls made at once answer and record exactly what the same calls one after another do", async () => {
+    let grouped = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(waveArb, { minLength: 1, maxLength: 6 }), async (waves) => {
+        const a = makeStore("outbox");
+        const b = makeStore("streams");
+        const jobs = Array.from({ length: JOBS }, newJob);
+        const specsA: JobSpec[] = [];
+        const specsB: JobSpec[] = [];
+        for (const job of jobs) {
+          specsA.push(await submit(a.store, job));
+          specsB.push(await submit(b.store, job));
+        }
+        for (const wave of waves) {
+          const attempts = await Promise.all(
+            jobs.map(async (job) => (await a.store.getJob(job.id))?.attempts ?? 0),
+          );
+          const answersA: unknown[] = [];
+          for (const call of wave) answersA.push(await start(a.store, call, specsA, attempts));
+          // All in one turn: grouped into batches, applied in this order.
+          const answersB = await Promise.all(
+            wave.map((call) => start(b.store, call, specsB, attempts)),
+          );
+          expect(masked(answersB)).toEqual(masked(answersA));
+        }
+        for (const job of jobs) {
+          expect(masked(await b.store.getJob(job.id))).toEqual(
+            masked(await a.store.getJob(job.id)),
+          );
+        }
+        expect(await counters(b.k)).toEqual(await counters(a.k));
+        grouped += b.functions.filter((f) => f === "beginRuns" || f === "finishRuns").length;
+        expect(a.functions.filter((f) => f.endsWith("Runs"))).toEqual([]);
+      }),
+      { numRuns: 60 },
+    );
+    // The property ran through the batch scripts (a wave of one call runs the single script).
+    expect(grouped).toBeGreaterThan(30);
+  }, 120_000);
+
+  it("a call that fails inside its batch rejects alone; the others are recorded and counted", async () => {
+    const b = makeStore("streams");
+    const specs = [];
+    for (let i = 0; i < 3; i++) specs.push(await submit(b.store, newJob()));
+    // The middle job's key now holds a string: reading it fails (WRONGTYPE) inside the batch.
+    await redis.set(b.k.job(specs[1]!.id), "not a hash");
+    const answers = await Promise.allSettled(specs.map((s) => b.store.beginRun(s, 60_000)));
+    expect(b.functions).toContain("beginRuns");
+    expect(answers.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(String((answers[1] as PromiseRejectedResult).reason)).toMatch(
+      /RedisStoreError: beginRun: .*WRONGTYPE/,
+    );
+    for (const i of [0, 2]) {
+      expect((answers[i] as PromiseFulfilledResult<BeginRunResult>).value).toMatchObject({
+        kind: "run",
+        attempt: 1,
+      });
+    }
+    const finished = await Promise.allSettled(
+      specs.map((s) => b.store.finishRun(s.id, 1, { ok: true, result: null })),
+    );
+    expect(finished.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((await b.store.getJob(specs[2]!.id))?.status).toBe("succeeded");
+    expect(await counters(b.k)).toMatchObject({ "t:started": "2", "t:succeeded": "2" });
+  });
+
+  it("the calls of a batch that does not reach Redis all reject, and none of them is written", async () => {
+    const b = makeStore("streams");
+    const specs = [];
+    for (let i = 0; i < 3; i++) specs.push(await submit(b.store, newJob()));
+    // The same keys through a connection on which every call fails.
+    const cut = new RedisStore({
+      client: { evalsha: failing, eval: failing, fcall: failing, functionLoad: failing },
+      prefix: b.k.root.slice(1, -1),
+      dispatch: "streams",
+    });
+    const answers = await Promise.allSettled(specs.map((s) => cut.beginRun(s, 60_000)));
+    expect(answers.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
+    for (const r of answers) {
+      expect(String((r as PromiseRejectedResult).reason)).toMatch(/connection is closed/);
+    }
+    for (const s of specs) expect((await b.store.getJob(s.id))?.status).toBe("queued");
+  });
+});
+
+function failing(): Promise<unknown> {
+  return Promise.reject(new Error("connection is closed"));
+}
