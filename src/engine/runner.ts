@@ -350,18 +350,27 @@ export class Runner {
       Math.min(runnableTimeoutMs(job.timeoutMs), Math.floor(abortAt - performance.now())),
     );
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let unwatch = () => {};
     const timedOut = new Promise<never>((_, reject) => {
       const due = performance.now() + timeoutMs;
-      timer = setTimeout(() => {
+      let fired = false;
+      const timeout = () => {
+        if (fired) return;
+        fired = true;
+        clearTimeout(timer);
         const error = new TimeoutError(`handler timed out after ${timeoutMs} ms`);
         controller.abort(error);
-        // Fired late: this process was frozen past the timeout (SIGSTOP, a VM or GC pause), and on
-        // waking the handler's own timers ran first, so it may be completing its work right now
-        // (its signal was not aborted when it last looked). Let it settle and keep what it did.
+        // Fired late: this process was frozen past the timeout (SIGSTOP, a VM or GC pause). The
+        // freeze check below fires it before a handler's own timers that were due more than
+        // FREEZE_CHECK_MS after the freeze began; an earlier one may have run first, so the
+        // handler may be completing its work right now (its signal was not aborted when it last
+        // looked). Let it settle and keep what it did.
         if (performance.now() - due > LATE_TIMEOUT_MS) {
           timer = setTimeout(() => reject(error), LATE_SETTLE_MS);
         } else reject(error);
-      }, timeoutMs);
+      };
+      timer = setTimeout(timeout, timeoutMs);
+      unwatch = watchTimeout(due, timeout);
     });
     const controls = attemptControls(
       this.deps.store,
@@ -408,6 +417,7 @@ export class Runner {
       return { ok: false, final: exhausted, error: err };
     } finally {
       clearTimeout(timer);
+      unwatch();
       controls.stop();
     }
   }
@@ -423,6 +433,44 @@ const EARLY_WAIT_MS = 1_100;
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/**
+ * The timeouts of the attempts this process runs, checked every {@link FREEZE_CHECK_MS} while any
+ * runs. A process frozen past a timeout (SIGSTOP, a VM or GC pause) runs every timer that fell
+ * due meanwhile when it wakes, in the order they were due. A handler's own timer, due before its
+ * timeout, would run first: the handler would carry on with its work, its signal not aborted,
+ * after its run lease lapsed and perhaps after another worker took the job over. This check is
+ * due at most FREEZE_CHECK_MS after the freeze began, so it runs before any handler timer due
+ * later than that, and fires the timeouts that passed: the signal is aborted first.
+ */
+const timeouts = new Set<{ due: number; fire: () => void }>();
+let freezeCheck: ReturnType<typeof setInterval> | undefined;
+
+/** Watches one attempt's timeout (`due`, on `performance.now()`); returns the unwatch. */
+function watchTimeout(due: number, fire: () => void): () => void {
+  const entry = { due, fire };
+  timeouts.add(entry);
+  if (freezeCheck === undefined) {
+    freezeCheck = setInterval(checkTimeouts, FREEZE_CHECK_MS);
+    // Never what keeps a process alive (Node; a Worker's timers have no unref).
+    (freezeCheck as { unref?: () => void }).unref?.();
+  }
+  return () => {
+    timeouts.delete(entry);
+    if (timeouts.size === 0 && freezeCheck !== undefined) {
+      clearInterval(freezeCheck);
+      freezeCheck = undefined;
+    }
+  };
+}
+
+function checkTimeouts(): void {
+  const now = performance.now();
+  for (const entry of timeouts) if (now >= entry.due) entry.fire();
+}
+
+/** How often the running attempts' timeouts are checked (see {@link watchTimeout}). */
+const FREEZE_CHECK_MS = 100;
 
 /** A timeout timer this late means the process was frozen meanwhile (see `execute`). */
 const LATE_TIMEOUT_MS = 1_000;

@@ -1,0 +1,106 @@
+/**
+ * A worker process frozen past a handler's timeout (SIGSTOP, a VM or GC pause). On waking, Node
+ * runs every timer that fell due meanwhile in the order they were due, so a handler's own timer,
+ * due before its timeout, would run first and the handler would do its work after its run lease
+ * lapsed. The runner's timeout check (`watchTimeout`, src/engine/runner.ts) runs before it and
+ * aborts the handler's signal: a handler that looks at its signal does nothing.
+ *
+ * The freeze is real: the test blocks this thread (`Atomics.wait`) while the handler waits on its
+ * timer, for longer than the handler's timeout.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createEngine, type Engine, type Handlers, silentLogger } from "../../src/engine/index.ts";
+import { deliveryResponse } from "../../src/http/delivery.ts";
+import { ChaosQueue } from "../support/chaos-queue.ts";
+import { prng } from "../support/prng.ts";
+import { type StoreHandle, storeFactories } from "../support/stores.ts";
+
+/** Blocks this thread for `ms`: every timer due meanwhile runs after it, as after a SIGSTOP. */
+function freeze(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+describe.each(storeFactories)("a worker frozen past a handler's timeout, on $name", (factory) => {
+  let handle: StoreHandle;
+  let queue: ChaosQueue;
+  let engine: Engine;
+  let started: () => void = () => {};
+  const effects: string[] = [];
+
+  const handlers: Handlers = {
+    // Waits 500 ms on its own timer, then does its work unless its signal was aborted.
+    effect: {
+      timeout: "1s",
+      run: async (_input, ctx) => {
+        started();
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(resolve, 500);
+          ctx.signal.addEventListener("abort", () => {
+            clearTimeout(timer);
+            reject(ctx.signal.reason);
+          });
+        });
+        ctx.signal.throwIfAborted();
+        effects.push(ctx.jobId);
+        return "done";
+      },
+    },
+  };
+
+  beforeEach(async () => {
+    effects.length = 0;
+    handle = await factory.make();
+    queue = new ChaosQueue(prng(11));
+    engine = createEngine({
+      store: handle.store,
+      transport: queue,
+      handlers,
+      logger: silentLogger,
+      leaseGraceMs: 100,
+    });
+  });
+
+  afterEach(async () => {
+    await handle.cleanup();
+  });
+
+  it("aborts the handler's signal before its own timer runs: no work done, the attempt timed out", async () => {
+    const { job } = await engine.broker.submit({ handler: "effect", retries: 0 });
+    const began = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const delivery = engine.runner.deliver({
+      url: "http://worker.test/v1/worker",
+      headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
+      body: JSON.stringify(queue.pending[0]!.message.job),
+    });
+    await began;
+    // Past the 1 s timeout (and the run lease: timeout + 100 ms grace).
+    freeze(2_000);
+    const res = deliveryResponse(await delivery);
+    expect(effects).toEqual([]);
+    expect(res.status).toBe(489);
+    expect(await engine.store.getJob(job.id)).toMatchObject({
+      status: "dead",
+      attempts: 1,
+      error: { name: "TimeoutError" },
+    });
+  });
+
+  it("a handler that is not frozen runs to the end as before", async () => {
+    const { job } = await engine.broker.submit({ handler: "effect", retries: 0 });
+    const res = deliveryResponse(
+      await engine.runner.deliver({
+        url: "http://worker.test/v1/worker",
+        headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
+        body: JSON.stringify(queue.pending[0]!.message.job),
+      }),
+    );
+    expect(res.status).toBe(200);
+    expect(effects).toEqual([job.id]);
+    expect(await engine.store.getJob(job.id)).toMatchObject({
+      status: "succeeded",
+      result: "done",
+    });
+  });
+});
