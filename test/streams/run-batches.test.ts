@@ -15,24 +15,19 @@ import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import type { JobRecord, JobSpec, NewJob } from "../../src/core/model.ts";
+import type { JobSpec, NewJob } from "../../src/core/model.ts";
 import type { BeginRunResult, FinishRunResult, RunOutcome, Store } from "../../src/store/port.ts";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { keys } from "../../src/store/redis/keys.ts";
 import type { ScriptClient } from "../../src/store/redis/script.ts";
+import { deletePrefix } from "../redis-rest/harness.ts";
+import { specOf } from "../support/job-spec.ts";
 import { REDIS_URL } from "../support/stores.ts";
 
 const redis = new Redis(REDIS_URL);
 const prefixes: string[] = [];
 afterAll(async () => {
-  for (const prefix of prefixes) {
-    let cursor = "0";
-    do {
-      const [next, found] = await redis.scan(cursor, "MATCH", `{${prefix}}:*`, "COUNT", 1000);
-      if (found.length > 0) await redis.del(...found);
-      cursor = next;
-    } while (cursor !== "0");
-  }
+  for (const prefix of prefixes) await deletePrefix(prefix);
   redis.disconnect();
 });
 
@@ -74,17 +69,6 @@ async function submit(store: Store, job: NewJob): Promise<JobSpec> {
   const r = await store.submitJob(structuredClone(job), { delayMs: 0, recoverGraceMs: 1_000 });
   if ("denied" in r) throw new Error(`denied: ${JSON.stringify(r.denied)}`);
   return specOf(r.job);
-}
-
-const SPEC_KEYS = (
-  "id tenant handler input priority timeoutMs retries tags runAt createdAt scheduleId fireAt " +
-  "overlap idempotencyKey"
-).split(" ") as (keyof JobSpec)[];
-
-function specOf(job: JobRecord): JobSpec {
-  const out: Record<string, unknown> = {};
-  for (const key of SPEC_KEYS) if (job[key] !== undefined) out[key] = job[key];
-  return out as unknown as JobSpec;
 }
 
 const TIME_KEYS = new Set(

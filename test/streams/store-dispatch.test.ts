@@ -23,19 +23,14 @@ import type { JobRecord, JobSpec, NewJob } from "../../src/core/model.ts";
 import type { Admission, Store } from "../../src/store/port.ts";
 import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
 import { keys } from "../../src/store/redis/keys.ts";
+import { deletePrefix } from "../redis-rest/harness.ts";
+import { specOf } from "../support/job-spec.ts";
 import { REDIS_URL } from "../support/stores.ts";
 
 const redis = new Redis(REDIS_URL);
 const prefixes: string[] = [];
 afterAll(async () => {
-  for (const prefix of prefixes) {
-    let cursor = "0";
-    do {
-      const [next, found] = await redis.scan(cursor, "MATCH", `{${prefix}}:*`, "COUNT", 1000);
-      if (found.length > 0) await redis.del(...found);
-      cursor = next;
-    } while (cursor !== "0");
-  }
+  for (const prefix of prefixes) await deletePrefix(prefix);
   redis.disconnect();
 });
 
@@ -61,18 +56,6 @@ function newJob(overrides: Partial<NewJob> = {}): NewJob {
     tags: ["dispatch"],
     ...overrides,
   };
-}
-
-const SPEC_KEYS = (
-  "id tenant handler input priority timeoutMs retries tags runAt createdAt scheduleId fireAt " +
-  "overlap idempotencyKey"
-).split(" ") as (keyof JobSpec)[];
-
-/** The JobSpec part of a job record (what a delivery carries). */
-function specOf(job: JobRecord): JobSpec {
-  const out: Record<string, unknown> = {};
-  for (const key of SPEC_KEYS) if (job[key] !== undefined) out[key] = job[key];
-  return out as unknown as JobSpec;
 }
 
 /** Everything streams mode writes besides the job: the stream, the delayed set, the outbox. */
