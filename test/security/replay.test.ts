@@ -213,7 +213,10 @@ describe.each(storeFactories)("replayed deliveries on $name", (factory) => {
         await engine.broker.deleteDead(id);
         expect(await handle.store.getJob(id)).toBeNull();
       }
-      const ran = runs.length;
+      // Only these two: the schedule's later occurrences, fired ahead of their time by the ticks
+      // above (its look-ahead), still run after it is deleted, as fired jobs do.
+      const replayed = (id: string) => id === job.id || id === occurrence;
+      const ran = runs.filter(replayed).length;
       const requests = captured.filter(
         (c) => c.body.includes(job.id) || c.body.includes(occurrence!) || c.url === "/v1/dead",
       );
@@ -224,10 +227,12 @@ describe.each(storeFactories)("replayed deliveries on $name", (factory) => {
           expect(answer.status, `${request.url} ${answer.body}`).toBeLessThan(300);
         }
       }
-      expect(runs.length).toBe(ran);
+      expect(runs.filter(replayed).length).toBe(ran);
       expect(await handle.store.getJob(job.id)).toBeNull();
       expect(await handle.store.getJob(occurrence!)).toBeNull();
-      expect((await engine.broker.listDead({ limit: 10 })).items).toEqual([]);
+      expect(
+        (await engine.broker.listDead({ limit: 10 })).items.filter((d) => replayed(d.id)),
+      ).toEqual([]);
     });
   });
 });
