@@ -69,6 +69,44 @@ export function describeRunsContract(name: string, make: MakeContractStore): voi
         expect(await store.getJob(other.id)).toBeNull();
       });
 
+      it("a delivery first told to wait is told to wait again, never done: it has not run", async () => {
+        const s = scheduleRecord();
+        await store.putSchedule(s);
+        const spec = occurrenceSpec(s, 1_800_000_000_000);
+        const token = () => ({ id: uid("jwt"), expiresAt: Date.now() + 300_000 });
+        // A duplicate delivery runs attempt 1; the original, meanwhile, is busy…
+        expect(await store.beginRun(spec, 5_000, undefined, token())).toMatchObject({
+          kind: "run",
+        });
+        const waited = token();
+        const busy = await store.beginRun(spec, 5_000, undefined, waited);
+        expect(busy.kind).toBe("busy");
+        // …and its request is re-sent (its answer was lost): busy again while attempt 1 runs…
+        const again = await store.beginRun(spec, 5_000, undefined, waited);
+        expect(again.kind).toBe("busy");
+        expect(again.kind === "busy" && again.retryAfterMs).toBeGreaterThan(1_000);
+        await store.finishRun(spec.id, 1, {
+          ok: false,
+          error: { name: "E", message: "x" },
+          final: false,
+        });
+        const failed = await store.getJob(spec.id);
+        const totals = (await store.stats()).totals;
+        // …and after it failed: still busy (a "done" would end the queue's retries of a job that
+        // has to run again), with nothing written or counted.
+        expect(await store.beginRun(spec, 5_000, undefined, waited)).toEqual({
+          kind: "busy",
+          retryAfterMs: 1_000,
+        });
+        expect(await store.getJob(spec.id)).toEqual(failed);
+        expect((await store.stats()).totals).toEqual(totals);
+        // The queue's retry comes with a token of its own and runs attempt 2.
+        expect(await store.beginRun(spec, 5_000, undefined, token())).toMatchObject({
+          kind: "run",
+          attempt: 2,
+        });
+      });
+
       it("a dead letter deleted stays deleted: a later delivery of the occurrence creates nothing", async () => {
         const s = scheduleRecord();
         await store.putSchedule(s);

@@ -27,6 +27,11 @@ import { retain } from "./retention.ts";
 import { clone, live } from "./shared.ts";
 import type { MemoryState, StoredJob } from "./state.ts";
 
+/** A delivery token's remembered value when its first answer told the queue to wait. */
+const WAITED = "b";
+/** A waited delivery sent again once the reason has gone: how long the queue waits (ms). */
+const REPLAYED_WAIT_MS = 1_000;
+
 export function beginRun(
   s: MemoryState,
   spec: JobSpec,
@@ -43,19 +48,26 @@ export function beginRun(
   const used = tokenUse(s, token, now);
   if (used !== undefined) {
     // This delivery again: never a second run. Busy while the attempt it began still runs under
-    // its lease (its answer may have been lost; the queue will ask again), else done.
+    // its lease (its answer may have been lost; the queue will ask again); busy again when it was
+    // first told to wait ("b": it has not run, and "done" would stop the queue asking); else done.
     const current = s.jobs.get(spec.id);
     if (
       current?.record.status === "running" &&
-      String(current.record.attempts) === used &&
+      (used === WAITED || String(current.record.attempts) === used) &&
       current.leaseUntil !== undefined &&
       current.leaseUntil > now
     ) {
       return { kind: "busy", retryAfterMs: current.leaseUntil - now };
     }
+    if (used === WAITED) return { kind: "busy", retryAfterMs: REPLAYED_WAIT_MS };
     return { kind: "replayed" };
   }
   rememberToken(s, token, now, "-");
+  /** An answer that tells the queue to ask again later: its token is remembered as such. */
+  const wait = <T extends BeginRunResult>(answer: T): T => {
+    rememberToken(s, token, now, WAITED);
+    return answer;
+  };
   const stored = jobOrCreate(s, spec, now);
   if (!stored) {
     s.outbox.delete(spec.id); // finished and expired: a leftover re-dispatch
@@ -69,7 +81,7 @@ export function beginRun(
     return { kind: "final", job: clone(job) };
   }
   if (job.status === "running" && stored.leaseUntil !== undefined && stored.leaseUntil > now) {
-    return { kind: "busy", retryAfterMs: stored.leaseUntil - now };
+    return wait({ kind: "busy", retryAfterMs: stored.leaseUntil - now });
   }
   if (job.status === "running" && job.cancelRequested) {
     // Cancel asked for, and the attempt's lease ran out before it finished: it ends here.
@@ -80,7 +92,7 @@ export function beginRun(
     const holder = live(s.running, job.scheduleId, now);
     if (holder && holder.value !== job.id) {
       // Only an occurrence that never started may be skipped; a retry of a started one waits.
-      if (job.attempts > 0) return { kind: "busy", retryAfterMs: holder.expiresAt - now };
+      if (job.attempts > 0) return wait({ kind: "busy", retryAfterMs: holder.expiresAt - now });
       s.outbox.delete(job.id);
       s.metrics.leave(job.id, job.status);
       job.status = "skipped";
@@ -100,7 +112,7 @@ export function beginRun(
     const watch = s.outbox.get(job.id);
     if (watch) watch.recoverAt = now + reapAfterMs;
     s.metrics.totals.limited += 1;
-    return { kind: "limited", retryAfterMs: Math.max(slotWaitMs ?? 0, rateWaitMs ?? 0) };
+    return wait({ kind: "limited", retryAfterMs: Math.max(slotWaitMs ?? 0, rateWaitMs ?? 0) });
   }
   if (job.overlap === "skip" && job.scheduleId !== undefined) {
     s.running.set(job.scheduleId, { value: job.id, expiresAt: now + leaseMs });

@@ -48,7 +48,8 @@
     ARGV[13] reapAfterMs
     ARGV[14] delivery token id ('' = none): a token seen before is this delivery again (a replay,
              or the request re-sent after its answer was lost): nothing written or counted, and
-             busy while the attempt it began still runs under its lease, else replayed
+             busy while the attempt it began still runs under its lease; busy again when it
+             was first told to wait (busy or limited: it has not run); else replayed
     ARGV[15] delivery token expiry (ms)
     ARGV[16] concurrency limit, 1..10000 ('' or absent = none)
     ARGV[17] the limit key (the slot set is limitKey(root, key))

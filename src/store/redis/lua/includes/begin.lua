@@ -16,6 +16,10 @@
 --@include "events"
 --@include "deps"
 
+-- A delivery told to wait, sent again once the reason has gone: how long the queue waits (ms)
+-- before asking with a delivery of its own.
+local REPLAYED_WAIT_MS = 1000
+
 local function beginRunAt(a, now, m)
   local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
   local maxLen = tonumber(ARGV[a + 12])
@@ -23,11 +27,17 @@ local function beginRunAt(a, now, m)
   local used = tokenUse(root, token)
   if used then
     -- Never a second run. If the attempt this delivery began still runs under its lease (its
-    -- answer may have been lost, the queue will ask again), say busy rather than done.
+    -- answer may have been lost, the queue will ask again), say busy rather than done. A delivery
+    -- first told to wait (`b`: busy or limited) is told to wait again: "done" would stop the
+    -- queue asking for a job that has not run (a client re-sending the request after a lost
+    -- answer gets this).
     local current = readJob(jobKey(root, ARGV[a + 1]))
-    if current and current.status == 'running' and current.attempts == used and current.leaseUntil
-      and tonumber(current.leaseUntil) > now then
-      return '{"kind":"busy","retryAfterMs":' .. int(tonumber(current.leaseUntil) - now) .. '}'
+    local leaseUntil = current and current.status == 'running' and tonumber(current.leaseUntil or '')
+    if leaseUntil and leaseUntil > now and (used == 'b' or current.attempts == used) then
+      return '{"kind":"busy","retryAfterMs":' .. int(leaseUntil - now) .. '}'
+    end
+    if used == 'b' then
+      return '{"kind":"busy","retryAfterMs":' .. REPLAYED_WAIT_MS .. '}'
     end
     return '{"kind":"replayed"}'
   end
@@ -63,7 +73,7 @@ local function beginRunAt(a, now, m)
     return '{"kind":"final","job":' .. jobJson(job) .. '}'
   end
   if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
-    remember('-')
+    remember('b')
     return '{"kind":"busy","retryAfterMs":' .. int(tonumber(job.leaseUntil) - now) .. '}'
   end
   if job.status == 'running' and job.cancelRequested then
@@ -93,7 +103,7 @@ local function beginRunAt(a, now, m)
     if holder and holder ~= id then
       if tonumber(job.attempts) > 0 then
         local ttl = redis.call('PTTL', running)
-        remember('-')
+        remember('b')
         return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
       end
       removeMessages(KEYS[2], KEYS[3], { id })
@@ -136,7 +146,7 @@ local function beginRunAt(a, now, m)
   if waitMs then
     redis.call('ZADD', KEYS[2], 'XX', int(now + tonumber(ARGV[a + 13])), id)
     mAdd(m, 't:limited', 1)
-    remember('-')
+    remember('b')
     return '{"kind":"limited","retryAfterMs":' .. int(waitMs) .. '}'
   end
   if running then
