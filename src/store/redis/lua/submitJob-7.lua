@@ -1,5 +1,9 @@
 --[[
   submitJob: accept a job in one round trip. In this order:
+  0. Its job already stored means this submit ran before (re-sent after its reply was lost):
+     its answer again, nothing written or counted (include "job": submittedBefore). Told by the
+     job's tenant listing (ZADD NX, the listing write a submit makes anyway; a refusal below
+     removes it) or, with an idempotency key, by the key naming this job.
   1. If the tenant's idempotency key is known (and its job still exists) returns that job and
      writes nothing (nothing evaluated, nothing counted) but, for a webhook (ARGV[28]), its
      `replayed` counter and history entry.
@@ -113,6 +117,10 @@ local idemKey
 if (ARGV[18] or '') ~= '' then
   idemKey = idempotencyKey(root, ARGV[6], ARGV[18])
   local firstId = redis.call('GET', idemKey)
+  local again = firstId == id and submittedBefore(root, id)
+  if again then
+    return again
+  end
   if firstId then
     local first = readJob(jobKey(root, firstId))
     if first then
@@ -120,6 +128,19 @@ if (ARGV[18] or '') ~= '' then
       return '{"replayed":' .. jobJson(first) .. '}'
     end
   end
+end
+-- The job's place in its tenant's listing, taken before anything else is written: listed
+-- already means this submit ran before (include "job": submittedBefore). A refusal gives it back.
+local listing = jobsKey(root, ARGV[6])
+if redis.call('ZADD', listing, 'NX', int(now), id) == 0 then
+  local again = submittedBefore(root, id)
+  if again then
+    return again
+  end
+end
+local function refuse(answer)
+  redis.call('ZREM', listing, id)
+  return answer
 end
 
 local unfinished, depFailed = {}, false
@@ -138,7 +159,7 @@ if (ARGV[25] or '') ~= '' then
     end
   end
   if #unknown > 0 then
-    return '{"unknown":[' .. table.concat(unknown, ',') .. ']}'
+    return refuse('{"unknown":[' .. table.concat(unknown, ',') .. ']}')
   end
 end
 
@@ -162,8 +183,8 @@ if ARGV[11] ~= '' then
     delayed = tonumber(ARGV[12])
   elseif level == 'critical' then
     if ARGV[13] == 'reject' then
-      return '{"denied":{"kind":"overloaded","level":"critical","retryAfterMs":'
-        .. num(tonumber(ARGV[15])) .. '}}'
+      return refuse('{"denied":{"kind":"overloaded","level":"critical","retryAfterMs":'
+        .. num(tonumber(ARGV[15])) .. '}}')
     end
     delayed = tonumber(ARGV[14])
   end
@@ -174,7 +195,7 @@ end
 if (ARGV[23] or '') ~= '' then
   local admitted, state = checkQuota(quotaKey(root, ARGV[23]), parseWindows(ARGV[24]), now)
   if not admitted then
-    return '{"denied":{"kind":"quota","quota":' .. state .. '}}'
+    return refuse('{"denied":{"kind":"quota","quota":' .. state .. '}}')
   end
   extra[#extra + 1] = '"quota":' .. state
 end
@@ -191,7 +212,7 @@ local runsScore = job.runAt
 if (ARGV[22] or '') ~= '' then
   runsScore = ARGV[22]
 end
-createJob(root, id, job, runsScore)
+createJob(root, id, job, runsScore, true)
 if (ARGV[27] or '') ~= '' then
   job.keepUntil = int(now + tonumber(ARGV[27]))
   redis.call('HSET', jobKey(root, id), 'keepUntil', job.keepUntil)

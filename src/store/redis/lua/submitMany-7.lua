@@ -2,6 +2,8 @@
   submitMany: accept a chunk of one tenant's jobs in one round trip (POST /v1/jobs/batch,
   docs/adr/0020-batch-submit.md). Each item is judged on its own, in order, exactly as submitJob
   judges a job (without its webhook, schedule and keepUntil arguments, which a batch never has):
+  0. its job stored already (told as submitJob tells it): the chunk ran before (re-sent after
+     its reply was lost) → that item's answer again, nothing written or counted for it;
   1. its idempotency key known (and its job still exists) → that job, nothing written for it; a
      key used by an earlier item of the same chunk is known by then (that item's job answers);
   2. dependencies that name no job of the tenant → {"unknown":[ids]}, nothing written for it;
@@ -61,6 +63,7 @@
 local root, outbox = KEYS[1], KEYS[2]
 local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
 local tenant = ARGV[2]
+local listing = jobsKey(root, tenant)
 local maxLen = tonumber(ARGV[4])
 local grace = tonumber(ARGV[1])
 local streams = ARGV[12] == 'streams'
@@ -106,6 +109,10 @@ local function submitOne(base, index)
   if ARGV[base + 4] ~= '' then
     idemKey = idempotencyKey(root, tenant, ARGV[base + 4])
     local firstId = redis.call('GET', idemKey)
+    local again = firstId == id and submittedBefore(root, id)
+    if again then
+      return again
+    end
     if firstId then
       local first = readJob(jobKey(root, firstId))
       if first then
@@ -116,6 +123,19 @@ local function submitOne(base, index)
         return '{"replayed":' .. jobJson(first) .. '}'
       end
     end
+  end
+
+  -- The job's place in the listing, taken first: listed already, this chunk ran before (as
+  -- submitJob). A refusal gives it back.
+  if redis.call('ZADD', listing, 'NX', int(now), id) == 0 then
+    local again = submittedBefore(root, id)
+    if again then
+      return again
+    end
+  end
+  local function refuse(answer)
+    redis.call('ZREM', listing, id)
+    return answer
   end
 
   local unfinished, depFailed = {}, false
@@ -134,7 +154,7 @@ local function submitOne(base, index)
       end
     end
     if #unknown > 0 then
-      return '{"unknown":[' .. table.concat(unknown, ',') .. ']}'
+      return refuse('{"unknown":[' .. table.concat(unknown, ',') .. ']}')
     end
   end
 
@@ -147,7 +167,7 @@ local function submitOne(base, index)
   if ARGV[5] ~= '' then
     degradation()
     if overloaded then
-      return overloaded
+      return refuse(overloaded)
     end
     runAt = runAt + delayed
     extra[#extra + 1] = '"degradation":{"level":"' .. level .. '","delayedMs":' .. num(delayed)
@@ -157,14 +177,14 @@ local function submitOne(base, index)
   if windows then
     local admitted, state = checkQuota(quotaKey(root, ARGV[10]), windows, now)
     if not admitted then
-      return '{"denied":{"kind":"quota","quota":' .. state .. '}}'
+      return refuse('{"denied":{"kind":"quota","quota":' .. state .. '}}')
     end
     extra[#extra + 1] = '"quota":' .. state
   end
 
   local job = { data = ARGV[base + 1], createdAt = int(now), runAt = int(runAt),
     handler = ARGV[base + 5], tenant = tenant }
-  createJob(root, id, job, job.runAt)
+  createJob(root, id, job, job.runAt, true)
   submitted = submitted + 1
 
   if depFailed or #unfinished > 0 then

@@ -23,11 +23,22 @@
 
   readJob(key)                 Lua table of the present fields, or nil when the job is missing.
   jobTenant(job)               The job's tenant ('default' for jobs written without one).
-  createJob(root, id, job, runsScore)
+  createJob(root, id, job, runsScore, listed)
                                Writes a new `queued` job from job.data/createdAt/runAt/handler/
                                tenant/scheduleId/overlap and indexes it (its tenant's jobs by
-                               createdAt; the schedule's runs by runsScore while the schedule
-                               exists — runs of a deleted schedule are not indexed).
+                               createdAt, unless `listed`: the caller did; the schedule's runs by
+                               runsScore while the schedule exists — runs of a deleted schedule
+                               are not indexed).
+  submittedBefore(root, id)    A submit's answer when its job is stored already, else nil (one
+                               HMGET; submitJob and submitMany ask only when the job's listing
+                               entry or idempotency key shows it). Submits make fresh job ids, so
+                               a stored job means this very submit ran before: its command was
+                               re-sent after the reply was lost (ioredis re-sends on reconnect).
+                               The caller writes and counts nothing then: a second write would
+                               reset a job a worker may have begun or finished meanwhile (Redis
+                               Streams deliver before the reply), and dispatch it again. The
+                               answer is the first one's (createdAt, runAt, and `waiting`, or
+                               `cancelled` at the submit), without its quota and degradation.
   specJson(job)                The JobSpec JSON (data plus createdAt and runAt).
   jobJson(job)                 The JobRecord JSON.
   retainJob(root, expiring, id, job, now, retention)
@@ -78,7 +89,7 @@ local function jobTenant(job)
   return job.tenant or 'default'
 end
 
-local function createJob(root, id, job, runsScore)
+local function createJob(root, id, job, runsScore, listed)
   job.status = 'queued'
   job.attempts = '0'
   local fields = { 'data', job.data, 'createdAt', job.createdAt, 'runAt', job.runAt,
@@ -96,13 +107,29 @@ local function createJob(root, id, job, runsScore)
     fields[#fields + 1] = job.overlap
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
-  redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  if not listed then
+    redis.call('ZADD', jobsKey(root, jobTenant(job)), job.createdAt, id)
+  end
   -- A late delivery of a deleted schedule's occurrence is not listed under a schedule that
   -- re-uses the id: a schedule's runs belong to the schedule as it exists.
   if job.scheduleId and redis.call('EXISTS', scheduleKey(root, job.scheduleId)) == 1 then
     redis.call('ZADD', runsKey(root, job.scheduleId), runsScore, id)
   end
   return job
+end
+
+local function submittedBefore(root, id)
+  local f = redis.call('HMGET', jobKey(root, id), 'createdAt', 'runAt', 'status', 'finishedAt')
+  if not f[1] then
+    return nil
+  end
+  local out = '{"createdAt":' .. f[1] .. ',"runAt":' .. f[2]
+  if f[3] == 'waiting' then
+    out = out .. ',"status":"waiting"'
+  elseif f[3] == 'cancelled' and f[4] == f[1] then
+    out = out .. ',"status":"cancelled","finishedAt":' .. f[4]
+  end
+  return out .. '}'
 end
 
 local function specJson(job)
