@@ -200,7 +200,7 @@ describe.each(storeFactories)("engine + QStashTransport + QStash double on $name
     expect(qstashRequests.length).toBeLessThanOrEqual(Math.ceil(250 / 100));
     expect(qstashRequests.every((url) => url === `${qstash.url}/v2/batch`)).toBe(true);
     expect(qstash.counters.publishRequests).toBe(qstashRequests.length);
-    await qstash.idle(15_000);
+    await qstash.idle();
     const fired = calls.filter((c) => c.scheduleId?.startsWith("bulk-"));
     expect(fired).toHaveLength(250);
     expect(new Set(fired.map((c) => c.scheduleId)).size).toBe(250);

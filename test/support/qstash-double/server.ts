@@ -235,7 +235,8 @@ export async function startQStashDouble(options: QStashDoubleOptions = {}): Prom
     dlq: { get: () => deliveries.dlq },
   });
   double.messages = () => deliveries.views();
-  double.idle = (timeoutMs = 10_000) => deliveries.idle(timeoutMs);
+  // A hang detector, not a measurement: generous, for a busy machine with slow loopback I/O.
+  double.idle = (timeoutMs = 60_000) => deliveries.idle(timeoutMs);
   double.close = async () => {
     await deliveries.close();
     server.closeAllConnections();
