@@ -344,10 +344,13 @@ describe.each(senders)("QStashTransport failures never throw, through %s", (_, h
   });
 
   it("gives up on a slow request after publishTimeoutMs; a re-publish is deduplicated", async () => {
+    // The request must reach the double before the client gives up (else nothing lands): a
+    // second is ample for a local request even on a busy machine (100 ms was not); the double
+    // answers a second after that.
     const { qstash, transport } = await setup(
       { "/v1/worker": ok },
-      { publishTimeoutMs: 100 },
-      { faults: { publishDelayMs: 300 } },
+      { publishTimeoutMs: 1_000 },
+      { faults: { publishDelayMs: 2_000 } },
     );
     const messages = [message(), message()];
     const outcomes = await transport.publish(messages);
@@ -356,7 +359,7 @@ describe.each(senders)("QStashTransport failures never throw, through %s", (_, h
       "timeout",
     ]);
     qstash.faults.publishDelayMs = 0;
-    await until(() => qstash.counters.messages >= 2); // the slow request has landed meanwhile
+    await until(() => qstash.counters.messages >= 2, 20_000); // the slow request has landed
     const again = await transport.publish(messages);
     expect(again.map((o) => o.ok && o.deduplicated)).toEqual([true, true]);
   });
@@ -445,7 +448,8 @@ describe("nodeQStashHttp", () => {
     const queue = await startEndpoint({ "/v2/batch": () => ({ status: 200, hang: true }) });
     cleanups.push(() => queue.close());
     sender = nodeQStashHttp();
-    const { transport } = await setup({}, { baseUrl: queue.base, publishTimeoutMs: 50 });
+    // Long enough for the request to reach the endpoint first on a busy machine.
+    const { transport } = await setup({}, { baseUrl: queue.base, publishTimeoutMs: 1_000 });
     const [outcome] = await transport.publish([message()]);
     expect(outcome).toMatchObject({ ok: false, error: { reason: "timeout" } });
     await until(() => queue.aborted() === 1);
