@@ -38,7 +38,7 @@ export async function beginRun(
     ttlArg(leaseMs),
     retentionArg(c.retention),
     c.eventsMaxLen,
-    String(reapAfterMs),
+    watchArg(c, reapAfterMs),
     ...tokenArgs(token),
     ...beginLimitArgs(limit, rate, node),
   ];
@@ -70,7 +70,7 @@ export async function finishRun(
     retentionArg(c.retention),
     c.eventsMaxLen,
     outcome.ok ? "" : eventErrorArg(outcome.error),
-    String(reapAfterMs),
+    watchArg(c, reapAfterMs),
   ];
   const raw = c.runBatches
     ? await c.runBatches.finish.call(args)
@@ -79,6 +79,14 @@ export async function finishRun(
   expectNoCode("finishRun", raw);
   const r = fromJson<Tagged<"ok", JobRecord> | Tagged<"stale", JobRecord>>(raw);
   return "ok" in r ? { kind: "ok", job: r.ok } : { kind: "stale", job: r.stale };
+}
+
+/**
+ * The reaper's wait for an attempt's outbox watch; '' on Redis Streams, where an attempt has no
+ * watch: the consumer group's pending list redelivers it (docs/adr/0033-no-watch-on-streams.md).
+ */
+function watchArg(c: RedisContext, reapAfterMs: number): string {
+  return c.dispatch === "streams" ? "" : String(reapAfterMs);
 }
 
 /** Arguments of one `beginRun` (and of each delivery in a `beginRuns` batch). */

@@ -45,7 +45,8 @@
     ARGV[10] leaseMs
     ARGV[11] retention: `jobMs maxJobs maxRuns` (see include "job")
     ARGV[12] eventsMaxLen (0 = no events)
-    ARGV[13] reapAfterMs
+    ARGV[13] reapAfterMs ('' = no watch, Redis Streams: the run removes the job's outbox
+             message instead of making it the attempt's watch, and `limited` defers nothing)
     ARGV[14] delivery token id ('' = none): a token seen before is this delivery again (a replay,
              or the request re-sent after its answer was lost): nothing written or counted, and
              busy while the attempt it began still runs under its lease; busy again when it

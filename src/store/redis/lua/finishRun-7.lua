@@ -29,7 +29,7 @@
     ARGV[7] retention: `jobMs maxJobs maxRuns` (see include "job")
     ARGV[8] eventsMaxLen (0 = no events)
     ARGV[9] the event's error JSON ({name, message}), on failure
-    ARGV[10] reapAfterMs
+    ARGV[10] reapAfterMs ('' = no watch, Redis Streams: nothing to remove or defer)
   Output:
     JOB_NOT_FOUND (-2)
     JSON text   {"ok":JobRecord} recorded, or {"stale":JobRecord} not running as that attempt

@@ -96,6 +96,8 @@ local function beginRunAt(a, now, m)
   end
 
   local leaseMs = tonumber(ARGV[a + 10])
+  -- '' (Redis Streams): no outbox watch over the attempt (docs/adr/0033-no-watch-on-streams.md).
+  local reapAfterMs = tonumber(ARGV[a + 13])
   local running
   if job.overlap == 'skip' and job.scheduleId then
     running = scheduleRunningKey(root, job.scheduleId)
@@ -144,7 +146,9 @@ local function beginRunAt(a, now, m)
     end
   end
   if waitMs then
-    redis.call('ZADD', KEYS[2], 'XX', int(now + tonumber(ARGV[a + 13])), id)
+    if reapAfterMs then
+      redis.call('ZADD', KEYS[2], 'XX', int(now + reapAfterMs), id)
+    end
     mAdd(m, 't:limited', 1)
     remember('b')
     return '{"kind":"limited","retryAfterMs":' .. int(waitMs) .. '}'
@@ -194,7 +198,13 @@ local function beginRunAt(a, now, m)
     redis.call('ZADD', window, int(now), id .. ':' .. job.attempts)
     redis.call('PEXPIRE', window, int(period))
   end
-  putWatch(KEYS[2], KEYS[3], id, job, int(now + leaseMs + tonumber(ARGV[a + 13])))
+  if reapAfterMs then
+    putWatch(KEYS[2], KEYS[3], id, job, int(now + leaseMs + reapAfterMs))
+  else
+    -- No watches (Redis Streams): the group's pending list stands watch. A message the job may
+    -- still have (an occurrence's attempt-0 watch) goes.
+    removeMessages(KEYS[2], KEYS[3], { id })
+  end
   remember(job.attempts)
   mAdd(m, 't:started', 1)
   mAdd(m, 'g:running', 1)

@@ -33,6 +33,9 @@ local function finishRunAt(a, now, m)
   end
 
   now = now or nowMs()
+  -- reapAfterMs '' (Redis Streams): the attempt has no watch to remove or defer (begin-run
+  -- removed the job's message).
+  local watched = ARGV[a + 10] ~= ''
   releaseRun(root, key, id, job)
   job.finishedAt = int(now)
   mAdd(m, 'g:running', -1)
@@ -45,7 +48,9 @@ local function finishRunAt(a, now, m)
     job.status, job.error = 'cancelled', ARGV[a + 5]
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
     retainJob(root, expiring, id, job, now, ARGV[a + 7])
-    removeMessages(KEYS[6], KEYS[7], { id })
+    if watched then
+      removeMessages(KEYS[6], KEYS[7], { id })
+    end
     event = jobEvent('job.cancelled', now, id, job)
     if job.dependents then
       released = false
@@ -69,7 +74,9 @@ local function finishRunAt(a, now, m)
       redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
     end
     retainJob(root, expiring, id, job, now, ARGV[a + 7])
-    removeMessages(KEYS[6], KEYS[7], { id })
+    if watched then
+      removeMessages(KEYS[6], KEYS[7], { id })
+    end
     event = jobEvent('job.succeeded', now, id, job)
     if job.dependents then
       released = true
@@ -84,14 +91,18 @@ local function finishRunAt(a, now, m)
       mAdd(m, 't:dead', 1)
       redis.call('ZADD', dlqKey(root, jobTenant(job)), int(now), id)
       retainJob(root, expiring, id, job, now, ARGV[a + 7])
-      removeMessages(KEYS[6], KEYS[7], { id })
+      if watched then
+        removeMessages(KEYS[6], KEYS[7], { id })
+      end
       if job.dependents then
         released = false
       end
     else
       mAdd(m, 'g:failed', 1)
       redis.call('ZADD', pending, int(now), id)
-      deferWatch(KEYS[6], id, int(now + tonumber(ARGV[a + 10])))
+      if watched then
+        deferWatch(KEYS[6], id, int(now + tonumber(ARGV[a + 10])))
+      end
     end
     event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
       .. ',"error":' .. ARGV[a + 9])
