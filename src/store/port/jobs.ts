@@ -225,6 +225,8 @@ export interface JobStore {
    * recoverAt: leaseEnd + reapAfterMs, attempt }`. If the queue stops delivering (a dead worker,
    * retries spent) and its failure callback never arrives, the tick's recover step finds the watch
    * and re-dispatches the job, or dead-letters it if `attempt > retries` (the reaper, ADR 0010).
+   * A store that dispatches to Redis Streams removes the message instead and keeps no watch: the
+   * consumer group's pending list redelivers the attempt (docs/adr/0033-no-watch-on-streams.md).
    *
    * Counting (see {@link StoreStats.jobs} for the gauge rule): `run` → `totals.started` += 1, a
    * `job.started` event with `attempt`, the job leaves `{p}:pending`; on the first attempt
