@@ -19,6 +19,7 @@ import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { keys } from "../../src/store/redis/keys.ts";
 import { deletePrefix } from "../redis-rest/harness.ts";
 import { specOf } from "../support/job-spec.ts";
+import { maskTimes } from "../support/masked.ts";
 import { REDIS_URL } from "../support/stores.ts";
 
 const redis = new Redis(REDIS_URL);
@@ -78,17 +79,7 @@ const TIME_KEYS = new Set(
   "createdAt runAt startedAt finishedAt notBefore recoverAt leaseUntil retryAfterMs".split(" "),
 );
 
-function masked(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(masked);
-  if (value && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [key, v] of Object.entries(value)) {
-      out[key] = TIME_KEYS.has(key) && typeof v === "number" ? "<time>" : masked(v);
-    }
-    return out;
-  }
-  return value;
-}
+const masked = (value: unknown) => maskTimes(value, TIME_KEYS);
 
 const ERR = { name: "Error", message: "boom" };
 

@@ -22,6 +22,7 @@ import { keys } from "../../src/store/redis/keys.ts";
 import type { ScriptClient } from "../../src/store/redis/script.ts";
 import { deletePrefix } from "../redis-rest/harness.ts";
 import { specOf } from "../support/job-spec.ts";
+import { maskTimes } from "../support/masked.ts";
 import { REDIS_URL } from "../support/stores.ts";
 
 const redis = new Redis(REDIS_URL);
@@ -76,17 +77,7 @@ const TIME_KEYS = new Set(
 );
 
 /** Times masked: the two stores run apart, and a batch reads the clock once for all its calls. */
-function masked(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(masked);
-  if (value && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [key, v] of Object.entries(value)) {
-      out[key] = TIME_KEYS.has(key) && typeof v === "number" ? "<time>" : masked(v);
-    }
-    return out;
-  }
-  return value;
-}
+const masked = (value: unknown) => maskTimes(value, TIME_KEYS);
 
 /** The totals and gauges of a store's metrics hash (histograms and averages hold times). */
 async function counters(k: ReturnType<typeof keys>): Promise<Record<string, string>> {

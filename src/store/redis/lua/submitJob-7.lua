@@ -129,14 +129,11 @@ if (ARGV[18] or '') ~= '' then
     end
   end
 end
--- The job's place in its tenant's listing, taken before anything else is written: listed
--- already means this submit ran before (include "job": submittedBefore). A refusal gives it back.
+-- Listed already: this submit ran before (include "job": takeListing). A refusal gives it back.
 local listing = jobsKey(root, ARGV[6])
-if redis.call('ZADD', listing, 'NX', int(now), id) == 0 then
-  local again = submittedBefore(root, id)
-  if again then
-    return again
-  end
+local again = takeListing(root, listing, id, now)
+if again then
+  return again
 end
 local function refuse(answer)
   redis.call('ZREM', listing, id)

@@ -125,13 +125,10 @@ local function submitOne(base, index)
     end
   end
 
-  -- The job's place in the listing, taken first: listed already, this chunk ran before (as
-  -- submitJob). A refusal gives it back.
-  if redis.call('ZADD', listing, 'NX', int(now), id) == 0 then
-    local again = submittedBefore(root, id)
-    if again then
-      return again
-    end
+  -- Listed already: this chunk ran before (include "job": takeListing). A refusal gives it back.
+  local again = takeListing(root, listing, id, now)
+  if again then
+    return again
   end
   local function refuse(answer)
     redis.call('ZREM', listing, id)

@@ -39,6 +39,12 @@
                                Streams deliver before the reply), and dispatch it again. The
                                answer is the first one's (createdAt, runAt, and `waiting`, or
                                `cancelled` at the submit), without its quota and degradation.
+  takeListing(root, listing, id, now)
+                               A submit's first write: the job's entry in its tenant's listing
+                               (`ZADD NX`, the listing write a submit makes anyway; the caller
+                               then creates the job `listed`, and a refusal removes the entry).
+                               Answers submittedBefore's answer when the entry was there already
+                               (this submit ran before), else nil.
   specJson(job)                The JobSpec JSON (data plus createdAt and runAt).
   jobJson(job)                 The JobRecord JSON.
   retainJob(root, expiring, id, job, now, retention)
@@ -130,6 +136,13 @@ local function submittedBefore(root, id)
     out = out .. ',"status":"cancelled","finishedAt":' .. f[4]
   end
   return out .. '}'
+end
+
+local function takeListing(root, listing, id, now)
+  if redis.call('ZADD', listing, 'NX', int(now), id) == 0 then
+    return submittedBefore(root, id)
+  end
+  return nil
 end
 
 local function specJson(job)
