@@ -59,6 +59,21 @@ function childNodeArgs(): string[] {
 }
 
 /**
+ * The tsconfig a child's tsx reads: by default one without the repository's `paths`, so the
+ * package's own name (`tickwork`, `tickwork/redis`, …) resolves as it does in an app that installed
+ * it, through package.json `exports` to the built `dist/` (`npm run bench` builds first). The
+ * contenders measured against BullMQ import tickwork that way: tsx's transform of the sources
+ * adds work of its own (a `__name` call for every function it creates), which users never run.
+ * `BENCH_SOURCES=1` runs the sources instead (e.g. for a profile that names their lines).
+ */
+function childTsconfig(): Record<string, string> {
+  if (process.env.BENCH_SOURCES === "1") return {};
+  return {
+    TSX_TSCONFIG_PATH: fileURLToPath(new URL("../../tsconfig.build.json", import.meta.url)),
+  };
+}
+
+/**
  * Start `file` (relative to `bench/`) under tsx with `args`; resolves once it sends
  * `{ type: "ready", ... }`.
  *
@@ -75,7 +90,7 @@ export async function startTsChild<Ready>(
   const child = track(
     spawn(process.execPath, [...childNodeArgs(), "--import", "tsx", path, ...args], {
       stdio: ["ignore", "inherit", "inherit", "ipc"],
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...childTsconfig(), ...env },
     }),
   );
   const pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();

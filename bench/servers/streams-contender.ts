@@ -26,11 +26,12 @@
  */
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
-import { connectIoredis } from "../../src/adapter/node/ioredis.ts";
-import { nodeQStashHttp } from "../../src/adapter/node/qstash-http.ts";
-import { createEngine, PullWorker, silentLogger } from "../../src/engine/index.ts";
-import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
-import { QStashTransport } from "../../src/transport/qstash/index.ts";
+// The package by name, as users import it: the built dist/ when started by bench/run.ts (see
+// bench/lib/children.ts), the sources under a plain `tsx`.
+import { createEngine, PullWorker, silentLogger } from "tickwork";
+import { nodeQStashHttp, openStore } from "tickwork/node";
+import { QStashTransport } from "tickwork/qstash";
+import { RedisStreams } from "tickwork/redis";
 import { serveParent } from "../lib/children.ts";
 import { BENCH_DEGRADATION } from "../lib/settings.ts";
 
@@ -72,13 +73,12 @@ function sleep(ms: number): Promise<void> {
 
 async function streamsContender(url: string): Promise<Contender> {
   // Connected as `tickwork start` connects on Redis Streams (no auto-pipelining).
-  const { redis } = await connectIoredis({
-    url,
-    purpose: "REDIS_URL",
-    maxRetriesPerRequest: 2,
-    autoPipelining: false,
-  });
-  const store = new RedisStore({ client: fromIoredis(redis), prefix: PREFIX, dispatch: "streams" });
+  // As `tickwork start` opens it (`openStore`: no auto-pipelining on Redis Streams).
+  const { store, redis } = await openStore(
+    { kind: "redis", url, prefix: PREFIX, dispatch: "streams" },
+    silentLogger,
+  );
+  if (!redis) throw new Error("openStore gave no ioredis client for Redis Streams");
   const streams = new RedisStreams({ redis, prefix: PREFIX });
   const engine = createEngine({
     store,
@@ -206,8 +206,8 @@ function prefixed(prefix: string, record: Record<string, number>): Record<string
  */
 async function qstashContender(url: string): Promise<Contender & { settle(): Promise<void> }> {
   const env = process.env;
-  const { redis } = await connectIoredis({ url, purpose: "REDIS_URL", maxRetriesPerRequest: 2 });
-  const store = new RedisStore({ client: fromIoredis(redis), prefix: PREFIX });
+  // As `tickwork start` opens it (`openStore`: auto-pipelined on the outbox).
+  const { store } = await openStore({ kind: "redis", url, prefix: PREFIX }, silentLogger);
   const transport = new QStashTransport({
     token: env.QSTASH_TOKEN ?? "",
     baseUrl: env.QSTASH_URL ?? "",

@@ -30,13 +30,13 @@ import { Client } from "@upstash/qstash";
 import { Queue } from "bullmq";
 import { Hono } from "hono";
 import { Redis } from "ioredis";
-import { connectIoredis } from "../../src/adapter/node/ioredis.ts";
-import { nodeQStashHttp } from "../../src/adapter/node/qstash-http.ts";
-import { createEngine } from "../../src/engine/index.ts";
-import { createApp } from "../../src/http/index.ts";
-import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
-import type { Transport } from "../../src/transport/port.ts";
-import { QStashTransport } from "../../src/transport/qstash/index.ts";
+// The package by name, as users import it: the built dist/ when started by bench/run.ts (see
+// bench/lib/children.ts), the sources under a plain `tsx`.
+import { createEngine, type Store, silentLogger, type Transport } from "tickwork";
+import { createApp } from "tickwork/http";
+import { nodeQStashHttp, openStore } from "tickwork/node";
+import { QStashTransport } from "tickwork/qstash";
+import { RedisStreams } from "tickwork/redis";
 import { serveParent } from "../lib/children.ts";
 import { BENCH_API_KEY, BENCH_DEGRADATION } from "../lib/settings.ts";
 
@@ -58,17 +58,11 @@ const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 let info: () => Promise<unknown> = async () => ({});
 
 /**
- * A connection as `tickwork start` opens one (`connectIoredis`): auto-pipelined for QStash, not
- * on Redis Streams.
+ * The store as `tickwork start` opens it (`openStore`): auto-pipelined for QStash, not on Redis
+ * Streams.
  */
-async function startConnection(url: string, autoPipelining: boolean): Promise<Redis> {
-  const { redis } = await connectIoredis({
-    url,
-    purpose: "REDIS_URL",
-    maxRetriesPerRequest: 2,
-    autoPipelining,
-  });
-  return redis;
+function startStore(url: string, dispatch: "outbox" | "streams") {
+  return openStore({ kind: "redis", url, prefix: "bench", dispatch }, silentLogger);
 }
 
 /** The QStash double's address, token and signing keys (from the parent). */
@@ -85,7 +79,7 @@ function qstashEnv() {
 
 if (kind === "tickwork") {
   const { url: qstashUrl, token, currentSigningKey, nextSigningKey } = qstashEnv();
-  const store = new RedisStore({ client: fromIoredis(await startConnection(redisUrl, true)) });
+  const { store } = await startStore(redisUrl, "outbox");
   const transport = new QStashTransport({
     token,
     baseUrl: qstashUrl,
@@ -98,10 +92,9 @@ if (kind === "tickwork") {
   });
   serveTickwork(store, transport);
 } else if (kind === "streams") {
-  const redis = await startConnection(redisUrl, false);
-  const prefix = "bench";
-  const store = new RedisStore({ client: fromIoredis(redis), prefix, dispatch: "streams" });
-  serveTickwork(store, new RedisStreams({ redis, prefix }));
+  const { store, redis } = await startStore(redisUrl, "streams");
+  if (!redis) throw new Error("openStore gave no ioredis client for Redis Streams");
+  serveTickwork(store, new RedisStreams({ redis, prefix: "bench" }));
 } else if (kind === "direct_qstash") {
   // What Upstash's docs show: one `publishJSON` (one HTTP request to QStash) per submitted job.
   const { token, url: qstashUrl } = qstashEnv();
@@ -141,7 +134,7 @@ if (kind === "tickwork") {
 }
 
 /** tickwork's app (`createApp` + `createEngine`) on `store` and `transport`, as `tickwork start`. */
-function serveTickwork(store: RedisStore, transport: Transport): void {
+function serveTickwork(store: Store, transport: Transport): void {
   const engine = createEngine({
     store,
     transport,
