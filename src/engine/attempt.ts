@@ -19,8 +19,6 @@ import type { Logger } from "./logger.ts";
 export interface AttemptControls {
   progress(value: unknown): Promise<boolean>;
   log(message: string, fields?: Record<string, unknown>, level?: JobLogLevel): Promise<boolean>;
-  /** Never resolves; rejects with a {@link CancelledError} once a cancel is seen. */
-  cancelled: Promise<never>;
   /** Stops the watch (the handler settled). */
   stop(): void;
 }
@@ -28,26 +26,22 @@ export interface AttemptControls {
 const LEVELS: readonly JobLogLevel[] = ["debug", "info", "warn", "error"];
 
 /**
- * The controls of attempt `attempt` of job `id`. `controller` is the handler's: a cancel aborts
- * it with a {@link CancelledError}. `cancelCheckMs` 0 turns the poll off (a cancel is then seen
- * only in the answer of a progress or log call, or at the attempt's end).
+ * The controls of attempt `attempt` of job `id`. A cancel seen while the watch runs calls
+ * `onCancel` once, with a {@link CancelledError} (the runner aborts the handler's signal and ends
+ * the attempt with it). `cancelCheckMs` 0 turns the poll off (a cancel is then seen only in the
+ * answer of a progress or log call, or at the attempt's end).
  */
 export function attemptControls(
   store: Store,
   id: string,
   attempt: number,
-  controller: AbortController,
+  onCancel: (error: CancelledError) => void,
   logger: Logger,
   cancelCheckMs: number,
 ): AttemptControls {
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let heardAt = performance.now();
-  let reject: (error: CancelledError) => void = () => {};
-  const cancelled = new Promise<never>((_, no) => {
-    reject = no;
-  });
-  cancelled.catch(() => {}); // raced by the runner; never left unhandled
 
   const stop = () => {
     stopped = true;
@@ -55,10 +49,8 @@ export function attemptControls(
   };
   const cancel = () => {
     if (stopped) return;
-    const error = new CancelledError(`job ${id} was cancelled while attempt ${attempt} ran`);
     stop();
-    controller.abort(error);
-    reject(error);
+    onCancel(new CancelledError(`job ${id} was cancelled while attempt ${attempt} ran`));
   };
   const heard = (result: RunWriteResult): boolean => {
     if (result.kind === "stale") return false;
@@ -84,7 +76,6 @@ export function attemptControls(
   watch(cancelCheckMs);
 
   return {
-    cancelled,
     stop,
     async progress(value) {
       const json = JSON.stringify(value);

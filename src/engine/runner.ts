@@ -35,6 +35,7 @@ import { attemptControls } from "./attempt.ts";
 import type { Broker } from "./broker.ts";
 import { pullRecheckMs, runLimitOf } from "./concurrency.ts";
 import { type HandlerContext, type Handlers, handlerOf, parseInput } from "./handlers.ts";
+import { LazyAbort } from "./lazy-abort.ts";
 import type { Logger } from "./logger.ts";
 import type { ResolvedOptions } from "./options.ts";
 import { deliveryMismatch, refuseDelivery } from "./placement.ts";
@@ -344,46 +345,58 @@ export class Runner {
       }
       input = parsed.data;
     }
-    const controller = new AbortController();
+    // The handler's signal, made only if it reads `ctx.signal` (most never do; an AbortSignal
+    // costs a few µs to make on Node 20).
+    const abort = new LazyAbort();
     const timeoutMs = Math.max(
       1,
       Math.min(runnableTimeoutMs(job.timeoutMs), Math.floor(abortAt - performance.now())),
     );
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let unwatch = () => {};
-    const timedOut = new Promise<never>((_, reject) => {
-      const due = performance.now() + timeoutMs;
-      let fired = false;
-      const timeout = () => {
-        if (fired) return;
-        fired = true;
-        clearTimeout(timer);
-        const error = new TimeoutError(`handler timed out after ${timeoutMs} ms`);
-        controller.abort(error);
-        // Fired late: this process was frozen past the timeout (SIGSTOP, a VM or GC pause). The
-        // freeze check below fires it before a handler's own timers that were due more than
-        // FREEZE_CHECK_MS after the freeze began; an earlier one may have run first, so the
-        // handler may be completing its work right now (its signal was not aborted when it last
-        // looked). Let it settle and keep what it did.
-        if (performance.now() - due > LATE_TIMEOUT_MS) {
-          timer = setTimeout(() => reject(error), LATE_SETTLE_MS);
-        } else reject(error);
-      };
-      timer = setTimeout(timeout, timeoutMs);
-      unwatch = watchTimeout(due, timeout);
+    // The attempt ends with whichever comes first: the handler settles, its timeout fires, or a
+    // cancel is seen. One promise, settled by each of them (the first call counts).
+    let succeed!: (result: unknown) => void;
+    let fail!: (error: unknown) => void;
+    const ended = new Promise<unknown>((resolve, reject) => {
+      succeed = resolve;
+      fail = reject;
     });
+    const due = performance.now() + timeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let fired = false;
+    const timeout = () => {
+      if (fired) return;
+      fired = true;
+      clearTimeout(timer);
+      const error = new TimeoutError(`handler timed out after ${timeoutMs} ms`);
+      abort.abort(error);
+      // Fired late: this process was frozen past the timeout (SIGSTOP, a VM or GC pause). The
+      // freeze check below fires it before a handler's own timers that were due more than
+      // FREEZE_CHECK_MS after the freeze began; an earlier one may have run first, so the
+      // handler may be completing its work right now (its signal was not aborted when it last
+      // looked). Let it settle and keep what it did.
+      if (performance.now() - due > LATE_TIMEOUT_MS) {
+        timer = setTimeout(() => fail(error), LATE_SETTLE_MS);
+      } else fail(error);
+    };
+    timer = setTimeout(timeout, timeoutMs);
+    const unwatch = watchTimeout(due, timeout);
     const controls = attemptControls(
       this.deps.store,
       job.id,
       attempt,
-      controller,
+      (error) => {
+        abort.abort(error);
+        fail(error);
+      },
       logger,
       this.deps.options.cancelCheckMs,
     );
     const ctx: HandlerContext = {
       jobId: job.id,
       attempt,
-      signal: controller.signal,
+      get signal() {
+        return abort.signal;
+      },
       ...(job.scheduleId !== undefined
         ? { scheduleId: scheduleUserId(job.tenant, job.scheduleId) }
         : {}),
@@ -400,11 +413,10 @@ export class Runner {
       log: controls.log,
     };
     try {
-      const result = await Promise.race([
-        Promise.resolve().then(() => handler.run(input, ctx)),
-        timedOut,
-        controls.cancelled,
-      ]);
+      Promise.resolve()
+        .then(() => handler.run(input, ctx))
+        .then(succeed, fail);
+      const result = await ended;
       return { ok: true, result: result === undefined ? null : result };
     } catch (error) {
       const err = toJobError(error);
