@@ -136,8 +136,15 @@ export class Runner {
     const leaseMs = spec.timeoutMs + options.leaseGraceMs;
     // A handler with `concurrency`: the store admits the run only while a slot of its key is free.
     const definition = handlerOf(this.deps.handlers, spec.handler);
-    const limit = await runLimitOf(spec.handler, definition, spec.tenant, spec.input);
-    const rate = await rateLimitOf(spec.handler, definition, spec.tenant, spec.input);
+    // Awaited only when the handler has such a limit: most have none.
+    const limit =
+      definition?.concurrency === undefined
+        ? undefined
+        : await runLimitOf(spec.handler, definition, spec.tenant, spec.input);
+    const rate =
+      definition?.rateLimit === undefined
+        ? undefined
+        : await rateLimitOf(spec.handler, definition, spec.tenant, spec.input);
     // The run lease starts no earlier than the request does: time it from here.
     const asked = performance.now();
     const begun = await store.beginRun(

@@ -297,7 +297,9 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
     return placement.refusePlacement(this.#c, spec, refusal, reapAfterMs);
   }
 
-  async beginRun(
+  // Not `async`: the promise is passed on as it is (an async method returning one waits two
+  // more turns of the microtask queue, once per delivery).
+  beginRun(
     spec: JobSpec,
     leaseMs: number,
     reapAfterMs = DEFAULT_REAP_AFTER_MS,
@@ -309,7 +311,7 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
     return runs.beginRun(this.#c, spec, leaseMs, reapAfterMs, token, limit, rate, node);
   }
 
-  async finishRun(
+  finishRun(
     id: string,
     attempt: number,
     outcome: RunOutcome,
