@@ -12,9 +12,10 @@
  *    Redis's CPU (`INFO cpu`, parsing and sockets included) and the client process's CPU.
  * 2. End to end: the same jobs (warm-up included), all submitted before, then the workers
  *    started: a `PullWorker` / BullMQ `Worker`, the same concurrency, a no-op handler; the time
- *    from starting them to the last success. tickwork's count comes from `engine.stats()` polled
- *    every 10 ms (its reads are in the Redis figures), BullMQ's from the worker's `completed`
- *    events; both checked against the store afterwards.
+ *    from starting them to the last success. Both are counted in the worker's process: tickwork's
+ *    from the `PullWorker`'s acknowledged deliveries (read every 10 ms; a delivery is acked once
+ *    its outcome is recorded), BullMQ's from the worker's `completed` events; both checked
+ *    against the store afterwards.
  *
  * Where the machine allows, Redis runs on a core of its own and every other process of the
  * section on the rest (`bench/lib/cores.ts`), so `INFO commandstats` bills each contender Redis's
@@ -98,12 +99,12 @@ export interface E2eFigures {
   tickwork_ms: number;
   bullmq_ms: number;
   jobs_per_s_by_round: { tickwork: number[]; bullmq: number[] };
-  /** Redis µs per job from `INFO commandstats`, each command counted once (polls included). */
+  /** Redis µs per job from `INFO commandstats`, each command counted once. */
   redis_us_per_job: { tickwork: number; bullmq: number };
   redis_cpu_us_per_job: { tickwork: number; bullmq: number };
   worker_cpu_us_per_job: { tickwork: number; bullmq: number };
   commands_per_job: { tickwork: Record<string, number>; bullmq: Record<string, number> };
-  /** What each drain reported (final counts, tickwork's number of stats polls). */
+  /** What each drain reported (final counts, tickwork's number of count reads). */
   drain: { tickwork: Record<string, number>; bullmq: Record<string, number> };
 }
 
