@@ -398,27 +398,26 @@ export class Runner {
       logger,
       this.deps.options.cancelCheckMs,
     );
+    // `signal` and `jobs` are made when first read (own getters, so a spread of `ctx` still
+    // copies them); the optional fields are added only when the job has them.
+    let jobs: HandlerContext["jobs"] | undefined;
     const ctx: HandlerContext = {
       jobId: job.id,
       attempt,
       get signal() {
         return abort.signal;
       },
-      ...(job.scheduleId !== undefined
-        ? { scheduleId: scheduleUserId(job.tenant, job.scheduleId) }
-        : {}),
-      ...(job.fireAt !== undefined ? { fireAt: job.fireAt } : {}),
       logger,
-      ...(job.after ? { after: job.after } : {}),
-      jobs: {
-        submit: (next) => broker.submit(next, { tenant: job.tenant }),
-        submitFlow: (flow) => broker.submitFlow(flow as never, { tenant: job.tenant }),
-        // Scoped: a job of another tenant is unknown here (404), whatever id the input names.
-        get: (id) => broker.getJob(id, { tenant: job.tenant, scopes: ["read"] }),
+      get jobs() {
+        if (jobs === undefined) jobs = tenantJobs(broker, job.tenant);
+        return jobs;
       },
       progress: controls.progress,
       log: controls.log,
     };
+    if (job.scheduleId !== undefined) ctx.scheduleId = scheduleUserId(job.tenant, job.scheduleId);
+    if (job.fireAt !== undefined) ctx.fireAt = job.fireAt;
+    if (job.after) ctx.after = job.after;
     try {
       Promise.resolve()
         .then(() => handler.run(input, ctx))
@@ -440,6 +439,16 @@ export class Runner {
       controls.stop();
     }
   }
+}
+
+/** A handler's `ctx.jobs`: the broker, scoped to the running job's tenant. */
+function tenantJobs(broker: Broker, tenant: string): HandlerContext["jobs"] {
+  return {
+    submit: (next) => broker.submit(next, { tenant }),
+    submitFlow: (flow) => broker.submitFlow(flow as never, { tenant }),
+    // Scoped: a job of another tenant is unknown here (404), whatever id the input names.
+    get: (id) => broker.getJob(id, { tenant, scopes: ["read"] }),
+  };
 }
 
 /**

@@ -40,6 +40,9 @@ describe.each(storeFactories)("engine on $name", (factory) => {
     fireAt?: number;
   }[] = [];
 
+  /** What the `late` handler's signal said when it first read it, after its timeout. */
+  let lateSignal: Promise<{ aborted: boolean; reason: unknown }> | undefined;
+
   const handlers: Handlers = {
     echo: {
       run: (input, ctx) => {
@@ -80,6 +83,27 @@ describe.each(storeFactories)("engine on $name", (factory) => {
     parent: {
       run: async (_input, ctx) =>
         (await ctx.jobs.submit({ handler: "echo", input: { from: ctx.jobId } })).job.id,
+    },
+    // Works on a copy of its context, as a handler passing `{ ...ctx, logger }` on would.
+    copied: {
+      run: async (_input, ctx) => {
+        const { jobs, signal, jobId } = { ...ctx };
+        const child = await jobs.submit({ handler: "echo", input: { from: jobId } });
+        return { child: child.job.id, aborted: signal.aborted, same: signal === ctx.signal };
+      },
+    },
+    // Reads its signal for the first time only after its timeout has passed (`lateSignal`).
+    late: {
+      timeout: "1s",
+      run: (_input, ctx) => {
+        lateSignal = new Promise((resolve) =>
+          setTimeout(
+            () => resolve({ aborted: ctx.signal.aborted, reason: ctx.signal.reason }),
+            1_500,
+          ),
+        );
+        return lateSignal;
+      },
     },
   };
 
@@ -290,6 +314,30 @@ describe.each(storeFactories)("engine on $name", (factory) => {
       }
       expect(queue.pending).toHaveLength(0);
       expect((await engine.store.listJobs({ limit: 10 })).items).toHaveLength(0);
+    });
+
+    it("a copy of ctx (spread, destructured) keeps its signal and jobs", async () => {
+      const { job } = await engine.broker.submit({ handler: "copied" });
+      await drain();
+      const result = (await engine.store.getJob(job.id))!.result as {
+        child: string;
+        aborted: boolean;
+        same: boolean;
+      };
+      expect(result).toMatchObject({ aborted: false, same: true });
+      expect(await engine.store.getJob(result.child)).toMatchObject({
+        status: "succeeded",
+        result: { from: job.id },
+      });
+    });
+
+    it("a signal first read after the timeout is already aborted, with the TimeoutError", async () => {
+      await engine.broker.submit({ handler: "late", retries: 0 });
+      const res = await deliverRaw(queue.pending[0]!.message.job);
+      expect(res.status).toBe(489);
+      const seen = await lateSignal!;
+      expect(seen.aborted).toBe(true);
+      expect(seen.reason).toMatchObject({ name: "TimeoutError" });
     });
 
     it("gives handlers ctx.jobs.submit for follow-up work", async () => {
