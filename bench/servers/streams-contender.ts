@@ -3,8 +3,11 @@
  * One contender of the `streams` benchmark, in its own process (no HTTP): submits made in this
  * process, then the workers that run them, on a private Redis.
  *
- * - `streams`: `createEngine` on `RedisStore({ dispatch: "streams" })` (the submit script adds
- *   the job to the stream) with the `RedisStreams` transport; `engine.broker.submit`, then a
+ * tickwork is imported by its name: the built package, as an app that installed it runs it (see
+ * `bench/lib/children.ts`); its store is opened as `tickwork start` opens it (`openStore`).
+ *
+ * - `streams`: `createEngine` on the store with `dispatch: "streams"` (the submit script adds
+ *   the job to the stream) and the `RedisStreams` transport; `engine.broker.submit`, then a
  *   `PullWorker` on the same `RedisStreams`.
  * - `bullmq`: BullMQ `queue.add`, then a BullMQ `Worker`.
  * - `qstash`: `engine.broker.submit` on `RedisStore` (the outbox) publishing to the QStash double

@@ -3,15 +3,19 @@
  * One contender of the submit benchmark, in its own process (the load generator must not share
  * its event loop): `POST /v1/jobs` on `@hono/node-server`, backed by a private Redis.
  *
+ * tickwork is imported by its name: the built package, as an app that installed it runs it (see
+ * `bench/lib/children.ts`).
+ *
  * - `tickwork`: `createApp` (with an API key, as `tickwork start` requires) + `createEngine`,
- *   `RedisStore` on ioredis connected as `tickwork start` connects (`connectIoredis`), `QStashTransport` (the real `@upstash/qstash` client) publishing to
- *   the QStash double at `QSTASH_URL`. Production defaults, except the degradation thresholds:
+ *   the store opened as `tickwork start` opens it (`openStore`: ioredis, auto-pipelined),
+ *   `QStashTransport` (the real `@upstash/qstash` client) publishing to the QStash double at
+ *   `QSTASH_URL`. Production defaults, except the degradation thresholds:
  *   the controller still evaluates on every submit, but a backlog of undelivered jobs cannot push
  *   it out of `normal`. Publishes run in the background (`backgroundPublish`), as `tickwork start`
  *   runs them; the run still counts every message the double accepted.
- * - `streams`: as `tickwork`, but the Redis Streams transport: `RedisStore({ dispatch:
- *   "streams" })` (the submit script adds the job to the stream) and `RedisStreams` as the
- *   transport, no queue double. No worker runs, so the stream only grows.
+ * - `streams`: as `tickwork`, but the Redis Streams transport: `openStore` with `dispatch:
+ *   "streams"` (no auto-pipelining; the submit script adds the job to the stream) and
+ *   `RedisStreams` as the transport, no queue double. No worker runs, so the stream only grows.
  * - `direct_qstash`: what users write without tickwork, as Upstash's docs show it: a Hono route
  *   calling `@upstash/qstash`'s `publishJSON` for each request (one HTTP request to the QStash
  *   double per job; no Redis).
@@ -19,8 +23,7 @@
  * - `bullmq`: a Hono route doing BullMQ `queue.add` (default job options).
  *
  * Requests: `info` (tickwork, streams: the controller's level and backlog from `store.stats()`),
- * and the
- * built-in `cpu` and `exit` (see `serveParent`).
+ * and the built-in `cpu` and `exit` (see `serveParent`).
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Server } from "node:http";
