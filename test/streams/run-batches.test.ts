@@ -17,6 +17,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import type { JobSpec, NewJob } from "../../src/core/model.ts";
 import type { BeginRunResult, FinishRunResult, RunOutcome, Store } from "../../src/store/port.ts";
+import { MAX_BATCH } from "../../src/store/redis/call-batch.ts";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { keys } from "../../src/store/redis/keys.ts";
 import type { ScriptClient } from "../../src/store/redis/script.ts";
@@ -109,10 +110,14 @@ const finishArb: fc.Arbitrary<Call> = fc.oneof(
   },
   fc.constant({ op: "finish-missing" as const }),
 );
-/** A wave: begins, or finishes (up to 40, so several batches of MAX_BATCH). */
+/**
+ * A wave: begins, or finishes, up to 2.5 × MAX_BATCH of them, so a wave can fill a batch and go
+ * on into the next (`size: "max"`: lengths across the whole range, not fast-check's small ones).
+ */
+const WAVE_MAX = Math.ceil(MAX_BATCH * 2.5);
 const waveArb = fc.oneof(
-  fc.array(beginArb, { minLength: 1, maxLength: 40 }),
-  fc.array(finishArb, { minLength: 1, maxLength: 40 }),
+  fc.array(beginArb, { minLength: 1, maxLength: WAVE_MAX, size: "max" }),
+  fc.array(finishArb, { minLength: 1, maxLength: WAVE_MAX, size: "max" }),
 );
 
 const ERR = { name: "Error", message: "boom" };
@@ -137,6 +142,7 @@ function start(
 describe("beginRun and finishRun grouped (dispatch: streams)", () => {
   it("waves of calls made at once answer and record exactly what the same calls one after another do", async () => {
     let grouped = 0;
+    let longest = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(waveArb, { minLength: 1, maxLength: 6 }), async (waves) => {
         const a = makeStore("outbox");
@@ -149,6 +155,7 @@ describe("beginRun and finishRun grouped (dispatch: streams)", () => {
           specsB.push(await submit(b.store, job));
         }
         for (const wave of waves) {
+          longest = Math.max(longest, wave.length);
           const attempts = await Promise.all(
             jobs.map(async (job) => (await a.store.getJob(job.id))?.attempts ?? 0),
           );
@@ -173,6 +180,8 @@ describe("beginRun and finishRun grouped (dispatch: streams)", () => {
     );
     // The property ran through the batch scripts (a wave of one call runs the single script).
     expect(grouped).toBeGreaterThan(30);
+    // And through full batches followed by more.
+    expect(longest).toBeGreaterThan(MAX_BATCH);
   }, 120_000);
 
   it("a call that fails inside its batch rejects alone; the others are recorded and counted", async () => {

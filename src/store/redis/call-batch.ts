@@ -14,7 +14,7 @@
 import { RedisStoreError } from "./errors.ts";
 
 /** The most calls in one batch script (a batch runs inside Redis without a break). */
-export const MAX_BATCH = 16;
+export const MAX_BATCH = 32;
 
 /** The most calls of one script under way at once. */
 export const MAX_IN_FLIGHT = 4;
