@@ -74,6 +74,39 @@ export async function deletePrefix(prefix: string): Promise<void> {
   }
 }
 
+/**
+ * Deletes every key under any of `prefixes` (`{prefix}…` or `prefix:…`) in one SCAN of the whole
+ * keyspace, for a file that used many prefixes: {@link deletePrefix} once per prefix scans the
+ * keyspace once per prefix, and the shared server may hold many keys by then.
+ */
+export async function deletePrefixes(prefixes: readonly string[]): Promise<void> {
+  if (prefixes.length === 0) return;
+  const wanted = new Set(prefixes);
+  const prefixOf = (key: string): string | undefined => {
+    if (key.startsWith("{")) {
+      const end = key.indexOf("}");
+      return end > 0 ? key.slice(1, end) : undefined;
+    }
+    const colon = key.indexOf(":");
+    return colon > 0 ? key.slice(0, colon) : undefined;
+  };
+  const redis = new IORedis(REDIS_URL);
+  try {
+    let cursor = "0";
+    do {
+      const [next, found] = await redis.scan(cursor, "COUNT", 1000);
+      const mine = found.filter((key) => {
+        const prefix = prefixOf(key);
+        return prefix !== undefined && wanted.has(prefix);
+      });
+      if (mine.length > 0) await redis.del(...mine);
+      cursor = next;
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+}
+
 /** What `privateBridge` started, stopped after the file's tests. */
 const cleanups: (() => Promise<void>)[] = [];
 

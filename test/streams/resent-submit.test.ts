@@ -16,14 +16,14 @@ import type { NewJob } from "../../src/core/model.ts";
 import type { Admission, Store, SubmitItemResult } from "../../src/store/port.ts";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { keys } from "../../src/store/redis/keys.ts";
-import { deletePrefix } from "../redis-rest/harness.ts";
+import { deletePrefixes } from "../redis-rest/harness.ts";
 import { specOf } from "../support/job-spec.ts";
 import { REDIS_URL } from "../support/stores.ts";
 
 const redis = new Redis(REDIS_URL);
 const prefixes: string[] = [];
 afterAll(async () => {
-  for (const prefix of prefixes) await deletePrefix(prefix);
+  await deletePrefixes(prefixes);
   redis.disconnect();
 });
 

@@ -21,7 +21,7 @@ import { MAX_BATCH } from "../../src/store/redis/call-batch.ts";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { keys } from "../../src/store/redis/keys.ts";
 import type { ScriptClient } from "../../src/store/redis/script.ts";
-import { deletePrefix } from "../redis-rest/harness.ts";
+import { deletePrefixes } from "../redis-rest/harness.ts";
 import { specOf } from "../support/job-spec.ts";
 import { maskTimes } from "../support/masked.ts";
 import { REDIS_URL } from "../support/stores.ts";
@@ -29,7 +29,7 @@ import { REDIS_URL } from "../support/stores.ts";
 const redis = new Redis(REDIS_URL);
 const prefixes: string[] = [];
 afterAll(async () => {
-  for (const prefix of prefixes) await deletePrefix(prefix);
+  await deletePrefixes(prefixes);
   redis.disconnect();
 });
 
