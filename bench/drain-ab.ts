@@ -1,0 +1,153 @@
+/**
+ * @module
+ * `npx tsx bench/drain-ab.ts [--rounds N] [--jobs N] [dir …]`: the Redis Streams worker's drain,
+ * alternating between built packages, to compare a change with the code before it on one host at
+ * one time (ADR 0027's and ADR 0031's addenda were measured this way).
+ *
+ * Each `dir` is a built package's `dist/` (default: `dist`; build the other one in a git worktree,
+ * e.g. `git worktree add /tmp/old HEAD~1 && (cd /tmp/old && npm ci && npm run build)`). Every
+ * round runs each directory once, in a fresh process: it submits `--jobs` no-op jobs
+ * (`engine.broker.submit`, 4 loops), then drains them with a `PullWorker` of concurrency 50 and
+ * counts its acknowledged deliveries. One private Redis for the whole run, flushed before each
+ * drain, on a core of its own where the machine allows (`bench/lib/cores.ts`), the worker on the
+ * others. Prints each run, then per directory the medians of jobs/s and of the worker's CPU per
+ * job.
+ */
+import { spawn } from "node:child_process";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { pinProcess, redisCorePlan } from "./lib/cores.ts";
+import { medians } from "./lib/median.ts";
+import { startRedis } from "./lib/redis.ts";
+
+interface DrainRun {
+  dir: string;
+  jobs_per_s: number;
+  worker_cpu_us_per_job: number;
+}
+
+const CONCURRENCY = 50;
+
+if (process.argv[2] === "--child") {
+  const [dir, url, jobsArg] = process.argv.slice(3) as [string, string, string];
+  console.log(JSON.stringify(await drainOnce(dir, url, Number(jobsArg))));
+  process.exit(0);
+} else {
+  await main(process.argv.slice(2));
+}
+
+async function main(argv: string[]): Promise<void> {
+  let rounds = 5;
+  let jobs = 20_000;
+  const dirs: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--rounds") rounds = Number(argv[++i]);
+    else if (arg === "--jobs") jobs = Number(argv[++i]);
+    else dirs.push(resolve(arg));
+  }
+  if (dirs.length === 0) dirs.push(resolve("dist"));
+  if (!(rounds > 0) || !(jobs > 0)) throw new Error("--rounds and --jobs take positive numbers");
+  const redis = await startRedis();
+  const cores = redisCorePlan();
+  if (cores) pinProcess(redis.pid, cores.redis);
+  const runs: DrainRun[] = [];
+  try {
+    for (let round = 0; round < rounds; round++) {
+      for (const dir of dirs) {
+        await redis.admin.flushall();
+        const run = await child(dir, redis.url, jobs, cores?.others);
+        runs.push(run);
+        console.log(
+          `${dir}: ${run.jobs_per_s} jobs/s, worker CPU ${run.worker_cpu_us_per_job} µs/job`,
+        );
+      }
+    }
+  } finally {
+    await redis.stop();
+  }
+  for (const dir of dirs) {
+    const mine = runs
+      .filter((r) => r.dir === dir)
+      .map(({ jobs_per_s, worker_cpu_us_per_job }) => ({ jobs_per_s, worker_cpu_us_per_job }));
+    const m = medians(mine);
+    console.log(
+      `${dir}: medians of ${mine.length}: ${m.jobs_per_s} jobs/s, worker CPU ${m.worker_cpu_us_per_job} µs/job`,
+    );
+  }
+}
+
+/** One drain in a fresh process (pinned to `cpus`), answering its figures. */
+function child(dir: string, url: string, jobs: number, cpus?: string): Promise<DrainRun> {
+  return new Promise((done, fail) => {
+    const file = new URL(import.meta.url).pathname;
+    const proc = spawn(
+      process.execPath,
+      ["--import", "tsx", file, "--child", dir, url, String(jobs)],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    if (cpus && proc.pid) pinProcess(proc.pid, cpus);
+    let out = "";
+    proc.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    proc.on("error", fail);
+    proc.on("exit", (code) => {
+      if (code !== 0) fail(new Error(`drain of ${dir} exited with ${code}`));
+      else done(JSON.parse(out.trim().split("\n").at(-1)!) as DrainRun);
+    });
+  });
+}
+
+/** Submit `jobs` no-op jobs with the package in `dir`, then drain them; this process's figures. */
+async function drainOnce(dir: string, url: string, jobs: number): Promise<DrainRun> {
+  const load = (entry: string) => import(pathToFileURL(resolve(dir, entry)).href);
+  const { createEngine, PullWorker, silentLogger } = await load("index.js");
+  const { openStore } = await load("adapter/node/index.js");
+  const { RedisStreams } = await load("store/redis/index.js");
+  const never = { normal: 1e12, degraded: 2e12, critical: 4e12 };
+  const { store, redis } = await openStore(
+    { kind: "redis", url, prefix: "drain", dispatch: "streams" },
+    silentLogger,
+  );
+  const streams = new RedisStreams({ redis, prefix: "drain" });
+  const engine = createEngine({
+    store,
+    transport: streams,
+    handlers: { noop: { run: async () => null } },
+    // A backlog this size must not turn the degradation controller away from `normal`.
+    degradation: { queueDepth: never, lagMs: never, failureRate: never, cpu: never, memory: never },
+    logger: silentLogger,
+  });
+  let next = 0;
+  const loop = async () => {
+    while (next < jobs) {
+      next++;
+      await engine.broker.submit({ handler: "noop", input: { n: next } });
+    }
+  };
+  await Promise.all([loop(), loop(), loop(), loop()]);
+  const worker = new PullWorker({
+    runner: engine.runner,
+    queue: streams,
+    concurrency: CONCURRENCY,
+    logger: silentLogger,
+  });
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  await worker.start();
+  while (worker.stats().acked < jobs) await new Promise((r) => setTimeout(r, 10));
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  await worker.stop();
+  await streams.close();
+  const { totals } = await engine.stats();
+  if (totals.succeeded !== jobs) {
+    throw new Error(`${totals.succeeded} of ${jobs} jobs succeeded`);
+  }
+  return {
+    dir,
+    jobs_per_s: Math.round((jobs / ms) * 1000),
+    worker_cpu_us_per_job: Math.round(((cpu.user + cpu.system) / jobs) * 10) / 10,
+  };
+}
