@@ -76,7 +76,6 @@ function sleep(ms: number): Promise<void> {
 }
 
 async function streamsContender(url: string): Promise<Contender> {
-  // Connected as `tickwork start` connects on Redis Streams (no auto-pipelining).
   // As `tickwork start` opens it (`openStore`: no auto-pipelining on Redis Streams).
   const { store, redis } = await openStore(
     { kind: "redis", url, prefix: PREFIX, dispatch: "streams" },
