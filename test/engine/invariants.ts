@@ -366,7 +366,9 @@ async function staleLeader(
 
 /**
  * Registers the invariant suite for the store named `name` (one file per store, so the three run
- * in parallel: `invariants-<store>.test.ts`).
+ * in parallel: `invariants-<store>.test.ts`). `runs`: the property's runs (default RUNS);
+ * `until`: a check of faults the file needs to have seen, with single runs added until it holds
+ * (at most MAX_RUNS_UNTIL).
  */
 export function describeInvariants(
   name: string,
