@@ -19,6 +19,7 @@ import { pathToFileURL } from "node:url";
 import { pinProcess, redisCorePlan } from "./lib/cores.ts";
 import { medians } from "./lib/median.ts";
 import { startRedis } from "./lib/redis.ts";
+import { BENCH_DEGRADATION } from "./lib/settings.ts";
 
 interface DrainRun {
   dir: string;
@@ -105,7 +106,6 @@ async function drainOnce(dir: string, url: string, jobs: number): Promise<DrainR
   const { createEngine, PullWorker, silentLogger } = await load("index.js");
   const { openStore } = await load("adapter/node/index.js");
   const { RedisStreams } = await load("store/redis/index.js");
-  const never = { normal: 1e12, degraded: 2e12, critical: 4e12 };
   const { store, redis } = await openStore(
     { kind: "redis", url, prefix: "drain", dispatch: "streams" },
     silentLogger,
@@ -116,7 +116,7 @@ async function drainOnce(dir: string, url: string, jobs: number): Promise<DrainR
     transport: streams,
     handlers: { noop: { run: async () => null } },
     // A backlog this size must not turn the degradation controller away from `normal`.
-    degradation: { queueDepth: never, lagMs: never, failureRate: never, cpu: never, memory: never },
+    degradation: BENCH_DEGRADATION,
     logger: silentLogger,
   });
   let next = 0;
