@@ -1,30 +1,35 @@
 /**
  * @module
- * `npx tsx bench/instructions.ts [outbox,streams,bullmq]`: instructions Redis executes per submit,
- * counted by valgrind (callgrind) — a figure that, unlike Redis's CPU time, does not move with
- * other load on the machine. Each contender gets its own `redis-server` under callgrind with
- * instrumentation off; after 500 warm-up submits (4 concurrent loops) it is switched on
- * (`callgrind_control -i on`) for `N` submits (env `N`, default 1,000), then off and dumped.
+ * `npx tsx bench/instructions.ts [outbox,streams,bullmq,drain-streams,drain-bullmq]`: instructions
+ * Redis executes per submit or per delivery, counted by valgrind (callgrind) — a figure that,
+ * unlike Redis's CPU time, does not move with other load on the machine. Each contender gets its
+ * own `redis-server` under callgrind with instrumentation off. A submit contender makes 500
+ * warm-up submits (4 concurrent loops), then instrumentation is switched on
+ * (`callgrind_control -i on`) for `N` submits (env `N`, default 1,000), then off and dumped. A
+ * drain contender submits `N` no-op jobs uninstrumented, then counts while a worker of
+ * concurrency 50 runs them all (the end-to-end section's drain, `bench/sections/streams.ts`).
  *
  * - `outbox`: `engine.broker.submit` on `RedisStore` (the QStash path: the outbox), a transport
  *   that accepts every publish without a network (the publish costs Redis nothing until the tick).
  * - `streams`: the same on `RedisStore({ dispatch: "streams" })`.
  * - `bullmq`: BullMQ `queue.add`.
+ * - `drain-streams`: a `PullWorker` on `RedisStreams` draining jobs submitted as `streams` does.
+ * - `drain-bullmq`: a BullMQ `Worker` draining jobs added with `queue.add`.
  *
  * `KEEP=1` keeps the callgrind files (`callgrind_annotate <file>` shows where the instructions go).
  *
  * Needs `valgrind` and `redis-server` on the PATH (Debian: `apt-get install valgrind`). Not part
  * of `npm run bench`: under callgrind Redis runs some 50 times slower. Used for
- * docs/adr/0022-submit-cpu.md.
+ * docs/adr/0022-submit-cpu.md and docs/adr/0034-lua-per-delivery.md.
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Queue } from "bullmq";
+import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
-import { createEngine, silentLogger } from "../src/engine/index.ts";
-import { fromIoredis, RedisStore } from "../src/store/redis/index.ts";
+import { createEngine, PullWorker, silentLogger } from "../src/engine/index.ts";
+import { fromIoredis, RedisStore, RedisStreams } from "../src/store/redis/index.ts";
 import type { Transport } from "../src/transport/port.ts";
 import { BENCH_DEGRADATION } from "./lib/settings.ts";
 
@@ -33,16 +38,29 @@ const WARMUP = 500;
 const which = (process.argv[2] ?? "outbox,streams,bullmq").split(",");
 const dir = mkdtempSync(join(tmpdir(), "tickwork-callgrind-"));
 
+/** The connections a contender opened: closed before its server stops. */
+const opened: Redis[] = [];
+function connect(url: string, options: { maxRetriesPerRequest?: null } = {}): Redis {
+  const redis = new Redis(url, options);
+  opened.push(redis);
+  return redis;
+}
+
 /** Accepts every message, no network. */
 const acceptAll = {
   name: "accept-all",
   publish: async (messages: { id: string }[]) => messages.map((m) => ({ id: m.id, ok: true })),
 } as unknown as Transport;
 
-async function measure(
+/**
+ * Runs `work` against a `redis-server` under callgrind; `work` switches counting on and off with
+ * the functions it is given and answers how many units (submits, jobs) it counted over.
+ */
+async function underCallgrind(
   name: string,
   port: number,
-  setup: (url: string) => (i: number) => Promise<unknown>,
+  unit: string,
+  work: (url: string, count: { on(): void; off(): void }) => Promise<number>,
 ): Promise<void> {
   const child = spawn(
     "valgrind",
@@ -70,22 +88,15 @@ async function measure(
     });
     child.once("exit", (code) => reject(new Error(`redis-server under valgrind exited (${code})`)));
   });
-  const submit = setup(`redis://127.0.0.1:${port}`);
-  const loops = async (from: number, count: number) => {
-    let next = from;
-    const end = from + count;
-    await Promise.all(
-      Array.from({ length: 4 }, async () => {
-        while (next < end) await submit(next++);
-      }),
-    );
-  };
-  await loops(0, WARMUP);
   const pid = String(child.pid);
-  execFileSync("callgrind_control", ["-i", "on", pid], { stdio: "ignore" });
-  await loops(WARMUP, N);
-  execFileSync("callgrind_control", ["-i", "off", pid], { stdio: "ignore" });
-  execFileSync("callgrind_control", ["-d", pid], { stdio: "ignore" });
+  const units = await work(`redis://127.0.0.1:${port}`, {
+    on: () => execFileSync("callgrind_control", ["-i", "on", pid], { stdio: "ignore" }),
+    off: () => {
+      execFileSync("callgrind_control", ["-i", "off", pid], { stdio: "ignore" });
+      execFileSync("callgrind_control", ["-d", pid], { stdio: "ignore" });
+    },
+  });
+  for (const redis of opened.splice(0)) redis.disconnect();
   child.kill("SIGTERM");
   await new Promise((resolve) => child.once("exit", resolve));
   let instructions = 0;
@@ -93,7 +104,113 @@ async function measure(
     const total = /^totals: (\d+)/m.exec(readFileSync(join(dir, file), "utf8"));
     if (total) instructions += Number(total[1]);
   }
-  console.log(`${name.padEnd(8)} ${Math.round(instructions / N)} instructions per submit`);
+  console.log(`${name.padEnd(13)} ${Math.round(instructions / units)} instructions per ${unit}`);
+}
+
+/** Counts `N` submits after the warm-up. */
+function measure(
+  name: string,
+  port: number,
+  setup: (url: string) => (i: number) => Promise<unknown>,
+): Promise<void> {
+  return underCallgrind(name, port, "submit", async (url, count) => {
+    const submit = setup(url);
+    const loops = async (from: number, n: number) => {
+      let next = from;
+      const end = from + n;
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (next < end) await submit(next++);
+        }),
+      );
+    };
+    await loops(0, WARMUP);
+    count.on();
+    await loops(WARMUP, N);
+    count.off();
+    return N;
+  });
+}
+
+/** The engine the submit and drain contenders share, on `RedisStore` at `url`. */
+function benchEngine(url: string, streams: boolean) {
+  const redis = connect(url);
+  const store = new RedisStore({
+    client: fromIoredis(redis),
+    prefix: "bench",
+    ...(streams ? { dispatch: "streams" as const } : {}),
+  });
+  const transport = streams ? new RedisStreams({ redis, prefix: "bench" }) : acceptAll;
+  const engine = createEngine({
+    store,
+    transport,
+    handlers: { noop: { run: async () => null } },
+    degradation: BENCH_DEGRADATION,
+    logger: silentLogger,
+  });
+  return { engine, transport };
+}
+
+/** Counts the drain of `N` jobs, submitted uncounted, by a worker of concurrency 50. */
+function measureDrain(name: string, port: number, bullmq: boolean): Promise<void> {
+  return underCallgrind(name, port, "job", async (url, count) => {
+    if (bullmq) {
+      const connection = { connection: connect(url, { maxRetriesPerRequest: null }) };
+      const queue = new Queue("bench", connection);
+      for (let i = 0; i < N; i += 100) {
+        const jobs = Array.from({ length: Math.min(100, N - i) }, (_, k) => ({
+          name: "noop",
+          data: { n: i + k },
+        }));
+        await queue.addBulk(jobs);
+      }
+      count.on();
+      const worker = new Worker("bench", async () => null, {
+        connection: connect(url, { maxRetriesPerRequest: null }),
+        concurrency: 50,
+      });
+      await new Promise<void>((resolve) => {
+        let done = 0;
+        worker.on("completed", () => {
+          if (++done === N) resolve();
+        });
+      });
+      count.off();
+      await worker.close();
+      await queue.close();
+      return N;
+    }
+    const { engine, transport } = benchEngine(url, true);
+    let next = 0;
+    const loop = async () => {
+      while (next < N) {
+        next++;
+        await engine.broker.submit({ handler: "noop", input: { n: next } });
+      }
+    };
+    await Promise.all([loop(), loop(), loop(), loop()]);
+    const worker = new PullWorker({
+      runner: engine.runner,
+      queue: transport as RedisStreams,
+      concurrency: 50,
+      logger: silentLogger,
+    });
+    // The queue's first script call loads its function library: before counting.
+    await (transport as RedisStreams).stats();
+    count.on();
+    await worker.start();
+    await new Promise<void>((resolve) => {
+      const check = setInterval(() => {
+        if (worker.stats().acked < N) return;
+        clearInterval(check);
+        resolve();
+      }, 10);
+    });
+    count.off();
+    await worker.stop();
+    await (transport as RedisStreams).close();
+    return N;
+  });
 }
 
 let port = 16_400 + (process.pid % 500);
@@ -101,27 +218,20 @@ for (const name of which) {
   port++;
   if (name === "bullmq") {
     await measure(name, port, (url) => {
-      const queue = new Queue("bench", { connection: new Redis(url) });
+      const queue = new Queue("bench", { connection: connect(url) });
       return (i) => queue.add("noop", { n: i });
     });
   } else if (name === "outbox" || name === "streams") {
     await measure(name, port, (url) => {
-      const store = new RedisStore({
-        client: fromIoredis(new Redis(url)),
-        prefix: "bench",
-        ...(name === "streams" ? { dispatch: "streams" as const } : {}),
-      });
-      const engine = createEngine({
-        store,
-        transport: acceptAll,
-        handlers: { noop: { run: async () => null } },
-        degradation: BENCH_DEGRADATION,
-        logger: silentLogger,
-      });
+      const { engine } = benchEngine(url, name === "streams");
       return (i) => engine.broker.submit({ handler: "noop", input: { n: i } });
     });
+  } else if (name === "drain-streams" || name === "drain-bullmq") {
+    await measureDrain(name, port, name === "drain-bullmq");
   } else {
-    throw new Error(`unknown contender ${name}: outbox | streams | bullmq`);
+    throw new Error(
+      `unknown contender ${name}: outbox | streams | bullmq | drain-streams | drain-bullmq`,
+    );
   }
 }
 // KEEP=1 keeps the callgrind files for `callgrind_annotate` (where the instructions go).

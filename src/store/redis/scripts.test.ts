@@ -255,3 +255,117 @@ describe("luaJson", () => {
     );
   });
 });
+
+describe('job texts built in Lua (include "job", include "events")', () => {
+  const jobLua = ["time", "keys", "json", "job", "events"].map(includeSource).join("\n");
+  const text = fc.string({
+    unit: fc.constantFrom("a", "Z", "0", ":", "/", "\\", '"', "\x7f", "\x01", "\n", "é", "😀"),
+  });
+  /** A job hash's fields, as a script's table of them; `extra` fields beside (a log entry). */
+  const jobFields = fc.record(
+    {
+      data: fc.constantFrom("{}", '{"id":"x","handler":"h","input":{"a":[1,{}]},"retries":3}'),
+      createdAt: fc.constant("1764345600123"),
+      runAt: fc.constant("1764345600456"),
+      status: fc.constantFrom("queued", "running", "succeeded"),
+      attempts: fc.constantFrom("0", "1", "12"),
+      startedAt: fc.constant("1764345600500"),
+      finishedAt: fc.constant("1764345600900"),
+      result: fc.constantFrom("null", '{"ok":true}', '"/"'),
+      error: fc.constant('{"name":"Error","message":"no"}'),
+      attemptBase: fc.constant("2"),
+      progress: fc.constantFrom("50", '{"step":"b"}'),
+      cancelRequested: fc.constant("1"),
+      node: text,
+      refused: fc.constant('{"node":"n","reason":"r","at":1}'),
+      handler: text,
+      tenant: text,
+      scheduleId: text,
+    },
+    { requiredKeys: ["data", "createdAt", "runAt", "status", "attempts"] },
+  );
+
+  it("answer the JobRecord, an event and an expiring-index entry exactly as their specs (and cjson) spell them", async () => {
+    const probe = `${jobLua}
+local job = cjson.decode(ARGV[1])
+if job.progress then job.progressAt = '1764345600700' end
+local id, before = ARGV[2], ARGV[3] ~= '' and ARGV[3] or nil
+local cjsonMember = job.scheduleId and cjson.encode({ id, jobTenant(job), job.scheduleId })
+  or cjson.encode({ id, jobTenant(job) })
+return { jobJson(job, before), jobEvent('job.started', 1764345600999, id, job, ARGV[4] ~= '' and ARGV[4] or nil),
+  expiringMember(id, job) == cjsonMember and 1 or 0 }`;
+    await fc.assert(
+      fc.asyncProperty(
+        jobFields,
+        text,
+        fc.constantFrom("", '{"ok":', '{"kind":"run","attempt":3,"job":'),
+        fc.constantFrom("", '"attempt":2'),
+        async (fields, id, before, extra) => {
+          const [recordText, event, sameMember] = (await redis.eval(
+            probe,
+            0,
+            JSON.stringify(fields),
+            id,
+            before,
+            extra,
+          )) as [string, string, number];
+          // The expiring index's member must be byte for byte what cjson made before: entries
+          // written by an earlier version are removed by that text.
+          expect(sameMember).toBe(1);
+          const { data, progress, cancelRequested, handler, tenant, scheduleId, ...rest } = fields;
+          const expected: Record<string, unknown> = { ...JSON.parse(data) };
+          for (const [k, v] of Object.entries(rest)) {
+            expected[k] = ["status", "node"].includes(k) ? v : JSON.parse(v);
+          }
+          if (progress !== undefined) {
+            expected.progress = { value: JSON.parse(progress), at: 1764345600700 };
+          }
+          if (cancelRequested !== undefined) expected.cancelRequested = true;
+          const answer = JSON.parse(recordText);
+          if (before === "") expect(answer).toEqual(expected);
+          else if (before === '{"ok":') expect(answer).toEqual({ ok: expected });
+          else expect(answer).toEqual({ kind: "run", attempt: 3, job: expected });
+          expect(JSON.parse(event)).toEqual({
+            type: "job.started",
+            at: 1764345600999,
+            jobId: id,
+            ...(handler !== undefined ? { handler } : {}),
+            ...(tenant !== undefined ? { tenant } : {}),
+            ...(scheduleId !== undefined ? { scheduleId } : {}),
+            ...(extra ? { attempt: 2 } : {}),
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("read a whole job hash (HGETALL) as the job's fields by name (HMGET), beside its log entries", async () => {
+    const probe = `${jobLua}
+redis.call('DEL', KEYS[1])
+local fields = cjson.decode(ARGV[1])
+for k, v in pairs(fields) do redis.call('HSET', KEYS[1], k, v) end
+redis.call('HSET', KEYS[1], 'logSeq', '1', 'log:1', '{"msg":"x"}')
+local byName, whole = readJob(KEYS[1]), readWholeJob(KEYS[1])
+redis.call('DEL', KEYS[1])
+local missing = readWholeJob(KEYS[1]) == nil
+if whole['log:1'] ~= '{"msg":"x"}' then return 'no log entry' end
+whole.logSeq, whole['log:1'] = nil, nil
+return { cjson.encode(byName), cjson.encode(whole), missing and 1 or 0 }`;
+    const key = "scripts-test:{t}:j:whole";
+    await fc.assert(
+      fc.asyncProperty(jobFields, async (fields) => {
+        const [byName, whole, missing] = (await redis.eval(
+          probe,
+          1,
+          key,
+          JSON.stringify(fields),
+        )) as [string, string, number];
+        expect(JSON.parse(whole)).toEqual(JSON.parse(byName));
+        expect(JSON.parse(whole)).toEqual(fields);
+        expect(missing).toBe(1);
+      }),
+      { numRuns: 100 },
+    );
+  });
+});

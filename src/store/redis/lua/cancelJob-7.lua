@@ -48,10 +48,10 @@ if wasRunning and job.leaseUntil and tonumber(job.leaseUntil) > now then
     job.cancelRequested = '1'
     redis.call('HSET', key, 'cancelRequested', '1')
   end
-  return '{"requested":' .. jobJson(job) .. '}'
+  return jobJson(job, '{"requested":')
 end
 if job.status ~= 'queued' and not wasWaiting and not wasRunning then
-  return '{"conflict":' .. jobJson(job) .. '}'
+  return jobJson(job, '{"conflict":')
 end
 job.status, job.finishedAt = 'cancelled', int(now)
 redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
@@ -80,4 +80,4 @@ if job.dependents then
     expiring = KEYS[4], metrics = KEYS[6], events = KEYS[7], maxLen = tonumber(ARGV[3]),
     retention = ARGV[2], now = now }, id, false)
 end
-return '{"ok":' .. jobJson(job) .. '}'
+return jobJson(job, '{"ok":')

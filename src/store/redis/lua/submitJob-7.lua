@@ -125,7 +125,7 @@ if (ARGV[18] or '') ~= '' then
     local first = readJob(jobKey(root, firstId))
     if first then
       recordHook('replayed', firstId)
-      return '{"replayed":' .. jobJson(first) .. '}'
+      return jobJson(first, '{"replayed":')
     end
   end
 end

@@ -120,7 +120,7 @@ local function submitOne(base, index)
           return '{"replayedAs":' .. replays[firstId] .. '}'
         end
         replays[firstId] = index
-        return '{"replayed":' .. jobJson(first) .. '}'
+        return jobJson(first, '{"replayed":')
       end
     end
   end

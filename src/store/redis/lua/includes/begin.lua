@@ -70,7 +70,7 @@ local function beginRunAt(a, now, m)
     removeMessages(KEYS[2], KEYS[3], { id })
     leave(job.status)
     remember('-')
-    return '{"kind":"final","job":' .. jobJson(job) .. '}'
+    return jobJson(job, '{"kind":"final","job":')
   end
   if job.status == 'running' and job.leaseUntil and tonumber(job.leaseUntil) > now then
     remember('b')
@@ -92,7 +92,7 @@ local function beginRunAt(a, now, m)
         retention = ARGV[a + 11], now = now }, id, false)
     end
     remember('-')
-    return '{"kind":"final","job":' .. jobJson(job) .. '}'
+    return jobJson(job, '{"kind":"final","job":')
   end
 
   local leaseMs = tonumber(ARGV[a + 10])
@@ -117,7 +117,7 @@ local function beginRunAt(a, now, m)
       mAdd(m, 't:skipped', 1)
       emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
       remember('-')
-      return '{"kind":"skipped","job":' .. jobJson(job) .. '}'
+      return jobJson(job, '{"kind":"skipped","job":')
     end
   end
 
@@ -214,5 +214,5 @@ local function beginRunAt(a, now, m)
     mAverage(m, 'avg:lag', lag)
   end
   emitEvent(events, maxLen, jobEvent('job.started', now, id, job, '"attempt":' .. job.attempts))
-  return '{"kind":"run","attempt":' .. job.attempts .. ',"job":' .. jobJson(job) .. '}'
+  return jobJson(job, '{"kind":"run","attempt":' .. job.attempts .. ',"job":')
 end

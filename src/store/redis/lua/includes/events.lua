@@ -24,20 +24,13 @@ local function emitEvent(events, maxLen, json)
   end
 end
 
+-- One concatenation (Lua makes one string of it), no table: an event is built per job change,
+-- and each intermediate string costs Lua an allocation and a hash.
 local function jobEvent(type, now, id, job, extra)
-  local m = { '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id) }
-  if job.handler then
-    m[#m + 1] = ',"handler":' .. jsonString(job.handler)
-  end
-  if job.tenant then
-    m[#m + 1] = ',"tenant":' .. jsonString(job.tenant)
-  end
-  if job.scheduleId then
-    m[#m + 1] = ',"scheduleId":' .. jsonString(job.scheduleId)
-  end
-  if extra then
-    m[#m + 1] = ',' .. extra
-  end
-  m[#m + 1] = '}'
-  return table.concat(m)
+  local handler, tenant, scheduleId = job.handler, job.tenant, job.scheduleId
+  return '{"type":"' .. type .. '","at":' .. int(now) .. ',"jobId":' .. jsonString(id)
+    .. (handler and ',"handler":' or '') .. (handler and jsonString(handler) or '')
+    .. (tenant and ',"tenant":' or '') .. (tenant and jsonString(tenant) or '')
+    .. (scheduleId and ',"scheduleId":' or '') .. (scheduleId and jsonString(scheduleId) or '')
+    .. (extra and ',' or '') .. (extra or '') .. '}'
 end

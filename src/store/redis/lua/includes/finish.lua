@@ -24,12 +24,12 @@ local function finishRunAt(a, now, m)
   local pending, metrics, events = KEYS[3], KEYS[4], KEYS[5]
   local id = ARGV[a + 1]
   local key = jobKey(root, id)
-  local job = readJob(key)
+  local job = readWholeJob(key)
   if not job then
     return JOB_NOT_FOUND
   end
   if job.status ~= 'running' or tonumber(job.attempts) ~= tonumber(ARGV[a + 2]) then
-    return '{"stale":' .. jobJson(job) .. '}'
+    return jobJson(job, '{"stale":')
   end
 
   now = now or nowMs()
@@ -114,5 +114,5 @@ local function finishRunAt(a, now, m)
       retention = ARGV[a + 7], now = now }, id, released)
   end
 
-  return '{"ok":' .. jobJson(job) .. '}', now
+  return jobJson(job, '{"ok":'), now
 end

@@ -19,6 +19,8 @@
     The bodies of `ids` (outbox members), as HMGET answers them: a job's first message derived
     with `recoverAt`, false for a member without a body whose job is gone.
   removeMessages(outbox, messages, ids)
+    Removes the entries and their bodies (a body never outlives its entry: one id whose entry
+    is not there costs one ZREM).
   putWatch(outbox, messages, id, job, recoverAt)
     The message standing watch over a started attempt of `job`: dedupId `<id>~a<attempts>`,
     `attempt`, notBefore = the job's runAt. Re-published by the tick at recoverAt unless the
@@ -119,6 +121,14 @@ end
 
 local function removeMessages(outbox, messages, ids)
   if #ids == 0 then
+    return
+  end
+  if #ids == 1 then
+    -- A body is written only with its entry and removed with it: no entry, no body (one command
+    -- fewer for a job that has no message, as a run on Redis Streams usually finds).
+    if redis.call('ZREM', outbox, ids[1]) == 1 then
+      redis.call('HDEL', messages, ids[1])
+    end
     return
   end
   removeMembers('ZREM', outbox, ids)

@@ -25,7 +25,7 @@
 local function jobFromArgv(root, from)
   local id = ARGV[from]
   local key = jobKey(root, id)
-  local job = readJob(key)
+  local job = readWholeJob(key)
   if not job then
     if ARGV[from + 5] == '' or redis.call('EXISTS', goneKey(root, id)) == 1 then
       return id, key, nil
