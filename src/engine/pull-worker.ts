@@ -10,11 +10,16 @@
  * | busy (an attempt runs, or `limited`)    | deliver again after `retryAfterMs` (not a retry)   |
  * | the store failed (threw)                | none: the delivery stays pending and is taken over |
  *
- * Backpressure: it pulls only as many as it has free slots. `concurrency` is this process's own
- * bound (a node's "max parallel"); a handler's `concurrency` option bounds its jobs across every
- * worker (enforced by `beginRun`): a delivery over it is deferred, never counted as a retry. Stopping: it stops pulling, waits for
- * what is in flight up to a deadline, and leaves the rest pending for another worker to take over
- * (the run lease keeps a handler that is still running from being run twice).
+ * Backpressure: it pulls only as many as it has free slots. A delivery holds its slot from its
+ * pull until its handler returns (or until it is answered, when no handler runs); recording the
+ * handler's outcome happens after, outside the slot, so the next pull goes out while the last
+ * outcomes are being recorded (BullMQ's worker fetches its next job as it completes one, too). At
+ * most `concurrency` handlers run at once; up to as many more deliveries may be finishing.
+ * `concurrency` is this process's own bound (a node's "max parallel"); a handler's `concurrency`
+ * option bounds its jobs across every worker (enforced by `beginRun`): a delivery over it is
+ * deferred, never counted as a retry. Stopping: it stops pulling, waits for what is in flight up
+ * to a deadline, and leaves the rest pending for another worker to take over (the run lease keeps
+ * a handler that is still running from being run twice).
  */
 import type { PulledMessage, PullQueue } from "../transport/port.ts";
 import type { Logger } from "./logger.ts";
@@ -53,6 +58,7 @@ export interface PullWorkerStats {
   deferred: number;
   /** Deliveries whose run or answer failed (the store was unreachable): left pending. */
   failed: number;
+  /** Deliveries under way: pulled and not answered yet (running, or their outcome being recorded). */
   inFlight: number;
   /** Deliveries it runs at once at most (its `concurrency`). */
   concurrency: number;
@@ -73,6 +79,8 @@ export class PullWorker {
   readonly #idleWaitMs: number;
   readonly #logger: Logger | undefined;
   readonly #inFlight = new Set<Promise<void>>();
+  /** Deliveries holding a slot: pulled, and their handler not returned yet. */
+  #slotsHeld = 0;
   /** Job ids with a delivery running in this process. */
   readonly #jobsRunning = new Set<string>();
   #acks: string[] = [];
@@ -139,16 +147,18 @@ export class PullWorker {
   async #run(): Promise<void> {
     let failures = 0;
     while (!this.#stopping) {
-      if (this.#inFlight.size >= this.#concurrency) {
+      // Free slots, and no more than `concurrency` deliveries finishing besides.
+      const free = Math.min(
+        this.#concurrency - this.#slotsHeld,
+        2 * this.#concurrency - this.#inFlight.size,
+      );
+      if (free <= 0) {
         await this.#slotFree();
         continue;
       }
       let messages: PulledMessage[];
       try {
-        messages = await this.#queue.pull(
-          this.#concurrency - this.#inFlight.size,
-          this.#idleWaitMs,
-        );
+        messages = await this.#queue.pull(free, this.#idleWaitMs);
         failures = 0;
       } catch (error) {
         if (this.#stopping) break;
@@ -163,14 +173,23 @@ export class PullWorker {
   }
 
   #start(message: PulledMessage): void {
-    const run = this.#handle(message).finally(() => {
-      this.#inFlight.delete(run);
+    this.#slotsHeld++;
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      this.#slotsHeld--;
       this.#wakeLoop?.();
+    };
+    const run = this.#handle(message, release).finally(() => {
+      this.#inFlight.delete(run);
+      release();
+      this.#wakeLoop?.(); // the loop may wait for finishing deliveries, not slots
     });
     this.#inFlight.add(run);
   }
 
-  async #handle(message: PulledMessage): Promise<void> {
+  async #handle(message: PulledMessage, handlerDone: () => void): Promise<void> {
     const jobId = jobIdOf(message.body);
     let mine = false;
     try {
@@ -186,7 +205,7 @@ export class PullWorker {
         this.#jobsRunning.add(jobId);
         mine = true;
       }
-      const outcome = await this.#runner.runPulled(message.body, this.#logger);
+      const outcome = await this.#runner.runPulled(message.body, this.#logger, handlerDone);
       switch (outcome.kind) {
         case "retry":
           this.#stats.retried++;

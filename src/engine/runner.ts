@@ -110,9 +110,15 @@ export class Runner {
    * Handle one delivery a worker of this process pulled from a queue it reads itself (Redis
    * Streams: `PullWorker`). Nothing to verify — it never crossed the network as a request — and
    * no token: a second copy of it is told apart by the job's own state, as every redelivery is.
+   * `handlerDone` is called once the handler has returned (or thrown, or timed out), before its
+   * outcome is recorded; not at all when no handler ran.
    */
-  runPulled(body: string, logger: Logger = this.deps.options.logger): Promise<DeliveryOutcome> {
-    return this.#begin(body, undefined, logger, true);
+  runPulled(
+    body: string,
+    logger: Logger = this.deps.options.logger,
+    handlerDone?: () => void,
+  ): Promise<DeliveryOutcome> {
+    return this.#begin(body, undefined, logger, true, handlerDone);
   }
 
   async #begin(
@@ -120,6 +126,7 @@ export class Runner {
     token: DeliveryToken | undefined,
     logger: Logger,
     pulled = false,
+    handlerDone?: () => void,
   ): Promise<DeliveryOutcome> {
     const spec = parseSpec(body);
     if (!spec) return { kind: "bad-request", expected: "job" };
@@ -210,6 +217,7 @@ export class Runner {
           leaseEndsAt: asked + leaseMs,
           abortAt: asked + spec.timeoutMs,
           trace: spec.trace,
+          handlerDone,
         });
       }
     }
@@ -264,7 +272,13 @@ export class Runner {
       leaseEndsAt,
       abortAt,
       trace,
-    }: { leaseEndsAt: number; abortAt: number; trace: TraceContext | undefined },
+      handlerDone,
+    }: {
+      leaseEndsAt: number;
+      abortAt: number;
+      trace: TraceContext | undefined;
+      handlerDone?: (() => void) | undefined;
+    },
   ): Promise<DeliveryOutcome> {
     const { store, handlers, broker } = this.deps;
     const logger = parent.child({ jobId: job.id, handler: job.handler, attempt });
@@ -292,6 +306,7 @@ export class Runner {
       runSpanDone(span, outcome);
     } finally {
       span.end();
+      handlerDone?.();
     }
     const finished = await finishWhileLeased(
       () =>
