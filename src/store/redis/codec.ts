@@ -102,11 +102,15 @@ const STAMPED_FIELDS = [
   "refused",
 ] as const;
 
-/** A full JobSpec as the 9 arguments the `spec` include reads (beginRun, markDead). */
+/**
+ * A full JobSpec as the 9 arguments the `spec` include reads (beginRun, markDead). The `data`
+ * argument only creates a missing occurrence (a job with a `scheduleId`); any other job exists
+ * before it is delivered, so its spec is not encoded and sent again ('').
+ */
 export function specArgs(spec: JobSpec): string[] {
   return [
     spec.id,
-    jobData(spec),
+    spec.scheduleId ? jobData(spec) : "",
     String(spec.createdAt),
     String(spec.runAt),
     spec.handler,

@@ -2,8 +2,9 @@
   Include "spec" (needs "job"): a JobSpec passed in ARGV by beginRun and markDead, which create
   the job when it is missing (occurrences are created by their first delivery).
 
-  ARGV[from .. from+8]: id, JobSpec JSON without createdAt and runAt, createdAt, runAt, handler,
-  scheduleId ('' = none), overlap ('' = none), runs index score (fireAt, else runAt), tenant.
+  ARGV[from .. from+8]: id, JobSpec JSON without createdAt and runAt ('' when scheduleId is: only
+  an occurrence is created from it), createdAt, runAt, handler, scheduleId ('' = none), overlap
+  ('' = none), runs index score (fireAt, else runAt), tenant.
 
   jobFromArgv(root, from)        Returns id, key, job: the stored job, or the new one. A missing
                                  job without scheduleId is not created (a submitted job exists
