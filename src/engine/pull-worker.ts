@@ -302,6 +302,13 @@ export class PullWorker {
 
 /** The job id a delivery's body names, if it can be read. */
 function jobIdOf(body: string): string | undefined {
+  // The store writes a body as the spec's JSON, id first: read it without parsing the whole spec
+  // (the runner parses it once more). An escaped id, or another order, is parsed.
+  if (body.startsWith('{"id":"')) {
+    const end = body.indexOf('"', 7);
+    const id = end > 7 ? body.slice(7, end) : "";
+    if (id !== "" && !id.includes("\\")) return id;
+  }
   try {
     const id = (JSON.parse(body) as { id?: unknown } | null)?.id;
     return typeof id === "string" ? id : undefined;
