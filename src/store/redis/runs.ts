@@ -77,6 +77,17 @@ export async function finishRun(
     : await c.run(scripts.finishRun, finishKeys(c.keys), args);
   if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "stale", job: null };
   expectNoCode("finishRun", raw);
+  if (typeof raw === "string" && raw.startsWith('{"ok":')) {
+    // The record is parsed when first read: a runner reads it only after a failed attempt.
+    let job: JobRecord | undefined;
+    return {
+      kind: "ok",
+      get job(): JobRecord {
+        job ??= fromJson<Tagged<"ok", JobRecord>>(raw).ok;
+        return job;
+      },
+    };
+  }
   const r = fromJson<Tagged<"ok", JobRecord> | Tagged<"stale", JobRecord>>(raw);
   return "ok" in r ? { kind: "ok", job: r.ok } : { kind: "stale", job: r.stale };
 }
