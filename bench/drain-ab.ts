@@ -17,6 +17,7 @@ import { spawn } from "node:child_process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { pinProcess, redisCorePlan } from "./lib/cores.ts";
+import { inLoops } from "./lib/loops.ts";
 import { medians } from "./lib/median.ts";
 import { startRedis } from "./lib/redis.ts";
 import { BENCH_DEGRADATION } from "./lib/settings.ts";
@@ -119,14 +120,7 @@ async function drainOnce(dir: string, url: string, jobs: number): Promise<DrainR
     degradation: BENCH_DEGRADATION,
     logger: silentLogger,
   });
-  let next = 0;
-  const loop = async () => {
-    while (next < jobs) {
-      next++;
-      await engine.broker.submit({ handler: "noop", input: { n: next } });
-    }
-  };
-  await Promise.all([loop(), loop(), loop(), loop()]);
+  await inLoops(jobs, 4, (n: number) => engine.broker.submit({ handler: "noop", input: { n } }));
   const worker = new PullWorker({
     runner: engine.runner,
     queue: streams,

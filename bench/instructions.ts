@@ -31,6 +31,7 @@ import { Redis } from "ioredis";
 import { createEngine, PullWorker, silentLogger } from "../src/engine/index.ts";
 import { fromIoredis, RedisStore, RedisStreams } from "../src/store/redis/index.ts";
 import type { Transport } from "../src/transport/port.ts";
+import { inLoops } from "./lib/loops.ts";
 import { BENCH_DEGRADATION } from "./lib/settings.ts";
 
 const N = Number(process.env.N ?? 1_000);
@@ -115,18 +116,9 @@ function measure(
 ): Promise<void> {
   return underCallgrind(name, port, "submit", async (url, count) => {
     const submit = setup(url);
-    const loops = async (from: number, n: number) => {
-      let next = from;
-      const end = from + n;
-      await Promise.all(
-        Array.from({ length: 4 }, async () => {
-          while (next < end) await submit(next++);
-        }),
-      );
-    };
-    await loops(0, WARMUP);
+    await inLoops(WARMUP, 4, submit);
     count.on();
-    await loops(WARMUP, N);
+    await inLoops(N, 4, submit, WARMUP);
     count.off();
     return N;
   });
@@ -181,14 +173,7 @@ function measureDrain(name: string, port: number, bullmq: boolean): Promise<void
       return N;
     }
     const { engine, transport } = benchEngine(url, true);
-    let next = 0;
-    const loop = async () => {
-      while (next < N) {
-        next++;
-        await engine.broker.submit({ handler: "noop", input: { n: next } });
-      }
-    };
-    await Promise.all([loop(), loop(), loop(), loop()]);
+    await inLoops(N, 4, (n) => engine.broker.submit({ handler: "noop", input: { n } }));
     const worker = new PullWorker({
       runner: engine.runner,
       queue: transport as RedisStreams,

@@ -37,6 +37,7 @@ import { nodeQStashHttp, openStore } from "tickwork/node";
 import { QStashTransport } from "tickwork/qstash";
 import { RedisStreams } from "tickwork/redis";
 import { serveParent } from "../lib/children.ts";
+import { inLoops } from "../lib/loops.ts";
 import { BENCH_DEGRADATION } from "../lib/settings.ts";
 
 const kind = process.argv[2];
@@ -245,14 +246,9 @@ else if (kind === "qstash") contender = await qstashContender(redisUrl);
 else throw new Error(`unknown contender ${kind}: streams | bullmq | qstash`);
 
 async function submitLoops(from: number, count: number, loops: number) {
-  let next = from;
-  const end = from + count;
-  const loop = async () => {
-    while (next < end) await contender.submit(next++);
-  };
   const t0 = performance.now();
   const cpu0 = cpuNow();
-  await Promise.all(Array.from({ length: loops }, loop));
+  await inLoops(count, loops, (i) => contender.submit(i), from);
   return { ms: performance.now() - t0, cpu_us: cpuNow() - cpu0 };
 }
 
