@@ -256,6 +256,76 @@ describe("luaJson", () => {
   });
 });
 
+describe('numbers and their texts (include "time"), remembered across calls', () => {
+  // As a function library, as the store loads its scripts: the include's locals (the last clock
+  // reading, remembered conversions) live from one call to the next.
+  const library = `#!lua name=tickwork_test_numbers
+local KEYS, ARGV
+${includeSource("time")}
+redis.register_function('tickwork_test_numbers', function(keys, argv)
+  ARGV = argv
+  local now = nowMs()
+  local out = { int(now) == string.format('%d', now) and 1 or 0 }
+  for i = 2, #ARGV do
+    local s = ARGV[i]
+    if ARGV[1] == 'int' then
+      local n = tonumber(s)
+      local expected = (n == math.floor(n) and math.abs(n) < 9007199254740992)
+        and string.format('%d', n) or string.format('%.0f', n)
+      out[#out + 1] = int(n) == expected and 1 or 0
+      out[#out + 1] = int(now) == string.format('%d', now) and 1 or 0
+    else
+      out[#out + 1] = tostring(numberOf(s)) == tostring(tonumber(s)) and 1 or 0
+    end
+  end
+  return out
+end)`;
+  const call = (mode: string, args: string[]) =>
+    redis.fcall("tickwork_test_numbers", 0, mode, ...args) as Promise<number[]>;
+
+  it("numberOf answers tonumber for any text, past its bound and back; int() the text of any number, the clock's too", async () => {
+    await redis.call("FUNCTION", "LOAD", "REPLACE", library);
+    const numeric = fc.oneof(
+      fc.integer({ min: -1e6, max: 1e6 }).map(String),
+      fc.double().map(String),
+      fc.constantFrom(
+        "",
+        " 5",
+        "5 ",
+        "0x1A",
+        "1e300",
+        "-0",
+        "inf",
+        "nan",
+        "1764345600123",
+        "a",
+        "08",
+      ),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(numeric, { maxLength: 90 }), async (texts) => {
+        const answers = await call("number", texts);
+        expect(answers).toEqual(new Array(texts.length + 1).fill(1));
+      }),
+      { numRuns: 200 },
+    );
+    // Integers and fractions, small and beyond 2^53, each beside the clock's own reading.
+    const numbers = fc.oneof(
+      fc.integer().map(String),
+      fc.double({ min: -1e18, max: 1e18, noNaN: true }).map(String),
+      fc.constantFrom("0", "1764345600123", "9007199254740993", "-9007199254740993"),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(numbers, { maxLength: 20 }), async (texts) => {
+        const answers = await call("int", texts);
+        expect(answers).toEqual(new Array(2 * texts.length + 1).fill(1));
+      }),
+      { numRuns: 200 },
+    );
+    await redis.call("FUNCTION", "DELETE", "tickwork_test_numbers");
+  });
+});
+
 describe('job texts built in Lua (include "job", include "events")', () => {
   const jobLua = ["time", "keys", "json", "job", "events"].map(includeSource).join("\n");
   const text = fc.string({

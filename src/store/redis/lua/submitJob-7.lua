@@ -93,7 +93,7 @@
 local root, outbox = KEYS[1], KEYS[2]
 local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
 local id = ARGV[1]
-local maxLen = tonumber(ARGV[8])
+local maxLen = numberOf(ARGV[8])
 local now = nowMs()
 
 -- A webhook delivery: counted and listed in the endpoint's history (written or replayed).
@@ -160,7 +160,7 @@ if (ARGV[25] or '') ~= '' then
   end
 end
 
-local runAt = now + tonumber(ARGV[4])
+local runAt = now + numberOf(ARGV[4])
 if ARGV[3] ~= '' then
   runAt = tonumber(ARGV[3])
 end
@@ -168,7 +168,7 @@ end
 local extra = {}
 local known
 if ARGV[11] ~= '' then
-  local level = storedLevel(KEYS[7], now, tonumber(ARGV[16]) or 0)
+  local level = storedLevel(KEYS[7], now, numberOf(ARGV[16]) or 0)
   if not level then
     known = metricsLoad(metrics, { 'avg:lag', 'avg:fail' })
     local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
@@ -254,7 +254,9 @@ if depFailed or #unfinished > 0 then
 end
 
 if ARGV[9] == 'streams' then
-  streamDispatch(root, id, specJson(job), 0, tonumber(job.runAt), now)
+  -- runAt as a number without reading job.runAt back (a fraction was rounded into the text).
+  streamDispatch(root, id, specJson(job), 0, runAt == math.floor(runAt) and runAt or tonumber(job.runAt),
+    now)
 else
   local recoverAt = int(runAt + tonumber(ARGV[5]))
   putJobMessage(outbox, id, recoverAt)

@@ -64,8 +64,8 @@ local root, outbox = KEYS[1], KEYS[2]
 local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
 local tenant = ARGV[2]
 local listing = jobsKey(root, tenant)
-local maxLen = tonumber(ARGV[4])
-local grace = tonumber(ARGV[1])
+local maxLen = numberOf(ARGV[4])
+local grace = numberOf(ARGV[1])
 local streams = ARGV[12] == 'streams'
 local n = tonumber(ARGV[15])
 local now = nowMs()
@@ -80,7 +80,7 @@ local function degradation()
   if level then
     return
   end
-  level = storedLevel(KEYS[7], now, tonumber(ARGV[13]) or 0)
+  level = storedLevel(KEYS[7], now, numberOf(ARGV[13]) or 0)
   if not level then
     local known = metricsLoad(metrics, { 'avg:lag', 'avg:fail' })
     local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
@@ -155,7 +155,7 @@ local function submitOne(base, index)
     end
   end
 
-  local runAt = now + tonumber(ARGV[base + 3])
+  local runAt = now + numberOf(ARGV[base + 3])
   if ARGV[base + 2] ~= '' then
     runAt = tonumber(ARGV[base + 2])
   end
@@ -218,7 +218,8 @@ local function submitOne(base, index)
     end
   else
     if streams then
-      streamDispatch(root, id, specJson(job), 0, tonumber(job.runAt), now)
+      streamDispatch(root, id, specJson(job), 0,
+        runAt == math.floor(runAt) and runAt or tonumber(job.runAt), now)
     else
       putJobMessage(outbox, id, int(runAt + grace))
     end

@@ -22,7 +22,7 @@ local REPLAYED_WAIT_MS = 1000
 
 local function beginRunAt(a, now, m)
   local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
-  local maxLen = tonumber(ARGV[a + 12])
+  local maxLen = numberOf(ARGV[a + 12])
   local token = ARGV[a + 14]
   local used = tokenUse(root, token)
   if used then
@@ -95,15 +95,15 @@ local function beginRunAt(a, now, m)
     return jobJson(job, '{"kind":"final","job":')
   end
 
-  local leaseMs = tonumber(ARGV[a + 10])
+  local leaseMs = numberOf(ARGV[a + 10])
   -- '' (Redis Streams): no outbox watch over the attempt (docs/adr/0033-no-watch-on-streams.md).
-  local reapAfterMs = tonumber(ARGV[a + 13])
+  local reapAfterMs = numberOf(ARGV[a + 13])
   local running
   if job.overlap == 'skip' and job.scheduleId then
     running = scheduleRunningKey(root, job.scheduleId)
     local holder = redis.call('GET', running)
     if holder and holder ~= id then
-      if tonumber(job.attempts) > 0 then
+      if numberOf(job.attempts) > 0 then
         local ttl = redis.call('PTTL', running)
         remember('b')
         return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
@@ -160,7 +160,8 @@ local function beginRunAt(a, now, m)
   leave(job.status)
   local finished = job.finishedAt
   job.status, job.startedAt, job.finishedAt = 'running', int(now), nil
-  job.attempts = int(tonumber(job.attempts) + 1)
+  local attempt = numberOf(job.attempts) + 1
+  job.attempts = attempt == 1 and '1' or int(attempt)
   local leaseEnd = int(now + leaseMs)
   if job.slot and job.slot ~= slots then
     -- Its limit key changed since an attempt whose lease ran out: that slot is not this run's.

@@ -114,7 +114,8 @@ local function storedLevel(key, now, everyMs)
     return nil
   end
   local st = redis.call('HMGET', key, 'level', 'at')
-  if st[2] and now - tonumber(st[2]) < everyMs then
+  -- The same `at` text until the next evaluation: numberOf converts it once.
+  if st[2] and now - numberOf(st[2]) < everyMs then
     return st[1] or 'normal'
   end
   return nil

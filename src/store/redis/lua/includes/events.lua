@@ -14,13 +14,19 @@
 -- Caps of 1,000 and more are kept approximately (`MAXLEN ~`: Redis drops whole stream nodes, so
 -- up to one node — 100 entries by default — more may stay), which costs far less per write than
 -- an exact trim; smaller caps are exact.
+-- The cap's text, made once: every call of a store passes the same cap.
+local capOf, capText
+
 local function emitEvent(events, maxLen, json)
   -- Arguments as text: a number would be formatted by Redis's Lua bridge, at several times the
   -- cost of int().
+  if maxLen ~= capOf then
+    capOf, capText = maxLen, int(maxLen)
+  end
   if maxLen >= 1000 then
-    redis.call('XADD', events, 'MAXLEN', '~', int(maxLen), '*', 'e', json)
+    redis.call('XADD', events, 'MAXLEN', '~', capText, '*', 'e', json)
   elseif maxLen > 0 then
-    redis.call('XADD', events, 'MAXLEN', int(maxLen), '*', 'e', json)
+    redis.call('XADD', events, 'MAXLEN', capText, '*', 'e', json)
   end
 end
 

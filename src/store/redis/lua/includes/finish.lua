@@ -28,7 +28,7 @@ local function finishRunAt(a, now, m)
   if not job then
     return JOB_NOT_FOUND
   end
-  if job.status ~= 'running' or tonumber(job.attempts) ~= tonumber(ARGV[a + 2]) then
+  if job.status ~= 'running' or numberOf(job.attempts) ~= numberOf(ARGV[a + 2]) then
     return jobJson(job, '{"stale":')
   end
 
@@ -107,10 +107,10 @@ local function finishRunAt(a, now, m)
     event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
       .. ',"error":' .. ARGV[a + 9])
   end
-  emitEvent(events, tonumber(ARGV[a + 8]), event)
+  emitEvent(events, numberOf(ARGV[a + 8]), event)
   if released ~= nil then
     releaseDependents({ root = root, outbox = KEYS[6], messages = KEYS[7], pending = pending,
-      expiring = expiring, metrics = metrics, events = events, maxLen = tonumber(ARGV[a + 8]),
+      expiring = expiring, metrics = metrics, events = events, maxLen = numberOf(ARGV[a + 8]),
       retention = ARGV[a + 7], now = now }, id, released)
   end
 

@@ -234,21 +234,24 @@ local retentionText, retentionParsed
 local function parseRetention(retention)
   if retention ~= retentionText then
     local jobMs, maxJobs, maxRuns = string.match(retention, '^(%d+) (%d+) (%d+)$')
-    retentionParsed = { tonumber(jobMs), tonumber(maxJobs), tonumber(maxRuns) }
+    jobMs = tonumber(jobMs)
+    -- jobMs's text too: the TTL every finished job gets.
+    retentionParsed = { jobMs, tonumber(maxJobs), tonumber(maxRuns), int(jobMs) }
     retentionText = retention
   end
-  return retentionParsed[1], retentionParsed[2], retentionParsed[3]
+  return retentionParsed[1], retentionParsed[2], retentionParsed[3], retentionParsed[4]
 end
 
 local function retainJob(root, expiring, id, job, now, retention)
-  local jobMs, maxJobs, maxRuns = parseRetention(retention)
+  local jobMs, maxJobs, maxRuns, jobMsText = parseRetention(retention)
   -- Never before its idempotency key (keepUntil): a redelivered webhook event must replay it.
   local keepUntil = job.keepUntil
-  local expiresAt = now + jobMs
+  local expiresAt, ttl = now + jobMs, jobMsText
   if keepUntil and tonumber(keepUntil) > expiresAt then
     expiresAt = tonumber(keepUntil)
+    ttl = int(expiresAt - now)
   end
-  redis.call('PEXPIRE', jobKey(root, id), int(expiresAt - now))
+  redis.call('PEXPIRE', jobKey(root, id), ttl)
   redis.call('ZADD', expiring, int(expiresAt), expiringMember(id, job))
   if maxRuns > 0 and job.scheduleId then
     local runs = runsKey(root, job.scheduleId)

@@ -30,7 +30,7 @@ end
 local function streamDispatch(root, member, spec, retried, notBefore, now)
   local stream = streamKey(root)
   if notBefore <= now then
-    redis.call('XADD', stream, '*', 'j', spec, 'r', int(retried))
+    redis.call('XADD', stream, '*', 'j', spec, 'r', retried == 0 and '0' or int(retried))
     return
   end
   local delayed = stream .. ':delayed'
