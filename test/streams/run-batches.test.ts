@@ -2,11 +2,13 @@
  * `beginRun` and `finishRun` in groups on a streams-mode `RedisStore` (src/store/redis/call-batch.ts,
  * the `beginRuns` / `finishRuns` scripts), on a real Redis:
  *
- * - a fast-check differential: waves of random begins, or of random finishes, each wave's calls
- *   made in one turn (so grouped) on a streams-mode store and one after another on an
- *   outbox-mode store (never grouped), give the same answers, the same job records and the same
- *   totals and gauges (a wave holds one operation: begins and finishes made at the same time are
- *   concurrent, so either may be applied first, grouped or not);
+ * - a fast-check differential: waves of random begins (with and without a delivery token,
+ *   limits and a node: calls of different lengths in one batch), or of random finishes (with and
+ *   without a result, failures), each wave's calls made in one turn (so grouped) on a
+ *   streams-mode store and one after another on an outbox-mode store (never grouped), give the
+ *   same answers, the same job records and the same totals and gauges (a wave holds one
+ *   operation: begins and finishes made at the same time are concurrent, so either may be
+ *   applied first, grouped or not);
  * - a call whose part of a batch fails inside Redis (a job key of another type) rejects alone;
  *   the others of its batch are recorded and counted;
  * - the calls of a batch that never reaches Redis all reject, and nothing of them is written.
@@ -88,23 +90,46 @@ async function counters(k: ReturnType<typeof keys>): Promise<Record<string, stri
   );
 }
 
+/**
+ * A begin may carry a delivery token (from a small set, so some are replays), a concurrency
+ * limit, a rate limit and a node: a batch then mixes calls of different lengths.
+ */
 type Call =
-  | { op: "begin"; j: number }
-  | { op: "finish"; j: number; delta: -1 | 0 | 1; outcome: "ok" | "fail" | "final" }
+  | {
+      op: "begin";
+      j: number;
+      token?: number;
+      limit?: number;
+      rate?: number;
+      node?: string;
+    }
+  | {
+      op: "finish";
+      j: number;
+      delta: -1 | 0 | 1;
+      outcome: "ok" | "ok-without-result" | "fail" | "final";
+    }
   | { op: "finish-missing" };
 
 const JOBS = 6;
-const beginArb: fc.Arbitrary<Call> = fc.record({
-  op: fc.constant("begin" as const),
-  j: fc.nat(JOBS - 1),
-});
+const beginArb: fc.Arbitrary<Call> = fc.record(
+  {
+    op: fc.constant("begin" as const),
+    j: fc.nat(JOBS - 1),
+    token: fc.nat(7),
+    limit: fc.integer({ min: 1, max: 3 }),
+    rate: fc.integer({ min: 1, max: 3 }),
+    node: fc.constantFrom("node-a", "node-b"),
+  },
+  { requiredKeys: ["op", "j"] },
+);
 const finishArb: fc.Arbitrary<Call> = fc.oneof(
   {
     arbitrary: fc.record({
       op: fc.constant("finish" as const),
       j: fc.nat(JOBS - 1),
       delta: fc.constantFrom(-1, 0, 0, 0, 1),
-      outcome: fc.constantFrom("ok", "fail", "final"),
+      outcome: fc.constantFrom("ok", "ok-without-result", "fail", "final"),
     }),
     weight: 6,
   },
@@ -129,13 +154,25 @@ function start(
   specs: JobSpec[],
   attempts: number[],
 ): Promise<BeginRunResult | FinishRunResult> {
-  if (call.op === "begin") return store.beginRun(specs[call.j]!, 60_000, 60_000);
+  if (call.op === "begin") {
+    return store.beginRun(
+      specs[call.j]!,
+      60_000,
+      60_000,
+      call.token === undefined ? undefined : { id: `token-${call.token}`, expiresAt: 4e12 },
+      call.limit === undefined ? undefined : { limit: call.limit, key: "mail" },
+      call.rate === undefined ? undefined : { limit: call.rate, periodMs: 60_000, key: "mail" },
+      call.node,
+    );
+  }
   if (call.op === "finish-missing")
     return store.finishRun("missing", 1, { ok: true, result: null }, 60_000);
   const outcome: RunOutcome =
     call.outcome === "ok"
       ? { ok: true, result: { done: call.j } }
-      : { ok: false, error: ERR, final: call.outcome === "final" };
+      : call.outcome === "ok-without-result"
+        ? { ok: true, result: undefined }
+        : { ok: false, error: ERR, final: call.outcome === "final" };
   return store.finishRun(specs[call.j]!.id, attempts[call.j]! + call.delta, outcome, 60_000);
 }
 

@@ -36,7 +36,7 @@ const soon: (run: () => void) => void =
 export class CallBatch {
   readonly #operation: string;
   readonly #one: (args: string[]) => Promise<unknown>;
-  readonly #many: (args: string[]) => Promise<unknown>;
+  readonly #many: (args: string[], width: number) => Promise<unknown>;
   #waiting: Waiting[] = [];
   #inFlight = 0;
   #scheduled = false;
@@ -44,13 +44,14 @@ export class CallBatch {
   /**
    * @param operation the script's name, for errors
    * @param one runs the script for one call's arguments
-   * @param many runs the batch script for the calls' arguments, concatenated (each call's the
-   *   same length); answers one value per call, in order
+   * @param many runs the batch script for the calls' arguments, concatenated, each call's padded
+   *   with `''` to `width` (the longest call's length: a script reads an absent argument as
+   *   `''`); answers one value per call, in order
    */
   constructor(
     operation: string,
     one: (args: string[]) => Promise<unknown>,
-    many: (args: string[]) => Promise<unknown>,
+    many: (args: string[], width: number) => Promise<unknown>,
   ) {
     this.#operation = operation;
     this.#one = one;
@@ -93,10 +94,15 @@ export class CallBatch {
         group[0]!.resolve(await this.#one(group[0]!.args));
         return;
       }
+      let width = 0;
+      for (const w of group) if (w.args.length > width) width = w.args.length;
       // Concatenated with a loop: `flatMap` builds an array per call and is slow on Node 20.
       const args: string[] = [];
-      for (const w of group) for (const arg of w.args) args.push(arg);
-      const answers = await this.#many(args);
+      for (const w of group) {
+        for (const arg of w.args) args.push(arg);
+        for (let i = w.args.length; i < width; i++) args.push("");
+      }
+      const answers = await this.#many(args, width);
       if (!Array.isArray(answers) || answers.length !== group.length) {
         throw new RedisStoreError(
           this.#operation,

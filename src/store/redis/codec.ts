@@ -313,8 +313,7 @@ export function tokenArgs(token: DeliveryToken | undefined): [string, string] {
 }
 
 /**
- * A concurrency limit as `beginRun` takes it (ARGV[16], ARGV[17]): the limit and its key, or
- * nothing at all (a job without a limit sends the same arguments as before limits existed).
+ * A concurrency limit: the limit and its key, or nothing at all.
  *
  * @throws RangeError for a limit that is not a whole number from 1 to 10,000, or an empty key.
  */
@@ -325,26 +324,22 @@ export function limitArgs(limit: RunLimit | undefined): string[] {
 }
 
 /**
- * Both limits as `beginRun` takes them: ARGV[16], ARGV[17] the concurrency limit (`''` for none
- * when a rate limit follows), ARGV[18..20] the rate limit, its period (ms) and its key. Without
- * a rate limit or a node, exactly {@link limitArgs}. ARGV[21] the node that begins the run, when
- * named — the runner always names it, so every begin sends the five slots before it (`''` when
- * unused) and its id: more bytes, no more commands.
+ * A delivery's token and limits as `beginRun` takes them (beginRun-7.lua's D[13..19]): the
+ * token's id and expiry, the concurrency limit and its key, the rate limit, its period (ms) and
+ * its key; `''` for each one absent, the caller leaves trailing ones out.
  *
- * @throws RangeError for a limit either store would refuse (`checkRunLimit`, `checkRateLimit`).
+ * @throws RangeError for a limit out of range (see {@link limitArgs}, `checkRateLimit`).
  */
 export function beginLimitArgs(
+  token: DeliveryToken | undefined,
   limit: RunLimit | undefined,
   rate: RateLimit | undefined,
-  node?: string,
 ): string[] {
-  const concurrency = limitArgs(limit);
-  if (rate === undefined && node === undefined) return concurrency;
   if (rate !== undefined) checkRateLimit(rate);
   return [
-    ...(limit === undefined ? ["", ""] : concurrency),
+    ...(token ? [token.id, String(Math.floor(token.expiresAt))] : ["", ""]),
+    ...(limit === undefined ? ["", ""] : limitArgs(limit)),
     ...(rate === undefined ? ["", "", ""] : [String(rate.limit), String(rate.periodMs), rate.key]),
-    ...(node === undefined ? [] : [node]),
   ];
 }
 

@@ -68,7 +68,7 @@ import type {
 } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION } from "../port.ts";
 import * as batch from "./batch.ts";
-import { toInt } from "./codec.ts";
+import { retentionArg, toInt } from "./codec.ts";
 import type { RedisContext } from "./context.ts";
 import { type BlockingClient, EventWaiter } from "./event-waiter.ts";
 import * as jobs from "./jobs.ts";
@@ -150,14 +150,19 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
     const keys = buildKeys(options.prefix);
     const run: RedisContext["run"] = (script, keys, args) => safeEval(client, script, keys, args);
     const dispatch = options.dispatch ?? "outbox";
+    const storeRetention = { ...DEFAULT_RETENTION, ...retention };
+    const eventsMaxLen = String(Math.max(0, Math.floor(options.eventsMaxLen ?? 10_000)));
     this.#c = {
       keys,
-      retention: { ...DEFAULT_RETENTION, ...retention },
-      eventsMaxLen: String(Math.max(0, Math.floor(options.eventsMaxLen ?? 10_000))),
+      retention: storeRetention,
+      eventsMaxLen,
       dispatch,
       run,
       // A Streams worker begins and finishes many deliveries at once: group them.
-      runBatches: dispatch === "streams" ? runs.runBatches(run, keys) : undefined,
+      runBatches:
+        dispatch === "streams"
+          ? runs.runBatches(run, keys, retentionArg(storeRetention), eventsMaxLen)
+          : undefined,
     };
     if (options.blocking) {
       const waiter = new EventWaiter(options.blocking, this.#c.keys.events);

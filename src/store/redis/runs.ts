@@ -33,23 +33,24 @@ export async function beginRun(
   rate?: RateLimit,
   node?: string,
 ): Promise<BeginRunResult> {
+  // The delivery's arguments (beginRun-7.lua's D[1..19]), trailing '' left out.
   const args = [
     ...specArgs(spec),
     ttlArg(leaseMs),
-    retentionArg(c.retention),
-    c.eventsMaxLen,
     watchArg(c, reapAfterMs),
-    ...tokenArgs(token),
-    ...beginLimitArgs(limit, rate, node),
+    node ?? "",
+    ...beginLimitArgs(token, limit, rate),
   ];
-  let raw: unknown;
-  if (c.runBatches) {
-    // A batch takes every call's arguments at the same length: '' is an absent one.
-    while (args.length < BEGIN_ARGS) args.push("");
-    raw = await c.runBatches.begin.call(args);
-  } else {
-    raw = await c.run(scripts.beginRun, beginKeys(c.keys), args);
-  }
+  let end = args.length;
+  while (end > BEGIN_REQUIRED && args[end - 1] === "") end--;
+  args.length = end;
+  const raw = c.runBatches
+    ? await c.runBatches.begin.call(args)
+    : await c.run(scripts.beginRun, beginKeys(c.keys), [
+        retentionArg(c.retention),
+        c.eventsMaxLen,
+        ...args,
+      ]);
   return fromJson<BeginRunResult>(raw);
 }
 
@@ -60,21 +61,30 @@ export async function finishRun(
   outcome: RunOutcome,
   reapAfterMs = DEFAULT_REAP_AFTER_MS,
 ): Promise<FinishRunResult> {
-  const args = [
-    id,
-    String(attempt),
-    outcome.ok ? "1" : "0",
-    outcome.ok ? jsonArg(outcome.result) : "",
-    outcome.ok ? "" : JSON.stringify(outcome.error),
-    !outcome.ok && outcome.final ? "1" : "0",
-    retentionArg(c.retention),
-    c.eventsMaxLen,
-    outcome.ok ? "" : eventErrorArg(outcome.error),
-    watchArg(c, reapAfterMs),
-  ];
+  // The attempt's arguments (finishRun-7.lua's A[1..8]), trailing '' left out: a success
+  // without a result on Redis Streams sends three.
+  const args = [id, String(attempt), outcome.ok ? "1" : "0"];
+  const watch = watchArg(c, reapAfterMs);
+  if (outcome.ok) {
+    const result = jsonArg(outcome.result);
+    if (result !== "" || watch !== "") args.push(result);
+    if (watch !== "") args.push("", "", "", watch);
+  } else {
+    args.push(
+      "",
+      outcome.final ? "1" : "0",
+      JSON.stringify(outcome.error),
+      eventErrorArg(outcome.error),
+    );
+    if (watch !== "") args.push(watch);
+  }
   const raw = c.runBatches
     ? await c.runBatches.finish.call(args)
-    : await c.run(scripts.finishRun, finishKeys(c.keys), args);
+    : await c.run(scripts.finishRun, finishKeys(c.keys), [
+        retentionArg(c.retention),
+        c.eventsMaxLen,
+        ...args,
+      ]);
   if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "stale", job: null };
   expectNoCode("finishRun", raw);
   if (typeof raw === "string" && raw.startsWith('{"ok":')) {
@@ -100,8 +110,8 @@ function watchArg(c: RedisContext, reapAfterMs: number): string {
   return c.dispatch === "streams" ? "" : String(reapAfterMs);
 }
 
-/** Arguments of one `beginRun` (and of each delivery in a `beginRuns` batch). */
-const BEGIN_ARGS = 21;
+/** A delivery's arguments `beginRun` always takes (the spec and the lease); the rest may be left out. */
+const BEGIN_REQUIRED = 10;
 
 function beginKeys(k: Keys): string[] {
   return [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events];
@@ -111,23 +121,30 @@ function finishKeys(k: Keys): string[] {
   return [k.root, k.expiring, k.pending, k.metrics, k.events, k.outbox, k.outboxMsg];
 }
 
-/** `beginRun` and `finishRun` in groups (see `CallBatch`), run with `run` on `keys`. */
+/**
+ * `beginRun` and `finishRun` in groups (see `CallBatch`), run with `run` on `keys`. A call's
+ * arguments are a delivery's (an attempt's); the store's retention and events cap go once per
+ * script call, before them.
+ */
 export function runBatches(
   run: RedisContext["run"],
   keys: Keys,
+  retention: string,
+  eventsMaxLen: string,
 ): { begin: CallBatch; finish: CallBatch } {
   const begin = beginKeys(keys);
   const finish = finishKeys(keys);
+  const shared = [retention, eventsMaxLen];
   return {
     begin: new CallBatch(
       "beginRun",
-      (args) => run(scripts.beginRun, begin, args),
-      (args) => run(scripts.beginRuns, begin, args),
+      (args) => run(scripts.beginRun, begin, shared.concat(args)),
+      (args, width) => run(scripts.beginRuns, begin, [String(width)].concat(shared, args)),
     ),
     finish: new CallBatch(
       "finishRun",
-      (args) => run(scripts.finishRun, finish, args),
-      (args) => run(scripts.finishRuns, finish, args),
+      (args) => run(scripts.finishRun, finish, shared.concat(args)),
+      (args, width) => run(scripts.finishRuns, finish, [String(width)].concat(shared, args)),
     ),
   };
 }

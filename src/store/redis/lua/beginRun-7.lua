@@ -9,12 +9,12 @@
     overlap `skip` and another job of the schedule holds the schedule's run lease
                                                    -> the job is `skipped` (and retained) if it
                                                       never started (attempts 0), else busy
-    a concurrency limit (ARGV[16], ARGV[17]) whose slot set, once members whose lease ended are
+    a concurrency limit (D[15], D[16]) whose slot set, once members whose lease ended are
     dropped, holds `limit` other jobs     -> limited (not an attempt: the job is unchanged, no
                                              event; its outbox entry's recoverAt moves to
                                              now + reapAfterMs; t:limited), retryAfterMs until
                                              the earliest lease end (at least 250 ms)
-    a rate limit (ARGV[18..20]) whose window, once starts at or before now - period are dropped,
+    a rate limit (D[17..19]) whose window, once starts at or before now - period are dropped,
     holds `rate` starts                   -> limited likewise, retryAfterMs until enough starts
                                              leave the window (at least 250 ms); with both
                                              limits refusing, the longer wait. Neither limit
@@ -41,25 +41,26 @@
     KEYS[5] pending backlog
     KEYS[6] metrics
     KEYS[7] events
-    ARGV[1..9] the JobSpec (see include "spec")
-    ARGV[10] leaseMs
-    ARGV[11] retention: `jobMs maxJobs maxRuns` (see include "job")
-    ARGV[12] eventsMaxLen (0 = no events)
-    ARGV[13] reapAfterMs ('' = no watch, Redis Streams: the run removes the job's outbox
-             message instead of making it the attempt's watch, and `limited` defers nothing)
-    ARGV[14] delivery token id ('' = none): a token seen before is this delivery again (a replay,
-             or the request re-sent after its answer was lost): nothing written or counted, and
-             busy while the attempt it began still runs under its lease; busy again when it
-             was first told to wait (busy or limited: it has not run); else replayed
-    ARGV[15] delivery token expiry (ms)
-    ARGV[16] concurrency limit, 1..10000 ('' or absent = none)
-    ARGV[17] the limit key (the slot set is limitKey(root, key))
-    ARGV[18] rate limit, 1..100000 ('' or absent = none; ARGV[16], ARGV[17] are then '' for no
-             concurrency limit)
-    ARGV[19] the rate limit's period (ms)
-    ARGV[20] the rate key (the window is rateKey(root, key))
-    ARGV[21] the node that begins the run (its instanceId; '' or absent = none): stored as the
-             job's `node` (a previous attempt's node is dropped)
+    ARGV[1] retention: `jobMs maxJobs maxRuns` (see include "job")
+    ARGV[2] eventsMaxLen (0 = no events)
+    ARGV[3..] the delivery, D[i] = ARGV[2 + i] (beginRuns sends several of these); from D[11]
+    on, trailing '' may be left out (an absent one reads as ''):
+    D[1..9] the JobSpec (see include "spec")
+    D[10] leaseMs
+    D[11] reapAfterMs ('' = no watch, Redis Streams: the run removes the job's outbox message
+          instead of making it the attempt's watch, and `limited` defers nothing)
+    D[12] the node that begins the run (its instanceId; '' = none): stored as the job's `node`
+          (a previous attempt's node is dropped)
+    D[13] delivery token id ('' = none): a token seen before is this delivery again (a replay,
+          or the request re-sent after its answer was lost): nothing written or counted, and
+          busy while the attempt it began still runs under its lease; busy again when it was
+          first told to wait (busy or limited: it has not run); else replayed
+    D[14] delivery token expiry (ms)
+    D[15] concurrency limit, 1..10000 ('' = none)
+    D[16] the limit key (the slot set is limitKey(root, key))
+    D[17] rate limit, 1..100000 ('' = none)
+    D[18] the rate limit's period (ms)
+    D[19] the rate key (the window is rateKey(root, key))
   Output: JSON text
     {"kind":"run","attempt":n,"job":JobRecord} | {"kind":"final","job":JobRecord}
     {"kind":"busy","retryAfterMs":ms}          | {"kind":"skipped","job":JobRecord}
@@ -71,6 +72,6 @@
 --@include "begin"
 
 local m = newMetrics()
-local answer = beginRunAt(0, nowMs(), m)
+local answer = beginRunAt(2, #ARGV - 2, ARGV[1], numberOf(ARGV[2]), nowMs(), m)
 metricsFlush(KEYS[6], m)
 return answer

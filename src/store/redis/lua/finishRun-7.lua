@@ -7,7 +7,7 @@
   The attempt's watch (its outbox message, see beginRun) goes when the job is final; after a
   failure that will be retried it moves to now + reapAfterMs.
   A failure of a job with `cancelRequested` (cancelJob) -> `cancelled` (with the error), final
-  whatever ARGV[6] says: t:cancelled and `job.cancelled`, no failure counted.
+  whatever A[5] says: t:cancelled and `job.cancelled`, no failure counted.
   A final job releases its waiting dependents (include "deps", ADR 0014).
   Counts (handler duration, failure average, totals, gauges) and writes `job.succeeded`,
   `job.failed` or `job.dead`. Then sweeps up to 20 expired jobs from the listing indexes
@@ -20,16 +20,18 @@
     KEYS[5] events
     KEYS[6] outbox
     KEYS[7] outbox messages
-    ARGV[1] id
-    ARGV[2] attempt
-    ARGV[3] 1 success, 0 failure
-    ARGV[4] result JSON ('' = none), on success
-    ARGV[5] JobError JSON, on failure
-    ARGV[6] 1 final failure (-> dead), 0 will retry
-    ARGV[7] retention: `jobMs maxJobs maxRuns` (see include "job")
-    ARGV[8] eventsMaxLen (0 = no events)
-    ARGV[9] the event's error JSON ({name, message}), on failure
-    ARGV[10] reapAfterMs ('' = no watch, Redis Streams: nothing to remove or defer)
+    ARGV[1] retention: `jobMs maxJobs maxRuns` (see include "job")
+    ARGV[2] eventsMaxLen (0 = no events)
+    ARGV[3..] the attempt, A[i] = ARGV[2 + i] (finishRuns sends several of these); from A[4]
+    on, trailing '' may be left out (an absent one reads as ''):
+    A[1] id
+    A[2] attempt
+    A[3] 1 success, 0 failure
+    A[4] result JSON ('' = none), on success
+    A[5] 1 final failure (-> dead), else ('0' or '') it will be retried
+    A[6] JobError JSON, on failure
+    A[7] the event's error JSON ({name, message}), on failure
+    A[8] reapAfterMs ('' = no watch, Redis Streams: nothing to remove or defer)
   Output:
     JOB_NOT_FOUND (-2)
     JSON text   {"ok":JobRecord} recorded, or {"stale":JobRecord} not running as that attempt
@@ -40,7 +42,7 @@
 --@include "finish"
 
 local m = newMetrics()
-local answer, now = finishRunAt(0, nil, m)
+local answer, now = finishRunAt(2, #ARGV - 2, ARGV[1], numberOf(ARGV[2]), nil, m)
 metricsFlush(KEYS[4], m)
 if now then
   sweepExpired(KEYS[1], KEYS[2], now, 20)

@@ -7,7 +7,10 @@
   Input:
     KEYS[1] root, KEYS[2] expiring index, KEYS[3] pending backlog, KEYS[4] metrics,
     KEYS[5] events, KEYS[6] outbox, KEYS[7] outbox messages (as finishRun's)
-    ARGV: 10 arguments per attempt, each group finishRun's ARGV[1..10]
+    ARGV[1] n, how many arguments each attempt has
+    ARGV[2] retention, ARGV[3] eventsMaxLen (as finishRun's ARGV[1], ARGV[2])
+    ARGV[4..] n arguments per attempt, each group a finishRun attempt's A[1..n] ('' for an
+    absent one; an attempt's arguments past n read as '')
   Output: a list, one per attempt in order: finishRun's output (JOB_NOT_FOUND or JSON text), or
   `!` and the error text
 ]]
@@ -18,8 +21,9 @@
 --@include "finish"
 
 local now, m, answers, recorded = nowMs(), newMetrics(), {}, 0
-for a = 0, #ARGV - 10, 10 do
-  local ok, answer, used = pcall(finishRunAt, a, now, m)
+local n, retention, maxLen = tonumber(ARGV[1]), ARGV[2], numberOf(ARGV[3])
+for a = 3, #ARGV - n, n do
+  local ok, answer, used = pcall(finishRunAt, a, n, retention, maxLen, now, m)
   if not ok then
     answer = '!' .. errorText(answer)
   elseif used then

@@ -2,9 +2,12 @@
   Include "begin": beginRun's decision for one delivery (the script beginRun-7 documents it),
   shared by beginRun (one delivery) and beginRuns (several in one call, same KEYS).
 
-  beginRunAt(a, now, m)  The delivery whose arguments are ARGV[a + 1 .. a + 21] (beginRun's
-                         ARGV[1..21]), at `now`; its metrics go into the batch `m`, which the
-                         caller flushes. Answers beginRun's JSON text.
+  beginRunAt(a, n, retention, maxLen, now, m)
+                         The delivery whose arguments are ARGV[a + 1 .. a + n] (beginRun's
+                         delivery arguments; those past n read as ''), with the store's
+                         retention text and events cap (a number), at `now`; its metrics go into
+                         the batch `m`, which the caller flushes. Answers beginRun's JSON text.
+  deliveryArg(a, n, i)   The delivery's i-th argument, '' when absent (past n).
 ]]
 --@include "time"
 --@include "keys"
@@ -20,10 +23,16 @@
 -- before asking with a delivery of its own.
 local REPLAYED_WAIT_MS = 1000
 
-local function beginRunAt(a, now, m)
+local function deliveryArg(a, n, i)
+  if i > n then
+    return ''
+  end
+  return ARGV[a + i]
+end
+
+local function beginRunAt(a, n, retention, maxLen, now, m)
   local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
-  local maxLen = numberOf(ARGV[a + 12])
-  local token = ARGV[a + 14]
+  local token = deliveryArg(a, n, 13)
   local used = tokenUse(root, token)
   if used then
     -- Never a second run. If the attempt this delivery began still runs under its lease (its
@@ -43,7 +52,7 @@ local function beginRunAt(a, now, m)
   end
   -- Every answer records the token: a later use of it is recognised (and never runs).
   local function remember(value)
-    rememberToken(root, token, ARGV[a + 15], now, value)
+    rememberToken(root, token, deliveryArg(a, n, 14), now, value)
   end
   local id, key, job = jobFromArgv(root, a + 1)
   if not job then
@@ -83,13 +92,13 @@ local function beginRunAt(a, now, m)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
     releaseRun(root, key, id, job)
     removeMessages(KEYS[2], KEYS[3], { id })
-    retainJob(root, KEYS[4], id, job, now, ARGV[a + 11])
+    retainJob(root, KEYS[4], id, job, now, retention)
     mAdd(m, 't:cancelled', 1)
     emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
     if job.dependents then
       releaseDependents({ root = root, outbox = KEYS[2], messages = KEYS[3], pending = pending,
         expiring = KEYS[4], metrics = metrics, events = events, maxLen = maxLen,
-        retention = ARGV[a + 11], now = now }, id, false)
+        retention = retention, now = now }, id, false)
     end
     remember('-')
     return jobJson(job, '{"kind":"final","job":')
@@ -97,7 +106,7 @@ local function beginRunAt(a, now, m)
 
   local leaseMs = numberOf(ARGV[a + 10])
   -- '' (Redis Streams): no outbox watch over the attempt (docs/adr/0033-no-watch-on-streams.md).
-  local reapAfterMs = numberOf(ARGV[a + 13])
+  local reapAfterMs = numberOf(deliveryArg(a, n, 11))
   local running
   if job.overlap == 'skip' and job.scheduleId then
     running = scheduleRunningKey(root, job.scheduleId)
@@ -113,7 +122,7 @@ local function beginRunAt(a, now, m)
       job.status, job.finishedAt = 'skipped', int(now)
       redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
       releaseRun(root, key, id, job)
-      retainJob(root, KEYS[4], id, job, now, ARGV[a + 11])
+      retainJob(root, KEYS[4], id, job, now, retention)
       mAdd(m, 't:skipped', 1)
       emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
       remember('-')
@@ -122,9 +131,9 @@ local function beginRunAt(a, now, m)
   end
 
   -- The concurrency limit: a slot per running job of the key, held until its lease ends.
-  local limit, slots, waitMs = tonumber(ARGV[a + 16] or ''), nil, nil
+  local limit, slots, waitMs = tonumber(deliveryArg(a, n, 15)), nil, nil
   if limit then
-    slots = limitKey(root, ARGV[a + 17])
+    slots = limitKey(root, deliveryArg(a, n, 16))
     redis.call('ZREMRANGEBYSCORE', slots, '-inf', int(now))
     if not redis.call('ZSCORE', slots, id) and redis.call('ZCARD', slots) >= limit then
       local first = redis.call('ZRANGE', slots, 0, 0, 'WITHSCORES')
@@ -133,10 +142,10 @@ local function beginRunAt(a, now, m)
   end
   -- The rate limit: the starts of the key's runs in the last period. Judged even when the slot
   -- refused (the answer waits for both); neither limit takes anything unless both admit.
-  local rate, window, period = tonumber(ARGV[a + 18] or ''), nil, nil
+  local rate, window, period = tonumber(deliveryArg(a, n, 17)), nil, nil
   if rate then
-    period = tonumber(ARGV[a + 19])
-    window = rateKey(root, ARGV[a + 20])
+    period = tonumber(deliveryArg(a, n, 18))
+    window = rateKey(root, deliveryArg(a, n, 19))
     redis.call('ZREMRANGEBYSCORE', window, '-inf', int(now - period))
     local count = redis.call('ZCARD', window)
     if count >= rate then
@@ -173,7 +182,7 @@ local function beginRunAt(a, now, m)
     redis.call('ZADD', slots, leaseEnd, id)
     fields[#fields + 1], fields[#fields + 2] = 'slot', slots
   end
-  local node, before = ARGV[a + 21] or '', job.node
+  local node, before = deliveryArg(a, n, 12), job.node
   if node ~= '' then
     fields[#fields + 1], fields[#fields + 2] = 'node', node
     job.node = node

@@ -3,11 +3,13 @@
   documents it), shared by finishRun (one attempt) and finishRuns (several in one call, same
   KEYS).
 
-  finishRunAt(a, now, m)  The attempt whose arguments are ARGV[a + 1 .. a + 10] (finishRun's
-                          ARGV[1..10]); `now` is read when nil and only when the attempt is
-                          recorded. Its metrics go into the batch `m`, which the caller
-                          flushes. Answers finishRun's output and, when recorded, the time it
-                          used (the caller sweeps expired jobs then).
+  finishRunAt(a, n, retention, maxLen, now, m)
+                          The attempt whose arguments are ARGV[a + 1 .. a + n] (finishRun's
+                          attempt arguments; those past n read as ''), with the store's retention
+                          text and events cap (a number); `now` is read when nil and only when
+                          the attempt is recorded. Its metrics go into the batch `m`, which the
+                          caller flushes. Answers finishRun's output and, when recorded, the time
+                          it used (the caller sweeps expired jobs then).
 ]]
 --@include "time"
 --@include "keys"
@@ -19,7 +21,15 @@
 --@include "events"
 --@include "deps"
 
-local function finishRunAt(a, now, m)
+-- The attempt's i-th argument, '' when absent (past n).
+local function attemptArg(a, n, i)
+  if i > n then
+    return ''
+  end
+  return ARGV[a + i]
+end
+
+local function finishRunAt(a, n, retention, maxLen, now, m)
   local root, expiring = KEYS[1], KEYS[2]
   local pending, metrics, events = KEYS[3], KEYS[4], KEYS[5]
   local id = ARGV[a + 1]
@@ -35,19 +45,21 @@ local function finishRunAt(a, now, m)
   now = now or nowMs()
   -- reapAfterMs '' (Redis Streams): the attempt has no watch to remove or defer (begin-run
   -- removed the job's message).
-  local watched = ARGV[a + 10] ~= ''
+  local reapAfterMs = attemptArg(a, n, 8)
+  local watched = reapAfterMs ~= ''
   releaseRun(root, key, id, job)
   job.finishedAt = int(now)
   mAdd(m, 'g:running', -1)
   mObserve(m, 'dur', math.max(0, now - tonumber(job.startedAt or now)))
   local event
   local released -- nil: no dependents to release; true / false: released as a success / failure
-  if ARGV[a + 3] ~= '1' and job.cancelRequested then
+  local ok = ARGV[a + 3] == '1'
+  if not ok and job.cancelRequested then
     -- Asked to stop (cancelJob): cancelled, not a failure, never retried.
     mAdd(m, 't:cancelled', 1)
-    job.status, job.error = 'cancelled', ARGV[a + 5]
+    job.status, job.error = 'cancelled', attemptArg(a, n, 6)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
-    retainJob(root, expiring, id, job, now, ARGV[a + 7])
+    retainJob(root, expiring, id, job, now, retention)
     if watched then
       removeMessages(KEYS[6], KEYS[7], { id })
     end
@@ -55,7 +67,7 @@ local function finishRunAt(a, now, m)
     if job.dependents then
       released = false
     end
-  elseif ARGV[a + 3] == '1' then
+  elseif ok then
     mAverage(m, 'avg:fail', 0)
     mAdd(m, 't:succeeded', 1)
     local hadError = job.error
@@ -63,8 +75,9 @@ local function finishRunAt(a, now, m)
     if hadError then
       redis.call('HDEL', key, 'error')
     end
-    if ARGV[a + 4] ~= '' then
-      job.result = ARGV[a + 4]
+    local result = attemptArg(a, n, 4)
+    if result ~= '' then
+      job.result = result
       redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'result', job.result)
     else
       if job.result then
@@ -73,7 +86,7 @@ local function finishRunAt(a, now, m)
       job.result = nil
       redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
     end
-    retainJob(root, expiring, id, job, now, ARGV[a + 7])
+    retainJob(root, expiring, id, job, now, retention)
     if watched then
       removeMessages(KEYS[6], KEYS[7], { id })
     end
@@ -84,13 +97,13 @@ local function finishRunAt(a, now, m)
   else
     mAverage(m, 'avg:fail', 1)
     mAdd(m, 't:failed', 1)
-    job.error = ARGV[a + 5]
-    job.status = ARGV[a + 6] == '1' and 'dead' or 'failed'
+    job.error = attemptArg(a, n, 6)
+    job.status = attemptArg(a, n, 5) == '1' and 'dead' or 'failed'
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
     if job.status == 'dead' then
       mAdd(m, 't:dead', 1)
       redis.call('ZADD', dlqKey(root, jobTenant(job)), int(now), id)
-      retainJob(root, expiring, id, job, now, ARGV[a + 7])
+      retainJob(root, expiring, id, job, now, retention)
       if watched then
         removeMessages(KEYS[6], KEYS[7], { id })
       end
@@ -101,17 +114,17 @@ local function finishRunAt(a, now, m)
       mAdd(m, 'g:failed', 1)
       redis.call('ZADD', pending, int(now), id)
       if watched then
-        deferWatch(KEYS[6], id, int(now + tonumber(ARGV[a + 10])))
+        deferWatch(KEYS[6], id, int(now + tonumber(reapAfterMs)))
       end
     end
     event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
-      .. ',"error":' .. ARGV[a + 9])
+      .. ',"error":' .. attemptArg(a, n, 7))
   end
-  emitEvent(events, numberOf(ARGV[a + 8]), event)
+  emitEvent(events, maxLen, event)
   if released ~= nil then
     releaseDependents({ root = root, outbox = KEYS[6], messages = KEYS[7], pending = pending,
-      expiring = expiring, metrics = metrics, events = events, maxLen = numberOf(ARGV[a + 8]),
-      retention = ARGV[a + 7], now = now }, id, released)
+      expiring = expiring, metrics = metrics, events = events, maxLen = maxLen,
+      retention = retention, now = now }, id, released)
   end
 
   return jobJson(job, '{"ok":'), now
