@@ -10,6 +10,7 @@
 import { ValidationError } from "../../core/errors.ts";
 import type { DeliveryToken, JobError, JobSpec, NewJob, ScheduleRecord } from "../../core/model.ts";
 import type {
+  Admission,
   DegradationLevel,
   DegradationPolicy,
   DegradationState,
@@ -148,6 +149,25 @@ export function policyArg(policy: DegradationPolicy | undefined): string {
     argTexts.set(policy, text);
   }
   return text;
+}
+
+/** A submit's degradation settings as the `settings` include parses them (`''` = no policy). */
+export function admissionArg(degradation: Admission["degradation"]): string {
+  if (!degradation) return "";
+  if (degradation.local !== undefined) return admissionText(degradation);
+  let text = admissionTexts.get(degradation);
+  if (text === undefined) {
+    text = admissionText(degradation);
+    admissionTexts.set(degradation, text);
+  }
+  return text;
+}
+
+/** Texts of degradation settings already made (the same object every submit of an engine). */
+const admissionTexts = new WeakMap<object, string>();
+
+function admissionText(d: NonNullable<Admission["degradation"]>): string {
+  return `${d.degradedDelayMs} ${d.critical} ${d.criticalDelayMs} ${d.retryAfterMs} ${d.evaluateEveryMs ?? 0};${policyArg(d)}`;
 }
 
 function policyText(policy: DegradationPolicy): string {

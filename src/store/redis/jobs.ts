@@ -28,6 +28,7 @@ import type {
 } from "../port.ts";
 import { WEBHOOK_HISTORY } from "../port.ts";
 import {
+  admissionArg,
   cursorArgs,
   errorCodeOf,
   fromJson,
@@ -35,7 +36,6 @@ import {
   limitArg,
   luaJson,
   optionalArg,
-  policyArg,
   quotaArgs,
   type RawPage,
   retentionArg,
@@ -48,7 +48,19 @@ import { ErrorCode } from "./errors.ts";
 import { scripts } from "./scripts.generated.ts";
 
 /** How many leading arguments of submitJob are always sent; the rest may be left out. */
-const OPTIONAL_FROM = 17;
+const OPTIONAL_FROM = 10;
+
+/** Each store's settings as `submitJob` takes them (one text, the same on every submit). */
+const storeSettingTexts = new WeakMap<RedisContext, string>();
+
+function storeSettingsArg(c: RedisContext): string {
+  let text = storeSettingTexts.get(c);
+  if (text === undefined) {
+    text = `${c.eventsMaxLen} ${c.dispatch === "streams" ? "streams" : "outbox"} ${retentionArg(c.retention)}`;
+    storeSettingTexts.set(c, text);
+  }
+  return text;
+}
 
 /**
  * The `job.created` event after its `"at"` member (the script knows the time): the job's id,
@@ -78,7 +90,6 @@ export async function submitJob(
   // at least as long (keepUntil).
   const keyMs = Math.max(c.retention.idempotencyMs, timing.idempotencyMs ?? 0);
   const data = jobData(job);
-  const degradation = admission?.degradation;
   const args = [
     job.id,
     data,
@@ -87,15 +98,8 @@ export async function submitJob(
     String(timing.recoverGraceMs),
     job.tenant,
     job.handler,
-    c.eventsMaxLen,
-    c.dispatch === "streams" ? "streams" : "",
-    retentionArg(c.retention),
-    policyArg(degradation),
-    String(degradation?.degradedDelayMs ?? 0),
-    degradation?.critical ?? "reject",
-    String(degradation?.criticalDelayMs ?? 0),
-    String(degradation?.retryAfterMs ?? 0),
-    String(degradation?.evaluateEveryMs ?? 0),
+    storeSettingsArg(c),
+    admissionArg(admission?.degradation),
     createdEventTail(job, timing.webhook),
     // From here on the script reads an absent argument as '': trailing empty ones are left out.
     job.idempotencyKey ?? "",

@@ -5,7 +5,7 @@
      job's tenant listing (ZADD NX, the listing write a submit makes anyway; a refusal below
      removes it) or, with an idempotency key, by the key naming this job.
   1. If the tenant's idempotency key is known (and its job still exists) returns that job and
-     writes nothing (nothing evaluated, nothing counted) but, for a webhook (ARGV[28]), its
+     writes nothing (nothing evaluated, nothing counted) but, for a webhook (ARGV[21]), its
      `replayed` counter and history entry.
   2. With a degradation policy: evaluates the controller (its state is kept even if the submit
      is refused), then degraded → runAt += degradedDelayMs; critical → denied (reject) or
@@ -31,39 +31,37 @@
     ARGV[5] recoverGraceMs
     ARGV[6] tenant
     ARGV[7] handler
-    ARGV[8] eventsMaxLen (0 = no events)
-    ARGV[9] dispatch: '' = the outbox (a queue publishes it); 'streams' = straight onto the
-             Redis Streams queue (include "streams"): no outbox entry, nothing to publish
-    ARGV[10] retention: `jobMs maxJobs maxRuns` (a job whose dependency already failed is
-             stored `cancelled`)
-    ARGV[11] degradation policy ('' = none; see include "degrade")
-    ARGV[12] degradedDelayMs
-    ARGV[13] critical action: reject | delay
-    ARGV[14] criticalDelayMs
-    ARGV[15] retryAfterMs of a critical rejection
-    ARGV[16] reuse the stored degradation level when evaluated less than this long ago (ms; 0 =
-             evaluate on every submit)
-    ARGV[17] the `job.created` event after its "at" member, closing brace included:
+    ARGV[8] the store's settings: `eventsMaxLen dispatch jobMs maxJobs maxRuns` (include
+            "settings"). eventsMaxLen 0 = no events; dispatch `outbox` (a queue publishes the
+            job) or `streams` (straight onto the Redis Streams queue, include "streams": no
+            outbox entry, nothing to publish); retention `jobMs maxJobs maxRuns` (a job whose
+            dependency already failed is stored `cancelled`)
+    ARGV[9] the degradation settings ('' = no policy): `degradedDelayMs criticalAction
+            criticalDelayMs retryAfterMs evaluateEveryMs;policy` (include "settings"): the
+            critical action `reject` or `delay`; retryAfterMs of a critical rejection; the
+            stored level is reused when evaluated less than evaluateEveryMs ago (0 = evaluate
+            on every submit); the policy as include "degrade" parses it
+    ARGV[10] the `job.created` event after its "at" member, closing brace included:
              `,"jobId":…,"handler":…,"tenant":…` (then "scheduleId", "webhook" when set)
   The rest may be left out when empty (absent reads as ''):
-    ARGV[18] idempotency key ('' = none)
-    ARGV[19] idempotencyMs
-    ARGV[20] scheduleId ('' = none)
-    ARGV[21] overlap ('' = none)
-    ARGV[22] fireAt ('' = none; the runs index score, else runAt)
-    ARGV[23] quota key ('' = none)
-    ARGV[24] quota windows (`windowMs limit ...`)
-    ARGV[25] dependencies: job ids separated by spaces ('' = none; include "deps", ADR 0014)
-    ARGV[26] onFailure: 'run' or '' (cancel)
-    ARGV[27] keep: '' or ms — the job's key has a TTL of its own (a webhook's sender's retry
+    ARGV[11] idempotency key ('' = none)
+    ARGV[12] idempotencyMs
+    ARGV[13] scheduleId ('' = none)
+    ARGV[14] overlap ('' = none)
+    ARGV[15] fireAt ('' = none; the runs index score, else runAt)
+    ARGV[16] quota key ('' = none)
+    ARGV[17] quota windows (`windowMs limit ...`)
+    ARGV[18] dependencies: job ids separated by spaces ('' = none; include "deps", ADR 0014)
+    ARGV[19] onFailure: 'run' or '' (cancel)
+    ARGV[20] keep: '' or ms — the job's key has a TTL of its own (a webhook's sender's retry
              window, however it compares with the store's): the job hash gets
              `keepUntil = now + ms`, which retention honours (include "job": retainJob,
              dropFinished)
-    ARGV[28] webhook endpoint ('' = none): count `accepted` (or `replayed`, on a replay) in
+    ARGV[21] webhook endpoint ('' = none): count `accepted` (or `replayed`, on a replay) in
              `<root>:hooks`, push the delivery onto `<root>:hook:<n>:<endpoint>` (capped), and
              add `"webhook"` to job.created
-    ARGV[29] the webhook's event id ('' = none)
-    ARGV[30] how many deliveries the endpoint's history keeps (WEBHOOK_HISTORY,
+    ARGV[22] the webhook's event id ('' = none)
+    ARGV[23] how many deliveries the endpoint's history keeps (WEBHOOK_HISTORY,
              src/store/port/webhooks.ts; '' without a webhook)
   With dependencies, after the replay check: an id that names no job of the tenant ->
   {"unknown":[ids]}, nothing written. All succeeded (or failed, with onFailure 'run') -> an
@@ -89,33 +87,35 @@
 --@include "quota"
 --@include "streams"
 --@include "deps"
+--@include "settings"
 
 local root, outbox = KEYS[1], KEYS[2]
 local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
 local id = ARGV[1]
-local maxLen = numberOf(ARGV[8])
+local settings = storeSettings(ARGV[8])
+local maxLen = settings.maxLen
 local now = nowMs()
 
 -- A webhook delivery: counted and listed in the endpoint's history (written or replayed).
-local hook = ARGV[28] or ''
+local hook = ARGV[21] or ''
 local function recordHook(outcome, jobId)
   if hook == '' then
     return
   end
   redis.call('HINCRBY', hookCountsKey(root), outcome .. ':' .. hook, '1')
   local entry = '{"at":' .. int(now)
-  if ARGV[29] ~= '' then
-    entry = entry .. ',"eventId":' .. jsonString(ARGV[29])
+  if ARGV[22] ~= '' then
+    entry = entry .. ',"eventId":' .. jsonString(ARGV[22])
   end
   local log = hookLogKey(root, hook)
   redis.call('LPUSH', log, entry .. ',"outcome":"' .. outcome .. '","jobId":' .. jsonString(jobId)
     .. '}')
-  redis.call('LTRIM', log, 0, tonumber(ARGV[30]) - 1)
+  redis.call('LTRIM', log, 0, tonumber(ARGV[23]) - 1)
 end
 
 local idemKey
-if (ARGV[18] or '') ~= '' then
-  idemKey = idempotencyKey(root, ARGV[6], ARGV[18])
+if (ARGV[11] or '') ~= '' then
+  idemKey = idempotencyKey(root, ARGV[6], ARGV[11])
   local firstId = redis.call('GET', idemKey)
   local again = firstId == id and submittedBefore(root, id)
   if again then
@@ -141,16 +141,16 @@ local function refuse(answer)
 end
 
 local unfinished, depFailed = {}, false
-if (ARGV[25] or '') ~= '' then
+if (ARGV[18] or '') ~= '' then
   local unknown = {}
-  for dep in string.gmatch(ARGV[25], '%S+') do
+  for dep in string.gmatch(ARGV[18], '%S+') do
     local f = redis.call('HMGET', jobKey(root, dep), 'status', 'tenant')
     if not f[1] or (f[2] or 'default') ~= ARGV[6] then
       unknown[#unknown + 1] = jsonString(dep)
     elseif f[1] == 'succeeded' then
       -- satisfied
     elseif FINAL_STATUSES[f[1]] then
-      depFailed = depFailed or ARGV[26] ~= 'run'
+      depFailed = depFailed or ARGV[19] ~= 'run'
     else
       unfinished[#unfinished + 1] = dep
     end
@@ -167,30 +167,31 @@ end
 
 local extra = {}
 local known
-if ARGV[11] ~= '' then
-  local level = storedLevel(KEYS[7], now, numberOf(ARGV[16]) or 0)
+local admission = admissionSettings(ARGV[9])
+if admission then
+  local level = storedLevel(KEYS[7], now, admission.everyMs)
   if not level then
     known = metricsLoad(metrics, { 'avg:lag', 'avg:fail' })
     local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
-    level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[11]), depth,
+    level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(admission.policy), depth,
       known['avg:lag'], known['avg:fail'], now)
   end
   local delayed = 0
   if level == 'degraded' then
-    delayed = tonumber(ARGV[12])
+    delayed = admission.degradedDelayMs
   elseif level == 'critical' then
-    if ARGV[13] == 'reject' then
+    if admission.reject then
       return refuse('{"denied":{"kind":"overloaded","level":"critical","retryAfterMs":'
-        .. num(tonumber(ARGV[15])) .. '}}')
+        .. num(admission.retryAfterMs) .. '}}')
     end
-    delayed = tonumber(ARGV[14])
+    delayed = admission.criticalDelayMs
   end
   runAt = runAt + delayed
   extra[#extra + 1] = '"degradation":{"level":"' .. level .. '","delayedMs":' .. num(delayed) .. '}'
 end
 
-if (ARGV[23] or '') ~= '' then
-  local admitted, state = checkQuota(quotaKey(root, ARGV[23]), parseWindows(ARGV[24]), now)
+if (ARGV[16] or '') ~= '' then
+  local admitted, state = checkQuota(quotaKey(root, ARGV[16]), parseWindows(ARGV[17]), now)
   if not admitted then
     return refuse('{"denied":{"kind":"quota","quota":' .. state .. '}}')
   end
@@ -199,19 +200,19 @@ end
 
 local job = { data = ARGV[2], createdAt = int(now), runAt = int(runAt), handler = ARGV[7],
   tenant = ARGV[6] }
-if (ARGV[20] or '') ~= '' then
-  job.scheduleId = ARGV[20]
+if (ARGV[13] or '') ~= '' then
+  job.scheduleId = ARGV[13]
 end
-if (ARGV[21] or '') ~= '' then
-  job.overlap = ARGV[21]
+if (ARGV[14] or '') ~= '' then
+  job.overlap = ARGV[14]
 end
 local runsScore = job.runAt
-if (ARGV[22] or '') ~= '' then
-  runsScore = ARGV[22]
+if (ARGV[15] or '') ~= '' then
+  runsScore = ARGV[15]
 end
 createJob(root, id, job, runsScore, true)
-if (ARGV[27] or '') ~= '' then
-  job.keepUntil = int(now + tonumber(ARGV[27]))
+if (ARGV[20] or '') ~= '' then
+  job.keepUntil = int(now + tonumber(ARGV[20]))
   redis.call('HSET', jobKey(root, id), 'keepUntil', job.keepUntil)
 end
 recordHook('accepted', id)
@@ -221,16 +222,16 @@ if depFailed or #unfinished > 0 then
   if depFailed then
     job.status, job.finishedAt = 'cancelled', int(now)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
-    retainJob(root, root .. ':expiring', id, job, now, ARGV[10])
+    retainJob(root, root .. ':expiring', id, job, now, settings.retention)
     redis.call('HINCRBY', metrics, 't:cancelled', '1')
     extra[#extra + 1] = '"status":"cancelled","finishedAt":' .. job.finishedAt
   else
     job.status = 'waiting'
     local fields = { 'status', 'waiting', 'waits', #unfinished }
-    if ARGV[26] == 'run' then
+    if ARGV[19] == 'run' then
       fields[#fields + 1], fields[#fields + 2] = 'onFailure', 'run'
     end
-    if ARGV[9] == 'streams' then
+    if settings.streams then
       fields[#fields + 1], fields[#fields + 2] = 'dispatch', 'streams'
     end
     redis.call('HSET', key, unpack(fields))
@@ -242,10 +243,10 @@ if depFailed or #unfinished > 0 then
     extra[#extra + 1] = '"status":"waiting"'
   end
   if idemKey then
-    redis.call('SET', idemKey, id, 'PX', ARGV[19])
+    redis.call('SET', idemKey, id, 'PX', ARGV[12])
   end
   redis.call('HINCRBY', metrics, 't:submitted', '1')
-  emitEvent(events, maxLen, '{"type":"job.created","at":' .. int(now) .. ARGV[17])
+  emitEvent(events, maxLen, '{"type":"job.created","at":' .. int(now) .. ARGV[10])
   if job.status == 'cancelled' then
     emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
   end
@@ -253,7 +254,7 @@ if depFailed or #unfinished > 0 then
     .. table.concat(extra, ',') .. '}'
 end
 
-if ARGV[9] == 'streams' then
+if settings.streams then
   -- runAt as a number without reading job.runAt back (a fraction was rounded into the text).
   streamDispatch(root, id, specJson(job), 0, runAt == math.floor(runAt) and runAt or tonumber(job.runAt),
     now)
@@ -263,7 +264,7 @@ else
 end
 
 if idemKey then
-  redis.call('SET', idemKey, id, 'PX', ARGV[19])
+  redis.call('SET', idemKey, id, 'PX', ARGV[12])
 end
 
 -- Two increments: HINCRBY each (what metricsFlush would write, without building a batch).
@@ -271,7 +272,7 @@ redis.call('HINCRBY', metrics, 't:submitted', '1')
 if redis.call('ZADD', pending, job.runAt, id) == 1 then
   redis.call('HINCRBY', metrics, 'g:queued', '1')
 end
-emitEvent(events, maxLen, '{"type":"job.created","at":' .. int(now) .. ARGV[17])
+emitEvent(events, maxLen, '{"type":"job.created","at":' .. int(now) .. ARGV[10])
 
 local out = '{"createdAt":' .. job.createdAt .. ',"runAt":' .. job.runAt
 if #extra > 0 then
