@@ -139,32 +139,34 @@ const argTexts = new WeakMap<object, string>();
 
 /** A DegradationPolicy as the one argument the `degrade` include parses (`''` = none). */
 export function policyArg(policy: DegradationPolicy | undefined): string {
-  if (!policy) return "";
-  // An engine passes its one policy object on every submit; with local signals (sampled per
-  // submit) it is a new object each time and is not remembered.
-  if (policy.local !== undefined) return policyText(policy);
-  let text = argTexts.get(policy);
-  if (text === undefined) {
-    text = policyText(policy);
-    argTexts.set(policy, text);
-  }
-  return text;
+  return policy ? rememberedText(argTexts, policy, policyText) : "";
 }
 
 /** A submit's degradation settings as the `settings` include parses them (`''` = no policy). */
 export function admissionArg(degradation: Admission["degradation"]): string {
-  if (!degradation) return "";
-  if (degradation.local !== undefined) return admissionText(degradation);
-  let text = admissionTexts.get(degradation);
-  if (text === undefined) {
-    text = admissionText(degradation);
-    admissionTexts.set(degradation, text);
-  }
-  return text;
+  return degradation ? rememberedText(admissionTexts, degradation, admissionText) : "";
 }
 
 /** Texts of degradation settings already made (the same object every submit of an engine). */
 const admissionTexts = new WeakMap<object, string>();
+
+/**
+ * `make(policy)`, remembered in `texts`: an engine passes its one policy object on every submit.
+ * With local signals (sampled per submit) it is a new object each time and is not remembered.
+ */
+function rememberedText<P extends DegradationPolicy>(
+  texts: WeakMap<object, string>,
+  policy: P,
+  make: (policy: P) => string,
+): string {
+  if (policy.local !== undefined) return make(policy);
+  let text = texts.get(policy);
+  if (text === undefined) {
+    text = make(policy);
+    texts.set(policy, text);
+  }
+  return text;
+}
 
 function admissionText(d: NonNullable<Admission["degradation"]>): string {
   return `${d.degradedDelayMs} ${d.critical} ${d.criticalDelayMs} ${d.retryAfterMs} ${d.evaluateEveryMs ?? 0};${policyArg(d)}`;

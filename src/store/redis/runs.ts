@@ -46,11 +46,7 @@ export async function beginRun(
   args.length = end;
   const raw = c.runBatches
     ? await c.runBatches.begin.call(args)
-    : await c.run(scripts.beginRun, beginKeys(c.keys), [
-        retentionArg(c.retention),
-        c.eventsMaxLen,
-        ...args,
-      ]);
+    : await c.run(scripts.beginRun, beginKeys(c.keys), withStoreSettings(c, args));
   return fromJson<BeginRunResult>(raw);
 }
 
@@ -80,11 +76,7 @@ export async function finishRun(
   }
   const raw = c.runBatches
     ? await c.runBatches.finish.call(args)
-    : await c.run(scripts.finishRun, finishKeys(c.keys), [
-        retentionArg(c.retention),
-        c.eventsMaxLen,
-        ...args,
-      ]);
+    : await c.run(scripts.finishRun, finishKeys(c.keys), withStoreSettings(c, args));
   if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "stale", job: null };
   expectNoCode("finishRun", raw);
   if (typeof raw === "string" && raw.startsWith('{"ok":')) {
@@ -112,6 +104,11 @@ function watchArg(c: RedisContext, reapAfterMs: number): string {
 
 /** A delivery's arguments `beginRun` always takes (the spec and the lease); the rest may be left out. */
 const BEGIN_REQUIRED = 10;
+
+/** A single `beginRun` / `finishRun` call's arguments: the store's retention and events cap first. */
+function withStoreSettings(c: RedisContext, args: string[]): string[] {
+  return [retentionArg(c.retention), c.eventsMaxLen, ...args];
+}
 
 function beginKeys(k: Keys): string[] {
   return [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events];

@@ -7,9 +7,9 @@
                          delivery arguments; those past n read as ''), with the store's
                          retention text and events cap (a number), at `now`; its metrics go into
                          the batch `m`, which the caller flushes. Answers beginRun's JSON text.
-  deliveryArg(a, n, i)   The delivery's i-th argument, '' when absent (past n).
 ]]
 --@include "time"
+--@include "args"
 --@include "keys"
 --@include "json"
 --@include "outbox"
@@ -23,16 +23,9 @@
 -- before asking with a delivery of its own.
 local REPLAYED_WAIT_MS = 1000
 
-local function deliveryArg(a, n, i)
-  if i > n then
-    return ''
-  end
-  return ARGV[a + i]
-end
-
 local function beginRunAt(a, n, retention, maxLen, now, m)
   local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
-  local token = deliveryArg(a, n, 13)
+  local token = argAt(a, n, 13)
   local used = tokenUse(root, token)
   if used then
     -- Never a second run. If the attempt this delivery began still runs under its lease (its
@@ -52,7 +45,7 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   end
   -- Every answer records the token: a later use of it is recognised (and never runs).
   local function remember(value)
-    rememberToken(root, token, deliveryArg(a, n, 14), now, value)
+    rememberToken(root, token, argAt(a, n, 14), now, value)
   end
   local id, key, job = jobFromArgv(root, a + 1)
   if not job then
@@ -106,7 +99,7 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
 
   local leaseMs = numberOf(ARGV[a + 10])
   -- '' (Redis Streams): no outbox watch over the attempt (docs/adr/0033-no-watch-on-streams.md).
-  local reapAfterMs = numberOf(deliveryArg(a, n, 11))
+  local reapAfterMs = numberOf(argAt(a, n, 11))
   local running
   if job.overlap == 'skip' and job.scheduleId then
     running = scheduleRunningKey(root, job.scheduleId)
@@ -131,9 +124,9 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   end
 
   -- The concurrency limit: a slot per running job of the key, held until its lease ends.
-  local limit, slots, waitMs = tonumber(deliveryArg(a, n, 15)), nil, nil
+  local limit, slots, waitMs = tonumber(argAt(a, n, 15)), nil, nil
   if limit then
-    slots = limitKey(root, deliveryArg(a, n, 16))
+    slots = limitKey(root, argAt(a, n, 16))
     redis.call('ZREMRANGEBYSCORE', slots, '-inf', int(now))
     if not redis.call('ZSCORE', slots, id) and redis.call('ZCARD', slots) >= limit then
       local first = redis.call('ZRANGE', slots, 0, 0, 'WITHSCORES')
@@ -142,10 +135,10 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   end
   -- The rate limit: the starts of the key's runs in the last period. Judged even when the slot
   -- refused (the answer waits for both); neither limit takes anything unless both admit.
-  local rate, window, period = tonumber(deliveryArg(a, n, 17)), nil, nil
+  local rate, window, period = tonumber(argAt(a, n, 17)), nil, nil
   if rate then
-    period = tonumber(deliveryArg(a, n, 18))
-    window = rateKey(root, deliveryArg(a, n, 19))
+    period = tonumber(argAt(a, n, 18))
+    window = rateKey(root, argAt(a, n, 19))
     redis.call('ZREMRANGEBYSCORE', window, '-inf', int(now - period))
     local count = redis.call('ZCARD', window)
     if count >= rate then
@@ -182,7 +175,7 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
     redis.call('ZADD', slots, leaseEnd, id)
     fields[#fields + 1], fields[#fields + 2] = 'slot', slots
   end
-  local node, before = deliveryArg(a, n, 12), job.node
+  local node, before = argAt(a, n, 12), job.node
   if node ~= '' then
     fields[#fields + 1], fields[#fields + 2] = 'node', node
     job.node = node

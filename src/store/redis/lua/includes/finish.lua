@@ -12,6 +12,7 @@
                           it used (the caller sweeps expired jobs then).
 ]]
 --@include "time"
+--@include "args"
 --@include "keys"
 --@include "json"
 --@include "errors"
@@ -20,14 +21,6 @@
 --@include "metrics"
 --@include "events"
 --@include "deps"
-
--- The attempt's i-th argument, '' when absent (past n).
-local function attemptArg(a, n, i)
-  if i > n then
-    return ''
-  end
-  return ARGV[a + i]
-end
 
 local function finishRunAt(a, n, retention, maxLen, now, m)
   local root, expiring = KEYS[1], KEYS[2]
@@ -45,7 +38,7 @@ local function finishRunAt(a, n, retention, maxLen, now, m)
   now = now or nowMs()
   -- reapAfterMs '' (Redis Streams): the attempt has no watch to remove or defer (begin-run
   -- removed the job's message).
-  local reapAfterMs = attemptArg(a, n, 8)
+  local reapAfterMs = argAt(a, n, 8)
   local watched = reapAfterMs ~= ''
   releaseRun(root, key, id, job)
   job.finishedAt = int(now)
@@ -57,7 +50,7 @@ local function finishRunAt(a, n, retention, maxLen, now, m)
   if not ok and job.cancelRequested then
     -- Asked to stop (cancelJob): cancelled, not a failure, never retried.
     mAdd(m, 't:cancelled', 1)
-    job.status, job.error = 'cancelled', attemptArg(a, n, 6)
+    job.status, job.error = 'cancelled', argAt(a, n, 6)
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
     retainJob(root, expiring, id, job, now, retention)
     if watched then
@@ -75,7 +68,7 @@ local function finishRunAt(a, n, retention, maxLen, now, m)
     if hadError then
       redis.call('HDEL', key, 'error')
     end
-    local result = attemptArg(a, n, 4)
+    local result = argAt(a, n, 4)
     if result ~= '' then
       job.result = result
       redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'result', job.result)
@@ -97,8 +90,8 @@ local function finishRunAt(a, n, retention, maxLen, now, m)
   else
     mAverage(m, 'avg:fail', 1)
     mAdd(m, 't:failed', 1)
-    job.error = attemptArg(a, n, 6)
-    job.status = attemptArg(a, n, 5) == '1' and 'dead' or 'failed'
+    job.error = argAt(a, n, 6)
+    job.status = argAt(a, n, 5) == '1' and 'dead' or 'failed'
     redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt, 'error', job.error)
     if job.status == 'dead' then
       mAdd(m, 't:dead', 1)
@@ -118,7 +111,7 @@ local function finishRunAt(a, n, retention, maxLen, now, m)
       end
     end
     event = jobEvent('job.' .. job.status, now, id, job, '"attempt":' .. job.attempts
-      .. ',"error":' .. attemptArg(a, n, 7))
+      .. ',"error":' .. argAt(a, n, 7))
   end
   emitEvent(events, maxLen, event)
   if released ~= nil then
