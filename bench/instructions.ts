@@ -16,6 +16,9 @@
  * - `drain-streams`: a `PullWorker` on `RedisStreams` draining jobs submitted as `streams` does.
  * - `drain-bullmq`: a BullMQ `Worker` draining jobs added with `queue.add`.
  *
+ * `REDIS_HASH_MAX_LISTPACK_VALUE=512` starts each `redis-server` with that setting (Redis's default
+ * is 64: a hash holding a longer value, such as a job's, is a hash table).
+ *
  * `KEEP=1` keeps the callgrind files (`callgrind_annotate <file>` shows where the instructions go).
  *
  * Needs `valgrind` and `redis-server` on the PATH (Debian: `apt-get install valgrind`). Not part
@@ -76,6 +79,9 @@ async function underCallgrind(
       "127.0.0.1",
       "--save",
       "",
+      // Redis's own default unless set: hashes keep the compact encoding up to this value size.
+      "--hash-max-listpack-value",
+      process.env.REDIS_HASH_MAX_LISTPACK_VALUE ?? "64",
       "--appendonly",
       "no",
     ],

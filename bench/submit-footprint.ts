@@ -10,6 +10,9 @@
  * - Redis's page faults and CPU time, from `perf stat` on the server (left out when `perf` cannot
  *   run here).
  *
+ * `REDIS_HASH_MAX_LISTPACK_VALUE=512` sets that on the server first (Redis's default is 64: a hash
+ * holding a longer value, such as a job's, is a hash table).
+ *
  * Contenders may repeat (`streams,bullmq,streams,bullmq`) to see how far this host moves between
  * runs. Not part of `npm run bench`; the README quotes a run of it.
  */
@@ -63,6 +66,8 @@ function perfStat(pid: number): () => Promise<{ faults: number; cpuMs: number } 
 for (const who of (process.argv[2] ?? "streams,bullmq").split(",")) {
   const redis = await startRedis();
   const admin = new Redis(redis.url);
+  const listpackValue = process.env.REDIS_HASH_MAX_LISTPACK_VALUE;
+  if (listpackValue) await admin.config("SET", "hash-max-listpack-value", listpackValue);
   const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
   let submit: (n: number) => Promise<unknown>;
   let command: string;
