@@ -11,12 +11,12 @@
 --@include "time"
 --@include "json"
 
--- Caps of 1,000 and more are kept approximately (`MAXLEN ~`: Redis drops whole stream nodes, so
--- up to one node — 100 entries by default — more may stay), which costs far less per write than
--- an exact trim; smaller caps are exact.
 -- The cap's text, made once: every call of a store passes the same cap.
 local capOf, capText
 
+-- Caps of 1,000 and more are kept approximately (`MAXLEN ~`: Redis drops whole stream nodes, so
+-- up to one node — 100 entries by default — more may stay), which costs far less per write than
+-- an exact trim; smaller caps are exact.
 local function emitEvent(events, maxLen, json)
   -- Arguments as text: a number would be formatted by Redis's Lua bridge, at several times the
   -- cost of int().
