@@ -133,15 +133,17 @@ async function state(s: ReturnType<typeof makeStore>, ids: string[]) {
     gauges,
     totals,
     backlog,
-    pending: await redis.zrange(`${key.root}:pending`, 0, -1),
-    outbox: await redis.zrange(key.outbox, 0, -1),
+    // Members sorted: a zset orders by score, a time, so two stores a few milliseconds apart may
+    // tie (and order by member) where the other did not.
+    pending: (await redis.zrange(`${key.root}:pending`, 0, -1)).sort(),
+    outbox: (await redis.zrange(key.outbox, 0, -1)).sort(),
     // Deliveries (`j` the spec, `r` its retries) and wake-ups (`w` a time).
     stream: (await redis.xrange(stream, "-", "+")).map(([, fields]) =>
       fields.map((v, i) =>
         fields[i - 1] === "j" ? JSON.parse(v) : fields[i - 1] === "w" ? "<time>" : v,
       ),
     ),
-    delayed: await redis.zrange(`${stream}:delayed`, 0, -1),
+    delayed: (await redis.zrange(`${stream}:delayed`, 0, -1)).sort(),
   });
 }
 
