@@ -77,7 +77,7 @@ function sleep(ms: number): Promise<void> {
 }
 
 async function streamsContender(url: string): Promise<Contender> {
-  // As `tickwork start` opens it (`openStore`: no auto-pipelining on Redis Streams).
+  // As `tickwork start` opens it (`openStore`: writes coalesced per event-loop turn).
   const { store, redis } = await openStore(
     { kind: "redis", url, prefix: PREFIX, dispatch: "streams" },
     silentLogger,
@@ -212,7 +212,7 @@ function prefixed(prefix: string, record: Record<string, number>): Record<string
  */
 async function qstashContender(url: string): Promise<Contender & { settle(): Promise<void> }> {
   const env = process.env;
-  // As `tickwork start` opens it (`openStore`: auto-pipelined on the outbox).
+  // As `tickwork start` opens it (`openStore`: writes coalesced per event-loop turn).
   const { store } = await openStore({ kind: "redis", url, prefix: PREFIX }, silentLogger);
   const transport = new QStashTransport({
     token: env.QSTASH_TOKEN ?? "",

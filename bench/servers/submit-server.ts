@@ -7,14 +7,14 @@
  * `bench/lib/children.ts`).
  *
  * - `tickwork`: `createApp` (with an API key, as `tickwork start` requires) + `createEngine`,
- *   the store opened as `tickwork start` opens it (`openStore`: ioredis, auto-pipelined),
+ *   the store opened as `tickwork start` opens it (`openStore`: ioredis, writes coalesced),
  *   `QStashTransport` (the real `@upstash/qstash` client) publishing to the QStash double at
  *   `QSTASH_URL`. Production defaults, except the degradation thresholds:
  *   the controller still evaluates on every submit, but a backlog of undelivered jobs cannot push
  *   it out of `normal`. Publishes run in the background (`backgroundPublish`), as `tickwork start`
  *   runs them; the run still counts every message the double accepted.
  * - `streams`: as `tickwork`, but the Redis Streams transport: `openStore` with `dispatch:
- *   "streams"` (no auto-pipelining; the submit script adds the job to the stream) and
+ *   "streams"` (the submit script adds the job to the stream) and
  *   `RedisStreams` as the transport, no queue double. No worker runs, so the stream only grows.
  * - `direct_qstash`: what users write without tickwork, as Upstash's docs show it: a Hono route
  *   calling `@upstash/qstash`'s `publishJSON` for each request (one HTTP request to the QStash
@@ -60,10 +60,7 @@ const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
 let info: () => Promise<unknown> = async () => ({});
 
-/**
- * The store as `tickwork start` opens it (`openStore`): auto-pipelined for QStash, not on Redis
- * Streams.
- */
+/** The store as `tickwork start` opens it (`openStore`: the writes of one turn coalesced). */
 function startStore(url: string, dispatch: "outbox" | "streams") {
   return openStore({ kind: "redis", url, prefix: "bench", dispatch }, silentLogger);
 }

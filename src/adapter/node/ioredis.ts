@@ -3,13 +3,14 @@
  * A checked ioredis connection, as a long-lived Node process wants one: the client loaded only
  * when asked for, no retries before the first connection (a wrong URL fails at once), a PING
  * before it is handed out, reconnects with backoff afterwards, one note per outage instead
- * of ioredis's error on every reconnect attempt, and auto-pipelining where it pays (commands of
- * one event-loop turn share a socket write). The Node server's store (`openStore`) and the
- * REST bridge (`serveRedisRest`) both connect through it.
+ * of ioredis's error on every reconnect attempt, and coalesced writes (the commands of one
+ * event-loop turn share a socket write: `coalesceWrites`). The Node server's store (`openStore`)
+ * and the REST bridge (`serveRedisRest`) both connect through it.
  */
 import type { Redis } from "ioredis";
 import { loadPeer } from "../peer.ts";
 import { redactRedisUrl } from "./banner.ts";
+import { coalesceWrites } from "./coalesce.ts";
 import { StartError } from "./errors.ts";
 
 /** Options of {@link connectIoredis}. */
@@ -32,14 +33,6 @@ export interface IoredisConnectOptions {
   onOutage?: ((error: Error) => void) | undefined;
   /** The connection is back after an outage. */
   onRestored?: (() => void) | undefined;
-  /**
-   * Commands issued in one turn of the event loop go out in one socket write. It saves system
-   * calls on a busy submit server that publishes to QStash, and costs latency where a few callers
-   * wait on each answer in turn (Redis Streams workers, whose begin and finish of 50 deliveries
-   * then move in lockstep): off there (docs/adr/0022-submit-cpu.md).
-   * @default true
-   */
-  autoPipelining?: boolean | undefined;
 }
 
 /** An open, checked connection. */
@@ -71,11 +64,10 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
     connectTimeout: options.connectTimeoutMs ?? 5_000,
     // No retries before the first connection (a wrong URL fails the start at once); then back off.
     retryStrategy: (times) => (connected ? Math.min(times * 100, 2_000) : null),
-    // Commands issued in one turn of the event loop (the submits of concurrent requests) go out
-    // in one socket write instead of one each: a write is a system call, and under load those
-    // were a fifth of a submit's CPU (docs/adr/0022-submit-cpu.md).
-    enableAutoPipelining: options.autoPipelining ?? true,
   });
+  // The commands of one event-loop turn (the submits of concurrent requests) go out in one socket
+  // write instead of one each: a write is a system call (docs/adr/0039-coalesced-writes.md).
+  coalesceWrites(redis);
   // ioredis emits an error on every reconnect attempt: report the first of each outage only.
   let lastError: Error | undefined;
   redis.on("error", (error: Error) => {

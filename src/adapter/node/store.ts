@@ -120,9 +120,6 @@ async function openIoredis(
     connectTimeoutMs: CHECK_TIMEOUT_MS,
     onOutage: (error) => logger.warn("redis connection error; retrying", { error: error.message }),
     onRestored: () => logger.info("redis connection restored"),
-    // On Redis Streams the workers wait on each answer in turn: one write per command serves
-    // them better (docs/adr/0022-submit-cpu.md, addendum).
-    autoPipelining: target.dispatch !== "streams",
   });
   const store = new RedisStore({
     client: fromIoredis(redis),
