@@ -11,7 +11,7 @@
  * counts its acknowledged deliveries. One private Redis for the whole run, flushed before each
  * drain, on a core of its own where the machine allows (`bench/lib/cores.ts`), the worker on the
  * others. Prints each run, then per directory the medians of jobs/s and of the worker's CPU per
- * job.
+ * job, and of the submits before the drain: submits/s and the process's CPU per submit.
  */
 import { spawn } from "node:child_process";
 import { resolve } from "node:path";
@@ -26,6 +26,10 @@ interface DrainRun {
   dir: string;
   jobs_per_s: number;
   worker_cpu_us_per_job: number;
+  /** The submits before the drain: 4 loops of `engine.broker.submit`. */
+  submits_per_s: number;
+  /** This process's CPU per submit while submitting. */
+  submit_cpu_us: number;
 }
 
 const CONCURRENCY = 50;
@@ -61,7 +65,7 @@ async function main(argv: string[]): Promise<void> {
         const run = await child(dir, redis.url, jobs, cores?.others);
         runs.push(run);
         console.log(
-          `${dir}: ${run.jobs_per_s} jobs/s, worker CPU ${run.worker_cpu_us_per_job} µs/job`,
+          `${dir}: ${run.jobs_per_s} jobs/s, worker CPU ${run.worker_cpu_us_per_job} µs/job; ${run.submits_per_s} submits/s, ${run.submit_cpu_us} µs CPU each`,
         );
       }
     }
@@ -69,12 +73,10 @@ async function main(argv: string[]): Promise<void> {
     await redis.stop();
   }
   for (const dir of dirs) {
-    const mine = runs
-      .filter((r) => r.dir === dir)
-      .map(({ jobs_per_s, worker_cpu_us_per_job }) => ({ jobs_per_s, worker_cpu_us_per_job }));
+    const mine = runs.filter((r) => r.dir === dir).map(({ dir: _dir, ...figures }) => figures);
     const m = medians(mine);
     console.log(
-      `${dir}: medians of ${mine.length}: ${m.jobs_per_s} jobs/s, worker CPU ${m.worker_cpu_us_per_job} µs/job`,
+      `${dir}: medians of ${mine.length}: ${m.jobs_per_s} jobs/s, worker CPU ${m.worker_cpu_us_per_job} µs/job; ${m.submits_per_s} submits/s, ${m.submit_cpu_us} µs CPU each`,
     );
   }
 }
@@ -120,7 +122,11 @@ async function drainOnce(dir: string, url: string, jobs: number): Promise<DrainR
     degradation: BENCH_DEGRADATION,
     logger: silentLogger,
   });
+  const s0 = performance.now();
+  const scpu0 = process.cpuUsage();
   await inLoops(jobs, 4, (n: number) => engine.broker.submit({ handler: "noop", input: { n } }));
+  const submitMs = performance.now() - s0;
+  const scpu = process.cpuUsage(scpu0);
   const worker = new PullWorker({
     runner: engine.runner,
     queue: streams,
@@ -143,5 +149,7 @@ async function drainOnce(dir: string, url: string, jobs: number): Promise<DrainR
     dir,
     jobs_per_s: Math.round((jobs / ms) * 1000),
     worker_cpu_us_per_job: Math.round(((cpu.user + cpu.system) / jobs) * 10) / 10,
+    submits_per_s: Math.round((jobs / submitMs) * 1000),
+    submit_cpu_us: Math.round(((scpu.user + scpu.system) / jobs) * 10) / 10,
   };
 }

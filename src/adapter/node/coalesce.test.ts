@@ -1,8 +1,8 @@
 /**
  * Coalesced writes on a private redis-server (its `INFO stats` counts the reads Redis made, which
- * nobody else's commands move): the commands of one event-loop turn reach Redis in one read,
- * every answer still goes to its own command in order, and a connection lost with commands
- * still corked loses none of them.
+ * nobody else's commands move): the first command of an event-loop turn leaves at once and the
+ * rest of the turn's in one write, every answer still goes to its own command in order, and a
+ * connection lost with commands still corked loses none of them.
  */
 import fc from "fast-check";
 import { Redis } from "ioredis";
@@ -40,24 +40,35 @@ async function readsDuring(work: () => Promise<unknown>): Promise<number> {
 }
 
 describe("coalesceWrites", () => {
-  it("sends the commands of one turn in one write, each answered in order", async () => {
+  it("sends the first command of a turn at once and the rest in one write, in order", async () => {
     const redis = coalesceWrites(new Redis(server.url));
     try {
       await redis.ping();
       const key = "coalesce:one-turn";
       let answers: unknown[] = [];
+      const corkedAfter: number[] = [];
       const reads = await readsDuring(async () => {
         // 200 commands issued in one turn, as the submits of requests that arrived together.
-        answers = await Promise.all(Array.from({ length: 200 }, () => redis.incr(key)));
+        const pending: Promise<number>[] = [];
+        for (let i = 0; i < 200; i++) {
+          pending.push(redis.incr(key));
+          if (i < 2) corkedAfter.push(redis.stream.writableCorked);
+        }
+        answers = await Promise.all(pending);
       });
       expect(answers).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
-      expect(reads).toBe(1);
+      // The first written at once, the socket corked from the second on, uncorked after the turn.
+      expect(corkedAfter).toEqual([0, 1]);
+      expect(redis.stream.writableCorked).toBe(0);
+      // The first alone, the other 199 together (one read when Redis reads after both arrived).
+      expect(reads).toBeGreaterThanOrEqual(1);
+      expect(reads).toBeLessThanOrEqual(2);
     } finally {
       redis.disconnect();
     }
   });
 
-  it("sends commands of separate callbacks of one turn in one write", async () => {
+  it("sends commands of separate callbacks of one turn together", async () => {
     const redis = coalesceWrites(new Redis(server.url));
     try {
       await redis.ping();
@@ -74,7 +85,7 @@ describe("coalesceWrites", () => {
         );
       });
       expect(answers).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
-      expect(reads).toBe(1);
+      expect(reads).toBeLessThanOrEqual(2);
     } finally {
       redis.disconnect();
     }
@@ -153,17 +164,23 @@ describe("coalesceWrites", () => {
     try {
       const key = "coalesce:dropped";
       const reconnected = new Promise<void>((resolve) => redis.once("ready", () => resolve()));
-      // Issued in one turn, then the socket destroyed before the turn ends: the corked bytes
-      // never leave. ioredis resends commands that were written but not answered.
+      // Issued in one turn, then the socket destroyed before the turn ends: the first command
+      // has left, the 19 corked behind it never do. ioredis resends every command written but
+      // not answered.
       const first = Array.from({ length: 20 }, () => redis.incr(key));
       redis.stream.destroy();
       await reconnected;
-      expect(await Promise.all(first)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      const answers = await Promise.all(first);
+      // The first may have run before the drop as well as when resent (as without corking);
+      // each corked one runs once.
+      const start = answers[0]!;
+      expect([1, 2]).toContain(start);
+      expect(answers).toEqual(Array.from({ length: 20 }, (_, i) => start + i));
       const reads = await readsDuring(async () => {
         const more = await Promise.all(Array.from({ length: 20 }, () => redis.incr(key)));
-        expect(more).toEqual(Array.from({ length: 20 }, (_, i) => i + 21));
+        expect(more).toEqual(Array.from({ length: 20 }, (_, i) => start + 20 + i));
       });
-      expect(reads).toBe(1);
+      expect(reads).toBeLessThanOrEqual(2);
     } finally {
       await close();
     }

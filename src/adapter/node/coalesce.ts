@@ -1,22 +1,23 @@
 /**
  * @module
- * Coalesced socket writes for an ioredis client: the commands issued while the event loop
- * handles one batch of I/O (the submits of the HTTP requests that arrived together, the begins of
- * a worker's deliveries) leave in one socket write instead of one each.
+ * Coalesced socket writes for an ioredis client: the first command of an event-loop turn leaves
+ * at once, so Redis starts on it, and the commands issued after it in the same turn (the submits
+ * of the HTTP requests that arrived together, a worker's next batch) leave together, in one
+ * socket write, once the turn's I/O callbacks have run.
  *
  * A socket write is a system call, and on a busy server those were the largest single cost of a
  * submit (docs/adr/0039-coalesced-writes.md). ioredis's own `enableAutoPipelining` groups commands
  * too, but keeps one group in flight per connection: the next group waits for the answers of the
  * last, so callers move in lockstep with Redis. Here each command is still written, queued and
- * answered as ioredis always does it; only the socket's flush waits until the turn's I/O
- * callbacks have run (`setImmediate`). Nothing is reordered and nothing waits on an answer.
+ * answered as ioredis always does it; only the socket's flush may wait until the end of the turn
+ * (`setImmediate`). Nothing is reordered and nothing waits on an answer.
  */
 import type { Redis } from "ioredis";
 
 /**
- * Make `redis` write the commands of one event-loop turn in one socket write: the first command
- * of a turn corks the connection's socket, and the socket is uncorked once the turn's I/O
- * callbacks have run. Returns `redis`.
+ * Make `redis` coalesce its writes: the first command of an event-loop turn is written at once;
+ * the ones after it in the same turn cork the connection's socket, which is uncorked once the
+ * turn's I/O callbacks have run. Returns `redis`.
  *
  * `tickwork start` and `openStore` connect this way; call it on an ioredis client you build
  * yourself (for a `RedisStore` or `RedisStreams`) to get the same.
@@ -28,8 +29,11 @@ import type { Redis } from "ioredis";
  */
 export function coalesceWrites(redis: Redis): Redis {
   const send = redis.sendCommand;
+  /** A command has been written in this turn. */
+  let inTurn = false;
   let corked: Redis["stream"] | undefined;
-  const uncork = () => {
+  const endTurn = () => {
+    inTurn = false;
     const socket = corked;
     corked = undefined;
     // A socket that closed meanwhile has dropped what it held; ioredis resends or rejects those
@@ -39,12 +43,17 @@ export function coalesceWrites(redis: Redis): Redis {
   redis.sendCommand = function (this: Redis, command, stream) {
     // A command given its own stream belongs to a pipeline, which writes its commands together.
     // Before the connection is ready, ioredis queues commands itself and writes them at once.
-    if (corked === undefined && stream === undefined && redis.status === "ready") {
-      const socket = redis.stream;
-      if (socket?.writable) {
-        socket.cork();
-        corked = socket;
-        setImmediate(uncork);
+    if (stream === undefined && redis.status === "ready") {
+      if (!inTurn) {
+        // The first of the turn goes out now: Redis works on it while the rest are built.
+        inTurn = true;
+        setImmediate(endTurn);
+      } else if (corked === undefined) {
+        const socket = redis.stream;
+        if (socket?.writable) {
+          socket.cork();
+          corked = socket;
+        }
       }
     }
     return send.call(this, command, stream);
