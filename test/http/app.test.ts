@@ -56,6 +56,15 @@ describe.each(storeFactories)("the app on $name", (factory) => {
       seen.add(answer.headers.get("x-request-id"));
     }
     expect(seen.size).toBe(5);
+    // A submit's usual answer is built with plain headers: the id, its type and its Location.
+    const submitted = await call(h.origin, "POST", "/v1/jobs", {
+      json: { handler: "echo", input: {} },
+      headers: { "x-request-id": "submit-1" },
+    });
+    expect(submitted.status).toBe(202);
+    expect(submitted.headers.get("x-request-id")).toBe("submit-1");
+    expect(submitted.headers.get("content-type")).toBe("application/json");
+    expect(submitted.headers.get("location")).toBe(`/v1/jobs/${submitted.body.id}`);
   });
 
   it("mounts every route under basePath; paths outside it are 404 problems", async () => {

@@ -14,6 +14,7 @@ import { waitForFinal } from "../long-poll.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readJson } from "../middleware/body.ts";
 import { setRateLimitHeaders, setRefusalHeaders } from "../middleware/rate-limit.ts";
+import { jsonAnswer } from "../middleware/request-id.ts";
 import { checkScope, requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { jobPathId } from "../path-ids.ts";
@@ -93,9 +94,14 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
         throw error;
       }
       const { job, replayed, quota } = submitted;
+      const location = `${c.get("appPath")}/v1/jobs/${encodeURIComponent(job.id)}`;
+      // The usual answer, its headers a plain object (see jsonAnswer).
+      if (!quota && !replayed) {
+        return jsonAnswer(c, JSON.stringify(jobSummary(job)), 202, { location });
+      }
       if (quota) setRateLimitHeaders(c, quota);
       if (replayed) c.header("Idempotent-Replayed", "true");
-      c.header("Location", `${c.get("appPath")}/v1/jobs/${encodeURIComponent(job.id)}`);
+      c.header("Location", location);
       return c.json(jobSummary(job), replayed ? 200 : 202);
     });
 
