@@ -15,6 +15,12 @@
  * handler's outcome happens after, outside the slot, so the next pull goes out while the last
  * outcomes are being recorded (BullMQ's worker fetches its next job as it completes one, too). At
  * most `concurrency` handlers run at once; up to as many more deliveries may be finishing.
+ *
+ * Read-ahead: while its deliveries hold their slots briefly (short handlers), the worker pulls up
+ * to `readAhead` deliveries more than it has free slots, and starts them as slots free, so a
+ * freed slot does not wait for a pull's round trip. One held ahead longer than `readAheadHoldMs`
+ * (every slot taken by long handlers) is handed back to the queue for another worker, and reading
+ * ahead pauses; at stop, every one held ahead is handed back (docs/adr/0040-read-ahead.md).
  * `concurrency` is this process's own bound (a node's "max parallel"); a handler's `concurrency`
  * option bounds its jobs across every worker (enforced by `beginRun`): a delivery over it is
  * deferred, never counted as a retry. Stopping: it stops pulling, waits for what is in flight up
@@ -40,6 +46,18 @@ export interface PullWorkerOptions {
    * @default 300_000
    */
   idleWaitMs?: number | undefined;
+  /**
+   * Deliveries pulled ahead of free slots, started as slots free (0: none). Read-ahead applies
+   * only while deliveries hold their slots for less than a tenth of `readAheadHoldMs` on average.
+   * @default concurrency
+   */
+  readAhead?: number | undefined;
+  /**
+   * A delivery held ahead this long without a free slot is handed back to the queue (for another
+   * worker), and reading ahead pauses for 30 times this long (ms).
+   * @default 1_000
+   */
+  readAheadHoldMs?: number | undefined;
   /** Defaults to the runner's logger. */
   logger?: Logger | undefined;
 }
@@ -58,6 +76,10 @@ export interface PullWorkerStats {
   deferred: number;
   /** Deliveries whose run or answer failed (the store was unreachable): left pending. */
   failed: number;
+  /** Deliveries held ahead (read-ahead) given back to the queue unstarted, for another worker. */
+  handedBack: number;
+  /** Deliveries pulled ahead of a free slot and waiting for one now. */
+  waiting: number;
   /** Deliveries under way: pulled and not answered yet (running, or their outcome being recorded). */
   inFlight: number;
   /** Deliveries it runs at once at most (its `concurrency`). */
@@ -78,7 +100,19 @@ export class PullWorker {
   readonly #concurrency: number;
   readonly #idleWaitMs: number;
   readonly #logger: Logger | undefined;
+  readonly #readAhead: number;
+  readonly #holdMs: number;
   readonly #inFlight = new Set<Promise<void>>();
+  /** Deliveries pulled ahead of a free slot, oldest first, with when they were pulled. */
+  #waiting: { message: PulledMessage; at: number }[] = [];
+  #holdTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * Average time a delivery held its slot (ms; a moving average). It starts at the read-ahead
+   * threshold: nothing is read ahead before a delivery has shown that slots free quickly.
+   */
+  #slotMs: number;
+  /** No reading ahead before this time (performance.now()): a hand-back paused it. */
+  #aheadPausedUntil = 0;
   /** Deliveries holding a slot: pulled, and their handler not returned yet. */
   #slotsHeld = 0;
   /** Job ids with a delivery running in this process. */
@@ -91,7 +125,7 @@ export class PullWorker {
   #stopping = false;
   #wakeLoop: (() => void) | undefined;
   #stopPause: (() => void) | undefined;
-  readonly #stats = { pulled: 0, acked: 0, retried: 0, deferred: 0, failed: 0 };
+  readonly #stats = { pulled: 0, acked: 0, retried: 0, deferred: 0, failed: 0, handedBack: 0 };
 
   constructor(options: PullWorkerOptions) {
     const concurrency = options.concurrency ?? 10;
@@ -108,6 +142,17 @@ export class PullWorker {
     this.#queue = options.queue;
     this.#concurrency = concurrency;
     this.#idleWaitMs = idleWaitMs;
+    const readAhead = options.readAhead ?? concurrency;
+    if (!Number.isInteger(readAhead) || readAhead < 0 || readAhead > 10_000) {
+      throw new RangeError(`readAhead must be a whole number from 0 to 10000, got ${readAhead}`);
+    }
+    const holdMs = options.readAheadHoldMs ?? 1_000;
+    if (!(holdMs >= 1 && holdMs <= 300_000)) {
+      throw new RangeError(`readAheadHoldMs must be from 1 to 300000, got ${holdMs}`);
+    }
+    this.#readAhead = readAhead;
+    this.#holdMs = holdMs;
+    this.#slotMs = holdMs / 10;
     this.#logger = options.logger;
   }
 
@@ -129,6 +174,8 @@ export class PullWorker {
     this.#wakeLoop?.();
     this.#stopPause?.();
     await this.#loop?.catch(() => {});
+    // Held ahead and never started: back to the queue now, for another worker.
+    await this.#handBack(this.#waiting.length);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const deadline = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, deadlineMs);
@@ -141,17 +188,22 @@ export class PullWorker {
   }
 
   stats(): PullWorkerStats {
-    return { ...this.#stats, inFlight: this.#inFlight.size, concurrency: this.#concurrency };
+    return {
+      ...this.#stats,
+      waiting: this.#waiting.length,
+      inFlight: this.#inFlight.size,
+      concurrency: this.#concurrency,
+    };
   }
 
   async #run(): Promise<void> {
     let failures = 0;
     while (!this.#stopping) {
-      // Free slots, and no more than `concurrency` deliveries finishing besides.
-      const free = Math.min(
-        this.#concurrency - this.#slotsHeld,
-        2 * this.#concurrency - this.#inFlight.size,
-      );
+      // Free slots (and read-ahead), and no more than `concurrency` deliveries finishing besides.
+      const free =
+        Math.min(this.#concurrency - this.#slotsHeld, 2 * this.#concurrency - this.#inFlight.size) +
+        this.#ahead() -
+        this.#waiting.length;
       if (free <= 0) {
         await this.#slotFree();
         continue;
@@ -168,22 +220,86 @@ export class PullWorker {
         continue;
       }
       this.#stats.pulled += messages.length;
-      for (const message of messages) this.#start(message);
+      const at = performance.now();
+      for (const message of messages) this.#waiting.push({ message, at });
+      this.#startWaiting();
     }
+  }
+
+  /** How many deliveries it may pull ahead of free slots now. */
+  #ahead(): number {
+    if (this.#readAhead === 0 || this.#slotMs * 10 >= this.#holdMs) return 0;
+    return performance.now() < this.#aheadPausedUntil ? 0 : this.#readAhead;
+  }
+
+  /** Start waiting deliveries while slots are free (and finishing ones within bounds). */
+  #startWaiting(): void {
+    while (
+      !this.#stopping &&
+      this.#waiting.length > 0 &&
+      this.#slotsHeld < this.#concurrency &&
+      this.#inFlight.size < 2 * this.#concurrency
+    ) {
+      this.#start(this.#waiting.shift()!.message);
+    }
+    if (this.#waiting.length === 0 || this.#stopping) {
+      clearTimeout(this.#holdTimer);
+      this.#holdTimer = undefined;
+    } else if (!this.#holdTimer) {
+      const due = this.#waiting[0]!.at + this.#holdMs - performance.now();
+      this.#holdTimer = setTimeout(() => this.#holdExpired(), Math.max(1, due));
+    }
+  }
+
+  /** The oldest delivery held ahead waited too long: hand those as old back, pause read-ahead. */
+  #holdExpired(): void {
+    this.#holdTimer = undefined;
+    const limit = performance.now() - this.#holdMs;
+    let old = 0;
+    while (old < this.#waiting.length && this.#waiting[old]!.at <= limit) old++;
+    if (old > 0) {
+      this.#aheadPausedUntil = performance.now() + 30 * this.#holdMs;
+      void this.#handBack(old);
+    }
+    this.#startWaiting();
+  }
+
+  /** Give the first `count` waiting deliveries back to the queue, unstarted. */
+  async #handBack(count: number): Promise<void> {
+    const given = this.#waiting.splice(0, count);
+    await Promise.all(
+      given.map(async ({ message }) => {
+        try {
+          await this.#queue.retryLater(message, 0, message.retried);
+          this.#stats.handedBack++;
+        } catch (error) {
+          // It stays pending with this consumer and is taken over later.
+          this.#stats.failed++;
+          this.#log("warn", "could not hand a delivery back; it stays pending", {
+            entry: message.id,
+            error: String(error),
+          });
+        }
+      }),
+    );
   }
 
   #start(message: PulledMessage): void {
     this.#slotsHeld++;
     let held = true;
+    const since = performance.now();
     const release = () => {
       if (!held) return;
       held = false;
       this.#slotsHeld--;
+      this.#slotMs += (performance.now() - since - this.#slotMs) / 8;
+      this.#startWaiting();
       this.#wakeLoop?.();
     };
     const run = this.#handle(message, release).finally(() => {
       this.#inFlight.delete(run);
       release();
+      this.#startWaiting(); // a finishing delivery fewer may let a waiting one start
       this.#wakeLoop?.(); // the loop may wait for finishing deliveries, not slots
     });
     this.#inFlight.add(run);

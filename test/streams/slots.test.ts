@@ -61,7 +61,13 @@ describe("PullWorker slots", () => {
       logger: silentLogger,
     });
     for (let n = 0; n < 6; n++) await engine.broker.submit({ handler: "work", input: { n } });
-    const worker = new PullWorker({ runner: engine.runner, queue: streams, concurrency: 2 });
+    // No read-ahead: this counts what is pulled for free slots alone (read-ahead.test.ts).
+    const worker = new PullWorker({
+      runner: engine.runner,
+      queue: streams,
+      concurrency: 2,
+      readAhead: 0,
+    });
     await worker.start();
     try {
       // Two ran and wait to be recorded: their slots are free, so two more were pulled and ran.
