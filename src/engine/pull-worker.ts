@@ -259,7 +259,9 @@ export class PullWorker {
     while (old < this.#waiting.length && this.#waiting[old]!.at <= limit) old++;
     if (old > 0) {
       this.#aheadPausedUntil = performance.now() + 30 * this.#holdMs;
-      void this.#handBack(old);
+      // Counted with the acks under way: stop() waits for it.
+      const request = this.#handBack(old).finally(() => this.#acking.delete(request));
+      this.#acking.add(request);
     }
     this.#startWaiting();
   }
