@@ -10,11 +10,12 @@
  * | busy (an attempt runs, or `limited`)    | deliver again after `retryAfterMs` (not a retry)   |
  * | the store failed (threw)                | none: the delivery stays pending and is taken over |
  *
- * Backpressure: it pulls only as many as it has free slots. A delivery holds its slot from its
- * pull until its handler returns (or until it is answered, when no handler runs); recording the
- * handler's outcome happens after, outside the slot, so the next pull goes out while the last
- * outcomes are being recorded (BullMQ's worker fetches its next job as it completes one, too). At
- * most `concurrency` handlers run at once; up to as many more deliveries may be finishing.
+ * Backpressure: it pulls only as many as it has free slots, plus its read-ahead (below). A
+ * delivery holds its slot from its pull until its handler returns (or until it is answered, when
+ * no handler runs); recording the handler's outcome happens after, outside the slot, so the next
+ * pull goes out while the last outcomes are being recorded (BullMQ's worker fetches its next job
+ * as it completes one, too). At most `concurrency` handlers run at once; up to as many more
+ * deliveries may be finishing.
  *
  * Read-ahead: while its deliveries hold their slots briefly (short handlers), the worker pulls up
  * to `readAhead` deliveries more than it has free slots, and starts them as slots free, so a
