@@ -55,6 +55,7 @@ async function main(argv: string[], env: Env): Promise<number> {
         role: { type: "string", multiple: true },
         transport: { type: "string" },
         concurrency: { type: "string" },
+        "read-ahead": { type: "string" },
         handlers: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
@@ -89,6 +90,7 @@ async function main(argv: string[], env: Env): Promise<number> {
       ...(values.role !== undefined ? { TICKWORK_ROLES: values.role.join(",") } : {}),
       ...(values.transport !== undefined ? { TICKWORK_TRANSPORT: values.transport } : {}),
       ...(values.concurrency !== undefined ? { TICKWORK_CONCURRENCY: values.concurrency } : {}),
+      ...(values["read-ahead"] !== undefined ? { TICKWORK_READ_AHEAD: values["read-ahead"] } : {}),
     };
     // Loaded here, not at the top: `--help` and usage and configuration errors stay fast.
     const { serverOptionsFromEnv } = await import("./adapter/node/env.ts");

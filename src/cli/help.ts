@@ -24,6 +24,9 @@ const SERVER_OPTIONS = `      --prefix <p>      Redis key prefix (default: $TICK
                         local otherwise)
       --concurrency <n> Jobs a Streams worker runs at once (default:
                         $TICKWORK_CONCURRENCY or 10)
+      --read-ahead <n>  Jobs a Streams worker may pull ahead of free slots while
+                        its handlers are short; 0: none (default:
+                        $TICKWORK_READ_AHEAD or the concurrency)
 ${HANDLERS_OPTION}
   -h, --help            Show this help`;
 
@@ -36,6 +39,8 @@ const STORE_AND_QUEUE_ENV = `  UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN
   TICKWORK_TRANSPORT qstash | streams | local (default: qstash with QSTASH_TOKEN,
                      Redis Streams with REDIS_URL, else the local queue)
   TICKWORK_CONCURRENCY jobs a Streams worker runs at once (default 10)
+  TICKWORK_READ_AHEAD jobs a Streams worker may pull ahead of free slots while
+                     its handlers are short (0-10000; default: the concurrency)
   TICKWORK_CAPABILITIES labels this server reports in GET /v1/nodes, a JSON
                      object of strings, e.g. {"region":"eu-west-1","gpu":"a100"}
   TICKWORK_HEARTBEAT_MS node registry heartbeat interval (default 15000 ms);

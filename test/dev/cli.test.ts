@@ -123,6 +123,7 @@ describe.concurrent("tickwork CLI", () => {
       ["dev", "--nope"],
       ["dev", "--port", "http"],
       ["dev", "--port", "70000"],
+      ["dev", "--read-ahead", "lots"],
     ]) {
       const { code, stderr } = await tickwork(args);
       expect(code).toBe(2);

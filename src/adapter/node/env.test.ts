@@ -117,6 +117,8 @@ describe("serverOptionsFromEnv", () => {
     expect(serverOptionsFromEnv({ ...redis, TICKWORK_CONCURRENCY: "50" }, "dev").concurrency).toBe(
       50,
     );
+    expect(serverOptionsFromEnv({ ...redis, TICKWORK_READ_AHEAD: "0" }, "dev").readAhead).toBe(0);
+    expect(serverOptionsFromEnv(redis, "dev").readAhead).toBeUndefined();
   });
 
   test("transport: refused when the store cannot carry it, or the value is unknown", () => {
@@ -140,6 +142,11 @@ describe("serverOptionsFromEnv", () => {
     for (const bad of ["0", "-1", "1.5", "10001", "1e3", "ten"]) {
       expect(() => serverOptionsFromEnv({ TICKWORK_CONCURRENCY: bad }, "dev")).toThrow(
         /concurrency must be a whole number from 1 to 10000/,
+      );
+    }
+    for (const bad of ["-1", "1.5", "10001", "1e3", "ten", "٣"]) {
+      expect(() => serverOptionsFromEnv({ TICKWORK_READ_AHEAD: bad }, "dev")).toThrow(
+        /read-ahead must be a whole number from 0 to 10000/,
       );
     }
   });

@@ -85,6 +85,22 @@ export function parseConcurrency(text: string | undefined): number | undefined {
 }
 
 /**
+ * `TICKWORK_READ_AHEAD`: deliveries a Streams worker may pull ahead of its free slots while its
+ * handlers are short (`PullWorker`'s `readAhead`; default its concurrency; 0 turns it off).
+ * @throws ConfigError unless it is a whole number from 0 to 10000.
+ */
+export function parseReadAhead(text: string | undefined): number | undefined {
+  if (text === undefined || text === "") return undefined;
+  if (!/^\d{1,5}$/.test(text) || Number(text) > 10_000) {
+    throw new ConfigError(`read-ahead must be a whole number from 0 to 10000, got "${text}"`, {
+      variable: "TICKWORK_READ_AHEAD",
+      field: "readAhead",
+    });
+  }
+  return Number(text);
+}
+
+/**
  * `TICKWORK_CAPABILITIES`: the labels this server reports in the node registry, as a JSON object
  * of strings (at most 32; names and values up to 200 characters).
  * @throws ConfigError naming the variable when it is not such an object.
@@ -225,6 +241,7 @@ export function selectQStash(env: Env): QStashSelection | undefined {
  * | `QSTASH_TOKEN`, `QSTASH_URL`, `QSTASH_CURRENT_SIGNING_KEY`, `QSTASH_NEXT_SIGNING_KEY` | `qstash` |
  * | `TICKWORK_TRANSPORT` | `transport`: `qstash`, `streams` or `local` (see {@link selectTransport}) |
  * | `TICKWORK_CONCURRENCY` | `concurrency` (deliveries a Streams worker runs at once; default 10) |
+ * | `TICKWORK_READ_AHEAD` | `readAhead` (deliveries a Streams worker may pull ahead of free slots) |
  * | `TICKWORK_CAPABILITIES` | `capabilities` (JSON object of strings, reported in `GET /v1/nodes`) |
  * | `TICKWORK_HEARTBEAT_MS`, `TICKWORK_NODE_TTL_MS` | `heartbeat` (node registry: interval, TTL; see {@link parseHeartbeat}) |
  * | `TICKWORK_NODE_ID`, `TICKWORK_GROUP`, `TICKWORK_WORKER_GROUPS` | `nodeId`, `group`, `workerGroups` (placement; see {@link placementFromEnv}) |
@@ -253,6 +270,7 @@ export function serverOptionsFromEnv(
   const qstash = selectQStash(env);
   const transport = selectTransport(env, store, qstash);
   const concurrency = parseConcurrency(value(env, "TICKWORK_CONCURRENCY"));
+  const readAhead = parseReadAhead(value(env, "TICKWORK_READ_AHEAD"));
   const capabilities = parseCapabilities(value(env, "TICKWORK_CAPABILITIES"));
   const heartbeat = parseHeartbeat(
     value(env, "TICKWORK_HEARTBEAT_MS"),
@@ -317,6 +335,7 @@ export function serverOptionsFromEnv(
     ...(qstash && transport === "qstash" ? { qstash } : {}),
     transport,
     ...(concurrency !== undefined ? { concurrency } : {}),
+    ...(readAhead !== undefined ? { readAhead } : {}),
     ...(capabilities !== undefined ? { capabilities } : {}),
     ...(heartbeat !== undefined ? { heartbeat } : {}),
     ...placement,

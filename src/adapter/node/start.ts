@@ -103,6 +103,12 @@ export interface StartServerOptions {
    */
   concurrency?: number | undefined;
   /**
+   * Deliveries a Streams worker may pull ahead of its free slots while its handlers are short
+   * (`PullWorker`'s `readAhead`; 0 turns it off).
+   * @default the concurrency
+   */
+  readAhead?: number | undefined;
+  /**
    * The public URL of this app, where the queue delivers (`/v1/worker`, `/v1/dead`) and what
    * delivery signatures are checked against. Required with `qstash`. With the local queue it
    * sends deliveries to another server (e.g. a Kubernetes Service of `worker` replicas) instead
@@ -335,6 +341,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
           runner: engine.runner,
           queue: transport,
           concurrency: options.concurrency ?? 10,
+          readAhead: options.readAhead,
           logger,
         });
         const pulling = worker;
