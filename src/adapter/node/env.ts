@@ -75,13 +75,7 @@ export function selectTransport(
  */
 export function parseConcurrency(text: string | undefined): number | undefined {
   if (text === undefined || text === "") return undefined;
-  if (!/^\d{1,5}$/.test(text) || Number(text) < 1 || Number(text) > 10_000) {
-    throw new ConfigError(`concurrency must be a whole number from 1 to 10000, got "${text}"`, {
-      variable: "TICKWORK_CONCURRENCY",
-      field: "concurrency",
-    });
-  }
-  return Number(text);
+  return wholeNumber(text, 1, 10_000, "concurrency", "TICKWORK_CONCURRENCY", "concurrency");
 }
 
 /**
@@ -91,10 +85,25 @@ export function parseConcurrency(text: string | undefined): number | undefined {
  */
 export function parseReadAhead(text: string | undefined): number | undefined {
   if (text === undefined || text === "") return undefined;
-  if (!/^\d{1,5}$/.test(text) || Number(text) > 10_000) {
-    throw new ConfigError(`read-ahead must be a whole number from 0 to 10000, got "${text}"`, {
-      variable: "TICKWORK_READ_AHEAD",
-      field: "readAhead",
+  return wholeNumber(text, 0, 10_000, "read-ahead", "TICKWORK_READ_AHEAD", "readAhead");
+}
+
+/**
+ * `text` as a whole number from `min` to `max` (at most 5 ASCII digits).
+ * @throws ConfigError naming `what`, the variable and the option field otherwise.
+ */
+function wholeNumber(
+  text: string,
+  min: number,
+  max: number,
+  what: string,
+  variable: string,
+  field: string,
+): number {
+  if (!/^\d{1,5}$/.test(text) || Number(text) < min || Number(text) > max) {
+    throw new ConfigError(`${what} must be a whole number from ${min} to ${max}, got "${text}"`, {
+      variable,
+      field,
     });
   }
   return Number(text);
@@ -354,13 +363,7 @@ export function serverOptionsFromEnv(
  */
 export function parsePort(text: string | undefined): number {
   if (text === undefined || text === "") return 8787;
-  if (!/^\d{1,5}$/.test(text) || Number(text) > 65_535) {
-    throw new ConfigError(`port must be a whole number from 0 to 65535, got "${text}"`, {
-      variable: "PORT",
-      field: "port",
-    });
-  }
-  return Number(text);
+  return wholeNumber(text, 0, 65_535, "port", "PORT", "port");
 }
 
 function qstashIncomplete(missing: string[]): ConfigError {
