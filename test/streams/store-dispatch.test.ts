@@ -10,10 +10,13 @@
  *   a delayed one parks in `{p}:q:delayed` (score runAt) with its body in `{p}:q:bodies`, plus a
  *   wake-up (`w`) only when it is the earliest; a replay or a refused submit (quota, critical with
  *   `reject`) adds nothing; the outbox stays empty;
+ * - a due submit stays out of the backlog index (`{p}:pending`) yet counts as queued and in the
+ *   backlog, through the `s:in` / `s:out` counters, until it leaves `queued`;
  * - every other operation behaves as in outbox mode: a fast-check differential runs the same
  *   random operations (submit, beginRun, finishRun, cancel, markDead, retryDead, deleteDead,
  *   listings, stats) on an outbox-mode and a streams-mode store and compares their answers
- *   (times masked), while a model of the stream predicts its every entry.
+ *   (times masked) and their stats after every step, while a model of the stream predicts its
+ *   every entry.
  */
 import { randomUUID } from "node:crypto";
 import fc from "fast-check";
@@ -119,6 +122,53 @@ describe("RedisStore dispatch: streams — what a submit writes", () => {
       entries.map(([id, f]) => [id, f[1], 0, false]),
     );
     await streams.close();
+  });
+
+  it("a due submit stays out of the backlog index, yet counts as queued and in the backlog until it leaves `queued`", async () => {
+    const s = makeStore("streams");
+    const o = makeStore("outbox");
+    const figures = async (x: typeof s) => {
+      const { jobs, totals, backlog } = await x.store.stats();
+      return { queued: jobs.queued, submitted: totals.submitted, backlog };
+    };
+    const both = async (submit: (store: Store, job: NewJob) => Promise<unknown>) => {
+      const job = newJob();
+      await submit(s.store, structuredClone(job));
+      await submit(o.store, structuredClone(job));
+      return job.id;
+    };
+    const due = (store: Store, job: NewJob) =>
+      store.submitJob(job, { delayMs: 0, recoverGraceMs: 1_000 });
+    const [a, b, c] = [await both(due), await both(due), await both(due)];
+    // A delayed one is indexed on Streams too (its runAt is the backlog's score).
+    const later = await both((store, job) =>
+      store.submitJob(job, { delayMs: 60_000, recoverGraceMs: 1_000 }),
+    );
+    expect(await redis.zrange(s.k.pending, 0, -1)).toEqual([later]);
+    expect((await redis.zrange(o.k.pending, 0, -1)).sort()).toEqual([a, b, c, later].sort());
+    expect(await redis.hget(`${s.k.root}:j:${a}`, "onStream")).toBe("1");
+    expect(await redis.hget(`${s.k.root}:j:${later}`, "onStream")).toBeNull();
+    expect(await figures(s)).toEqual({ queued: 4, submitted: 4, backlog: 3 });
+    expect(await figures(s)).toEqual(await figures(o));
+
+    // Each way out of `queued` counts once: begin, cancel, markDead (twice: the second changes nothing).
+    for (const x of [s, o]) {
+      const spec = specOf((await x.store.getJob(a)) as JobRecord);
+      expect((await x.store.beginRun(spec, 60_000, 60_000)).kind).toBe("run");
+      await x.store.cancelJob(b);
+      const dead = specOf((await x.store.getJob(c)) as JobRecord);
+      await x.store.markDead(dead, { name: "Error", message: "gone" });
+      await x.store.markDead(dead, { name: "Error", message: "gone" });
+    }
+    expect(await figures(s)).toEqual({ queued: 1, submitted: 4, backlog: 0 });
+    expect(await figures(s)).toEqual(await figures(o));
+    expect((await s.store.stats()).jobs).toEqual((await o.store.stats()).jobs);
+    // Queued again from the dead-letter list: indexed now, like any re-queued job.
+    for (const x of [s, o])
+      expect(await x.store.retryDead(c, { recoverGraceMs: 1_000 })).toBeTruthy();
+    expect(await redis.zrange(s.k.pending, 0, -1)).toContain(c);
+    expect(await figures(s)).toEqual({ queued: 2, submitted: 4, backlog: 1 });
+    expect(await figures(s)).toEqual(await figures(o));
   });
 
   it("a delayed submit parks in the delayed set (score runAt) with its body; a wake-up only when it is the earliest", async () => {
@@ -410,6 +460,11 @@ describe("RedisStore dispatch: streams — every other operation as in outbox mo
           expect(masked(rb), JSON.stringify(op)).toEqual(masked(ra));
           if (id)
             expect(masked(await b.store.getJob(id))).toEqual(masked(await a.store.getJob(id)));
+          // The gauges, totals and backlog after every step, though streams mode keeps a due
+          // submit out of the backlog index.
+          expect(await apply(b.store, { op: "stats" }, undefined, undefined), "stats").toEqual(
+            await apply(a.store, { op: "stats" }, undefined, undefined),
+          );
 
           if (op.op === "submit" && job && !(rb as { replayed: boolean }).replayed) {
             ids.push(job.id);

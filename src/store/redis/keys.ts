@@ -68,12 +68,15 @@ export function keys(prefix = "tw") {
     expiring: `${p}:expiring`,
     /**
      * zset: the due backlog — queued jobs (and committed occurrences) → runAt, failed jobs →
-     * failure time; `ZCOUNT pending -inf now` is `StoreStats.backlog` (the queue-depth signal).
+     * failure time; `ZCOUNT pending -inf now` is `StoreStats.backlog` (the queue-depth signal),
+     * with the jobs a Streams submit queued due at once, which stay out of this index: the stream
+     * is their queue, and the metrics hash counts them (`s:in`, `s:out`).
      */
     pending: `${p}:pending`,
     /**
-     * hash: counters (`t:<total>`), gauges (`g:queued|running|failed`), histogram buckets
-     * (`<h>:<i>`, `<h>:sum`) and moving averages (`avg:lag`, `avg:fail`); see include "metrics".
+     * hash: counters (`t:<total>`, `s:in|out`), gauges (`g:queued|running|failed`), histogram
+     * buckets (`<h>:<i>`, `<h>:sum`) and moving averages (`avg:lag`, `avg:fail`); see include
+     * "metrics".
      */
     metrics: `${p}:metrics`,
     /** stream: lifecycle events, one field `e` holding the event JSON (capped at eventsMaxLen). */

@@ -31,17 +31,20 @@ export async function stats(c: RedisContext, degradation?: DegradationPolicy): P
   const r = fromJson<RawStats>(raw);
   const m = r.metrics;
   const n = (field: string) => Number(m[field] ?? 0);
+  // Jobs a Streams submit queued outside the backlog index: `s:in` submitted, `s:out` of them no
+  // longer queued (the metrics include in src/store/redis/lua/includes/metrics.lua).
+  const onStream = Math.max(0, n("s:in") - n("s:out"));
   const l = r.leader;
   return {
     now: r.now,
     jobs: {
-      queued: n("g:queued"),
+      queued: n("g:queued") + onStream,
       running: n("g:running"),
       failed: n("g:failed"),
       waiting: n("g:waiting"),
     },
     totals: {
-      submitted: n("t:submitted"),
+      submitted: n("t:submitted") + n("s:in"),
       dispatched: n("t:dispatched"),
       recovered: n("t:recovered"),
       started: n("t:started"),

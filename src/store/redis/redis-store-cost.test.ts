@@ -95,7 +95,8 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
       xadd: 1,
     });
     expect(guarded.total).toBe(15);
-    // Dispatching to Redis Streams: XADD of the delivery instead of the outbox's ZADD.
+    // Dispatching to Redis Streams, due at once: XADD of the delivery instead of the outbox's
+    // ZADD, and one HINCRBY (s:in) instead of the backlog's ZADD and its two counters.
     const streams = new RedisStore({ client, prefix: "cost-streams", dispatch: "streams" });
     await streams.submitJob(newJob(), timing);
     const streamed = await billed(() => streams.submitJob(newJob(), timing));
@@ -103,10 +104,17 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
       evalsha: 1,
       time: 1,
       hset: 1,
-      zadd: 2,
-      hincrby: 2,
+      zadd: 1,
+      hincrby: 1,
       xadd: 2,
     });
+    expect(streamed.total).toBe(7);
+    // Delayed, it parks in the delayed set and enters the backlog as in outbox mode.
+    const later = await billed(() => streams.submitJob(newJob(), { ...timing, delayMs: 60_000 }));
+    expect(later.byCommand.get("zadd")).toBe(3); // listing, delayed set, backlog
+    expect(later.byCommand.get("hincrby")).toBe(2);
+    // + ZRANGE, ZADD and HSET of the delayed set, and a wake-up XADD (it is the earliest).
+    expect(later.total).toBe(12);
     // The replay answers before admission: GET key + HMGET of the first job.
     expect(replay.total).toBe(guarded.total + 2 + 4);
     console.log("submit billed:", {

@@ -90,8 +90,9 @@ end
 
 local known, level
 if ARGV[9] ~= '' then
-  known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 't:ticks', 't:recovered' })
-  local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
+  known = metricsLoad(metrics,
+    { 'avg:lag', 'avg:fail', 't:ticks', 't:recovered', 's:in', 's:out' })
+  local depth = dueBacklog(pending, known, now)
   level = evaluateDegradation(degrade, events, maxLen, parsePolicy(ARGV[9]), depth,
     known['avg:lag'], known['avg:fail'], now)
 else

@@ -1,7 +1,8 @@
 --[[
   cancelJob: `queued` (or `waiting`, ADR 0014) -> `cancelled`, its outbox message and pending
   entry removed, the record retained jobMs; a concurrency slot it still names is released (a queued job holds none, but a
-  slot is never left behind); counts t:cancelled (g:queued down if it was pending) and writes
+  slot is never left behind); counts t:cancelled (its queued gauge down: include "metrics",
+  leaveQueued) and writes
   `job.cancelled`.
   `running` under an unexpired run lease -> `requested`: the hash gets `cancelRequested` (the
   attempt's runner sees it and aborts; finishRun then records `cancelled`); nothing else changes.
@@ -67,7 +68,15 @@ if wasWaiting then
   redis.call('HDEL', key, 'waits', 'dispatch')
   mAdd(m, 'g:waiting', -1)
 else
-  mAdd(m, 'g:queued', -redis.call('ZREM', KEYS[5], id))
+  local removed = redis.call('ZREM', KEYS[5], id)
+  if wasRunning then
+    mAdd(m, 'g:queued', -removed)
+  else
+    if removed == 0 then
+      job.onStream = redis.call('HGET', key, 'onStream') or nil -- not among readJob's fields
+    end
+    leaveQueued(m, removed, job)
+  end
 end
 if wasRunning then
   mAdd(m, 'g:running', -1)

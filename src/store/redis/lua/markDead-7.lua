@@ -65,7 +65,9 @@ if job.status == 'failed' then
 elseif job.status == 'running' then
   mAdd(m, 'g:running', -1)
 end
-if removed == 1 and job.status ~= 'failed' then
+if job.status == 'queued' then
+  leaveQueued(m, removed, job)
+elseif removed == 1 and job.status ~= 'failed' then
   mAdd(m, 'g:queued', -1)
 end
 mAdd(m, 't:dead', 1)

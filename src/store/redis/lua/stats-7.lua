@@ -11,12 +11,14 @@
     KEYS[7] events (stream)
     ARGV[1] degradation policy ('' = none; see include "degrade")
     ARGV[2] eventsMaxLen (0 = no events)
-  Output: JSON text {"now":ms,"metrics":{field:"value"...},"outbox":n,"backlog":n,
+  Output: JSON text {"now":ms,"metrics":{field:"value"...},"outbox":n,"backlog":n (the due
+    backlog: include "metrics", dueBacklog),
     "leaseRemainingMs":pttl,"leader":{field:"value"...},"degradation":{field:"value"...}}
 ]]
 --@include "time"
 --@include "json"
 --@include "events"
+--@include "metrics"
 --@include "degrade"
 
 local function hashJson(flat)
@@ -29,17 +31,20 @@ end
 
 local now = nowMs()
 local metrics = redis.call('HGETALL', KEYS[1])
+local known = {}
+for i = 1, #metrics - 1, 2 do
+  known[metrics[i]] = metrics[i + 1]
+end
+for _, field in ipairs({ 's:in', 's:out' }) do
+  known[field] = tonumber(known[field]) or 0
+end
 local outbox = redis.call('ZCARD', KEYS[2])
-local backlog = redis.call('ZCOUNT', KEYS[3], '-inf', int(now))
+local backlog = dueBacklog(KEYS[3], known, now)
 local pttl = redis.call('PTTL', KEYS[4])
 local leader = redis.call('HGETALL', KEYS[5])
 if ARGV[1] ~= '' then
-  local avg = {}
-  for i = 1, #metrics - 1, 2 do
-    avg[metrics[i]] = metrics[i + 1]
-  end
   evaluateDegradation(KEYS[6], KEYS[7], tonumber(ARGV[2]), parsePolicy(ARGV[1]), backlog,
-    tonumber(avg['avg:lag']) or 0, tonumber(avg['avg:fail']) or 0, now)
+    tonumber(known['avg:lag']) or 0, tonumber(known['avg:fail']) or 0, now)
 end
 local degrade = redis.call('HGETALL', KEYS[6])
 return '{"now":' .. int(now) .. ',"metrics":' .. hashJson(metrics) .. ',"outbox":' .. outbox

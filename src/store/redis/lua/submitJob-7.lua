@@ -15,7 +15,8 @@
      the `queued` job, indexes it, remembers the key, puts the job's first message in the outbox
      (its entry: the body is the job's, include "outbox"; or, dispatching to streams, its
      delivery on the stream) and the job in the pending backlog, counts it (t:submitted,
-     g:queued) and writes `job.created`.
+     g:queued) and writes `job.created`. A Streams job due at once stays out of the backlog
+     index, its hash has `onStream`, and s:in counts it instead (include "metrics").
   Input:
     KEYS[1] root
     KEYS[2] outbox
@@ -171,8 +172,8 @@ local admission = admissionSettings(ARGV[9])
 if admission then
   local level = storedLevel(KEYS[7], now, admission.everyMs)
   if not level then
-    known = metricsLoad(metrics, { 'avg:lag', 'avg:fail' })
-    local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
+    known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 's:in', 's:out' })
+    local depth = dueBacklog(pending, known, now)
     level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(admission.policy), depth,
       known['avg:lag'], known['avg:fail'], now)
   end
@@ -209,6 +210,14 @@ end
 local runsScore = job.runAt
 if (ARGV[15] or '') ~= '' then
   runsScore = ARGV[15]
+end
+-- runAt as a number without reading job.runAt back (a fraction was rounded into the text).
+local notBefore = runAt == math.floor(runAt) and runAt or tonumber(job.runAt)
+-- Queued on Streams and due at once: the stream is its queue, and the job stays out of the
+-- backlog index (include "metrics": s:in, s:out).
+local onStream = settings.streams and notBefore <= now and not depFailed and #unfinished == 0
+if onStream then
+  job.onStream = '1'
 end
 createJob(root, id, job, runsScore, true)
 if (ARGV[20] or '') ~= '' then
@@ -255,9 +264,7 @@ if depFailed or #unfinished > 0 then
 end
 
 if settings.streams then
-  -- runAt as a number without reading job.runAt back (a fraction was rounded into the text).
-  streamDispatch(root, id, specJson(job), 0, runAt == math.floor(runAt) and runAt or tonumber(job.runAt),
-    now)
+  streamDispatch(root, id, specJson(job), 0, notBefore, now)
 else
   local recoverAt = int(runAt + tonumber(ARGV[5]))
   putJobMessage(outbox, id, recoverAt)
@@ -267,10 +274,15 @@ if idemKey then
   redis.call('SET', idemKey, id, 'PX', ARGV[12])
 end
 
--- Two increments: HINCRBY each (what metricsFlush would write, without building a batch).
-redis.call('HINCRBY', metrics, 't:submitted', '1')
-if redis.call('ZADD', pending, job.runAt, id) == 1 then
-  redis.call('HINCRBY', metrics, 'g:queued', '1')
+-- Increments: HINCRBY each (what metricsFlush would write, without building a batch). s:in
+-- counts the job as submitted and queued at once.
+if onStream then
+  redis.call('HINCRBY', metrics, 's:in', '1')
+else
+  redis.call('HINCRBY', metrics, 't:submitted', '1')
+  if redis.call('ZADD', pending, job.runAt, id) == 1 then
+    redis.call('HINCRBY', metrics, 'g:queued', '1')
+  end
 end
 emitEvent(events, maxLen, '{"type":"job.created","at":' .. int(now) .. ARGV[10])
 

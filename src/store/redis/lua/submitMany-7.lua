@@ -13,7 +13,8 @@
      item over it → {"denied":quota}, nothing written or counted for it (within one script the
      clock stands still, so every later item of the chunk is denied too);
   5. the write, as submitJob's step 4 (outbox message or stream delivery, pending, counters,
-     job.created), or `waiting` / `cancelled` with dependencies.
+     job.created; a Streams job due at once outside the backlog index, counted in s:in), or
+     `waiting` / `cancelled` with dependencies.
   Input:
     KEYS[1] root
     KEYS[2] outbox
@@ -82,8 +83,8 @@ local function degradation()
   end
   level = storedLevel(KEYS[7], now, numberOf(ARGV[13]) or 0)
   if not level then
-    local known = metricsLoad(metrics, { 'avg:lag', 'avg:fail' })
-    local depth = redis.call('ZCOUNT', pending, '-inf', int(now))
+    local known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 's:in', 's:out' })
+    local depth = dueBacklog(pending, known, now)
     level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[5]), depth,
       known['avg:lag'], known['avg:fail'], now)
   end
@@ -99,7 +100,7 @@ local function degradation()
   end
 end
 
-local submitted, queued = 0, 0
+local submitted, queued, streamed = 0, 0, 0
 -- First job id -> index (0-based) of the item whose answer carries its record.
 local replays = {}
 
@@ -181,8 +182,16 @@ local function submitOne(base, index)
 
   local job = { data = ARGV[base + 1], createdAt = int(now), runAt = int(runAt),
     handler = ARGV[base + 5], tenant = tenant }
+  -- As submitJob: due at once on Streams, the job stays out of the backlog index (s:in).
+  local notBefore = runAt == math.floor(runAt) and runAt or tonumber(job.runAt)
+  local onStream = streams and notBefore <= now and not depFailed and #unfinished == 0
+  if onStream then
+    job.onStream = '1'
+    streamed = streamed + 1
+  else
+    submitted = submitted + 1
+  end
   createJob(root, id, job, job.runAt, true)
-  submitted = submitted + 1
 
   if depFailed or #unfinished > 0 then
     local key = jobKey(root, id)
@@ -218,15 +227,14 @@ local function submitOne(base, index)
     end
   else
     if streams then
-      streamDispatch(root, id, specJson(job), 0,
-        runAt == math.floor(runAt) and runAt or tonumber(job.runAt), now)
+      streamDispatch(root, id, specJson(job), 0, notBefore, now)
     else
       putJobMessage(outbox, id, int(runAt + grace))
     end
     if idemKey then
       redis.call('SET', idemKey, id, 'PX', ARGV[3])
     end
-    if redis.call('ZADD', pending, job.runAt, id) == 1 then
+    if not onStream and redis.call('ZADD', pending, job.runAt, id) == 1 then
       queued = queued + 1
     end
     emitEvent(events, maxLen, jobEvent('job.created', now, id, job))
@@ -249,5 +257,8 @@ if submitted > 0 then
 end
 if queued > 0 then
   redis.call('HINCRBY', metrics, 'g:queued', queued)
+end
+if streamed > 0 then
+  redis.call('HINCRBY', metrics, 's:in', streamed)
 end
 return '[' .. table.concat(results, ',') .. ']'

@@ -55,11 +55,14 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
     return '{"kind":"missing"}'
   end
 
-  -- Leaves the backlog; the gauge of the status it leaves goes down (queued only if it was there).
+  -- Leaves the backlog; the gauge of the status it leaves goes down (a queued job's: include
+  -- "metrics", leaveQueued).
   local function leave(status)
     local removed = redis.call('ZREM', pending, id)
     if status == 'failed' then
       mAdd(m, 'g:failed', -1)
+    elseif status == 'queued' then
+      leaveQueued(m, removed, job)
     elseif removed == 1 then
       mAdd(m, 'g:queued', -1)
     end

@@ -18,6 +18,8 @@
                 a running attempt's progress and log, and a cancel request (include "attempt")
     node        the node (instanceId) that began the latest attempt, when the runner named one
     refused     the last placement refusal, JSON {node, reason, at} (refusePlacement)
+    onStream    1: a Streams submit queued it due at once, outside the backlog index (include
+                "metrics": s:in, s:out; readJob leaves it out)
     handler, scheduleId, overlap, tenant   copies of spec fields, for filters, overlap checks
                                            and events (tenant may be absent on older jobs)
 
@@ -30,7 +32,7 @@
   jobTenant(job)               The job's tenant ('default' for jobs written without one).
   createJob(root, id, job, runsScore, listed)
                                Writes a new `queued` job from job.data/createdAt/runAt/handler/
-                               tenant/scheduleId/overlap and indexes it (its tenant's jobs by
+                               tenant/scheduleId/overlap/onStream and indexes it (its tenant's jobs by
                                createdAt, unless `listed`: the caller did; the schedule's runs by
                                runsScore while the schedule exists — runs of a deleted schedule
                                are not indexed).
@@ -129,6 +131,10 @@ local function createJob(root, id, job, runsScore, listed)
   if job.overlap then
     fields[#fields + 1] = 'overlap'
     fields[#fields + 1] = job.overlap
+  end
+  if job.onStream then
+    fields[#fields + 1] = 'onStream'
+    fields[#fields + 1] = job.onStream
   end
   redis.call('HSET', jobKey(root, id), unpack(fields))
   if not listed then

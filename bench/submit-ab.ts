@@ -1,0 +1,126 @@
+/**
+ * @module
+ * `npx tsx bench/submit-ab.ts [--rounds N] [dir …]`: Redis's time per Streams submit, alternating
+ * between built packages, to compare a change to the submit script with the code before it on one
+ * host at one time (ADR 0041 was measured this way).
+ *
+ * Each `dir` is a built package's `dist/` (default: `dist`; see `bench/drain-ab.ts` for building
+ * another commit). Every round runs each directory once, in a fresh process against a fresh
+ * private Redis (on a core of its own where the machine allows, `bench/lib/cores.ts`): 2,000
+ * warm-up submits, then 18,000 measured, both in 4 loops of `engine.broker.submit` on
+ * `RedisStore({ dispatch: "streams" })`. It prints each run's `FCALL` µs per call
+ * (`INFO commandstats`: the submit is one function call, its commands inside) and the growth of
+ * `used_memory` per measured job, then the medians per directory. The order of the directories
+ * is reversed every other round.
+ */
+import { spawn } from "node:child_process";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { pinProcess, redisCorePlan } from "./lib/cores.ts";
+import { inLoops } from "./lib/loops.ts";
+import { medians } from "./lib/median.ts";
+import { commandUsage, startRedis } from "./lib/redis.ts";
+import { BENCH_DEGRADATION } from "./lib/settings.ts";
+
+const WARMUP = 2_000;
+const MEASURED = 18_000;
+
+interface SubmitRun {
+  dir: string;
+  us_per_submit: number;
+  bytes_per_job: number;
+}
+
+if (process.argv[2] === "--child") {
+  const [dir, url] = process.argv.slice(3) as [string, string];
+  console.log(JSON.stringify(await submitOnce(dir, url)));
+  process.exit(0);
+} else {
+  await main(process.argv.slice(2));
+}
+
+async function main(argv: string[]): Promise<void> {
+  let rounds = 5;
+  const dirs: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--rounds") rounds = Number(argv[++i]);
+    else dirs.push(resolve(arg));
+  }
+  if (dirs.length === 0) dirs.push(resolve("dist"));
+  if (!(rounds > 0)) throw new Error("--rounds takes a positive number");
+  const cores = redisCorePlan();
+  const runs: SubmitRun[] = [];
+  for (let round = 0; round < rounds; round++) {
+    for (const dir of round % 2 === 0 ? dirs : [...dirs].reverse()) {
+      const redis = await startRedis();
+      try {
+        if (cores) pinProcess(redis.pid, cores.redis);
+        const run = await child(dir, redis.url, cores?.others);
+        runs.push(run);
+        console.log(`${dir}: ${run.us_per_submit} µs/submit, ${run.bytes_per_job} bytes/job`);
+      } finally {
+        await redis.stop();
+      }
+    }
+  }
+  for (const dir of dirs) {
+    const mine = runs.filter((r) => r.dir === dir).map(({ dir: _dir, ...figures }) => figures);
+    const m = medians(mine);
+    console.log(
+      `${dir}: medians of ${mine.length}: ${m.us_per_submit} µs/submit, ${m.bytes_per_job} bytes/job`,
+    );
+  }
+}
+
+/** One run in a fresh process (pinned to `cpus`), answering its figures. */
+function child(dir: string, url: string, cpus?: string): Promise<SubmitRun> {
+  return new Promise((done, fail) => {
+    const file = new URL(import.meta.url).pathname;
+    const proc = spawn(process.execPath, ["--import", "tsx", file, "--child", dir, url], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    if (cpus && proc.pid) pinProcess(proc.pid, cpus);
+    let out = "";
+    proc.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    proc.on("error", fail);
+    proc.on("exit", (code) => {
+      if (code !== 0) fail(new Error(`submits of ${dir} exited with ${code}`));
+      else done(JSON.parse(out.trim().split("\n").at(-1)!) as SubmitRun);
+    });
+  });
+}
+
+async function submitOnce(dir: string, url: string): Promise<SubmitRun> {
+  const load = (entry: string) => import(pathToFileURL(resolve(dir, entry)).href);
+  const { createEngine, silentLogger } = await load("index.js");
+  const { openStore } = await load("adapter/node/index.js");
+  const { RedisStreams } = await load("store/redis/index.js");
+  const { store, redis } = await openStore(
+    { kind: "redis", url, prefix: "submit", dispatch: "streams" },
+    silentLogger,
+  );
+  const engine = createEngine({
+    store,
+    transport: new RedisStreams({ redis, prefix: "submit" }),
+    handlers: { noop: { run: async () => null } },
+    degradation: BENCH_DEGRADATION,
+    logger: silentLogger,
+  });
+  const submit = (n: number) => engine.broker.submit({ handler: "noop", input: { n } });
+  const memory = async () => Number(/used_memory:(\d+)/.exec(await redis.info("memory"))![1]);
+  await inLoops(WARMUP, 4, submit);
+  const [u0, m0] = [await commandUsage(redis), await memory()];
+  await inLoops(MEASURED, 4, (n: number) => submit(WARMUP + n));
+  const [u1, m1] = [await commandUsage(redis), await memory()];
+  const f0 = u0.get("fcall") ?? { calls: 0, usec: 0 };
+  const f1 = u1.get("fcall") ?? { calls: 0, usec: 0 };
+  redis.disconnect();
+  return {
+    dir,
+    us_per_submit: Math.round(((f1.usec - f0.usec) / (f1.calls - f0.calls)) * 100) / 100,
+    bytes_per_job: Math.round((m1 - m0) / MEASURED),
+  };
+}
