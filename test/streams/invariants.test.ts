@@ -320,6 +320,10 @@ async function scenario(s: Scenario): Promise<void> {
     );
     expect(books.totals.dead, "dead once each").toBe(statuses.filter((x) => x === "dead").length);
     expect(books.jobs).toMatchObject({ queued: 0, running: 0, failed: 0 });
+    // A due submit stays out of the backlog index, counted in and out instead
+    // (docs/adr/0041-streams-submit-outside-the-backlog.md): the books still balance.
+    expect(books.totals.submitted, "submitted once each").toBe(expected.size);
+    expect(books.backlog, "nothing left in the backlog").toBe(0);
 
     // I2: one completion per succeeded job (the recorded one), none for dead ones; any other
     // completion must be one whose finishRun a killed rig froze.
