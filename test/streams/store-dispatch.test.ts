@@ -167,7 +167,16 @@ describe("RedisStore dispatch: streams — what a submit writes", () => {
     for (const x of [s, o])
       expect(await x.store.retryDead(c, { recoverGraceMs: 1_000 })).toBeTruthy();
     expect(await redis.zrange(s.k.pending, 0, -1)).toContain(c);
+    expect(await redis.hget(`${s.k.root}:j:${c}`, "onStream")).toBeNull();
     expect(await figures(s)).toEqual({ queued: 2, submitted: 4, backlog: 1 });
+    expect(await figures(s)).toEqual(await figures(o));
+    // Its begin takes it out of the index like any indexed job.
+    for (const x of [s, o]) {
+      const spec = specOf((await x.store.getJob(c)) as JobRecord);
+      expect((await x.store.beginRun(spec, 60_000, 60_000)).kind).toBe("run");
+    }
+    expect(await redis.zrange(s.k.pending, 0, -1)).toEqual([later]);
+    expect(await figures(s)).toEqual({ queued: 1, submitted: 4, backlog: 0 });
     expect(await figures(s)).toEqual(await figures(o));
   });
 

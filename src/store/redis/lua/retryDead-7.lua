@@ -44,7 +44,8 @@ local dispatches = int((tonumber(redis.call('HGET', key, 'dispatches')) or 0) + 
 job.attemptBase = job.attempts
 redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt, 'dispatches', dispatches,
   'attemptBase', job.attemptBase)
-redis.call('HDEL', key, 'finishedAt')
+-- Queued again, it enters the backlog index below: no longer `onStream` (include "metrics").
+redis.call('HDEL', key, 'finishedAt', 'onStream')
 
 local recoverAt = int(now + tonumber(ARGV[3]))
 local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. dispatches .. '"'

@@ -58,6 +58,11 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   -- Leaves the backlog; the gauge of the status it leaves goes down (a queued job's: include
   -- "metrics", leaveQueued).
   local function leave(status)
+    if status == 'queued' and job.onStream then
+      -- Queued outside the index (a Streams submit due at once): nothing to remove there.
+      mAdd(m, 's:out', 1)
+      return
+    end
     local removed = redis.call('ZREM', pending, id)
     if status == 'failed' then
       mAdd(m, 'g:failed', -1)

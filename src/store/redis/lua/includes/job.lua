@@ -19,7 +19,8 @@
     node        the node (instanceId) that began the latest attempt, when the runner named one
     refused     the last placement refusal, JSON {node, reason, at} (refusePlacement)
     onStream    1: a Streams submit queued it due at once, outside the backlog index (include
-                "metrics": s:in, s:out; readJob leaves it out)
+                "metrics": s:in, s:out; readJob leaves it out); retryDead, which queues a dead
+                job again in the index, removes it
     handler, scheduleId, overlap, tenant   copies of spec fields, for filters, overlap checks
                                            and events (tenant may be absent on older jobs)
 
