@@ -180,6 +180,41 @@ describe("RedisStore dispatch: streams — what a submit writes", () => {
     expect(await figures(s)).toEqual(await figures(o));
   });
 
+  it("jobs counted queued outside the index with nothing left on the queue are settled (a begin of an older version did not count them out)", async () => {
+    const s = makeStore("streams");
+    const figures = async () => {
+      const { jobs, totals, backlog } = await s.store.stats();
+      return { queued: jobs.queued, submitted: totals.submitted, backlog };
+    };
+    // Two due submits; an older worker began them without counting s:out (its begin knew
+    // nothing of the counters): as far as the counters go, they are still queued.
+    for (const job of [newJob(), newJob()]) {
+      const { job: record } = accepted(
+        await s.store.submitJob(job, { delayMs: 0, recoverGraceMs: 1_000 }),
+      );
+      expect((await s.store.beginRun(specOf(record), 60_000, 60_000)).kind).toBe("run");
+    }
+    await redis.hset(s.k.metrics, "s:out", "0"); // the counters as an older begin leaves them
+    expect(await figures()).toEqual({ queued: 2, submitted: 2, backlog: 2 });
+    // While their deliveries are on the stream, nothing is settled.
+    const streams = new RedisStreams({ redis, prefix: s.prefix, consumer: "old" });
+    await streams.open();
+    const pulled = await streams.pull(10, 10);
+    expect(pulled).toHaveLength(2);
+    await streams.ack([pulled[0]!.id]);
+    expect(await figures()).toEqual({ queued: 2, submitted: 2, backlog: 2 });
+    // Both acknowledged: the stream is empty, so no job can still be queued on it.
+    await streams.ack([pulled[1]!.id]);
+    expect(await redis.xlen(s.stream)).toBe(0);
+    expect(await figures()).toEqual({ queued: 0, submitted: 2, backlog: 0 });
+    expect(await redis.hmget(s.k.metrics, "s:in", "s:out")).toEqual(["2", "2"]);
+    // A delayed delivery keeps the count too, until it is due and taken.
+    await redis.hincrby(s.k.metrics, "s:in", 1);
+    await s.store.submitJob(newJob(), { delayMs: 60_000, recoverGraceMs: 1_000 });
+    expect((await figures()).queued).toBe(2); // the delayed job (indexed) and the counted one
+    await streams.close();
+  });
+
   it("a delayed submit parks in the delayed set (score runAt) with its body; a wake-up only when it is the earliest", async () => {
     const s = makeStore("streams");
     const timing = (delayMs: number) => ({ delayMs, recoverGraceMs: 0 });

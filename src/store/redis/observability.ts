@@ -25,20 +25,19 @@ export async function stats(c: RedisContext, degradation?: DegradationPolicy): P
   const k = c.keys;
   const raw = await c.run(
     scripts.stats,
-    [k.metrics, k.outbox, k.pending, k.lease(TICK_LEASE), k.leader, k.degrade, k.events],
+    [k.metrics, k.outbox, k.pending, k.lease(TICK_LEASE), k.leader, k.degrade, k.events, k.root],
     [policyArg(degradation), c.eventsMaxLen],
   );
   const r = fromJson<RawStats>(raw);
   const m = r.metrics;
   const n = (field: string) => Number(m[field] ?? 0);
-  // Jobs a Streams submit queued outside the backlog index: `s:in` submitted, `s:out` of them no
-  // longer queued (the metrics include in src/store/redis/lua/includes/metrics.lua).
-  const onStream = Math.max(0, n("s:in") - n("s:out"));
   const l = r.leader;
   return {
     now: r.now,
     jobs: {
-      queued: n("g:queued") + onStream,
+      // With the jobs a Streams submit queued outside the backlog index (`s:in` counts them as
+      // submitted: src/store/redis/lua/includes/metrics.lua).
+      queued: n("g:queued") + r.onStream,
       running: n("g:running"),
       failed: n("g:failed"),
       waiting: n("g:waiting"),
@@ -106,6 +105,8 @@ interface RawStats {
   metrics: Record<string, string>;
   outbox: number;
   backlog: number;
+  /** Jobs queued outside the backlog index (include "streams", queuedOnStream). */
+  onStream: number;
   leaseRemainingMs: number;
   leader: Record<string, string>;
   degradation: Record<string, string>;

@@ -46,6 +46,7 @@
 --@include "degrade"
 --@include "members"
 --@include "outbox"
+--@include "streams"
 
 local root, due, outbox, messages, lease, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now = nowMs()
@@ -92,7 +93,7 @@ local known, level
 if ARGV[9] ~= '' then
   known = metricsLoad(metrics,
     { 'avg:lag', 'avg:fail', 't:ticks', 't:recovered', 's:in', 's:out' })
-  local depth = dueBacklog(pending, known, now)
+  local depth = dueBacklog(root, pending, metrics, known, now)
   level = evaluateDegradation(degrade, events, maxLen, parsePolicy(ARGV[9]), depth,
     known['avg:lag'], known['avg:fail'], now)
 else

@@ -173,7 +173,7 @@ if admission then
   local level = storedLevel(KEYS[7], now, admission.everyMs)
   if not level then
     known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 's:in', 's:out' })
-    local depth = dueBacklog(pending, known, now)
+    local depth = dueBacklog(root, pending, metrics, known, now)
     level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(admission.policy), depth,
       known['avg:lag'], known['avg:fail'], now)
   end

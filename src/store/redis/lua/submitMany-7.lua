@@ -84,7 +84,7 @@ local function degradation()
   level = storedLevel(KEYS[7], now, numberOf(ARGV[13]) or 0)
   if not level then
     local known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 's:in', 's:out' })
-    local depth = dueBacklog(pending, known, now)
+    local depth = dueBacklog(root, pending, metrics, known, now)
     level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[5]), depth,
       known['avg:lag'], known['avg:fail'], now)
   end

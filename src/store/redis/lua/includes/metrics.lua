@@ -10,7 +10,8 @@
                    once, their delivery is on the stream, which is their queue. s:in counts them
                    as they are submitted, s:out as they leave `queued`; s:in - s:out are queued
                    now. The store reports s:in within t:submitted and s:in - s:out within
-                   g:queued and the backlog (src/store/redis/observability.ts,
+                   g:queued and the backlog (include "streams": dueBacklog;
+                   src/store/redis/observability.ts,
                    docs/adr/0041-streams-submit-outside-the-backlog.md)
     <h>:<i>, <h>:sum   histogram h (lag, dur, tick, acq): bucket i (0-based; i = #bounds is
                    +Inf; HISTOGRAM_BOUNDS mirrors HISTOGRAM_BOUNDS_MS, scripts.test.ts checks it),
@@ -31,10 +32,6 @@
   metricsLoad(key, fields)     HMGET fields now (e.g. averages as signals): a table field -> number,
                                to pass to metricsFlush so they are not read twice.
   metricsFlush(key, b, known)  Write the batch.
-  dueBacklog(pending, known, now)
-                               The due backlog (the degradation controller's queue depth): the
-                               backlog index's members due by now, and the jobs queued outside
-                               it (`known` from metricsLoad with s:in and s:out).
   leaveQueued(b, removed, job) A queued job leaves `queued`: g:queued down if it was in the
                                backlog index (`removed`: what its ZREM answered), else s:out up
                                if a Streams submit counted it in s:in (its hash has `onStream`).
@@ -192,11 +189,6 @@ local function metricsFlush(key, b, known)
     args[2 * i] = num(v)
   end
   redis.call('HSET', key, unpack(args))
-end
-
-local function dueBacklog(pending, known, now)
-  local outside = math.max(0, known['s:in'] - known['s:out'])
-  return redis.call('ZCOUNT', pending, '-inf', int(now)) + outside
 end
 
 local function leaveQueued(b, removed, job)

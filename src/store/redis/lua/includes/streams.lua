@@ -12,6 +12,17 @@
     a later dispatch of the same job replaces the earlier), and when it is now the earliest
     delayed delivery, XADD a wake-up so a worker blocked on the stream re-reads its deadline.
 
+  queuedOnStream(root, metrics, known)
+    How many jobs are queued outside the backlog index (include "metrics": s:in - s:out, from
+    `known`, loaded with both). Each such job has its delivery on the stream or in the delayed
+    set until it leaves `queued`; so while some are counted and both are empty, none is queued
+    any more: a begin that did not count s:out (an older version's, during an upgrade) is
+    settled by setting s:out to s:in.
+
+  dueBacklog(root, pending, metrics, known, now)
+    The due backlog (`StoreStats.backlog`, the degradation controller's queue depth): the
+    backlog index's members due by now, and the jobs queued outside it (queuedOnStream).
+
   forgetConsumers(stream, self, minIdle)
     Deletes from the group every consumer but `self` that holds no pending delivery and has not
     read for minIdle ms or more: what a process killed without leaving the group leaves behind.
@@ -40,6 +51,24 @@ local function streamDispatch(root, member, spec, retried, notBefore, now)
   if first[2] == nil or notBefore < tonumber(first[2]) then
     redis.call('XADD', stream, '*', 'w', notBefore)
   end
+end
+
+local function queuedOnStream(root, metrics, known)
+  local outside = known['s:in'] - known['s:out']
+  if outside <= 0 then
+    return 0
+  end
+  local stream = streamKey(root)
+  if redis.call('XLEN', stream) == 0 and redis.call('ZCARD', stream .. ':delayed') == 0 then
+    known['s:out'] = known['s:in']
+    redis.call('HSET', metrics, 's:out', int(known['s:in']))
+    return 0
+  end
+  return outside
+end
+
+local function dueBacklog(root, pending, metrics, known, now)
+  return redis.call('ZCOUNT', pending, '-inf', int(now)) + queuedOnStream(root, metrics, known)
 end
 
 local function forgetConsumers(stream, self, minIdle)

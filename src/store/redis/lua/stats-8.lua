@@ -9,17 +9,21 @@
     KEYS[5] leader (hash)
     KEYS[6] degradation state (hash)
     KEYS[7] events (stream)
+    KEYS[8] root (the Redis Streams queue's keys are under it: include "streams")
     ARGV[1] degradation policy ('' = none; see include "degrade")
     ARGV[2] eventsMaxLen (0 = no events)
   Output: JSON text {"now":ms,"metrics":{field:"value"...},"outbox":n,"backlog":n (the due
-    backlog: include "metrics", dueBacklog),
+    backlog: include "streams", dueBacklog),"onStream":n (the jobs queued outside the backlog
+    index, as counted after dueBacklog: queuedOnStream),
     "leaseRemainingMs":pttl,"leader":{field:"value"...},"degradation":{field:"value"...}}
 ]]
 --@include "time"
 --@include "json"
 --@include "events"
+--@include "keys"
 --@include "metrics"
 --@include "degrade"
+--@include "streams"
 
 local function hashJson(flat)
   local m = {}
@@ -39,7 +43,7 @@ for _, field in ipairs({ 's:in', 's:out' }) do
   known[field] = tonumber(known[field]) or 0
 end
 local outbox = redis.call('ZCARD', KEYS[2])
-local backlog = dueBacklog(KEYS[3], known, now)
+local backlog = dueBacklog(KEYS[8], KEYS[3], KEYS[1], known, now)
 local pttl = redis.call('PTTL', KEYS[4])
 local leader = redis.call('HGETALL', KEYS[5])
 if ARGV[1] ~= '' then
@@ -48,5 +52,6 @@ if ARGV[1] ~= '' then
 end
 local degrade = redis.call('HGETALL', KEYS[6])
 return '{"now":' .. int(now) .. ',"metrics":' .. hashJson(metrics) .. ',"outbox":' .. outbox
-  .. ',"backlog":' .. backlog .. ',"leaseRemainingMs":' .. pttl .. ',"leader":' .. hashJson(leader)
+  .. ',"backlog":' .. backlog .. ',"onStream":' .. int(math.max(0, known['s:in'] - known['s:out']))
+  .. ',"leaseRemainingMs":' .. pttl .. ',"leader":' .. hashJson(leader)
   .. ',"degradation":' .. hashJson(degrade) .. '}'
