@@ -13,12 +13,11 @@
  * others. Prints each run, then per directory the medians of jobs/s and of the worker's CPU per
  * job, and of the submits before the drain: submits/s and the process's CPU per submit.
  */
-import { spawn } from "node:child_process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { childRun, mediansByDir } from "./lib/ab.ts";
 import { pinProcess, redisCorePlan } from "./lib/cores.ts";
 import { inLoops } from "./lib/loops.ts";
-import { medians } from "./lib/median.ts";
 import { startRedis } from "./lib/redis.ts";
 import { BENCH_DEGRADATION } from "./lib/settings.ts";
 
@@ -72,35 +71,17 @@ async function main(argv: string[]): Promise<void> {
   } finally {
     await redis.stop();
   }
-  for (const dir of dirs) {
-    const mine = runs.filter((r) => r.dir === dir).map(({ dir: _dir, ...figures }) => figures);
-    const m = medians(mine);
+  for (const { dir, count, m } of mediansByDir(dirs, runs)) {
     console.log(
-      `${dir}: medians of ${mine.length}: ${m.jobs_per_s} jobs/s, worker CPU ${m.worker_cpu_us_per_job} µs/job; ${m.submits_per_s} submits/s, ${m.submit_cpu_us} µs CPU each`,
+      `${dir}: medians of ${count}: ${m.jobs_per_s} jobs/s, worker CPU ${m.worker_cpu_us_per_job} µs/job; ${m.submits_per_s} submits/s, ${m.submit_cpu_us} µs CPU each`,
     );
   }
 }
 
 /** One drain in a fresh process (pinned to `cpus`), answering its figures. */
 function child(dir: string, url: string, jobs: number, cpus?: string): Promise<DrainRun> {
-  return new Promise((done, fail) => {
-    const file = new URL(import.meta.url).pathname;
-    const proc = spawn(
-      process.execPath,
-      ["--import", "tsx", file, "--child", dir, url, String(jobs)],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    if (cpus && proc.pid) pinProcess(proc.pid, cpus);
-    let out = "";
-    proc.stdout.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    proc.on("error", fail);
-    proc.on("exit", (code) => {
-      if (code !== 0) fail(new Error(`drain of ${dir} exited with ${code}`));
-      else done(JSON.parse(out.trim().split("\n").at(-1)!) as DrainRun);
-    });
-  });
+  const file = new URL(import.meta.url).pathname;
+  return childRun<DrainRun>(file, [dir, url, String(jobs)], `drain of ${dir}`, cpus);
 }
 
 /** Submit `jobs` no-op jobs with the package in `dir`, then drain them; this process's figures. */

@@ -13,12 +13,11 @@
  * `used_memory` per measured job, then the medians per directory. The order of the directories
  * is reversed every other round.
  */
-import { spawn } from "node:child_process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { childRun, mediansByDir } from "./lib/ab.ts";
 import { pinProcess, redisCorePlan } from "./lib/cores.ts";
 import { inLoops } from "./lib/loops.ts";
-import { medians } from "./lib/median.ts";
 import { commandUsage, startRedis } from "./lib/redis.ts";
 import { BENCH_DEGRADATION } from "./lib/settings.ts";
 
@@ -64,33 +63,17 @@ async function main(argv: string[]): Promise<void> {
       }
     }
   }
-  for (const dir of dirs) {
-    const mine = runs.filter((r) => r.dir === dir).map(({ dir: _dir, ...figures }) => figures);
-    const m = medians(mine);
+  for (const { dir, count, m } of mediansByDir(dirs, runs)) {
     console.log(
-      `${dir}: medians of ${mine.length}: ${m.us_per_submit} µs/submit, ${m.bytes_per_job} bytes/job`,
+      `${dir}: medians of ${count}: ${m.us_per_submit} µs/submit, ${m.bytes_per_job} bytes/job`,
     );
   }
 }
 
 /** One run in a fresh process (pinned to `cpus`), answering its figures. */
 function child(dir: string, url: string, cpus?: string): Promise<SubmitRun> {
-  return new Promise((done, fail) => {
-    const file = new URL(import.meta.url).pathname;
-    const proc = spawn(process.execPath, ["--import", "tsx", file, "--child", dir, url], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    if (cpus && proc.pid) pinProcess(proc.pid, cpus);
-    let out = "";
-    proc.stdout.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    proc.on("error", fail);
-    proc.on("exit", (code) => {
-      if (code !== 0) fail(new Error(`submits of ${dir} exited with ${code}`));
-      else done(JSON.parse(out.trim().split("\n").at(-1)!) as SubmitRun);
-    });
-  });
+  const file = new URL(import.meta.url).pathname;
+  return childRun<SubmitRun>(file, [dir, url], `submits of ${dir}`, cpus);
 }
 
 async function submitOnce(dir: string, url: string): Promise<SubmitRun> {

@@ -73,6 +73,12 @@ async function queueState(s: { stream: string; k: ReturnType<typeof keys> }) {
   return { entries, delayed, bodies, outbox, outboxMsg };
 }
 
+/** Begins the stored job `id` now (its run must begin). */
+async function beginNow(store: Store, id: string): Promise<void> {
+  const spec = specOf((await store.getJob(id)) as JobRecord);
+  expect((await store.beginRun(spec, 60_000, 60_000)).kind).toBe("run");
+}
+
 function accepted(r: Awaited<ReturnType<Store["submitJob"]>>) {
   if ("denied" in r) throw new Error(`denied: ${JSON.stringify(r.denied)}`);
   return r;
@@ -153,8 +159,7 @@ describe("RedisStore dispatch: streams — what a submit writes", () => {
 
     // Each way out of `queued` counts once: begin, cancel, markDead (twice: the second changes nothing).
     for (const x of [s, o]) {
-      const spec = specOf((await x.store.getJob(a)) as JobRecord);
-      expect((await x.store.beginRun(spec, 60_000, 60_000)).kind).toBe("run");
+      await beginNow(x.store, a);
       await x.store.cancelJob(b);
       const dead = specOf((await x.store.getJob(c)) as JobRecord);
       await x.store.markDead(dead, { name: "Error", message: "gone" });
@@ -171,10 +176,7 @@ describe("RedisStore dispatch: streams — what a submit writes", () => {
     expect(await figures(s)).toEqual({ queued: 2, submitted: 4, backlog: 1 });
     expect(await figures(s)).toEqual(await figures(o));
     // Its begin takes it out of the index like any indexed job.
-    for (const x of [s, o]) {
-      const spec = specOf((await x.store.getJob(c)) as JobRecord);
-      expect((await x.store.beginRun(spec, 60_000, 60_000)).kind).toBe("run");
-    }
+    for (const x of [s, o]) await beginNow(x.store, c);
     expect(await redis.zrange(s.k.pending, 0, -1)).toEqual([later]);
     expect(await figures(s)).toEqual({ queued: 1, submitted: 4, backlog: 0 });
     expect(await figures(s)).toEqual(await figures(o));
