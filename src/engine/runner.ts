@@ -34,6 +34,7 @@ import type { Delivery, Transport } from "../transport/port.ts";
 import { attemptControls } from "./attempt.ts";
 import type { Broker } from "./broker.ts";
 import { pullRecheckMs, runLimitOf } from "./concurrency.ts";
+import { readSpec } from "./delivery-spec.ts";
 import { type HandlerContext, type Handlers, handlerOf, parseInput } from "./handlers.ts";
 import { LazyAbort } from "./lazy-abort.ts";
 import type { Logger } from "./logger.ts";
@@ -51,29 +52,6 @@ export interface RunnerDeps {
   /** For `ctx.jobs.submit()`. */
   broker: Broker;
 }
-
-/** The job spec carried by every delivery (the outbox message's `job`). */
-const jobSpecSchema = z.object({
-  id: z.string().min(1).max(300),
-  tenant: z.string(),
-  handler: z.string(),
-  input: z.unknown(),
-  priority: z.number(),
-  // Any number: a job stored before timeouts were bounded still runs (see `runnableTimeoutMs`).
-  timeoutMs: z.number(),
-  retries: z.number().int().min(0),
-  tags: z.array(z.string()),
-  runAt: z.number(),
-  createdAt: z.number(),
-  scheduleId: z.string().optional(),
-  fireAt: z.number().optional(),
-  overlap: z.enum(["allow", "skip"]).optional(),
-  idempotencyKey: z.string().optional(),
-  // Checked by `placementOf`: one this version does not understand is a refusal, not a bad body.
-  placement: z.unknown().optional(),
-  // Checked by `traceOfUnknown`: a malformed trace context is dropped, the job still runs.
-  trace: z.unknown().optional(),
-});
 
 /** The parts of the queue's failure-callback body we use (QStash's shape). */
 const failureCallbackSchema = z.object({
@@ -539,10 +517,10 @@ export function runnableTimeoutMs(stored: number): number {
 }
 
 function parseSpec(body: string): JobSpec | null {
-  const parsed = jobSpecSchema.safeParse(safeJson(body));
-  if (!parsed.success) return null;
+  const data = readSpec(safeJson(body));
+  if (data === undefined) return null;
   const { scheduleId, fireAt, overlap, idempotencyKey, timeoutMs, placement, trace, ...rest } =
-    parsed.data;
+    data;
   const carried = trace === undefined ? undefined : traceOfUnknown(trace);
   // Assigned in this order, not as `{ ...rest, more }`: once per delivery, and a literal that
   // starts with a spread is slow to extend on Node 20 (docs/adr/0027-objects-on-hot-paths.md).
