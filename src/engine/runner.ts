@@ -42,6 +42,7 @@ import type { ResolvedOptions } from "./options.ts";
 import { deliveryMismatch, refuseDelivery } from "./placement.ts";
 import { rateLimitOf } from "./rate-limit.ts";
 import { inSpan, runSpanDone, startRunSpan } from "./tracing.ts";
+import { waitUntil } from "./wait-until.ts";
 
 /** What the runner needs. */
 export interface RunnerDeps {
@@ -117,7 +118,7 @@ export class Runner {
     // A queue whose not-before times are whole seconds (QStash) delivers a job due at a
     // sub-second time up to a second early: wait out the rest, so the handler starts on time.
     const early = spec.runAt - Date.now();
-    if (early > 0 && early <= EARLY_WAIT_MS) await sleep(early);
+    if (early > 0 && early <= EARLY_WAIT_MS) await waitUntil(spec.runAt);
     const leaseMs = spec.timeoutMs + options.leaseGraceMs;
     // A handler with `concurrency`: the store admits the run only while a slot of its key is free.
     const definition = handlerOf(this.deps.handlers, spec.handler);
@@ -450,10 +451,6 @@ function tenantJobs(broker: Broker, tenant: string): HandlerContext["jobs"] {
  * Redis and this process. Anything earlier runs at once, as it always did.
  */
 const EARLY_WAIT_MS = 1_100;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 /**
  * The timeouts of the attempts this process runs, checked every {@link FREEZE_CHECK_MS} while any
