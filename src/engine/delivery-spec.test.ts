@@ -20,6 +20,28 @@ const anyValue = fc.oneof(
   fc.dictionary(fc.string(), fc.integer(), { maxKeys: 2 }),
 );
 
+/** The fields a spec must have, and those it may have. */
+const REQUIRED = [
+  "id",
+  "tenant",
+  "handler",
+  "input",
+  "priority",
+  "timeoutMs",
+  "retries",
+  "tags",
+  "runAt",
+  "createdAt",
+] as const;
+const OPTIONAL = [
+  "scheduleId",
+  "fireAt",
+  "overlap",
+  "idempotencyKey",
+  "placement",
+  "trace",
+] as const;
+
 /** A spec as the store writes it. */
 const wellFormed = fc.record(
   {
@@ -40,20 +62,7 @@ const wellFormed = fc.record(
     placement: fc.jsonValue(),
     trace: fc.jsonValue(),
   },
-  {
-    requiredKeys: [
-      "id",
-      "tenant",
-      "handler",
-      "input",
-      "priority",
-      "timeoutMs",
-      "retries",
-      "tags",
-      "runAt",
-      "createdAt",
-    ],
-  },
+  { requiredKeys: [...REQUIRED] },
 );
 
 /** A well-formed spec with some fields replaced, dropped or added (inherited names too). */
@@ -61,28 +70,7 @@ const damaged = fc
   .tuple(
     wellFormed,
     fc.dictionary(
-      fc.constantFrom(
-        "id",
-        "tenant",
-        "handler",
-        "input",
-        "priority",
-        "timeoutMs",
-        "retries",
-        "tags",
-        "runAt",
-        "createdAt",
-        "scheduleId",
-        "fireAt",
-        "overlap",
-        "idempotencyKey",
-        "placement",
-        "trace",
-        "constructor",
-        "toString",
-        "__proto__",
-        "extra",
-      ),
+      fc.constantFrom(...REQUIRED, ...OPTIONAL, "constructor", "toString", "__proto__", "extra"),
       fc.option(anyValue, { nil: undefined }),
       { maxKeys: 3 },
     ),
@@ -129,9 +117,7 @@ describe("plainSpec against jobSpecSchema", () => {
   });
 
   it("knows every field of the schema (a new one needs plainSpec and this test's arbitraries)", () => {
-    const known =
-      "id tenant handler input priority timeoutMs retries tags runAt createdAt scheduleId fireAt overlap idempotencyKey placement trace";
-    expect(Object.keys(jobSpecSchema.shape).sort()).toEqual(known.split(" ").sort());
+    expect(Object.keys(jobSpecSchema.shape).sort()).toEqual([...REQUIRED, ...OPTIONAL].sort());
   });
 
   it("keeps only the fields it knows, and no inherited name", () => {
