@@ -55,8 +55,8 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
     return '{"kind":"missing"}'
   end
 
-  -- Leaves the backlog; the gauge of the status it leaves goes down (a queued job's: include
-  -- "metrics", leaveQueued).
+  -- Leaves the backlog; the gauge of the status it leaves goes down (queued only if it was there;
+  -- a job queued outside the index counts out in s:out, include "metrics").
   local function leave(status)
     if status == 'queued' and job.onStream then
       -- Queued outside the index (a Streams submit due at once): nothing to remove there.
@@ -66,8 +66,6 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
     local removed = redis.call('ZREM', pending, id)
     if status == 'failed' then
       mAdd(m, 'g:failed', -1)
-    elseif status == 'queued' then
-      leaveQueued(m, removed, job)
     elseif removed == 1 then
       mAdd(m, 'g:queued', -1)
     end
