@@ -104,14 +104,14 @@ interface DoubleReady {
   nextSigningKey: string;
 }
 
-interface Run {
+export interface Run {
   figures: LoadFigures;
   cpu: CpuPerRequest;
   info: unknown;
   queueMessages: number;
 }
 
-async function runContender(
+export async function runContender(
   name: Contender,
   warmupS: number,
   durationS: number,
