@@ -3,9 +3,10 @@
  * Group commit of one script's calls (docs/streams.md, "Begin and finish in batches"): calls made
  * while none is under way go out together at the end of the current turn of the event loop;
  * calls made while one is under way wait for it and then go out together. One call alone runs
- * the script itself; several run its batch script (`beginRuns`, `finishRuns`), which applies
- * each in order and answers a list. A worker running many deliveries at once thereby pays one
- * round trip, one `TIME` and one metrics batch for a group of them instead of one each.
+ * the script itself; several run its batch script (`beginRuns`, `finishRuns`, `submitJobs`),
+ * which applies each in order and answers a list. A worker running many deliveries at once (or
+ * a server taking many submits, docs/adr/0043-submits-in-groups.md) thereby pays one round
+ * trip, one `TIME` and one metrics batch for a group of them instead of one each.
  *
  * One script's calls are applied in the order they were made. Calls of two scripts made at the
  * same time (a begin and a finish) may be applied in either order, as concurrent calls could be

@@ -26,6 +26,11 @@ export interface RedisContext {
    * worker makes many at once; without, each call is its own script call.
    */
   readonly runBatches?: { begin: CallBatch; finish: CallBatch } | undefined;
+  /**
+   * With `dispatch: "streams"`: `submitJob` calls grouped (see `CallBatch`), as a server taking
+   * many submits at once makes them; without, each submit is its own script call.
+   */
+  readonly submitBatch?: CallBatch | undefined;
 }
 
 /** A script's JSON answer tagged by its one member. */

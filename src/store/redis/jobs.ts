@@ -27,6 +27,7 @@ import type {
   SubmitTiming,
 } from "../port.ts";
 import { WEBHOOK_HISTORY } from "../port.ts";
+import { CallBatch } from "./call-batch.ts";
 import {
   admissionArg,
   cursorArgs,
@@ -45,6 +46,7 @@ import {
 } from "./codec.ts";
 import { expectNoCode, type RedisContext, type Tagged } from "./context.ts";
 import { ErrorCode } from "./errors.ts";
+import type { Keys } from "./keys.ts";
 import { scripts } from "./scripts.generated.ts";
 
 /** How many leading arguments of submitJob are always sent; the rest may be left out. */
@@ -121,11 +123,9 @@ export async function submitJob(
   // Without its key, the key's TTL is unused.
   if (end === OPTIONAL_FROM + 2 && args[OPTIONAL_FROM] === "") end = OPTIONAL_FROM;
   args.length = end;
-  const raw = await c.run(
-    scripts.submitJob,
-    [k.root, k.outbox, k.outboxMsg, k.pending, k.metrics, k.events, k.degrade],
-    args,
-  );
+  const raw = c.submitBatch
+    ? await c.submitBatch.call(args)
+    : await c.run(scripts.submitJob, submitKeys(k), args);
   const r = fromJson<
     Tagged<"replayed", JobRecord> | Tagged<"denied", Denied> | Tagged<"unknown", string[]> | Written
   >(raw);
@@ -133,6 +133,23 @@ export async function submitJob(
   if ("denied" in r) return { denied: r.denied };
   if ("unknown" in r) throw unknownDependencies(r.unknown);
   return writtenResult(c, r, data, job.id, timing.recoverGraceMs);
+}
+
+function submitKeys(k: Keys): string[] {
+  return [k.root, k.outbox, k.outboxMsg, k.pending, k.metrics, k.events, k.degrade];
+}
+
+/**
+ * `submitJob` in groups (see `CallBatch`), run with `run` on `keys`: a call's arguments are one
+ * submit's, as `submitJob` takes them.
+ */
+export function submitBatch(run: RedisContext["run"], keys: Keys): CallBatch {
+  const submit = submitKeys(keys);
+  return new CallBatch(
+    "submitJob",
+    (args) => run(scripts.submitJob, submit, args),
+    (args, width) => run(scripts.submitJobs, submit, [String(width)].concat(args)),
+  );
 }
 
 /** What the submit scripts answer for a job they wrote (see their headers). */

@@ -163,6 +163,8 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
         dispatch === "streams"
           ? runs.runBatches(run, keys, retentionArg(storeRetention), eventsMaxLen)
           : undefined,
+      // And a server takes many submits at once (docs/adr/0043-submits-in-groups.md).
+      submitBatch: dispatch === "streams" ? jobs.submitBatch(run, keys) : undefined,
     };
     if (options.blocking) {
       const waiter = new EventWaiter(options.blocking, this.#c.keys.events);
