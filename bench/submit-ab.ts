@@ -11,7 +11,8 @@
  * `RedisStore({ dispatch: "streams" })`. It prints each run's `FCALL` µs per submit
  * (`INFO commandstats`: a submit is one function call, or its part of one that several submits
  * share, its commands inside), Redis's whole CPU per submit (`INFO cpu`: reading requests and writing
- * replies included), function calls per submit, submits per second and the growth of
+ * replies included), function calls per submit, the submitting process's CPU per submit,
+ * submits per second and the growth of
  * `used_memory` per measured job, then the medians per directory. The order of the directories
  * is reversed every other round.
  */
@@ -30,6 +31,7 @@ interface SubmitRun {
   dir: string;
   us_per_submit: number;
   cpu_us_per_submit: number;
+  client_cpu_us_per_submit: number;
   calls_per_submit: number;
   submits_per_s: number;
   bytes_per_job: number;
@@ -63,7 +65,7 @@ async function main(argv: string[]): Promise<void> {
         const run = await child(dir, redis.url, cores?.others);
         runs.push(run);
         console.log(
-          `${dir}: ${run.us_per_submit} µs/submit (INFO cpu ${run.cpu_us_per_submit}), ${run.calls_per_submit} calls/submit, ${run.submits_per_s} submits/s, ${run.bytes_per_job} bytes/job`,
+          `${dir}: ${run.us_per_submit} µs/submit (INFO cpu ${run.cpu_us_per_submit}), ${run.calls_per_submit} calls/submit, client CPU ${run.client_cpu_us_per_submit} µs/submit, ${run.submits_per_s} submits/s, ${run.bytes_per_job} bytes/job`,
         );
       } finally {
         await redis.stop();
@@ -72,7 +74,7 @@ async function main(argv: string[]): Promise<void> {
   }
   for (const { dir, count, m } of mediansByDir(dirs, runs)) {
     console.log(
-      `${dir}: medians of ${count}: ${m.us_per_submit} µs/submit (INFO cpu ${m.cpu_us_per_submit}), ${m.calls_per_submit} calls/submit, ${m.submits_per_s} submits/s, ${m.bytes_per_job} bytes/job`,
+      `${dir}: medians of ${count}: ${m.us_per_submit} µs/submit (INFO cpu ${m.cpu_us_per_submit}), ${m.calls_per_submit} calls/submit, client CPU ${m.client_cpu_us_per_submit} µs/submit, ${m.submits_per_s} submits/s, ${m.bytes_per_job} bytes/job`,
     );
   }
 }
@@ -104,8 +106,10 @@ async function submitOnce(dir: string, url: string): Promise<SubmitRun> {
   await inLoops(WARMUP, 4, submit);
   const [u0, m0, c0] = [await commandUsage(redis), await memory(), await redisCpu(redis)];
   const started = performance.now();
+  const cpu0 = process.cpuUsage();
   await inLoops(MEASURED, 4, (n: number) => submit(WARMUP + n));
   const ms = performance.now() - started;
+  const cpu = process.cpuUsage(cpu0);
   const [u1, m1, c1] = [await commandUsage(redis), await memory(), await redisCpu(redis)];
   const f0 = u0.get("fcall") ?? { calls: 0, usec: 0 };
   const f1 = u1.get("fcall") ?? { calls: 0, usec: 0 };
@@ -114,6 +118,7 @@ async function submitOnce(dir: string, url: string): Promise<SubmitRun> {
     dir,
     us_per_submit: Math.round(((f1.usec - f0.usec) / MEASURED) * 100) / 100,
     cpu_us_per_submit: Math.round(((c1 - c0) / MEASURED) * 100) / 100,
+    client_cpu_us_per_submit: Math.round(((cpu.user + cpu.system) / MEASURED) * 100) / 100,
     calls_per_submit: Math.round(((f1.calls - f0.calls) / MEASURED) * 100) / 100,
     submits_per_s: Math.round(MEASURED / (ms / 1000)),
     bytes_per_job: Math.round((m1 - m0) / MEASURED),
