@@ -185,13 +185,14 @@ describe("submitJob grouped (dispatch: streams)", () => {
 
   it("a submit that fails inside its group rejects alone; the others are written and counted", async () => {
     const s = makeStore();
-    // job-9's key holds a string: the dependency check of the middle submit fails (WRONGTYPE).
+    // job-9's key holds a string: the dependency check of the second submit fails (WRONGTYPE).
     await redis.set(s.k.job("job-9"), "not a hash");
     const calls = [jobOf(0), { ...jobOf(1), after: ["job-9"] }, jobOf(3)];
     const answers = await Promise.allSettled(
       calls.map((job) => s.store.submitJob(job, { delayMs: 0, recoverGraceMs: 1_000 })),
     );
-    expect(s.functions).toEqual(["submitJobs"]);
+    // The first two as a group, as soon as both wait; the third after them.
+    expect(s.functions).toEqual(["submitJobs", "submitJob"]);
     expect(answers.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(String((answers[1] as PromiseRejectedResult).reason)).toMatch(
       /RedisStoreError: submitJob: .*WRONGTYPE/,

@@ -38,6 +38,7 @@ export class CallBatch {
   readonly #operation: string;
   readonly #one: (args: string[]) => Promise<unknown>;
   readonly #many: (args: string[], width: number) => Promise<unknown>;
+  readonly #sendAt: number;
   #waiting: Waiting[] = [];
   #inFlight = 0;
   #scheduled = false;
@@ -48,21 +49,33 @@ export class CallBatch {
    * @param many runs the batch script for the calls' arguments, concatenated, each call's padded
    *   with `''` to `width` (the longest call's length: a script reads an absent argument as
    *   `''`); answers one value per call, in order
+   * @param sendAt a group goes as soon as this many calls wait, while fewer than
+   *   {@link MAX_IN_FLIGHT} are under way, without waiting for the end of the turn or for the
+   *   group under way (default: never). A few callers that each wait for their answer before
+   *   their next call then form two groups that take turns, one with Redis while the other's
+   *   callers make their next calls, instead of one group that leaves Redis idle while all of
+   *   them do (docs/adr/0043-submits-in-groups.md).
    */
   constructor(
     operation: string,
     one: (args: string[]) => Promise<unknown>,
     many: (args: string[], width: number) => Promise<unknown>,
+    sendAt = Number.POSITIVE_INFINITY,
   ) {
     this.#operation = operation;
     this.#one = one;
     this.#many = many;
+    this.#sendAt = sendAt;
   }
 
   /** Runs the script for `args`, alone or with other calls; answers what the script answered. */
   call(args: string[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ args, resolve, reject });
+      if (this.#waiting.length >= this.#sendAt && this.#inFlight < MAX_IN_FLIGHT) {
+        this.#send();
+        return;
+      }
       if (this.#inFlight > 0 || this.#scheduled) return;
       this.#scheduled = true;
       soon(() => {

@@ -140,6 +140,13 @@ function submitKeys(k: Keys): string[] {
 }
 
 /**
+ * A group of submits goes as soon as two wait (see `CallBatch`): a few loops that each await a
+ * submit then keep Redis busy with one pair while they make the next (in step, as one group,
+ * they lost a third of their submits per second; docs/adr/0043-submits-in-groups.md).
+ */
+const SUBMIT_SEND_AT = 2;
+
+/**
  * `submitJob` in groups (see `CallBatch`), run with `run` on `keys`: a call's arguments are one
  * submit's, as `submitJob` takes them.
  */
@@ -149,6 +156,7 @@ export function submitBatch(run: RedisContext["run"], keys: Keys): CallBatch {
     "submitJob",
     (args) => run(scripts.submitJob, submit, args),
     (args, width) => run(scripts.submitJobs, submit, [String(width)].concat(args)),
+    SUBMIT_SEND_AT,
   );
 }
 

@@ -60,6 +60,7 @@
 --@include "quota"
 --@include "streams"
 --@include "deps"
+--@include "submit"
 
 local root, outbox = KEYS[1], KEYS[2]
 local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
@@ -136,23 +137,13 @@ local function submitOne(base, index)
     return answer
   end
 
-  local unfinished, depFailed = {}, false
+  local unfinished, depFailed
   if ARGV[base + 6] ~= '' then
-    local unknown = {}
-    for dep in string.gmatch(ARGV[base + 6], '%S+') do
-      local f = redis.call('HMGET', jobKey(root, dep), 'status', 'tenant')
-      if not f[1] or (f[2] or 'default') ~= tenant then
-        unknown[#unknown + 1] = jsonString(dep)
-      elseif f[1] == 'succeeded' then
-        -- satisfied
-      elseif FINAL_STATUSES[f[1]] then
-        depFailed = depFailed or ARGV[base + 7] ~= 'run'
-      else
-        unfinished[#unfinished + 1] = dep
-      end
-    end
-    if #unknown > 0 then
-      return refuse('{"unknown":[' .. table.concat(unknown, ',') .. ']}')
+    local unknown
+    unknown, unfinished, depFailed = checkDependencies(root, tenant, ARGV[base + 6],
+      ARGV[base + 7] == 'run')
+    if unknown then
+      return refuse(unknown)
     end
   end
 
@@ -184,7 +175,7 @@ local function submitOne(base, index)
     handler = ARGV[base + 5], tenant = tenant }
   -- As submitJob: due at once on Streams, the job stays out of the backlog index (s:in).
   local notBefore = runAt == math.floor(runAt) and runAt or tonumber(job.runAt)
-  local onStream = streams and notBefore <= now and not depFailed and #unfinished == 0
+  local onStream = streams and notBefore <= now and not depFailed and not unfinished
   if onStream then
     job.onStream = '1'
     streamed = streamed + 1
@@ -193,31 +184,9 @@ local function submitOne(base, index)
   end
   createJob(root, id, job, job.runAt, true)
 
-  if depFailed or #unfinished > 0 then
-    local key = jobKey(root, id)
-    if depFailed then
-      job.status, job.finishedAt = 'cancelled', int(now)
-      redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
-      retainJob(root, root .. ':expiring', id, job, now, ARGV[14])
-      redis.call('HINCRBY', metrics, 't:cancelled', 1)
-      extra[#extra + 1] = '"status":"cancelled","finishedAt":' .. job.finishedAt
-    else
-      job.status = 'waiting'
-      local fields = { 'status', 'waiting', 'waits', #unfinished }
-      if ARGV[base + 7] == 'run' then
-        fields[#fields + 1], fields[#fields + 2] = 'onFailure', 'run'
-      end
-      if streams then
-        fields[#fields + 1], fields[#fields + 2] = 'dispatch', 'streams'
-      end
-      redis.call('HSET', key, unpack(fields))
-      for _, dep in ipairs(unfinished) do
-        redis.call('SADD', depsKey(root, dep), id)
-        redis.call('HSET', jobKey(root, dep), 'dependents', 1)
-      end
-      redis.call('HINCRBY', metrics, 'g:waiting', 1)
-      extra[#extra + 1] = '"status":"waiting"'
-    end
+  if depFailed or unfinished then
+    extra[#extra + 1] = holdJob(root, id, job, now, unfinished, depFailed,
+      ARGV[base + 7] == 'run', streams, ARGV[14])
     if idemKey then
       redis.call('SET', idemKey, id, 'PX', ARGV[3])
     end

@@ -110,6 +110,62 @@ local function refused(listing, id, answer)
   return answer
 end
 
+-- The dependencies named in `text` (job ids separated by spaces) of a job of `tenant`
+-- (docs/adr/0014-job-dependencies.md): the answer `{"unknown":[…]}` when some name no job of the tenant; else nil,
+-- the unfinished ones (nil when none) and whether one failed while the job is cancelled on a
+-- failure (not runOnFailure). No table is made for a job without dependencies.
+local function checkDependencies(root, tenant, text, runOnFailure)
+  local unknown, unfinished, depFailed
+  for dep in string.gmatch(text, '%S+') do
+    local f = redis.call('HMGET', jobKey(root, dep), 'status', 'tenant')
+    if not f[1] or (f[2] or 'default') ~= tenant then
+      unknown = unknown or {}
+      unknown[#unknown + 1] = jsonString(dep)
+    elseif f[1] == 'succeeded' then
+      -- satisfied
+    elseif FINAL_STATUSES[f[1]] then
+      depFailed = depFailed or not runOnFailure
+    else
+      unfinished = unfinished or {}
+      unfinished[#unfinished + 1] = dep
+    end
+  end
+  if unknown then
+    return '{"unknown":[' .. table.concat(unknown, ',') .. ']}'
+  end
+  return nil, unfinished, depFailed or false
+end
+
+-- A job its dependencies hold (already written by createJob): stored `cancelled` when one of
+-- them failed, else `waiting` on the unfinished ones (no delivery, not in the backlog), counted
+-- (KEYS[5]). Answers the member its submit's answer adds.
+local function holdJob(root, id, job, now, unfinished, depFailed, runOnFailure, streams,
+                       retention)
+  local key, metrics = jobKey(root, id), KEYS[5]
+  if depFailed then
+    job.status, job.finishedAt = 'cancelled', int(now)
+    redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
+    retainJob(root, root .. ':expiring', id, job, now, retention)
+    redis.call('HINCRBY', metrics, 't:cancelled', '1')
+    return '"status":"cancelled","finishedAt":' .. job.finishedAt
+  end
+  job.status = 'waiting'
+  local fields = { 'status', 'waiting', 'waits', #unfinished }
+  if runOnFailure then
+    fields[#fields + 1], fields[#fields + 2] = 'onFailure', 'run'
+  end
+  if streams then
+    fields[#fields + 1], fields[#fields + 2] = 'dispatch', 'streams'
+  end
+  redis.call('HSET', key, unpack(fields))
+  for _, dep in ipairs(unfinished) do
+    redis.call('SADD', depsKey(root, dep), id)
+    redis.call('HSET', jobKey(root, dep), 'dependents', 1)
+  end
+  redis.call('HINCRBY', metrics, 'g:waiting', '1')
+  return '"status":"waiting"'
+end
+
 local function submitAt(a, n, now)
   local root, outbox = KEYS[1], KEYS[2]
   local pending, metrics, events = KEYS[4], KEYS[5], KEYS[6]
@@ -142,23 +198,13 @@ local function submitAt(a, n, now)
     return again
   end
 
-  local unfinished, depFailed = {}, false
+  local unfinished, depFailed
   if argAt(a, n, 18) ~= '' then
-    local unknown = {}
-    for dep in string.gmatch(argAt(a, n, 18), '%S+') do
-      local f = redis.call('HMGET', jobKey(root, dep), 'status', 'tenant')
-      if not f[1] or (f[2] or 'default') ~= tenant then
-        unknown[#unknown + 1] = jsonString(dep)
-      elseif f[1] == 'succeeded' then
-        -- satisfied
-      elseif FINAL_STATUSES[f[1]] then
-        depFailed = depFailed or argAt(a, n, 19) ~= 'run'
-      else
-        unfinished[#unfinished + 1] = dep
-      end
-    end
-    if #unknown > 0 then
-      return refused(listing, id, '{"unknown":[' .. table.concat(unknown, ',') .. ']}')
+    local unknown
+    unknown, unfinished, depFailed = checkDependencies(root, tenant, argAt(a, n, 18),
+      argAt(a, n, 19) == 'run')
+    if unknown then
+      return refused(listing, id, unknown)
     end
   end
 
@@ -212,7 +258,7 @@ local function submitAt(a, n, now)
   local notBefore = runAt == math.floor(runAt) and runAt or tonumber(job.runAt)
   -- Queued on Streams and due at once: the stream is its queue, and the job stays out of the
   -- backlog index (include "metrics": s:in, s:out).
-  local onStream = settings.streams and notBefore <= now and not depFailed and #unfinished == 0
+  local onStream = settings.streams and notBefore <= now and not depFailed and not unfinished
   if onStream then
     job.onStream = '1'
   end
@@ -223,31 +269,9 @@ local function submitAt(a, n, now)
   end
   recordHook(a, n, now, 'accepted', id)
 
-  if depFailed or #unfinished > 0 then
-    local key = jobKey(root, id)
-    if depFailed then
-      job.status, job.finishedAt = 'cancelled', int(now)
-      redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
-      retainJob(root, root .. ':expiring', id, job, now, settings.retention)
-      redis.call('HINCRBY', metrics, 't:cancelled', '1')
-      extra[#extra + 1] = '"status":"cancelled","finishedAt":' .. job.finishedAt
-    else
-      job.status = 'waiting'
-      local fields = { 'status', 'waiting', 'waits', #unfinished }
-      if argAt(a, n, 19) == 'run' then
-        fields[#fields + 1], fields[#fields + 2] = 'onFailure', 'run'
-      end
-      if settings.streams then
-        fields[#fields + 1], fields[#fields + 2] = 'dispatch', 'streams'
-      end
-      redis.call('HSET', key, unpack(fields))
-      for _, dep in ipairs(unfinished) do
-        redis.call('SADD', depsKey(root, dep), id)
-        redis.call('HSET', jobKey(root, dep), 'dependents', 1)
-      end
-      redis.call('HINCRBY', metrics, 'g:waiting', '1')
-      extra[#extra + 1] = '"status":"waiting"'
-    end
+  if depFailed or unfinished then
+    extra[#extra + 1] = holdJob(root, id, job, now, unfinished, depFailed,
+      argAt(a, n, 19) == 'run', settings.streams, settings.retention)
     if idemKey then
       redis.call('SET', idemKey, id, 'PX', argAt(a, n, 12))
     end

@@ -1,0 +1,118 @@
+/**
+ * How `CallBatch` groups calls, with the script calls answered by the test: when groups go, how
+ * many are under way, and that each call gets its own answer. (The scripts themselves are tested
+ * against a real Redis in test/streams/run-batches.test.ts and submit-batches.test.ts.)
+ */
+import { describe, expect, it } from "vitest";
+import { CallBatch, MAX_IN_FLIGHT } from "./call-batch.ts";
+
+/** A stand-in for Redis: records each script call and answers it when the test says. */
+function fakeRedis() {
+  const sent: { calls: string[]; answer: () => void }[] = [];
+  let inFlight = 0;
+  let mostInFlight = 0;
+  const take = (calls: string[]) =>
+    new Promise<unknown>((resolve) => {
+      inFlight++;
+      mostInFlight = Math.max(mostInFlight, inFlight);
+      sent.push({
+        calls,
+        answer: () => {
+          inFlight--;
+          resolve(calls.length === 1 ? `done ${calls[0]}` : calls.map((c) => `done ${c}`));
+        },
+      });
+    });
+  return {
+    sent,
+    mostInFlight: () => mostInFlight,
+    one: (args: string[]) => take(args),
+    many: (args: string[], width: number) => {
+      expect(width).toBe(1);
+      return take(args);
+    },
+  };
+}
+
+/** Lets pending promise callbacks and the end of the event loop's turn run. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe("CallBatch", () => {
+  it("groups the calls of a turn at its end, and the calls made while a group is under way after it", async () => {
+    const redis = fakeRedis();
+    const batch = new CallBatch("op", redis.one, redis.many);
+    const first = ["a", "b", "c"].map((x) => batch.call([x]));
+    expect(redis.sent).toHaveLength(0);
+    await turn();
+    expect(redis.sent.map((s) => s.calls)).toEqual([["a", "b", "c"]]);
+    const later = ["d", "e"].map((x) => batch.call([x]));
+    await turn();
+    expect(redis.sent).toHaveLength(1);
+    redis.sent[0]!.answer();
+    expect(await Promise.all(first)).toEqual(["done a", "done b", "done c"]);
+    await turn();
+    expect(redis.sent.map((s) => s.calls)).toEqual([
+      ["a", "b", "c"],
+      ["d", "e"],
+    ]);
+    redis.sent[1]!.answer();
+    expect(await Promise.all(later)).toEqual(["done d", "done e"]);
+  });
+
+  it("with sendAt, sends a group as soon as that many wait, while fewer than the most are under way", async () => {
+    const redis = fakeRedis();
+    const batch = new CallBatch("op", redis.one, redis.many, 2);
+    const calls = "abcdefghij".split("").map((x) => batch.call([x]));
+    // Within the turn: pairs until MAX_IN_FLIGHT are under way; the rest wait for one of them.
+    expect(redis.sent.map((s) => s.calls)).toEqual(
+      Array.from({ length: MAX_IN_FLIGHT }, (_, i) => [
+        "abcdefghij"[2 * i],
+        "abcdefghij"[2 * i + 1],
+      ]),
+    );
+    redis.sent[0]!.answer();
+    await turn();
+    expect(redis.sent.at(-1)!.calls).toEqual(["i", "j"]);
+    for (const s of redis.sent.slice(1)) s.answer();
+    expect(await Promise.all(calls)).toEqual("abcdefghij".split("").map((x) => `done ${x}`));
+  });
+
+  /**
+   * Four loops that each await their call before the next, answered in order: grouped at the end
+   * of the turn they move in step, one group under way at a time; with sendAt 2 they form two
+   * pairs that take turns, so a pair is under way while the other's callers make their next
+   * calls.
+   */
+  async function loops(sendAt?: number) {
+    const redis = fakeRedis();
+    const batch = new CallBatch("op", redis.one, redis.many, sendAt);
+    let made = 0;
+    const loop = async (name: string) => {
+      for (let i = 0; i < 5; i++) {
+        made++;
+        expect(await batch.call([`${name}${i}`])).toBe(`done ${name}${i}`);
+      }
+    };
+    const all = Promise.all(["w", "x", "y", "z"].map(loop));
+    let answered = 0;
+    while (made < 20 || answered < redis.sent.length) {
+      await turn();
+      const next = redis.sent[answered];
+      if (next) {
+        next.answer();
+        answered++;
+      }
+    }
+    await all;
+    return { groups: redis.sent.map((s) => s.calls.length), most: redis.mostInFlight() };
+  }
+
+  it("callers that await each call move in step in one group, and take turns in pairs with sendAt 2", async () => {
+    const together = await loops();
+    expect(together.most).toBe(1);
+    expect(together.groups.every((n) => n === 4)).toBe(true);
+    const pairs = await loops(2);
+    expect(pairs.most).toBe(2);
+    expect(pairs.groups.every((n) => n === 2)).toBe(true);
+  });
+});
