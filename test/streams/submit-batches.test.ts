@@ -8,7 +8,7 @@
  *   turn (so grouped) on one store and one after another on another (each alone), give the same
  *   answers, job records, counters, degradation state and events;
  * - a submit whose part of a group fails inside Redis rejects alone; the others are written and
- *   counted.
+ *   counted; the submits of a group that never reaches Redis all reject, and nothing is written.
  */
 import { randomUUID } from "node:crypto";
 import fc from "fast-check";
@@ -200,5 +200,22 @@ describe("submitJob grouped (dispatch: streams)", () => {
     expect((await s.store.getJob("job-3"))?.status).toBe("queued");
     const stats = await s.store.stats();
     expect(stats.totals.submitted).toBe(2);
+  });
+
+  it("the submits of a group that does not reach Redis all reject, and none of them is written", async () => {
+    const s = makeStore();
+    const failing = () => Promise.reject(new Error("Connection is closed."));
+    // The same keys through a connection on which every call fails.
+    const cut = new RedisStore({
+      client: { evalsha: failing, eval: failing, fcall: failing, functionLoad: failing },
+      prefix: s.k.root.slice(1, -1),
+      dispatch: "streams",
+    });
+    const answers = await Promise.allSettled(
+      [0, 1, 3, 4].map((i) => cut.submitJob(jobOf(i), { delayMs: 0, recoverGraceMs: 1_000 })),
+    );
+    expect(answers.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected", "rejected"]);
+    for (const i of [0, 1, 3, 4]) expect(await s.store.getJob(`job-${i}`)).toBeNull();
+    expect((await s.store.stats()).totals.submitted).toBe(0);
   });
 });
