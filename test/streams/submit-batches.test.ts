@@ -6,7 +6,7 @@
  *   delays and times, dependencies, a quota, a degradation policy evaluated on every submit or
  *   reused, webhooks: calls of different lengths in one group), each wave's calls made in one
  *   turn (so grouped) on one store and one after another on another (each alone), give the same
- *   answers, job records, counters, degradation state and events;
+ *   answers, job records, counters, degradation state, events and webhook history;
  * - a submit whose part of a group fails inside Redis rejects alone; the others are written and
  *   counted; the submits of a group that never reaches Redis all reject, and nothing is written.
  */
@@ -148,7 +148,9 @@ async function state(s: ReturnType<typeof makeStore>) {
     Object.entries(metrics).filter(([f]) => /^(t|g|s):/.test(f) && f !== "s:seq"),
   );
   const degradation = await redis.hmget(s.k.degrade, "level", "pendingLevel", "signals");
-  return masked({ jobs, events, counters, degradation });
+  const hooks = await redis.hgetall(s.k.hookCounts);
+  const hookLog = (await redis.lrange(s.k.hookLog("github"), 0, -1)).map((e) => JSON.parse(e));
+  return masked({ jobs, events, counters, degradation, hooks, hookLog });
 }
 
 describe("submitJob grouped (dispatch: streams)", () => {
