@@ -115,6 +115,8 @@ describe("PullWorker read-ahead", () => {
       expect(worker.stats()).toMatchObject({ pulled: 6, waiting: 3, handedBack: 0 });
       open();
       await until(async () => (await a.engine.stats()).totals.succeeded === 9);
+      // The worker acknowledges after the store records the success (acks go in batches).
+      await until(() => worker.stats().acked === 9);
       expect(a.peak()).toBe(2);
       expect(worker.stats()).toMatchObject({ pulled: 9, acked: 9, waiting: 0, failed: 0 });
     } finally {

@@ -80,7 +80,8 @@ describe("PullWorker slots", () => {
       expect(worker.stats()).toMatchObject({ pulled: 4, inFlight: 4 });
       expect(started).toBe(4);
       openGate();
-      while ((await engine.stats()).totals.succeeded < 6) {
+      // Succeeded in the store, then acknowledged by the worker (acks go in batches).
+      while ((await engine.stats()).totals.succeeded < 6 || worker.stats().acked < 6) {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       expect(started).toBe(6);
