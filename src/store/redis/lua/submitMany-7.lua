@@ -132,10 +132,6 @@ local function submitOne(base, index)
   if again then
     return again
   end
-  local function refuse(answer)
-    redis.call('ZREM', listing, id)
-    return answer
-  end
 
   local unfinished, depFailed
   if ARGV[base + 6] ~= '' then
@@ -143,7 +139,7 @@ local function submitOne(base, index)
     unknown, unfinished, depFailed = checkDependencies(root, tenant, ARGV[base + 6],
       ARGV[base + 7] == 'run')
     if unknown then
-      return refuse(unknown)
+      return refused(listing, id, unknown)
     end
   end
 
@@ -156,7 +152,7 @@ local function submitOne(base, index)
   if ARGV[5] ~= '' then
     degradation()
     if overloaded then
-      return refuse(overloaded)
+      return refused(listing, id, overloaded)
     end
     runAt = runAt + delayed
     extra[#extra + 1] = '"degradation":{"level":"' .. level .. '","delayedMs":' .. num(delayed)
@@ -166,7 +162,7 @@ local function submitOne(base, index)
   if windows then
     local admitted, state = checkQuota(quotaKey(root, ARGV[10]), windows, now)
     if not admitted then
-      return refuse('{"denied":{"kind":"quota","quota":' .. state .. '}}')
+      return refused(listing, id, '{"denied":{"kind":"quota","quota":' .. state .. '}}')
     end
     extra[#extra + 1] = '"quota":' .. state
   end
