@@ -1,10 +1,37 @@
 import { defineConfig } from "vitest/config";
+import SlowFirst from "./test/support/sequencer.ts";
+
+const INCLUDE = ["src/**/*.test.ts", "test/**/*.test.ts"];
+
+/**
+ * Test files that change what a process holds for every module in it: fake timers, module mocks,
+ * stubbed globals and environment, process listeners, the OpenTelemetry globals (the engine's
+ * tracer caches the provider it first meets), or a test helper's module-level connection and
+ * hooks. Each of these runs in a process of its own; every other file shares its worker's
+ * modules with the files before it (see `isolate` below). `test/architecture/isolation.test.ts`
+ * fails when a file that does such things is missing here.
+ */
+export const ISOLATED = [
+  "test/tracing/**/*.test.ts",
+  "src/adapter/node/nodes.test.ts",
+  "src/adapter/node/tick-timer.test.ts",
+  "src/transport/qstash/batch-wire.test.ts",
+  "src/transport/local/dedup-window.test.ts",
+  "src/transport/local/local-transport.test.ts",
+  "src/transport/local/local-transport-lifecycle.test.ts",
+  "src/transport/local/local-transport-retries.test.ts",
+  "src/store/redis/redis-store.test.ts",
+  "src/store/redis/redis-store-listing.test.ts",
+  "test/engine/publish.test.ts",
+  "test/vercel/vercel.test.ts",
+  "test/qstash/engine.test.ts",
+  "test/qstash/rest-cost.test.ts",
+];
 
 export default defineConfig({
   // `tickwork/…` imports (tests, functions/) resolve to src/ through tsconfig.json "paths".
   resolve: { tsconfigPaths: true },
   test: {
-    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     // Timeouts catch hangs; they are not measurements. A test that takes 4 s alone took 32 s in a
     // full run on a host with slow loopback I/O (1,000 jobs over HTTP with in-process delivery).
     testTimeout: 90_000,
@@ -14,5 +41,17 @@ export default defineConfig({
     // Most suites wait on I/O (Redis, sockets, timers, child processes), so twice as many workers
     // as the two cores pays off: 336 s with 3, 313 s with 4 on a busier machine (one run each).
     maxWorkers: 4,
+    // The longest files start first (test/support/sequencer.ts).
+    sequence: { sequencer: SlowFirst },
+    projects: [
+      {
+        extends: true,
+        // A worker keeps the modules it imported for its next file: importing them again for
+        // each file took about a fifth of the suite's CPU
+        // (docs/adr/0044-test-files-share-modules.md).
+        test: { name: "shared", include: INCLUDE, exclude: ISOLATED, isolate: false },
+      },
+      { extends: true, test: { name: "isolated", include: ISOLATED, isolate: true } },
+    ],
   },
 });

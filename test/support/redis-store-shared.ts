@@ -1,8 +1,9 @@
 /**
  * @module
  * The shared Redis at 127.0.0.1:6379 for the Redis store's own tests: one connection per test file
- * (vitest gives each file its own modules), closed after the file's tests, and stores on it under
- * fresh prefixes whose keys (and only those) are removed afterwards.
+ * (its users run each in a process of their own: `ISOLATED` in vitest.config.ts), closed after
+ * the file's tests, and stores on it under fresh prefixes whose keys (and only those) are removed
+ * afterwards.
  */
 import { Redis } from "ioredis";
 import { afterAll } from "vitest";
