@@ -1,7 +1,7 @@
 /**
  * @module
  * The shared Redis at 127.0.0.1:6379 for the Redis store's own tests: one connection per test file
- * (its users run each in a process of their own: `ISOLATED` in vitest.config.ts), closed after
+ * (its users run each in a process of their own: `ISOLATED` in test/isolated.ts), closed after
  * the file's tests, and stores on it under fresh prefixes whose keys (and only those) are removed
  * afterwards.
  */

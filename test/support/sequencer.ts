@@ -5,7 +5,7 @@
  * on this checkout (its cache, under node_modules/.vite); a clean clone (CI) has no cache, and
  * then {@link SLOW} gives the files that took longest in a full run, longest first. The rest
  * follow in the order vitest gives them. As in vitest's own order, the files that run each in a
- * process of their own (vitest.config.ts, `ISOLATED`) come first: a worker that shares its
+ * process of their own (`ISOLATED`, test/isolated.ts) come first: a worker that shares its
  * modules between files keeps them only while the next file it takes shares them too.
  */
 import { relative } from "node:path";
