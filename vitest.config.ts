@@ -1,4 +1,4 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 import { ISOLATED } from "./test/isolated.ts";
 import SlowFirst from "./test/support/sequencer.ts";
 
@@ -25,7 +25,12 @@ export default defineConfig({
         // A worker keeps the modules it imported for its next file: importing them again for
         // each file took about a fifth of the suite's CPU
         // (docs/adr/0044-test-files-share-modules.md).
-        test: { name: "shared", include: INCLUDE, exclude: ISOLATED, isolate: false },
+        test: {
+          name: "shared",
+          include: INCLUDE,
+          exclude: [...configDefaults.exclude, ...ISOLATED],
+          isolate: false,
+        },
       },
       { extends: true, test: { name: "isolated", include: ISOLATED, isolate: true } },
     ],
