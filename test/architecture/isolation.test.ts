@@ -1,10 +1,10 @@
 /**
  * Most test files share their worker's modules with the files that ran in it before
  * (vitest.config.ts, project `shared`). A file that changes what the whole process holds must run
- * in a process of its own (`ISOLATED`, test/isolated.ts): otherwise what it changed reaches the files after it, or
- * what they left reaches it, and a test passes or fails by the order files happen to run in. This
- * checks every test file for the ways this suite changes a process, directly or through a test
- * helper.
+ * in a process of its own (`ISOLATED`, test/isolated.ts): otherwise what it changed reaches the
+ * files after it, or what they left reaches it, and a test passes or fails by the order files
+ * happen to run in. This checks every test file for the ways this suite changes a process,
+ * directly or through a test helper.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
