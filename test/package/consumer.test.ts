@@ -215,7 +215,11 @@ describe("the packed package in a fresh app", () => {
       "mistakes/src/mistakes.ts": MISTAKES,
       "mistakes/src/tickwork/handlers.ts": readmeFiles()["src/tickwork/handlers.ts"]!,
       "mistakes/package.json": '{ "type": "module" }\n',
-      "mistakes/tsconfig.json": tsconfig("bundler", { typeRoots: ["../node_modules/@types"] }),
+      // The declaration files were checked by the test above; here only the app's errors count.
+      "mistakes/tsconfig.json": tsconfig("bundler", {
+        typeRoots: ["../node_modules/@types"],
+        skipLibCheck: true,
+      }),
     });
     const { code, stdout } = await runRepoBin("tsc", ["-p", "mistakes/tsconfig.json"], app);
     expect(code).not.toBe(0);
