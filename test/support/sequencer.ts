@@ -11,23 +11,32 @@
 import { relative } from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
-/** Seconds each took in a full `npm test` on a two-core host (vitest's JSON report). */
+/**
+ * Seconds each took in a full `npm test` on a two-core host (vitest's duration cache after a
+ * clean-clone CI run).
+ */
 export const SLOW: Record<string, number> = {
-  "test/package/consumer.test.ts": 116,
-  "src/transport/local/retained-memory.test.ts": 86,
-  "test/engine/invariants-upstash.test.ts": 62,
-  "test/streams/crash.test.ts": 51,
-  "test/engine/invariants-redis.test.ts": 39,
-  "test/contract/nodes.test.ts": 38,
-  "test/engine/invariants-memory.test.ts": 36,
-  "test/contract/upstash.test.ts": 31,
-  "test/qstash/engine.test.ts": 28,
-  "test/engine/invariants-cloudflare-queues.test.ts": 27,
-  "test/streams/invariants.test.ts": 27,
-  "test/dev/fleet-nodes.test.ts": 25,
-  "test/dev/fleet-limits.test.ts": 24,
-  "test/engine/engine.test.ts": 23,
-  "test/contract/redis.test.ts": 20,
+  "test/package/consumer.test.ts": 75,
+  "test/engine/invariants-upstash.test.ts": 65,
+  "src/transport/local/retained-memory.test.ts": 51,
+  "test/streams/crash.test.ts": 50,
+  "test/qstash/engine.test.ts": 39,
+  "test/contract/nodes.test.ts": 36,
+  "test/engine/invariants-redis.test.ts": 35,
+  "test/engine/invariants-memory.test.ts": 35,
+  "test/dev/fleet-limits.test.ts": 26,
+  "test/contract/upstash.test.ts": 23,
+  "test/http/batch.test.ts": 23,
+  "test/engine/invariants-cloudflare-queues.test.ts": 22,
+  "test/dev/fleet-nodes.test.ts": 22,
+  "test/engine/engine.test.ts": 22,
+  "test/contract/redis.test.ts": 19,
+  "test/cloudflare/workerd-queues.test.ts": 18,
+  "test/streams/invariants.test.ts": 18,
+  "test/engine/reaper.test.ts": 18,
+  "test/contract/memory.test.ts": 17,
+  "test/schedule/croner-agreement.test.ts": 16,
+  "test/observability/dashboard.browser.test.ts": 15,
 };
 
 export default class SlowFirst extends BaseSequencer {
