@@ -3,9 +3,9 @@
  * tick-only server (the Kubernetes and Compose layout, on the local queue with a shared signing
  * key), and with QStash (the double) delivering to the server's public URL.
  */
-import { createServer } from "node:net";
 import { afterAll, describe, expect, test } from "vitest";
 import { createClient } from "../../src/client/index.ts";
+import { onFreePort } from "../support/free-port.ts";
 import { type QStashDouble, startQStashDouble } from "../support/qstash-double/index.ts";
 import {
   type DevServer,
@@ -17,15 +17,6 @@ import {
 } from "./server.ts";
 
 const API_KEY = "start-test-key";
-
-/** A port nothing listens on right now (the server binds it a moment later). */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 async function status(url: string, init: RequestInit = {}): Promise<number> {
   return (await fetch(url, init)).status;
@@ -41,6 +32,16 @@ describe.concurrent("tickwork start", () => {
     await Promise.all(prefixes.map(deletePrefix));
   });
 
+  /**
+   * Starts a server whose URL must be known before it starts, on a port picked beforehand; the
+   * port taken meanwhile, it goes again on another (test/support/free-port.ts).
+   */
+  function startOnFreePort(
+    launch: (port: number) => Promise<DevServer>,
+  ): Promise<{ server: DevServer; port: number }> {
+    return onFreePort(/port \d+ is in use/, async (port) => ({ server: await launch(port), port }));
+  }
+
   async function start(bin: string[], env: Record<string, string>): Promise<DevServer> {
     const server = await startDevServer({
       command: { bin: ["start", "--host", "127.0.0.1", ...bin] },
@@ -53,23 +54,23 @@ describe.concurrent("tickwork start", () => {
   test("--role api,worker and --role tick: a split deployment runs a schedule across servers", async () => {
     const prefix = randomPrefix();
     prefixes.push(prefix);
-    const port = await freePort();
-    const workers = `http://127.0.0.1:${port}`;
     // The local queue across servers (with Redis over TCP the default would be Redis Streams).
-    const shared = {
-      TICKWORK_PREFIX: prefix,
-      TICKWORK_PUBLIC_URL: workers,
-      TICKWORK_TRANSPORT: "local",
-    };
+    const shared = { TICKWORK_PREFIX: prefix, TICKWORK_TRANSPORT: "local" };
     const signingKey = `key-${prefix}`;
-    const [api, tick] = await Promise.all([
+    const { server: api, port } = await startOnFreePort((port) =>
       start(["--role", "api", "--role", "worker", "--port", String(port)], {
         ...shared,
+        TICKWORK_PUBLIC_URL: `http://127.0.0.1:${port}`,
         TICKWORK_API_KEY: API_KEY,
         TICKWORK_SIGNING_KEY: signingKey,
       }),
-      start(["--role", "tick"], { ...shared, TICKWORK_SIGNING_KEY: signingKey }),
-    ]);
+    );
+    const workers = `http://127.0.0.1:${port}`;
+    const tick = await start(["--role", "tick"], {
+      ...shared,
+      TICKWORK_PUBLIC_URL: workers,
+      TICKWORK_SIGNING_KEY: signingKey,
+    });
 
     expect(api.banner).toContain("  roles      api, worker\n");
     expect(api.banner).toMatch(/ {2}tick {7}no timer here \(roles without tick\)/);
@@ -141,17 +142,19 @@ describe.concurrent("tickwork start", () => {
     const prefix = randomPrefix();
     prefixes.push(prefix);
     qstash = await startQStashDouble({ backoffScale: 0.001 });
-    const port = await freePort();
+    const double = qstash;
+    const { server, port } = await startOnFreePort((port) =>
+      start(["--port", String(port)], {
+        TICKWORK_PREFIX: prefix,
+        TICKWORK_API_KEY: API_KEY,
+        TICKWORK_PUBLIC_URL: `http://127.0.0.1:${port}`,
+        QSTASH_URL: double.url,
+        QSTASH_TOKEN: double.token,
+        QSTASH_CURRENT_SIGNING_KEY: double.currentSigningKey,
+        QSTASH_NEXT_SIGNING_KEY: double.nextSigningKey,
+      }),
+    );
     const publicUrl = `http://127.0.0.1:${port}`;
-    const server = await start(["--port", String(port)], {
-      TICKWORK_PREFIX: prefix,
-      TICKWORK_API_KEY: API_KEY,
-      TICKWORK_PUBLIC_URL: publicUrl,
-      QSTASH_URL: qstash.url,
-      QSTASH_TOKEN: qstash.token,
-      QSTASH_CURRENT_SIGNING_KEY: qstash.currentSigningKey,
-      QSTASH_NEXT_SIGNING_KEY: qstash.nextSigningKey,
-    });
     expect(server.banner).toContain(
       `  transport  QStash ${qstash.url}, delivers to ${publicUrl}/v1/worker\n`,
     );

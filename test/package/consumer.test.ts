@@ -8,7 +8,6 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,6 +23,7 @@ import {
   tempDir,
   writeFiles,
 } from "../support/consumer-app.ts";
+import { onFreePort } from "../support/free-port.ts";
 import { type QStashDouble, startQStashDouble } from "../support/qstash-double/index.ts";
 
 const PEERS = ["hono", "zod"];
@@ -105,18 +105,6 @@ function tsconfig(resolution: "nodenext" | "bundler", extra: object = {}): strin
       ? { module: "NodeNext", moduleResolution: "NodeNext" }
       : { module: "ESNext", moduleResolution: "Bundler", noEmit: true };
   return `${JSON.stringify({ compilerOptions: { ...STRICT, ...module, types: ["node"], rootDir: ".", outDir: "out", ...extra }, include: ["src", "api"] }, null, 2)}\n`;
-}
-
-/** A port nobody listens on right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Run `node file` in `cwd` to its end. */
@@ -250,24 +238,27 @@ describe("the packed package in a fresh app", () => {
     });
 
     it("answers the README's client, runs the job, and exits 0 on SIGTERM", async () => {
-      const port = await freePort();
-      const origin = `http://127.0.0.1:${port}`;
-      const server = await startNode(
-        app,
-        ["out/src/server.js"],
-        {
-          PORT: String(port),
-          PUBLIC_URL: origin,
-          REDIS_URL,
-          TICKWORK_PREFIX: prefix,
-          QSTASH_URL: qstash.url,
-          QSTASH_TOKEN: qstash.token,
-          QSTASH_CURRENT_SIGNING_KEY: qstash.currentSigningKey,
-          QSTASH_NEXT_SIGNING_KEY: qstash.nextSigningKey,
-          TICKWORK_API_KEY: "consumer-key",
-        },
-        /listening on http/,
-      );
+      // It must know its public URL before it starts: a port taken meanwhile, another one.
+      const { server, origin } = await onFreePort(/EADDRINUSE/, async (port) => {
+        const origin = `http://127.0.0.1:${port}`;
+        const server = await startNode(
+          app,
+          ["out/src/server.js"],
+          {
+            PORT: String(port),
+            PUBLIC_URL: origin,
+            REDIS_URL,
+            TICKWORK_PREFIX: prefix,
+            QSTASH_URL: qstash.url,
+            QSTASH_TOKEN: qstash.token,
+            QSTASH_CURRENT_SIGNING_KEY: qstash.currentSigningKey,
+            QSTASH_NEXT_SIGNING_KEY: qstash.nextSigningKey,
+            TICKWORK_API_KEY: "consumer-key",
+          },
+          /listening on http/,
+        );
+        return { server, origin };
+      });
       try {
         expect(await (await fetch(origin)).text()).toBe("my app");
         const client = await runNode(app, ["out/src/client.js"], {

@@ -7,7 +7,6 @@
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "@upstash/redis";
@@ -18,6 +17,7 @@ import {
   type ServeRedisRestOptions,
   serveRedisRest,
 } from "../../src/tools/redis-rest/index.ts";
+import { onFreePort } from "../support/free-port.ts";
 
 export const REDIS_URL = "redis://127.0.0.1:6379";
 export const BRIDGE_TOKEN = `test-${Math.random().toString(36).slice(2)}`;
@@ -127,22 +127,30 @@ export interface PrivateRedis {
  * `redis-server` on a free loopback port, without persistence, its working directory (where a
  * SAVE would write) a fresh temporary one; resolves once it logs that it accepts connections.
  */
-export async function startPrivateRedis(): Promise<PrivateRedis> {
-  const port = await freePort();
+export function startPrivateRedis(): Promise<PrivateRedis> {
+  // The port taken meanwhile: it exits at once, saying so; then another port.
+  return onFreePort(/Address already in use/, startPrivateRedisOn);
+}
+
+async function startPrivateRedisOn(port: number): Promise<PrivateRedis> {
   const dir = mkdtempSync(join(tmpdir(), "tickwork-redis-rest-"));
   const child = spawn(
     "redis-server",
     ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
     { cwd: dir, stdio: ["ignore", "pipe", "ignore"] },
   );
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // `close`: its output is read to the end (the reason it stopped, e.g. the port in use).
+  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
   await new Promise<void>((resolve, reject) => {
     let log = "";
     child.stdout?.on("data", (chunk: Buffer) => {
       log += chunk.toString();
       if (log.includes("Ready to accept connections")) resolve();
     });
-    exited.then(() => reject(new Error(`redis-server exited before it was ready:\n${log}`)));
+    exited.then(() => {
+      rmSync(dir, { recursive: true, force: true });
+      reject(new Error(`redis-server exited before it was ready:\n${log}`));
+    });
   });
   child.stdout?.resume();
   return {
@@ -153,17 +161,6 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** A bridge in front of a private redis-server, and that server. */

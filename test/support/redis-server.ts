@@ -3,19 +3,8 @@
  * (exact `INFO commandstats` counts).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { Redis } from "ioredis";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { onFreePort } from "./free-port.ts";
 
 export interface PrivateRedis {
   url: string;
@@ -29,14 +18,23 @@ export interface PrivateRedis {
 /**
  * Start `redis-server` on a free loopback port, with no persistence. Ready when the server says so
  * ("Ready to accept connections", printed once it listens), then checked with a PING; an exit
- * before that (the port taken meanwhile, no redis-server) fails at once with its output.
+ * before that (no redis-server) fails at once with its output; one because the port was taken
+ * meanwhile starts again on another port.
  */
-export async function startRedisServer(
+export function startRedisServer(
   timeoutMs = 20_000,
   /** More `redis-server` options, e.g. `["--rename-command", "FCALL", ""]`. */
   extraArgs: readonly string[] = [],
 ): Promise<PrivateRedis> {
-  const port = await freePort();
+  // The port taken meanwhile: it exits at once, saying so; then another port.
+  return onFreePort(/Address already in use/, (port) => startOn(port, timeoutMs, extraArgs));
+}
+
+async function startOn(
+  port: number,
+  timeoutMs: number,
+  extraArgs: readonly string[],
+): Promise<PrivateRedis> {
   const child = spawn(
     "redis-server",
     [
@@ -52,7 +50,8 @@ export async function startRedisServer(
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // `close`: its output is read to the end (the reason it stopped, e.g. the port in use).
+  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
   let log = "";
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
