@@ -4,7 +4,6 @@
  * Upstash-compatible REST bridge the Worker talks to — plus the QStash double with keys of its own.
  */
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
 import { Redis as IORedis } from "ioredis";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
 import { type RedisRestServer, serveRedisRest } from "../../src/tools/redis-rest/index.ts";
@@ -18,17 +17,11 @@ export const secret = (label: string) => `${label}_${randomBytes(12).toString("h
 /** A plain-text binding for `unstable_startWorker`. */
 export const text = (value: string) => ({ type: "plain_text" as const, value });
 
-/** A loopback port nothing listens on right now (the Worker must know its URL before it starts). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+/**
+ * A loopback port nothing listens on right now (the Worker must know its URL before it starts).
+ * Not retried when taken meanwhile: wrangler then waits without an error.
+ */
+export { freePort } from "../support/free-port.ts";
 
 /** Redis under `prefix`, over TCP and behind the REST bridge (bearer `restToken`). */
 export async function startRedisBehindRest(

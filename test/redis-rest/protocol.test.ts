@@ -3,10 +3,10 @@
  * shared Redis at 127.0.0.1:6379, keys under a random prefix): what `@upstash/redis` sends and
  * expects, and how everything else is refused.
  */
-import { createServer } from "node:net";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { createRedisRestBridge } from "../../src/tools/redis-rest/index.ts";
+import { freePort } from "../support/free-port.ts";
 import { deletePrefix, freshPrefix, REDIS_URL } from "./harness.ts";
 
 const TOKEN = "protocol-token";
@@ -261,7 +261,7 @@ describe("HTTP", () => {
   });
 
   it("503 {error} when Redis cannot be reached, on every route", async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const down = new IORedis(`redis://127.0.0.1:${port}`, {
       lazyConnect: true,
       enableOfflineQueue: false,
@@ -287,15 +287,3 @@ describe("HTTP", () => {
     down.disconnect();
   });
 });
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
