@@ -268,6 +268,9 @@ async function startBridgeProcess(redisUrl: string): Promise<{
   };
 }
 
+/** The most heap (and buffers) a request may leave held once collected, over the baseline. */
+const HEAP_AFTER_MAX = 16 * MiB;
+
 const mb = (bytes: number) => Math.round((bytes / MiB) * 10) / 10;
 
 describe("the bridge process's memory (tickwork redis-rest, default caps)", () => {
@@ -320,10 +323,21 @@ describe("the bridge process's memory (tickwork redis-rest, default caps)", () =
     // reply buffers) are released and accounted for only after it, and a busy machine (the suite
     // runs files side by side) showed them still counted after one.
     await bridge.memory({ gc: true, resetPeak: false });
-    const { now } = await bridge.memory({ gc: true, resetPeak: true });
+    let { now } = await bridge.memory({ gc: true, resetPeak: true });
+    const heapGrowth = (m: Memory) =>
+      m.heapUsed + m.arrayBuffers - (baseline.heapUsed + baseline.arrayBuffers);
+    // What a request was made of can still be held for a moment after its answer was read: two
+    // full runs kept a 10 MB pipeline's body and commands (18.5 and 18.8 MB) where it is 0.5
+    // otherwise. So it is measured again, at once, until under the bound, at most 20 times: a
+    // leak stays over it.
+    let measured = 1;
+    while (heapGrowth(now) >= HEAP_AFTER_MAX && measured < 20) {
+      ({ now } = await bridge.memory({ gc: true, resetPeak: true }));
+      measured++;
+    }
     const result = {
       peakRss: peak.rss - baseline.rss,
-      heapAfter: now.heapUsed + now.arrayBuffers - (baseline.heapUsed + baseline.arrayBuffers),
+      heapAfter: heapGrowth(now),
       rssAfter: now.rss - baseline.rss,
     };
     figures[name] = {
@@ -331,6 +345,7 @@ describe("the bridge process's memory (tickwork redis-rest, default caps)", () =
       peakHeapUsedMB: mb(peak.heapUsed),
       heapGrowthAfterGcMB: mb(result.heapAfter),
       rssGrowthAfterGcMB: mb(result.rssAfter),
+      ...(measured > 1 ? { measured } : {}),
     };
     return result;
   }
@@ -348,7 +363,7 @@ describe("the bridge process's memory (tickwork redis-rest, default caps)", () =
     expect(answer.ms).toBeLessThan(5_000);
     const memory = await measure("pipeline900k");
     expect(memory.peakRss).toBeLessThan(200 * MiB);
-    expect(memory.heapAfter).toBeLessThan(16 * MiB);
+    expect(memory.heapAfter).toBeLessThan(HEAP_AFTER_MAX);
     expect(memory.rssAfter).toBeLessThan(100 * MiB);
   });
 
@@ -364,7 +379,7 @@ describe("the bridge process's memory (tickwork redis-rest, default caps)", () =
     expect(answer.ms).toBeLessThan(5_000);
     const memory = await measure("arguments2500k");
     expect(memory.peakRss).toBeLessThan(200 * MiB);
-    expect(memory.heapAfter).toBeLessThan(16 * MiB);
+    expect(memory.heapAfter).toBeLessThan(HEAP_AFTER_MAX);
     expect(memory.rssAfter).toBeLessThan(100 * MiB);
   });
 
@@ -375,7 +390,7 @@ describe("the bridge process's memory (tickwork redis-rest, default caps)", () =
     expect((answer.json as { result: unknown[] }).result).toHaveLength(499_999);
     const memory = await measure("arguments500k");
     expect(memory.peakRss).toBeLessThan(200 * MiB);
-    expect(memory.heapAfter).toBeLessThan(16 * MiB);
+    expect(memory.heapAfter).toBeLessThan(HEAP_AFTER_MAX);
     expect(memory.rssAfter).toBeLessThan(100 * MiB);
   });
 
@@ -390,14 +405,14 @@ describe("the bridge process's memory (tickwork redis-rest, default caps)", () =
     expect(answer.json).toEqual(commands.map(() => ({ result: "OK" })));
     const afterPipeline = await measure("pipeline10kSets");
     expect(afterPipeline.peakRss).toBeLessThan(200 * MiB);
-    expect(afterPipeline.heapAfter).toBeLessThan(16 * MiB);
+    expect(afterPipeline.heapAfter).toBeLessThan(HEAP_AFTER_MAX);
 
     const big = await send("/", JSON.stringify(["set", "big", "b".repeat(10 * MiB - 100)]));
     figures.value10MbMs = big.ms;
     expect(big).toMatchObject({ status: 200, json: { result: "OK" } });
     const afterBig = await measure("value10Mb");
     expect(afterBig.peakRss).toBeLessThan(200 * MiB);
-    expect(afterBig.heapAfter).toBeLessThan(16 * MiB);
+    expect(afterBig.heapAfter).toBeLessThan(HEAP_AFTER_MAX);
     expect(afterBig.rssAfter).toBeLessThan(100 * MiB);
   });
 });
