@@ -2,14 +2,14 @@
  * `npm test`: the generated Lua module, then at once the type check (`tsc --noEmit`), the linter
  * (Biome) and the build (dist/, which the CLI and packed-package tests use); Vitest starts as soon
  * as the build is done, while the type check may still run. The type check and the linter print
- * their output when they end; Vitest prints as it goes. It exits with the first failing step's
- * code, after every step has ended.
+ * their output when they end; Vitest prints as it goes. Once every step has ended, it exits with
+ * a failing step's code (the build's, the type check's, the linter's, then Vitest's), else 0.
  *
  * Arguments go to Vitest: `npm test -- test/http` runs the files under test/http (after the same
  * checks).
  *
  * Run one after the other, the steps before Vitest took about 35 s of a 325 s run on one host;
- * Vitest waits on I/O for much of its time, so the type check beside it costs it little.
+ * run this way, the whole took 289 s there (docs/adr/0044-test-files-share-modules.md).
  *
  * Usage: `npm test [-- <vitest arguments>]`
  */
