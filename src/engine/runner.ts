@@ -19,28 +19,24 @@ import {
   RetryAfterError,
   TimeoutError,
 } from "../core/errors.ts";
-import {
-  type DeliveryToken,
-  type JobError,
-  type JobRecord,
-  type JobSpec,
-  scheduleUserId,
-} from "../core/model.ts";
+import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../core/model.ts";
 import type { Placement } from "../core/placement.ts";
 import { MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import { type TraceContext, traceOfUnknown } from "../core/trace.ts";
 import type { FinishRunResult, RunOutcome, Store } from "../store/port.ts";
 import type { Delivery, Transport } from "../transport/port.ts";
 import { attemptControls } from "./attempt.ts";
+import { AttemptContext } from "./attempt-context.ts";
 import type { Broker } from "./broker.ts";
 import { pullRecheckMs, runLimitOf } from "./concurrency.ts";
 import { readSpec } from "./delivery-spec.ts";
-import { type HandlerContext, type Handlers, handlerOf, parseInput } from "./handlers.ts";
+import { type Handlers, handlerOf, parseInput } from "./handlers.ts";
 import { LazyAbort } from "./lazy-abort.ts";
 import type { Logger } from "./logger.ts";
 import type { ResolvedOptions } from "./options.ts";
 import { deliveryMismatch, refuseDelivery } from "./placement.ts";
 import { rateLimitOf } from "./rate-limit.ts";
+import { watchTimeout } from "./timeout-watch.ts";
 import { inSpan, runSpanDone, startRunSpan } from "./tracing.ts";
 import { waitUntil } from "./wait-until.ts";
 
@@ -322,7 +318,7 @@ export class Runner {
     attempt: number,
     exhausted: boolean,
     handlers: Handlers,
-    logger: HandlerContext["logger"],
+    logger: Logger,
     broker: Broker,
     abortAt: number,
   ): Promise<RunOutcome & { retryAfterMs?: number }> {
@@ -371,10 +367,10 @@ export class Runner {
       const error = new TimeoutError(`handler timed out after ${timeoutMs} ms`);
       abort.abort(error);
       // Fired late: this process was frozen past the timeout (SIGSTOP, a VM or GC pause). The
-      // freeze check below fires it before a handler's own timers that were due more than
-      // FREEZE_CHECK_MS after the freeze began; an earlier one may have run first, so the
-      // handler may be completing its work right now (its signal was not aborted when it last
-      // looked). Let it settle and keep what it did.
+      // freeze check (src/engine/timeout-watch.ts) fires it before a handler's own timers that
+      // were due more than FREEZE_CHECK_MS after the freeze began; an earlier one may have run
+      // first, so the handler may be completing its work right now (its signal was not aborted
+      // when it last looked). Let it settle and keep what it did.
       if (performance.now() - due > LATE_TIMEOUT_MS) {
         timer = setTimeout(() => fail(error), LATE_SETTLE_MS);
       } else fail(error);
@@ -392,26 +388,8 @@ export class Runner {
       logger,
       this.deps.options.cancelCheckMs,
     );
-    // `signal` and `jobs` are made when first read (own getters, so a spread of `ctx` still
-    // copies them); the optional fields are added only when the job has them.
-    let jobs: HandlerContext["jobs"] | undefined;
-    const ctx: HandlerContext = {
-      jobId: job.id,
-      attempt,
-      get signal() {
-        return abort.signal;
-      },
-      logger,
-      get jobs() {
-        if (jobs === undefined) jobs = tenantJobs(broker, job.tenant);
-        return jobs;
-      },
-      progress: controls.progress,
-      log: controls.log,
-    };
-    if (job.scheduleId !== undefined) ctx.scheduleId = scheduleUserId(job.tenant, job.scheduleId);
-    if (job.fireAt !== undefined) ctx.fireAt = job.fireAt;
-    if (job.after) ctx.after = job.after;
+    // `signal` and `jobs` are made when first read (src/engine/attempt-context.ts).
+    const ctx = new AttemptContext(job, attempt, logger, controls, abort, broker);
     try {
       Promise.resolve()
         .then(() => handler.run(input, ctx))
@@ -435,60 +413,12 @@ export class Runner {
   }
 }
 
-/** A handler's `ctx.jobs`: the broker, scoped to the running job's tenant. */
-function tenantJobs(broker: Broker, tenant: string): HandlerContext["jobs"] {
-  return {
-    submit: (next) => broker.submit(next, { tenant }),
-    submitFlow: (flow) => broker.submitFlow(flow as never, { tenant }),
-    // Scoped: a job of another tenant is unknown here (404), whatever id the input names.
-    get: (id) => broker.getJob(id, { tenant, scopes: ["read"] }),
-  };
-}
-
 /**
  * Longest wait for a delivery that came before its job's `runAt`: a queue with whole-second
  * not-before times (QStash, rounded down) is up to a second early; the rest is clock skew between
  * Redis and this process. Anything earlier runs at once, as it always did.
  */
 const EARLY_WAIT_MS = 1_100;
-
-/**
- * The timeouts of the attempts this process runs, checked every {@link FREEZE_CHECK_MS} while any
- * runs. A process frozen past a timeout (SIGSTOP, a VM or GC pause) runs every timer that fell
- * due meanwhile when it wakes, in the order they were due. A handler's own timer, due before its
- * timeout, would run first: the handler would carry on with its work, its signal not aborted,
- * after its run lease lapsed and perhaps after another worker took the job over. This check is
- * due at most FREEZE_CHECK_MS after the freeze began, so it runs before any handler timer due
- * later than that, and fires the timeouts that passed: the signal is aborted first.
- */
-const timeouts = new Set<{ due: number; fire: () => void }>();
-let freezeCheck: ReturnType<typeof setInterval> | undefined;
-
-/** Watches one attempt's timeout (`due`, on `performance.now()`); returns the unwatch. */
-function watchTimeout(due: number, fire: () => void): () => void {
-  const entry = { due, fire };
-  timeouts.add(entry);
-  if (freezeCheck === undefined) {
-    freezeCheck = setInterval(checkTimeouts, FREEZE_CHECK_MS);
-    // Never what keeps a process alive (Node; a Worker's timers have no unref).
-    (freezeCheck as { unref?: () => void }).unref?.();
-  }
-  return () => {
-    timeouts.delete(entry);
-    if (timeouts.size === 0 && freezeCheck !== undefined) {
-      clearInterval(freezeCheck);
-      freezeCheck = undefined;
-    }
-  };
-}
-
-function checkTimeouts(): void {
-  const now = performance.now();
-  for (const entry of timeouts) if (now >= entry.due) entry.fire();
-}
-
-/** How often the running attempts' timeouts are checked (see {@link watchTimeout}). */
-const FREEZE_CHECK_MS = 100;
 
 /** A timeout timer this late means the process was frozen meanwhile (see `execute`). */
 const LATE_TIMEOUT_MS = 1_000;

@@ -2,8 +2,8 @@
  * A worker process frozen past a handler's timeout (SIGSTOP, a VM or GC pause). On waking, Node
  * runs every timer that fell due meanwhile in the order they were due, so a handler's own timer,
  * due before its timeout, would run first and the handler would do its work after its run lease
- * lapsed. The runner's timeout check (`watchTimeout`, src/engine/runner.ts) runs before it and
- * aborts the handler's signal: a handler that looks at its signal does nothing.
+ * lapsed. The runner's timeout check (`watchTimeout`, src/engine/timeout-watch.ts) runs before
+ * it and aborts the handler's signal: a handler that looks at its signal does nothing.
  *
  * The freeze is real: the test blocks this thread (`Atomics.wait`) while the handler waits on its
  * timer, for longer than the handler's timeout.

@@ -79,20 +79,42 @@ export async function finishRun(
     : await c.run(scripts.finishRun, finishKeys(c.keys), withStoreSettings(c, args));
   if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "stale", job: null };
   expectNoCode("finishRun", raw);
-  if (typeof raw === "string" && raw.startsWith('{"ok":')) {
-    // The record is parsed when first read: a runner reads it only after a failed attempt.
-    let job: JobRecord | undefined;
-    return {
-      kind: "ok",
-      get job(): JobRecord {
-        job ??= fromJson<Tagged<"ok", JobRecord>>(raw).ok;
-        return job;
-      },
-    };
-  }
+  // The record is parsed when first read: a runner reads it only after a failed attempt.
+  if (typeof raw === "string" && raw.startsWith('{"ok":')) return new FinishedRun(raw);
   const r = fromJson<Tagged<"ok", JobRecord> | Tagged<"stale", JobRecord>>(raw);
   return "ok" in r ? { kind: "ok", job: r.ok } : { kind: "stale", job: r.stale };
 }
+
+/**
+ * `finishRun`'s answer `ok` whose record is parsed when `job` is first read. `job` is an own,
+ * enumerable getter, the same function for every answer (`Object.defineProperty`): an object
+ * literal with a `get` member would make a new function per answer, and V8 keeps such objects in
+ * dictionary mode (docs/adr/0045-no-per-attempt-getters.md).
+ */
+export class FinishedRun {
+  readonly kind = "ok" as const;
+  declare readonly job: JobRecord;
+  readonly #raw: string;
+  #job: JobRecord | undefined;
+
+  constructor(raw: string) {
+    this.#raw = raw;
+    Object.defineProperty(this, "job", LAZY_JOB);
+  }
+
+  static jobOf(answer: FinishedRun): JobRecord {
+    answer.#job ??= fromJson<Tagged<"ok", JobRecord>>(answer.#raw).ok;
+    return answer.#job;
+  }
+}
+
+const LAZY_JOB: PropertyDescriptor = {
+  get(this: FinishedRun) {
+    return FinishedRun.jobOf(this);
+  },
+  enumerable: true,
+  configurable: true,
+};
 
 /**
  * The reaper's wait for an attempt's outbox watch; '' on Redis Streams, where an attempt has no
