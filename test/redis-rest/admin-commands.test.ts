@@ -7,7 +7,7 @@
  * data in database 0 and 3, its config, its scripts, and saved nothing.
  */
 import { errors } from "@upstash/redis";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PrivateBridge, privateBridge } from "./harness.ts";
 
 const { UpstashError } = errors;
@@ -20,6 +20,10 @@ beforeAll(async () => {
   await env.direct(0).set("canary", "db0");
   await env.direct(3).set("secret", "db3");
   directScriptSha = (await env.direct(0).script("LOAD", "return 'kept'")) as string;
+});
+
+afterAll(async () => {
+  await env?.stop();
 });
 
 /** Server-wide, admin and cross-database commands, as a client could send them. */

@@ -1,9 +1,11 @@
 /**
  * @module
- * The REST bridge for tests: one per test file (vitest gives each file its own modules), started
- * on a free port on first use, in front of the shared Redis at 127.0.0.1:6379, and closed after
- * the file's tests; plus `@upstash/redis` clients pointed at it and prefix cleanup. For tests that
- * send server-wide commands, `privateBridge` puts a bridge in front of a private redis-server.
+ * The REST bridge for tests, started on a free port on first use, in front of the shared Redis at
+ * 127.0.0.1:6379; plus `@upstash/redis` clients pointed at it and prefix cleanup. Test files share
+ * modules (docs/adr/0044-test-files-share-modules.md): the bridge is closed after the tests of the
+ * first file that loads this module, and a later file starts another, which lives as long as its
+ * worker (a server in this process). For tests that send server-wide commands, `privateBridge`
+ * puts a bridge in front of a private redis-server, which the file stops itself.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -107,14 +109,10 @@ export async function deletePrefixes(prefixes: readonly string[]): Promise<void>
   }
 }
 
-/** What `privateBridge` started, stopped after the file's tests. */
-const cleanups: (() => Promise<void>)[] = [];
-
 afterAll(async () => {
   const started = bridge;
   bridge = undefined;
   await (await started)?.close();
-  for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
 /** A private redis-server: its URL, and how to stop it. */
@@ -173,11 +171,16 @@ export interface PrivateBridge {
   client(options?: UpstashOptions): Redis;
   /** POST `body` as JSON with the token to `path` over real HTTP. */
   post(path: string, body: unknown): Promise<{ status: number; json: unknown }>;
+  /** Close the bridge and the connections, and stop the server. */
+  stop(): Promise<void>;
 }
 
 /**
- * A private redis-server and a bridge on it, both stopped after the file's tests (call it in a
- * `beforeAll`): for commands that would harm a shared Redis.
+ * A private redis-server and a bridge on it, for commands that would harm a shared Redis: call it
+ * in a `beforeAll` and its `stop` in the file's `afterAll`. (Not a hook of this module's own:
+ * test files share modules (docs/adr/0044-test-files-share-modules.md), so a hook registered
+ * when this module loads belongs to the first file that loads it, and the servers of the other
+ * files would outlive the run.)
  */
 export async function privateBridge(
   options: Partial<Omit<ServeRedisRestOptions, "redisUrl">> = {},
@@ -201,12 +204,12 @@ export async function privateBridge(
     log: () => {},
     ...options,
   });
-  cleanups.push(async () => {
-    await bridge.close();
-    for (const redis of connections.values()) redis.disconnect();
-    await server.stop();
-  });
   return {
+    async stop() {
+      await bridge.close();
+      for (const redis of connections.values()) redis.disconnect();
+      await server.stop();
+    },
     bridge,
     server,
     direct,

@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { errors, type Redis } from "@upstash/redis";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRedisRestBridge } from "../../src/tools/redis-rest/index.ts";
 import { type PrivateBridge, privateBridge } from "./harness.ts";
 
@@ -23,6 +23,10 @@ beforeAll(async () => {
   await env.direct(3).set("secret", SECRET);
   await env.direct(3).set("other", "db3-other");
   await env.direct(0).set("canary", "db0");
+});
+
+afterAll(async () => {
+  await env?.stop();
 });
 
 /** Scripts that try to leave database 0 (or run a command the bridge refuses). */
