@@ -5,11 +5,13 @@
  * `signal` and `jobs` are made when first read: an `AbortSignal` costs a few µs on Node 20, and
  * few handlers submit follow-up jobs. They are own, enumerable getters, so a copy (`{ ...ctx }`)
  * still carries them. Every attempt's object gets the same two getter functions
- * (`Object.defineProperties` with {@link LAZY_MEMBERS}), and the state they read is in private
- * fields. An object literal with `get` members would make two new functions per attempt, and V8
- * keeps such an object in dictionary mode. In a worker draining jobs, that object and everything
- * its getters reached outlived the attempt in V8's young-generation collections and were promoted
- * to the old generation (docs/adr/0045-no-per-attempt-getters.md).
+ * (`Object.defineProperties` with {@link LAZY_MEMBERS}). The state they read is a hidden member
+ * (a symbol, not enumerable), not a private field, so they also work through a `Proxy` of `ctx`
+ * or an object whose prototype is `ctx`, as the closures of an object literal did. An object
+ * literal with `get` members would make two new functions per attempt, and V8 keeps such an
+ * object in dictionary mode. In a worker draining jobs, that object and everything its getters
+ * reached outlived the attempt in V8's young-generation collections and were promoted to the old
+ * generation (docs/adr/0045-no-per-attempt-getters.md).
  */
 import { scheduleUserId } from "../core/model.ts";
 import type { AttemptControls } from "./attempt.ts";
@@ -27,6 +29,16 @@ export interface ContextJob {
   after?: string[] | undefined;
 }
 
+/** What the lazy members read, hidden under {@link STATE}. */
+interface LazyState {
+  abort: LazyAbort;
+  broker: Broker;
+  tenant: string;
+  jobs: HandlerContext["jobs"] | undefined;
+}
+
+const STATE = Symbol("tickwork.attemptState");
+
 export class AttemptContext implements HandlerContext {
   readonly jobId: string;
   readonly attempt: number;
@@ -39,10 +51,7 @@ export class AttemptContext implements HandlerContext {
   declare scheduleId?: string;
   declare fireAt?: number;
   declare after?: string[];
-  readonly #abort: LazyAbort;
-  readonly #broker: Broker;
-  readonly #tenant: string;
-  #jobs: HandlerContext["jobs"] | undefined;
+  declare readonly [STATE]: LazyState;
 
   constructor(
     job: ContextJob,
@@ -57,22 +66,12 @@ export class AttemptContext implements HandlerContext {
     this.logger = logger;
     this.progress = controls.progress;
     this.log = controls.log;
-    this.#abort = abort;
-    this.#broker = broker;
-    this.#tenant = job.tenant;
+    const state: LazyState = { abort, broker, tenant: job.tenant, jobs: undefined };
+    Object.defineProperty(this, STATE, { value: state });
     Object.defineProperties(this, LAZY_MEMBERS);
     if (job.scheduleId !== undefined) this.scheduleId = scheduleUserId(job.tenant, job.scheduleId);
     if (job.fireAt !== undefined) this.fireAt = job.fireAt;
     if (job.after) this.after = job.after;
-  }
-
-  static signalOf(ctx: AttemptContext): AbortSignal {
-    return ctx.#abort.signal;
-  }
-
-  static jobsOf(ctx: AttemptContext): HandlerContext["jobs"] {
-    ctx.#jobs ??= tenantJobs(ctx.#broker, ctx.#tenant);
-    return ctx.#jobs;
   }
 }
 
@@ -80,14 +79,16 @@ export class AttemptContext implements HandlerContext {
 const LAZY_MEMBERS: PropertyDescriptorMap = {
   signal: {
     get(this: AttemptContext) {
-      return AttemptContext.signalOf(this);
+      return this[STATE].abort.signal;
     },
     enumerable: true,
     configurable: true,
   },
   jobs: {
     get(this: AttemptContext) {
-      return AttemptContext.jobsOf(this);
+      const state = this[STATE];
+      state.jobs ??= tenantJobs(state.broker, state.tenant);
+      return state.jobs;
     },
     enumerable: true,
     configurable: true,

@@ -82,6 +82,15 @@ describe("a handler's ctx", () => {
     expect(() => {
       (ctx as { signal: unknown }).signal = null;
     }).toThrow(TypeError);
+    // A wrapper that reads through to ctx (a Proxy, an object whose prototype is ctx) sees them.
+    const proxied = new Proxy(ctx, {});
+    expect(proxied.signal).toBe(ctx.signal);
+    expect(proxied.jobs).toBe(ctx.jobs);
+    const derived = Object.create(ctx) as AttemptContext;
+    expect(derived.signal).toBe(ctx.signal);
+    expect(derived.jobs).toBe(ctx.jobs);
+    // The hidden state is no member a copy or a listing shows.
+    expect(Object.getOwnPropertySymbols(copy)).toEqual([]);
   });
 
   it("is in V8's fast mode, every ctx (and every finish answer) on one hidden class", async () => {
