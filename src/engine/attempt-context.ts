@@ -3,7 +3,8 @@
  * `AttemptContext`: the `ctx` a handler gets for one attempt (`HandlerContext`).
  *
  * `signal` and `jobs` are made when first read: an `AbortSignal` costs a few µs on Node 20, and
- * few handlers submit follow-up jobs. They are own, enumerable getters, so a copy (`{ ...ctx }`)
+ * few handlers submit follow-up jobs. Reading `signal` once the attempt's timeout is due fires the
+ * timeout first (see the getter). They are own, enumerable getters, so a copy (`{ ...ctx }`)
  * still carries them. Every attempt's object gets the same two getter functions
  * (`Object.defineProperties` with {@link LAZY_MEMBERS}). The state they read is a hidden member
  * (a symbol, not enumerable), not a private field, so they also work through a `Proxy` of `ctx`
@@ -35,6 +36,9 @@ interface LazyState {
   broker: Broker;
   tenant: string;
   jobs: HandlerContext["jobs"] | undefined;
+  /** When the attempt's timeout is due (`performance.now()`), and what fires it. */
+  due: number;
+  timeout: () => void;
 }
 
 const STATE = Symbol("tickwork.attemptState");
@@ -60,13 +64,15 @@ export class AttemptContext implements HandlerContext {
     controls: AttemptControls,
     abort: LazyAbort,
     broker: Broker,
+    due: number,
+    timeout: () => void,
   ) {
     this.jobId = job.id;
     this.attempt = attempt;
     this.logger = logger;
     this.progress = controls.progress;
     this.log = controls.log;
-    const state: LazyState = { abort, broker, tenant: job.tenant, jobs: undefined };
+    const state: LazyState = { abort, broker, tenant: job.tenant, jobs: undefined, due, timeout };
     Object.defineProperty(this, STATE, { value: state });
     Object.defineProperties(this, LAZY_MEMBERS);
     if (job.scheduleId !== undefined) this.scheduleId = scheduleUserId(job.tenant, job.scheduleId);
@@ -79,7 +85,12 @@ export class AttemptContext implements HandlerContext {
 const LAZY_MEMBERS: PropertyDescriptorMap = {
   signal: {
     get(this: AttemptContext) {
-      return this[STATE].abort.signal;
+      const state = this[STATE];
+      // Past its timeout and not aborted yet: this process was frozen (or the timer is late),
+      // and a timer of the handler's ran first. Fire the timeout now (once; a no-op after the
+      // attempt ended), so the handler sees the abort before it does its work.
+      if (performance.now() >= state.due) state.timeout();
+      return state.abort.signal;
     },
     enumerable: true,
     configurable: true,

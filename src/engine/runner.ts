@@ -388,8 +388,10 @@ export class Runner {
       logger,
       this.deps.options.cancelCheckMs,
     );
-    // `signal` and `jobs` are made when first read (src/engine/attempt-context.ts).
-    const ctx = new AttemptContext(job, attempt, logger, controls, abort, broker);
+    // `signal` and `jobs` are made when first read (src/engine/attempt-context.ts). Reading
+    // `signal` past `due` fires the timeout first: after a freeze, a handler timer that ran before
+    // the freeze check does not find the signal still live.
+    const ctx = new AttemptContext(job, attempt, logger, controls, abort, broker, due, timeout);
     try {
       Promise.resolve()
         .then(() => handler.run(input, ctx))
@@ -406,6 +408,8 @@ export class Runner {
       }
       return { ok: false, final: exhausted, error: err };
     } finally {
+      // Ended: a late read of `ctx.signal` fires nothing.
+      fired = true;
       clearTimeout(timer);
       unwatch();
       controls.stop();

@@ -6,7 +6,9 @@
  * timeout, would run first: the handler would carry on with its work, its signal not aborted,
  * after its run lease lapsed and perhaps after another worker took the job over. This check is
  * due at most FREEZE_CHECK_MS after the freeze began, so it runs before any handler timer due
- * later than that, and fires the timeouts that passed: the signal is aborted first.
+ * later than that, and fires the timeouts that passed: the signal is aborted first. (A handler
+ * timer due sooner runs first; reading `ctx.signal` then fires the timeout, see
+ * src/engine/attempt-context.ts.)
  *
  * The watched timeouts are a doubly linked list, not a `Set`. V8 replaces a `Set`'s table as it
  * grows and shrinks. In a worker draining jobs, the tables it left behind in the old generation

@@ -40,6 +40,8 @@ describe("a handler's ctx", () => {
       controls,
       new LazyAbort(),
       broker,
+      Number.POSITIVE_INFINITY,
+      () => {},
     );
     expect(Object.keys(plain).sort()).toEqual(
       ["attempt", "jobId", "jobs", "log", "logger", "progress", "signal"].sort(),
@@ -53,6 +55,8 @@ describe("a handler's ctx", () => {
       controls,
       new LazyAbort(),
       broker,
+      Number.POSITIVE_INFINITY,
+      () => {},
     );
     expect(full.fireAt).toBe(1_000);
     expect(full.after).toEqual(["a", "b"]);
@@ -68,6 +72,8 @@ describe("a handler's ctx", () => {
       controls,
       abort,
       broker,
+      Number.POSITIVE_INFINITY,
+      () => {},
     );
     const copy = { ...ctx };
     expect(copy.signal).toBe(ctx.signal);
@@ -93,6 +99,42 @@ describe("a handler's ctx", () => {
     expect(Object.getOwnPropertySymbols(copy)).toEqual([]);
   });
 
+  it("fires the attempt's timeout when its signal is read past the due time, before answering it", () => {
+    const abort = new LazyAbort();
+    let due = performance.now() + 60_000;
+    let fired = 0;
+    const timeout = () => {
+      fired++;
+      abort.abort(new Error("timed out"));
+    };
+    const ctx = new AttemptContext(
+      { id: "j4", tenant: "t" },
+      1,
+      silentLogger,
+      controls,
+      abort,
+      broker,
+      due,
+      timeout,
+    );
+    expect(ctx.signal.aborted).toBe(false);
+    expect(fired).toBe(0);
+    // The same attempt, its timeout passed (a freeze): the read aborts first.
+    due = performance.now() - 1;
+    const late = new AttemptContext(
+      { id: "j5", tenant: "t" },
+      1,
+      silentLogger,
+      controls,
+      abort,
+      broker,
+      due,
+      timeout,
+    );
+    expect(late.signal.aborted).toBe(true);
+    expect(fired).toBe(1);
+  });
+
   it("is in V8's fast mode, every ctx (and every finish answer) on one hidden class", async () => {
     const dir = await mkdtemp(join(tmpdir(), "tw-shape-"));
     try {
@@ -105,7 +147,7 @@ describe("a handler's ctx", () => {
 import { LazyAbort } from ${src("engine/lazy-abort.ts")};
 import { FinishedRun } from ${src("store/redis/runs.ts")};
 const controls = { progress: async () => true, log: async () => true, stop() {} };
-const ctx = (id) => new AttemptContext({ id, tenant: "t" }, 1, undefined, controls, new LazyAbort(), {});
+const ctx = (id) => new AttemptContext({ id, tenant: "t" }, 1, undefined, controls, new LazyAbort(), {}, Infinity, () => {});
 const a = ctx("a"), b = ctx("b");
 b.signal; // a getter read changes nothing
 const f = new FinishedRun('{"ok":{"id":"a"}}'), g = new FinishedRun('{"ok":{"id":"b"}}');

@@ -9,7 +9,13 @@
  * timer, for longer than the handler's timeout.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createEngine, type Engine, type Handlers, silentLogger } from "../../src/engine/index.ts";
+import {
+  createEngine,
+  type Engine,
+  type HandlerContext,
+  type Handlers,
+  silentLogger,
+} from "../../src/engine/index.ts";
 import { deliveryResponse } from "../../src/http/delivery.ts";
 import { ChaosQueue } from "../support/chaos-queue.ts";
 import { prng } from "../support/prng.ts";
@@ -26,6 +32,7 @@ describe.each(storeFactories)("a worker frozen past a handler's timeout, on $nam
   let engine: Engine;
   let started: () => void = () => {};
   const effects: string[] = [];
+  let kept: HandlerContext | undefined;
 
   const handlers: Handlers = {
     // Waits 500 ms on its own timer, then does its work unless its signal was aborted.
@@ -39,6 +46,29 @@ describe.each(storeFactories)("a worker frozen past a handler's timeout, on $nam
             clearTimeout(timer);
             reject(ctx.signal.reason);
           });
+        });
+        ctx.signal.throwIfAborted();
+        effects.push(ctx.jobId);
+        return "done";
+      },
+    },
+    // Keeps its context past the attempt's end.
+    keeper: {
+      timeout: "1s",
+      run: (_input, ctx) => {
+        kept = ctx;
+        return "kept";
+      },
+    },
+    // Freezes itself just before its own timer is due, with a timer of the same delay: after
+    // the freeze, Node runs the rest of that timer list first, so its timer fires before the
+    // freeze check and the timeout timer (both due later). It reads its signal, then works.
+    eager: {
+      timeout: "1s",
+      run: async (_input, ctx) => {
+        await new Promise<void>((resolve) => {
+          setTimeout(() => freeze(1_500), 900);
+          setTimeout(resolve, 900);
         });
         ctx.signal.throwIfAborted();
         effects.push(ctx.jobId);
@@ -85,6 +115,38 @@ describe.each(storeFactories)("a worker frozen past a handler's timeout, on $nam
       attempts: 1,
       error: { name: "TimeoutError" },
     });
+  });
+
+  it("a handler whose own timer runs before the freeze check finds its signal aborted when it reads it: no work done", async () => {
+    const { job } = await engine.broker.submit({ handler: "eager", retries: 0 });
+    const res = deliveryResponse(
+      await engine.runner.deliver({
+        url: "http://worker.test/v1/worker",
+        headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
+        body: JSON.stringify(queue.pending[0]!.message.job),
+      }),
+    );
+    expect(effects).toEqual([]);
+    expect(res.status).toBe(489);
+    expect(await engine.store.getJob(job.id)).toMatchObject({
+      status: "dead",
+      attempts: 1,
+      error: { name: "TimeoutError" },
+    });
+  });
+
+  it("a context read after its attempt ended, past the timeout, is not aborted", async () => {
+    await engine.broker.submit({ handler: "keeper", retries: 0 });
+    const res = deliveryResponse(
+      await engine.runner.deliver({
+        url: "http://worker.test/v1/worker",
+        headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
+        body: JSON.stringify(queue.pending[0]!.message.job),
+      }),
+    );
+    expect(res.status).toBe(200);
+    freeze(1_100);
+    expect(kept?.signal.aborted).toBe(false);
   });
 
   it("a handler that is not frozen runs to the end as before", async () => {
