@@ -4,11 +4,12 @@
  *
  * `signal` and `jobs` are made when first read: an `AbortSignal` costs a few µs on Node 20, and
  * few handlers submit follow-up jobs. Reading `signal` once the attempt's timeout is due fires the
- * timeout first (see the getter). They are own, enumerable getters, so a copy (`{ ...ctx }`)
+ * timeout first (see {@link SIGNAL}). They are own, enumerable getters, so a copy (`{ ...ctx }`)
  * still carries them. Every attempt's object gets the same two getter functions
- * (`Object.defineProperties` with {@link LAZY_MEMBERS}). The state they read is a hidden member
- * (a symbol, not enumerable), not a private field, so they also work through a `Proxy` of `ctx`
- * or an object whose prototype is `ctx`, as the closures of an object literal did. An object
+ * (`Object.defineProperty` with {@link SIGNAL} and {@link JOBS}). The state they read is a
+ * hidden member (a symbol, not enumerable), not a private field, so they also work through a
+ * `Proxy` of `ctx` or an object whose prototype is `ctx`, as the closures of an object literal
+ * did. An object
  * literal with `get` members would make two new functions per attempt, and V8 keeps such an
  * object in dictionary mode. In a worker draining jobs, that object and everything its getters
  * reached outlived the attempt in V8's young-generation collections and were promoted to the old
@@ -44,12 +45,14 @@ interface LazyState {
 const STATE = Symbol("tickwork.attemptState");
 
 export class AttemptContext implements HandlerContext {
-  readonly jobId: string;
-  readonly attempt: number;
-  readonly logger: Logger;
-  readonly progress: HandlerContext["progress"];
-  readonly log: HandlerContext["log"];
-  // Own getters (defined in the constructor), and members set only when the job has them.
+  // All set in the constructor, in the order an object literal listed them before (`Object.keys`
+  // and `JSON.stringify` show them so); the getters too, and the optional members only when the
+  // job has them.
+  declare readonly jobId: string;
+  declare readonly attempt: number;
+  declare readonly logger: Logger;
+  declare readonly progress: HandlerContext["progress"];
+  declare readonly log: HandlerContext["log"];
   declare readonly signal: AbortSignal;
   declare readonly jobs: HandlerContext["jobs"];
   declare scheduleId?: string;
@@ -67,43 +70,48 @@ export class AttemptContext implements HandlerContext {
     due: number,
     timeout: () => void,
   ) {
-    this.jobId = job.id;
-    this.attempt = attempt;
-    this.logger = logger;
-    this.progress = controls.progress;
-    this.log = controls.log;
     const state: LazyState = { abort, broker, tenant: job.tenant, jobs: undefined, due, timeout };
     Object.defineProperty(this, STATE, { value: state });
-    Object.defineProperties(this, LAZY_MEMBERS);
+    const self = this as { -readonly [K in keyof AttemptContext]: AttemptContext[K] };
+    self.jobId = job.id;
+    self.attempt = attempt;
+    Object.defineProperty(this, "signal", SIGNAL);
+    self.logger = logger;
+    Object.defineProperty(this, "jobs", JOBS);
+    self.progress = controls.progress;
+    self.log = controls.log;
     if (job.scheduleId !== undefined) this.scheduleId = scheduleUserId(job.tenant, job.scheduleId);
     if (job.fireAt !== undefined) this.fireAt = job.fireAt;
     if (job.after) this.after = job.after;
   }
 }
 
-/** The getters of every {@link AttemptContext}: one pair of functions for all of them. */
-const LAZY_MEMBERS: PropertyDescriptorMap = {
-  signal: {
-    get(this: AttemptContext) {
-      const state = this[STATE];
-      // Past its timeout and not aborted yet: this process was frozen (or the timer is late),
-      // and a timer of the handler's ran first. Fire the timeout now (once; a no-op after the
-      // attempt ended), so the handler sees the abort before it does its work.
-      if (performance.now() >= state.due) state.timeout();
-      return state.abort.signal;
-    },
-    enumerable: true,
-    configurable: true,
+/**
+ * `ctx.signal` of every {@link AttemptContext} (one function for all of them). Read once the
+ * attempt's timeout is due, it fires the timeout first: the process was frozen and a timer of the
+ * handler's ran before the freeze check, or the handler ran past its timeout without yielding.
+ * Either way the attempt has timed out; the handler sees the abort before it goes on (firing is
+ * once, and a no-op after the attempt ended).
+ */
+const SIGNAL: PropertyDescriptor = {
+  get(this: AttemptContext) {
+    const state = this[STATE];
+    if (performance.now() >= state.due) state.timeout();
+    return state.abort.signal;
   },
-  jobs: {
-    get(this: AttemptContext) {
-      const state = this[STATE];
-      state.jobs ??= tenantJobs(state.broker, state.tenant);
-      return state.jobs;
-    },
-    enumerable: true,
-    configurable: true,
+  enumerable: true,
+  configurable: true,
+};
+
+/** `ctx.jobs` of every {@link AttemptContext}: made when first read. */
+const JOBS: PropertyDescriptor = {
+  get(this: AttemptContext) {
+    const state = this[STATE];
+    state.jobs ??= tenantJobs(state.broker, state.tenant);
+    return state.jobs;
   },
+  enumerable: true,
+  configurable: true,
 };
 
 /** A handler's `ctx.jobs`: the broker, scoped to the running job's tenant. */

@@ -17,7 +17,10 @@ export interface HandlerContext {
   attempt: number;
   /**
    * Aborted when the job's timeout passes (reason: a `TimeoutError`) or the job is cancelled while
-   * it runs (reason: a `CancelledError`); pass it to `fetch` and friends.
+   * it runs (reason: a `CancelledError`); pass it to `fetch` and friends. Read (as `ctx.signal`)
+   * after the timeout has passed, it is aborted already: the attempt has timed out, even when
+   * the timeout's own timer has not run yet (a handler that ran past it without yielding, or a
+   * process that was frozen).
    */
   signal: AbortSignal;
   /** Set when the job is an occurrence of a schedule. */

@@ -42,7 +42,7 @@ export function watchTimeout(due: number, fire: () => void): () => void {
   first = entry;
   watching++;
   if (freezeCheck === undefined) {
-    freezeCheck = setInterval(checkTimeouts, FREEZE_CHECK_MS);
+    freezeCheck = setInterval(() => checkTimeouts(), FREEZE_CHECK_MS);
     // Never what keeps a process alive (Node; a Worker's timers have no unref).
     (freezeCheck as { unref?: () => void }).unref?.();
   }

@@ -43,9 +43,16 @@ describe("a handler's ctx", () => {
       Number.POSITIVE_INFINITY,
       () => {},
     );
-    expect(Object.keys(plain).sort()).toEqual(
-      ["attempt", "jobId", "jobs", "log", "logger", "progress", "signal"].sort(),
-    );
+    // In the order the object literal listed them before.
+    expect(Object.keys(plain)).toEqual([
+      "jobId",
+      "attempt",
+      "signal",
+      "logger",
+      "jobs",
+      "progress",
+      "log",
+    ]);
     expect(plain.jobId).toBe("j1");
     expect(plain.attempt).toBe(2);
     const full = new AttemptContext(

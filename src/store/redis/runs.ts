@@ -89,7 +89,9 @@ export async function finishRun(
  * `finishRun`'s answer `ok` whose record is parsed when `job` is first read. `job` is an own,
  * enumerable getter, the same function for every answer (`Object.defineProperty`): an object
  * literal with a `get` member would make a new function per answer, and V8 keeps such objects in
- * dictionary mode (docs/adr/0045-no-per-attempt-getters.md).
+ * dictionary mode (docs/adr/0045-no-per-attempt-getters.md). Its state is in private fields: read
+ * through a `Proxy` of the answer (or an object derived from it), `job` throws a `TypeError`; the
+ * runner reads it directly.
  */
 export class FinishedRun {
   readonly kind = "ok" as const;
