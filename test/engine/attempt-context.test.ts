@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { CancelledError } from "../../src/core/errors.ts";
 import type { AttemptControls } from "../../src/engine/attempt.ts";
-import { AttemptContext } from "../../src/engine/attempt-context.ts";
+import { AttemptContext, type ContextJob } from "../../src/engine/attempt-context.ts";
 import type { Broker } from "../../src/engine/broker.ts";
 import { LazyAbort } from "../../src/engine/lazy-abort.ts";
 import { silentLogger } from "../../src/engine/logger.ts";
@@ -31,18 +31,23 @@ const broker = {
   },
 } as unknown as Broker;
 
+/** A ctx of `job` whose timeout is never due. */
+function contextOf(job: ContextJob, attempt = 1, abort = new LazyAbort()): AttemptContext {
+  return new AttemptContext(
+    job,
+    attempt,
+    silentLogger,
+    controls,
+    abort,
+    broker,
+    Number.POSITIVE_INFINITY,
+    () => {},
+  );
+}
+
 describe("a handler's ctx", () => {
   it("has its members, the optional ones only when the job has them", () => {
-    const plain = new AttemptContext(
-      { id: "j1", tenant: "t" },
-      2,
-      silentLogger,
-      controls,
-      new LazyAbort(),
-      broker,
-      Number.POSITIVE_INFINITY,
-      () => {},
-    );
+    const plain = contextOf({ id: "j1", tenant: "t" }, 2);
     // In the order the object literal listed them before.
     expect(Object.keys(plain)).toEqual([
       "jobId",
@@ -55,16 +60,13 @@ describe("a handler's ctx", () => {
     ]);
     expect(plain.jobId).toBe("j1");
     expect(plain.attempt).toBe(2);
-    const full = new AttemptContext(
-      { id: "j2", tenant: "t", scheduleId: "s1", fireAt: 1_000, after: ["a", "b"] },
-      1,
-      silentLogger,
-      controls,
-      new LazyAbort(),
-      broker,
-      Number.POSITIVE_INFINITY,
-      () => {},
-    );
+    const full = contextOf({
+      id: "j2",
+      tenant: "t",
+      scheduleId: "s1",
+      fireAt: 1_000,
+      after: ["a", "b"],
+    });
     expect(full.fireAt).toBe(1_000);
     expect(full.after).toEqual(["a", "b"]);
     expect(typeof full.scheduleId).toBe("string");
@@ -72,16 +74,7 @@ describe("a handler's ctx", () => {
 
   it("makes its signal and jobs when first read, once; a copy carries them; they cannot be replaced", async () => {
     const abort = new LazyAbort();
-    const ctx = new AttemptContext(
-      { id: "j3", tenant: "acme" },
-      1,
-      silentLogger,
-      controls,
-      abort,
-      broker,
-      Number.POSITIVE_INFINITY,
-      () => {},
-    );
+    const ctx = contextOf({ id: "j3", tenant: "acme" }, 1, abort);
     const copy = { ...ctx };
     expect(copy.signal).toBe(ctx.signal);
     expect(copy.jobs).toBe(ctx.jobs);
@@ -108,37 +101,26 @@ describe("a handler's ctx", () => {
 
   it("fires the attempt's timeout when its signal is read past the due time, before answering it", () => {
     const abort = new LazyAbort();
-    let due = performance.now() + 60_000;
     let fired = 0;
     const timeout = () => {
       fired++;
       abort.abort(new Error("timed out"));
     };
-    const ctx = new AttemptContext(
-      { id: "j4", tenant: "t" },
-      1,
-      silentLogger,
-      controls,
-      abort,
-      broker,
-      due,
-      timeout,
-    );
-    expect(ctx.signal.aborted).toBe(false);
+    const at = (due: number) =>
+      new AttemptContext(
+        { id: "j4", tenant: "t" },
+        1,
+        silentLogger,
+        controls,
+        abort,
+        broker,
+        due,
+        timeout,
+      );
+    expect(at(performance.now() + 60_000).signal.aborted).toBe(false);
     expect(fired).toBe(0);
-    // The same attempt, its timeout passed (a freeze): the read aborts first.
-    due = performance.now() - 1;
-    const late = new AttemptContext(
-      { id: "j5", tenant: "t" },
-      1,
-      silentLogger,
-      controls,
-      abort,
-      broker,
-      due,
-      timeout,
-    );
-    expect(late.signal.aborted).toBe(true);
+    // Its timeout passed (a freeze): the read aborts first.
+    expect(at(performance.now() - 1).signal.aborted).toBe(true);
     expect(fired).toBe(1);
   });
 

@@ -94,6 +94,28 @@ describe.each(storeFactories)("a worker frozen past a handler's timeout, on $nam
     await handle.cleanup();
   });
 
+  /** Delivers the job the queue holds first, as the queue would; its answer. */
+  async function deliverFirst() {
+    return deliveryResponse(
+      await engine.runner.deliver({
+        url: "http://worker.test/v1/worker",
+        headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
+        body: JSON.stringify(queue.pending[0]!.message.job),
+      }),
+    );
+  }
+
+  /** The attempt timed out, no work was done, and the job (no retries) is dead. */
+  async function expectTimedOut(res: Response, id: string) {
+    expect(effects).toEqual([]);
+    expect(res.status).toBe(489);
+    expect(await engine.store.getJob(id)).toMatchObject({
+      status: "dead",
+      attempts: 1,
+      error: { name: "TimeoutError" },
+    });
+  }
+
   it("aborts the handler's signal before its own timer runs: no work done, the attempt timed out", async () => {
     const { job } = await engine.broker.submit({ handler: "effect", retries: 0 });
     const began = new Promise<void>((resolve) => {
@@ -107,14 +129,7 @@ describe.each(storeFactories)("a worker frozen past a handler's timeout, on $nam
     await began;
     // Past the 1 s timeout (and the run lease: timeout + 100 ms grace).
     freeze(2_000);
-    const res = deliveryResponse(await delivery);
-    expect(effects).toEqual([]);
-    expect(res.status).toBe(489);
-    expect(await engine.store.getJob(job.id)).toMatchObject({
-      status: "dead",
-      attempts: 1,
-      error: { name: "TimeoutError" },
-    });
+    await expectTimedOut(deliveryResponse(await delivery), job.id);
   });
 
   // The runner alone decides these two (no store call differs): on the memory store only, which
@@ -123,20 +138,7 @@ describe.each(storeFactories)("a worker frozen past a handler's timeout, on $nam
     "a handler whose own timer runs before the freeze check finds its signal aborted when it reads it: no work done",
     async () => {
       const { job } = await engine.broker.submit({ handler: "eager", retries: 0 });
-      const res = deliveryResponse(
-        await engine.runner.deliver({
-          url: "http://worker.test/v1/worker",
-          headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
-          body: JSON.stringify(queue.pending[0]!.message.job),
-        }),
-      );
-      expect(effects).toEqual([]);
-      expect(res.status).toBe(489);
-      expect(await engine.store.getJob(job.id)).toMatchObject({
-        status: "dead",
-        attempts: 1,
-        error: { name: "TimeoutError" },
-      });
+      await expectTimedOut(await deliverFirst(), job.id);
     },
   );
 
@@ -144,14 +146,7 @@ describe.each(storeFactories)("a worker frozen past a handler's timeout, on $nam
     "a context read after its attempt ended, past the timeout, is not aborted",
     async () => {
       await engine.broker.submit({ handler: "keeper", retries: 0 });
-      const res = deliveryResponse(
-        await engine.runner.deliver({
-          url: "http://worker.test/v1/worker",
-          headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
-          body: JSON.stringify(queue.pending[0]!.message.job),
-        }),
-      );
-      expect(res.status).toBe(200);
+      expect((await deliverFirst()).status).toBe(200);
       freeze(1_100);
       expect(kept?.signal.aborted).toBe(false);
     },
@@ -159,13 +154,7 @@ describe.each(storeFactories)("a worker frozen past a handler's timeout, on $nam
 
   it("a handler that is not frozen runs to the end as before", async () => {
     const { job } = await engine.broker.submit({ handler: "effect", retries: 0 });
-    const res = deliveryResponse(
-      await engine.runner.deliver({
-        url: "http://worker.test/v1/worker",
-        headers: new Headers({ "upstash-signature": "chaos-queue-signature" }),
-        body: JSON.stringify(queue.pending[0]!.message.job),
-      }),
-    );
+    const res = await deliverFirst();
     expect(res.status).toBe(200);
     expect(effects).toEqual([job.id]);
     expect(await engine.store.getJob(job.id)).toMatchObject({
