@@ -29,7 +29,6 @@ interface Watched {
 }
 
 let first: Watched | undefined;
-let watching = 0;
 let freezeCheck: ReturnType<typeof setInterval> | undefined;
 
 /**
@@ -40,7 +39,6 @@ export function watchTimeout(due: number, fire: () => void): () => void {
   const entry: Watched = { due, fire, prev: undefined, next: first };
   if (first) first.prev = entry;
   first = entry;
-  watching++;
   if (freezeCheck === undefined) {
     freezeCheck = setInterval(() => checkTimeouts(), FREEZE_CHECK_MS);
     // Never what keeps a process alive (Node; a Worker's timers have no unref).
@@ -52,7 +50,6 @@ export function watchTimeout(due: number, fire: () => void): () => void {
     else first = entry.next;
     if (entry.next) entry.next.prev = entry.prev;
     entry.prev = entry.next = entry.fire = undefined;
-    watching--;
     if (first === undefined && freezeCheck !== undefined) {
       clearInterval(freezeCheck);
       freezeCheck = undefined;
@@ -70,5 +67,7 @@ export function checkTimeouts(now = performance.now()): void {
 
 /** How many timeouts are watched, and whether the check runs (for tests). */
 export function watchState(): { watching: number; checking: boolean } {
+  let watching = 0;
+  for (let entry = first; entry; entry = entry.next) watching++;
   return { watching, checking: freezeCheck !== undefined };
 }
