@@ -62,7 +62,9 @@ export function incomingTrace(raw: IncomingTrace | undefined): TraceContext | un
 }
 
 /** The incoming trace context of a request's headers (no validation yet; none without a `traceparent`). */
-export function traceHeaders(headers: Headers): IncomingTrace | undefined {
+export function traceHeaders(headers: {
+  get(name: string): string | null;
+}): IncomingTrace | undefined {
   const traceparent = headers.get("traceparent");
   return traceparent === null ? undefined : { traceparent, tracestate: headers.get("tracestate") };
 }

@@ -3,6 +3,7 @@
  * The HTTP app factory: the routes of docs/api.md over an engine, as one Hono app.
  */
 import { Hono } from "hono";
+import { attachDirectSubmit } from "./direct-submit.ts";
 import { appPathResolver } from "./middleware/app-path.ts";
 import { corsMiddleware } from "./middleware/cors.ts";
 import { answerMethodNotAllowed } from "./middleware/method-not-allowed.ts";
@@ -84,5 +85,7 @@ export function createApp(options: AppOptions): Hono<AppEnv> {
 
   app.notFound(notFoundHandler(note));
   app.onError(renderError(logger));
+  // `serve` in tickwork/node answers the submit route with it, without a web Request.
+  attachDirectSubmit(app, config);
   return app;
 }

@@ -14,7 +14,7 @@ import {
 import type { Actor } from "../engine/broker.ts";
 import type { Engine } from "../engine/index.ts";
 import type { Logger } from "../engine/logger.ts";
-import { tenantAuthorize } from "./middleware/auth.ts";
+import { readsHeadersOnly, tenantAuthorize } from "./middleware/auth.ts";
 import { normalizeRoles, type Role, type RouteSet, routeSet } from "./roles.ts";
 import { resolveStreamConfig, type StreamConfig } from "./stream/sse.ts";
 
@@ -270,7 +270,8 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
     tickSecret,
     tickRoute,
     authorize:
-      options.authorize ?? (keyed ? tenantAuthorize(tenants, { apiKeys }) : () => DEFAULT_ACTOR),
+      options.authorize ??
+      (keyed ? tenantAuthorize(tenants, { apiKeys }) : readsHeadersOnly(() => DEFAULT_ACTOR)),
     auth: options.authorize ? "custom" : keyed ? "keys" : "none",
     cors: options.cors,
     maxWaitMs,

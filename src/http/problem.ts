@@ -124,18 +124,28 @@ export function toProblem(error: unknown): {
  */
 export function renderError(logger: Logger): ErrorHandler<AppEnv> {
   return function renderError(error, c) {
-    const { body, headers, internal } = toProblem(error);
-    const fields = {
-      requestId: c.get("requestId"),
-      method: c.req.method,
-      path: c.req.path,
-      status: body.status,
-    };
-    if (internal) logger.error("request failed", { ...fields, error: describe(error, true) });
-    else if (body.status >= 500)
-      logger.warn("request failed", { ...fields, error: describe(error, false) });
+    const { body, headers } = failure(logger, error, c.get("requestId"), c.req.method, c.req.path);
     return problemResponse(c, body, headers);
   };
+}
+
+/**
+ * What {@link renderError} answers for `error` on a request, logged as it logs it (an internal
+ * error with its stack, any other 5xx as a warning): for a route answered outside Hono.
+ */
+export function failure(
+  logger: Logger,
+  error: unknown,
+  requestId: string,
+  method: string,
+  path: string,
+): { body: Problem; headers: Record<string, string> } {
+  const { body, headers, internal } = toProblem(error);
+  const fields = { requestId, method, path, status: body.status };
+  if (internal) logger.error("request failed", { ...fields, error: describe(error, true) });
+  else if (body.status >= 500)
+    logger.warn("request failed", { ...fields, error: describe(error, false) });
+  return { body, headers };
 }
 
 /**

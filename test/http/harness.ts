@@ -1,16 +1,18 @@
 /**
- * A real server for the HTTP tests: the app over an engine on a given store, served by
- * `@hono/node-server` on a free loopback port, called with `fetch`. By default the engine uses the
+ * A real server for the HTTP tests: the app over an engine on a given store, served as `tickwork
+ * start` serves it (`serve` of tickwork/node; or `@hono/node-server` alone, `via: "hono"`) on a
+ * free loopback port, called with `fetch`. By default the engine uses the
  * real `LocalTransport`, delivering over HTTP to the app's own `/v1/worker` and `/v1/dead`, as the
  * dev server does.
  */
 
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
+import { serve as honoServe } from "@hono/node-server";
 import type { Hono } from "hono";
 import { expect } from "vitest";
 import { z } from "zod";
+import { serve } from "../../src/adapter/node/serve.ts";
 import { NonRetryableError } from "../../src/core/errors.ts";
 import {
   createEngine,
@@ -50,18 +52,37 @@ export interface HarnessOptions {
    * `(app) => new Hono().route("/api/tickwork", app)` (then pass that prefix as `basePath`).
    */
   wrap?: (app: Hono<AppEnv>) => { fetch(request: Request): Response | Promise<Response> };
+  /**
+   * The server: `tickwork` (default) is `serve` of tickwork/node, as `tickwork start` runs it (the
+   * submit route answered directly, src/http/direct-submit.ts); `hono` is `@hono/node-server`
+   * alone (every request through `app.fetch`).
+   */
+  via?: "tickwork" | "hono";
 }
 
 /** Start the app on a free port. */
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   let handler: (request: Request) => Response | Promise<Response> = () =>
     new Response(null, { status: 503 });
-  const server = serve({
-    fetch: (request) => handler(request),
-    port: 0,
-    hostname: "127.0.0.1",
-  }) as Server;
-  if (!server.listening) await new Promise((resolve) => server.once("listening", resolve));
+  let served: { fetch(request: Request): Response | Promise<Response> } | undefined;
+  let server: Server;
+  if (options.via === "hono") {
+    server = honoServe({
+      fetch: (request) => handler(request),
+      port: 0,
+      hostname: "127.0.0.1",
+    }) as Server;
+    if (!server.listening) await new Promise((resolve) => server.once("listening", resolve));
+  } else {
+    // As `tickwork start` serves it: the app's submit route answered directly (./direct-submit).
+    const placeholder = { fetch: (request: Request) => handler(request) };
+    const node = await serve(() => served ?? placeholder, {
+      port: 0,
+      signals: false,
+      log: () => {},
+    });
+    server = node.server;
+  }
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const base = `${origin}${options.basePath ?? options.app?.basePath ?? ""}`;
   const local = options.transport
@@ -83,8 +104,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     ...options.engine,
   });
   const app = createApp({ engine, dev: true, ...options.app });
-  const served = options.wrap ? options.wrap(app) : app;
-  handler = (request) => served.fetch(request);
+  served = options.wrap ? options.wrap(app) : app;
+  handler = (request) => served!.fetch(request);
   return {
     origin,
     engine,

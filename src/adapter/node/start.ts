@@ -281,18 +281,15 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   let app: FetchApp = { fetch: () => new Response("starting", { status: 503 }) };
   let server: Awaited<ReturnType<typeof serve>>;
   try {
-    server = await serve(
-      { fetch: (request) => app.fetch(request) },
-      {
-        port,
-        hostname: options.hostname ?? (dev ? "127.0.0.1" : "0.0.0.0"),
-        signals: options.signals ?? ["SIGINT", "SIGTERM"],
-        shutdownTimeoutMs: options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000),
-        onShutdown: async () => {
-          for (const cleanup of [...cleanups].reverse()) await cleanup();
-        },
+    server = await serve(() => app, {
+      port,
+      hostname: options.hostname ?? (dev ? "127.0.0.1" : "0.0.0.0"),
+      signals: options.signals ?? ["SIGINT", "SIGTERM"],
+      shutdownTimeoutMs: options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000),
+      onShutdown: async () => {
+        for (const cleanup of [...cleanups].reverse()) await cleanup();
       },
-    );
+    });
   } catch (error) {
     await closeStore();
     const code = (error as { code?: unknown }).code;

@@ -6,13 +6,45 @@
  * (Vercel Cron sends `Authorization: Bearer $CRON_SECRET`). The worker and dead-letter callback
  * routes are authenticated by the queue's delivery signature, inside the runner.
  */
-import type { Context, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import { timingSafeEqual } from "hono/utils/buffer";
 import { hashKey, KeyRing } from "../../config/keys.ts";
 import type { TenantConfig } from "../../config/schema.ts";
 import { TickworkError } from "../../core/errors.ts";
 import type { Actor } from "../../engine/broker.ts";
 import type { AppEnv, Authorize } from "../options.ts";
+
+/**
+ * The part of a request an authorizer of this module reads and writes: request headers, and
+ * headers of the answer (the 401's challenge). A Hono `Context` is one; so is the exchange of the
+ * direct submit route (`../direct-submit.ts`), which is why these authorizers can serve it.
+ */
+export interface HeaderExchange {
+  req: { header(name: string): string | undefined };
+  header(name: string, value: string): void;
+}
+
+/** Authorizers that read only a {@link HeaderExchange}: the built-in ones (see {@link headerOnly}). */
+const HEADER_ONLY = new WeakSet<Authorize>();
+
+/**
+ * `authorize` when it reads nothing of a request but its headers (the built-in authorizers):
+ * typed for a {@link HeaderExchange}. `undefined` for a custom `Authorize`, which may read
+ * anything of Hono's `Context`.
+ */
+export function headerOnly(
+  authorize: Authorize,
+): ((x: HeaderExchange) => Actor | Promise<Actor>) | undefined {
+  return HEADER_ONLY.has(authorize) ? (authorize as (x: HeaderExchange) => Actor) : undefined;
+}
+
+/** Mark `authorize` as reading only a {@link HeaderExchange}; returns it. */
+export function readsHeadersOnly(
+  authorize: (x: HeaderExchange) => Actor | Promise<Actor>,
+): Authorize {
+  HEADER_ONLY.add(authorize);
+  return authorize;
+}
 
 /** The `WWW-Authenticate` challenge of a 401 (RFC 6750). */
 const REALM = 'Bearer realm="tickwork"';
@@ -64,7 +96,7 @@ export function tenantAuthorize(
     () => {},
   );
   // Not async: the actor of a key that matched before is found at once, no promise per request.
-  return function tenantAuthorize(c) {
+  return readsHeadersOnly(function tenantAuthorize(c) {
     const presented = presentedKey(c);
     if (presented === undefined) {
       throw unauthorized(
@@ -75,17 +107,17 @@ export function tenantAuthorize(
     }
     const actor = ready ? ready.lookup(presented) : ring.then((r) => r.find(presented));
     return actor instanceof Promise ? actor.then((a) => matched(c, a)) : matched(c, actor);
-  };
+  });
 }
 
 /** The actor of a presented key; 401 when the key matched none. */
-function matched(c: Context<AppEnv>, actor: Actor | undefined): Actor {
+function matched(c: HeaderExchange, actor: Actor | undefined): Actor {
   if (!actor) throw unauthorized(c, `${REALM}, error="invalid_token"`, "invalid API key");
   return actor;
 }
 
 /** The key a request presents, if any: the bearer token, else `X-Api-Key`. */
-function presentedKey(c: Context<AppEnv>): string | undefined {
+function presentedKey(c: HeaderExchange): string | undefined {
   const authorization = c.req.header("authorization");
   if (authorization !== undefined && authorization.trim() !== "") {
     // A malformed Authorization header presents an empty key: it matches nothing (401).
@@ -108,7 +140,7 @@ function actorOf(
   });
 }
 
-function unauthorized(c: Context<AppEnv>, challenge: string, message: string): TickworkError {
+function unauthorized(c: HeaderExchange, challenge: string, message: string): TickworkError {
   c.header("WWW-Authenticate", challenge);
   return new TickworkError(401, "unauthorized", message);
 }

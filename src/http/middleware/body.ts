@@ -24,8 +24,23 @@ const JSON_SUFFIX = /^application\/[\w.+-]+\+json$/;
  * @example
  * const body = await readJson(c, 1_048_576);
  */
-export async function readJson(c: Context<AppEnv>, maxBytes: number): Promise<unknown> {
-  const header = c.req.header("content-type");
+export function readJson(c: Context<AppEnv>, maxBytes: number): Promise<unknown> {
+  return jsonBody(c.req.header("content-type"), (max) => readLimited(c.req.raw, max), maxBytes);
+}
+
+/**
+ * What {@link readJson} does, for a request at hand as its `Content-Type` header and a reader of
+ * its body (`read(maxBytes)`: the bytes, or a 413 as soon as the body is known to be longer, as
+ * {@link bodyTooLarge} answers). The media type is checked before the body is read.
+ *
+ * @example
+ * const body = await jsonBody(header("content-type"), (max) => readBody(max), 1_048_576);
+ */
+export async function jsonBody(
+  header: string | undefined,
+  read: (maxBytes: number) => Promise<Uint8Array>,
+  maxBytes: number,
+): Promise<unknown> {
   // What clients send nearly always: decided without splitting and lowering the header.
   const type =
     header === "application/json" ? header : (header?.split(";")[0]?.trim().toLowerCase() ?? "");
@@ -36,7 +51,7 @@ export async function readJson(c: Context<AppEnv>, maxBytes: number): Promise<un
       `request body must be application/json, got ${type ? JSON.stringify(type) : "no Content-Type"}`,
     );
   }
-  const bytes = await readLimited(c.req.raw, maxBytes);
+  const bytes = await read(maxBytes);
   let text: string;
   try {
     text = UTF8.decode(bytes);
@@ -88,14 +103,14 @@ export async function readBytes(c: Context<AppEnv>, maxBytes: number): Promise<U
 async function readLimited(request: Request, maxBytes: number): Promise<Uint8Array> {
   const length = request.headers.get("content-length");
   const declared = Number(length ?? "0");
-  if (declared > maxBytes) throw tooLarge(maxBytes);
-  if (length !== null && DECIMAL.test(length) && !request.headers.has("transfer-encoding")) {
+  if (declared > maxBytes) throw bodyTooLarge(maxBytes);
+  if (declaredLength(length, request.headers.get("transfer-encoding")) !== undefined) {
     // A declared length within the limit: the server's HTTP parser delivers no more than that,
     // so the body can be read whole. `arrayBuffer()` lets `@hono/node-server` read it straight
     // from the socket, without building a web `ReadableStream` (a large share of a small
     // request's CPU). Counted again all the same: a body longer than it said is still refused.
     const bytes = new Uint8Array(await request.arrayBuffer());
-    if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
+    if (bytes.byteLength > maxBytes) throw bodyTooLarge(maxBytes);
     return bytes;
   }
   if (!request.body) return new Uint8Array(0);
@@ -108,7 +123,7 @@ async function readLimited(request: Request, maxBytes: number): Promise<Uint8Arr
     size += value.byteLength;
     if (size > maxBytes) {
       await reader.cancel().catch(() => {});
-      throw tooLarge(maxBytes);
+      throw bodyTooLarge(maxBytes);
     }
     chunks.push(value);
   }
@@ -121,7 +136,21 @@ async function readLimited(request: Request, maxBytes: number): Promise<Uint8Arr
   return out;
 }
 
-function tooLarge(maxBytes: number): TickworkError {
+/**
+ * A body's length when the server's HTTP parser delivers exactly that many bytes: a decimal
+ * `Content-Length` and no `Transfer-Encoding`. `undefined` otherwise (read it as a stream).
+ */
+export function declaredLength(
+  contentLength: string | null | undefined,
+  transferEncoding: string | null | undefined,
+): number | undefined {
+  return contentLength != null && DECIMAL.test(contentLength) && transferEncoding == null
+    ? Number(contentLength)
+    : undefined;
+}
+
+/** The 413 of a body longer than `maxBytes`. */
+export function bodyTooLarge(maxBytes: number): TickworkError {
   return new TickworkError(
     413,
     "content_too_large",

@@ -14,6 +14,11 @@ import { QuotaExceededError } from "../../core/errors.ts";
 import type { AppEnv } from "../options.ts";
 
 /** A quota's standing and its windows (the broker's `QuotaReport`, or a `QuotaExceededError`). */
+/** Where answer headers go: a Hono `Context`, or the submit route's exchange (`../routes/submit.ts`). */
+export interface HeaderSink {
+  header(name: string, value: string): unknown;
+}
+
 export interface RateLimitInfo {
   limit: number;
   remaining: number;
@@ -28,7 +33,7 @@ export interface RateLimitInfo {
  * const { job, quota } = await engine.broker.submit(body, actor);
  * if (quota) setRateLimitHeaders(c, quota);
  */
-export function setRateLimitHeaders(c: Context<AppEnv>, info: RateLimitInfo): void {
+export function setRateLimitHeaders(c: HeaderSink, info: RateLimitInfo): void {
   c.header("RateLimit-Limit", String(info.limit));
   c.header("RateLimit-Remaining", String(Math.max(0, info.remaining)));
   c.header("RateLimit-Reset", String(Math.max(0, Math.ceil(info.resetMs / 1000))));
@@ -62,7 +67,7 @@ export async function withRateLimitHeaders<T>(
  * When `error` is a quota's refusal (`QuotaExceededError`), set the headers of the 429 it is
  * rendered as; anything else is left alone. For a write that catches its error itself.
  */
-export function setRefusalHeaders(c: Context<AppEnv>, error: unknown): void {
+export function setRefusalHeaders(c: HeaderSink, error: unknown): void {
   if (error instanceof QuotaExceededError) {
     setRateLimitHeaders(c, Object.assign({}, error.quota, { policy: error.policy }));
   }

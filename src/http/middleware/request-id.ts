@@ -11,6 +11,11 @@ const HEADER = "x-request-id";
 /** What we accept from a caller: short, and safe to log and echo. */
 const SANE_ID = /^[A-Za-z0-9._:=-]{1,128}$/;
 
+/** The request's id: the caller's `x-request-id` when it looks like an id, else a fresh one. */
+export function requestIdOf(incoming: string | undefined): string {
+  return incoming !== undefined && SANE_ID.test(incoming) ? incoming : crypto.randomUUID();
+}
+
 /** Answers built by {@link jsonAnswer}: they carry the request id already. */
 const carryingId = new WeakSet<Response>();
 
@@ -53,8 +58,7 @@ export function requestId(
 ): MiddlewareHandler<AppEnv> {
   return async function requestId(c, next) {
     const started = Date.now();
-    const incoming = c.req.header(HEADER);
-    const id = incoming !== undefined && SANE_ID.test(incoming) ? incoming : crypto.randomUUID();
+    const id = requestIdOf(c.req.header(HEADER));
     const log = logger.child({ requestId: id });
     c.set("requestId", id);
     c.set("logger", log);

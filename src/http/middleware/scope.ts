@@ -16,6 +16,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { ForbiddenError } from "../../core/errors.ts";
 import { hasScope, type Scope } from "../../core/scopes.ts";
+import type { Actor } from "../../engine/actor.ts";
 import type { AppEnv } from "../options.ts";
 
 /**
@@ -33,19 +34,30 @@ export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
 }
 
 /**
- * What {@link requireScope} checks, inside a handler: one middleware layer less on a hot route
- * (the submit). Throws the same 403.
+ * What {@link requireScope} checks, inside a handler: one middleware layer less on a hot route.
+ * Throws the same 403.
  *
  * @example
- * routes.post("/", async (c) => {
- *   checkScope(c, "jobs:write");
+ * routes.get("/", async (c) => {
+ *   checkScope(c, "read");
  *   …
  * });
  */
 export function checkScope(c: Context<AppEnv>, scope: Scope): void {
-  const actor = c.get("actor");
+  checkActorScope(c.get("actor"), scope, c);
+}
+
+/**
+ * {@link checkScope} for an `actor` at hand: the challenge goes on `answer` (a Hono `Context`, or
+ * the submit route's exchange, `../routes/submit.ts`).
+ */
+export function checkActorScope(
+  actor: Actor | undefined,
+  scope: Scope,
+  answer: { header(name: string, value: string): unknown },
+): void {
   if (hasScope(actor?.scopes, scope)) return;
-  c.header(
+  answer.header(
     "WWW-Authenticate",
     `Bearer realm="tickwork", error="insufficient_scope", scope="${scope}"`,
   );

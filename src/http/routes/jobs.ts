@@ -7,27 +7,19 @@
 import { Hono } from "hono";
 import { NotFoundError } from "../../core/errors.ts";
 import { FINAL_JOB_STATUSES } from "../../core/model.ts";
-import type { SubmitJobInput } from "../../core/schemas.ts";
-import { presentJob, type Submitted } from "../../engine/broker.ts";
-import { traceHeaders } from "../../engine/tracing.ts";
+import { presentJob } from "../../engine/broker.ts";
 import { waitForFinal } from "../long-poll.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
-import { readJson } from "../middleware/body.ts";
-import { setRateLimitHeaders, setRefusalHeaders } from "../middleware/rate-limit.ts";
+import { readBytes } from "../middleware/body.ts";
 import { jsonAnswer } from "../middleware/request-id.ts";
-import { checkScope, requireScope } from "../middleware/scope.ts";
+import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { jobPathId } from "../path-ids.ts";
 import { listJobsQuery, logsQuery, parseQuery, waitQuery } from "../query.ts";
-import {
-  type CancelResource,
-  jobResource,
-  jobSummary,
-  logEntryResource,
-  pageResource,
-} from "../serialize.ts";
+import { type CancelResource, jobResource, logEntryResource, pageResource } from "../serialize.ts";
 import { jobStreamHandler } from "../stream/routes.ts";
 import { batchSubmit } from "./batch.ts";
+import { submitJob } from "./submit.ts";
 
 /**
  * The job routes, to mount at `/v1/jobs` when the roles read: the reads, and submit and cancel
@@ -75,34 +67,17 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
   });
 
   if (config.serves.write) {
-    // The scope is checked inside: the most frequent request, one middleware layer less.
+    // The scope is checked inside: the most frequent request, one middleware layer less. The
+    // same steps answer it outside Hono on Node (../direct-submit.ts).
     routes.post("/", async (c) => {
-      checkScope(c, "jobs:write");
-      const body = await readJson(c, config.bodyLimitBytes);
-      // W3C trace context: stored with the job when valid, ignored when not (src/engine/tracing.ts).
-      const trace = traceHeaders(c.req.raw.headers);
-      // As `withRateLimitHeaders`, without a closure and an async layer per submit.
-      let submitted: Submitted;
-      try {
-        submitted = await engine.broker.submit(
-          body as SubmitJobInput,
-          c.get("actor"),
-          trace && { trace },
-        );
-      } catch (error) {
-        setRefusalHeaders(c, error);
-        throw error;
-      }
-      const { job, replayed, quota } = submitted;
-      const location = `${c.get("appPath")}/v1/jobs/${encodeURIComponent(job.id)}`;
-      // The usual answer, its headers a plain object (see jsonAnswer).
-      if (!quota && !replayed) {
-        return jsonAnswer(c, JSON.stringify(jobSummary(job)), 202, { location });
-      }
-      if (quota) setRateLimitHeaders(c, quota);
-      if (replayed) c.header("Idempotent-Replayed", "true");
-      c.header("Location", location);
-      return c.json(jobSummary(job), replayed ? 200 : 202);
+      const answer = await submitJob(config, {
+        actor: c.get("actor"),
+        appPath: c.get("appPath"),
+        requestHeader: (name) => c.req.header(name),
+        body: (maxBytes) => readBytes(c, maxBytes),
+        header: (name, value) => c.header(name, value),
+      });
+      return jsonAnswer(c, answer.text, answer.status, answer.headers);
     });
 
     routes.post("/batch", requireScope("jobs:write"), batchSubmit(config));
