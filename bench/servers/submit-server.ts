@@ -1,12 +1,15 @@
 /**
  * @module
  * One contender of the submit benchmark, in its own process (the load generator must not share
- * its event loop): `POST /v1/jobs` on `@hono/node-server`, backed by a private Redis.
+ * its event loop): `POST /v1/jobs` on a Node HTTP server, backed by a private Redis.
  *
  * tickwork is imported by its name: the built package, as an app that installed it runs it (see
  * `bench/lib/children.ts`).
  *
  * - `tickwork`: `createApp` (with an API key, as `tickwork start` requires) + `createEngine`,
+ *   served by tickwork's own `serve` (tickwork/node) as `tickwork start` serves it (the submit
+ *   route answered without a web `Request`; every other contender is a Hono route on
+ *   `@hono/node-server`),
  *   the store opened as `tickwork start` opens it (`openStore`: ioredis, writes coalesced),
  *   `QStashTransport` (the real `@upstash/qstash` client) publishing to the QStash double at
  *   `QSTASH_URL`. Production defaults, except the degradation thresholds:
@@ -37,7 +40,7 @@ import { Redis } from "ioredis";
 // bench/lib/children.ts), the sources under a plain `tsx`.
 import { createEngine, type Store, silentLogger, type Transport } from "tickwork";
 import { createApp } from "tickwork/http";
-import { nodeQStashHttp, openStore } from "tickwork/node";
+import { nodeQStashHttp, openStore, serve as serveTickworkApp } from "tickwork/node";
 import { QStashTransport } from "tickwork/qstash";
 import { RedisStreams } from "tickwork/redis";
 import { serveParent } from "../lib/children.ts";
@@ -50,13 +53,31 @@ const redisUrl = process.env.REDIS_URL;
 if (!redisUrl) throw new Error("REDIS_URL is required");
 
 let fetchHandler: Fetch = () => new Response(null, { status: 503 });
-const server = serve({
-  fetch: (request) => fetchHandler(request),
-  port: 0,
-  hostname: "127.0.0.1",
-}) as Server;
-if (!server.listening) await new Promise((resolve) => server.once("listening", resolve));
-const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+/** tickwork's app once built (`tickwork`, `streams`): served by tickwork's own `serve`. */
+let app: { fetch: Fetch } | undefined;
+let origin: string;
+if (kind === "tickwork" || kind === "streams") {
+  // As `tickwork start` serves it: `serve` of tickwork/node, which answers the submit route
+  // without a web Request (src/adapter/node/direct.ts) and everything else through
+  // `@hono/node-server`.
+  const placeholder = { fetch: (request: Request) => fetchHandler(request) };
+  const node = await serveTickworkApp(() => app ?? placeholder, {
+    port: 0,
+    hostname: "127.0.0.1",
+    signals: false,
+    log: () => {},
+  });
+  origin = node.url;
+} else {
+  // What a user of the others writes: a Hono app on `@hono/node-server`.
+  const server = serve({
+    fetch: (request) => fetchHandler(request),
+    port: 0,
+    hostname: "127.0.0.1",
+  }) as Server;
+  if (!server.listening) await new Promise((resolve) => server.once("listening", resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
 
 let info: () => Promise<unknown> = async () => ({});
 
@@ -142,13 +163,12 @@ function serveTickwork(store: Store, transport: Transport): void {
     degradation: BENCH_DEGRADATION,
     backgroundPublish: true,
   });
-  const app = createApp({
+  app = createApp({
     engine,
     publicUrl: origin,
     apiKeys: [BENCH_API_KEY],
     tickSecret: randomBytes(16).toString("hex"),
   });
-  fetchHandler = (request) => app.fetch(request);
   info = async () => {
     // The last publishes of the run may still be under way: the counts below include them.
     await engine.broker.settled();
