@@ -48,15 +48,19 @@ export function answerDirect(
       return readBody(request, maxBytes);
     },
   };
-  void direct.answer(exchange).then(({ status, headers, text }) => {
-    if (response.destroyed) return;
-    // Refused before its body was read (401, 403, 415, 413 by its declared length): close the
-    // connection after the answer rather than read and discard what the client still sends.
-    if (!read || !request.complete) headers.connection = "close";
-    headers["content-length"] = String(Buffer.byteLength(text));
-    response.writeHead(status, headers);
-    response.end(text);
-  });
+  direct
+    .answer(exchange)
+    .then(({ status, headers, text }) => {
+      if (response.destroyed) return;
+      // Refused before its body was read (401, 403, 415, 413 by its declared length): close the
+      // connection after the answer rather than read and discard what the client still sends.
+      if (!read || !request.complete) headers.connection = "close";
+      headers["content-length"] = String(Buffer.byteLength(text));
+      response.writeHead(status, headers);
+      response.end(text);
+    })
+    // `answer` renders every error of the request as its answer: this is the write failing.
+    .catch(() => response.destroy());
 }
 
 /**
