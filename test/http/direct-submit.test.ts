@@ -194,25 +194,20 @@ describe("the direct submit route answers as the Hono route", () => {
     };
     // Each its own queue that keeps what it is given: no job runs, so a replay finds its job as
     // the first answer left it on both. Each its own log, at debug: every line a request writes.
-    const engine = (lines: string[]) => ({
-      degradation: false as const,
-      logger: jsonLogger({ level: "debug", sink: (line) => lines.push(line) }),
-    });
-    hono = await startHarness({
+    const server = (lines: string[]) => ({
       store: new MemoryStore(),
       handlers: testHandlers().handlers,
       transport: new ChaosQueue(prng(7)),
       app,
-      engine: engine(logs.hono),
-      via: "hono",
+      engine: {
+        degradation: false as const,
+        logger: jsonLogger({ level: "debug", sink: (line) => lines.push(line) }),
+      },
     });
+    hono = await startHarness({ ...server(logs.hono), via: "hono" });
     // The served app, its direct route counting what it answers.
     direct = await startHarness({
-      store: new MemoryStore(),
-      handlers: testHandlers().handlers,
-      transport: new ChaosQueue(prng(7)),
-      app,
-      engine: engine(logs.direct),
+      ...server(logs.direct),
       wrap: (served) => {
         const route = directSubmitOf(served)!;
         const counted: DirectSubmit = {
