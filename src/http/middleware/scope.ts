@@ -13,7 +13,7 @@
  *
  * `admin` implies every scope.
  */
-import type { Context, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import { ForbiddenError } from "../../core/errors.ts";
 import { hasScope, type Scope } from "../../core/scopes.ts";
 import type { Actor } from "../../engine/actor.ts";
@@ -28,28 +28,18 @@ import type { AppEnv } from "../options.ts";
  */
 export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
   return async function requireScope(c, next) {
-    checkScope(c, scope);
+    checkActorScope(c.get("actor"), scope, c);
     await next();
   };
 }
 
 /**
- * What {@link requireScope} checks, inside a handler: one middleware layer less on a hot route.
- * Throws the same 403.
+ * What {@link requireScope} checks, for an `actor` at hand: inside a handler, one middleware layer
+ * less on a hot route (the submit, `../routes/submit.ts`). Throws the same 403; the challenge goes
+ * on `answer` (a Hono `Context`, or the submit's exchange).
  *
  * @example
- * routes.get("/", async (c) => {
- *   checkScope(c, "read");
- *   …
- * });
- */
-export function checkScope(c: Context<AppEnv>, scope: Scope): void {
-  checkActorScope(c.get("actor"), scope, c);
-}
-
-/**
- * {@link checkScope} for an `actor` at hand: the challenge goes on `answer` (a Hono `Context`, or
- * the submit route's exchange, `../routes/submit.ts`).
+ * checkActorScope(actor, "jobs:write", c);
  */
 export function checkActorScope(
   actor: Actor | undefined,
