@@ -119,6 +119,16 @@ describe.concurrent("tickwork start", () => {
     expect(api.banner).toMatch(/transport {2}Redis Streams \(durable; workers pull, 10 at once/);
     expect(worker.banner).toMatch(/transport {2}Redis Streams \(durable; workers pull, 4 at once/);
     expect(tick.banner).toContain("  tick       internal timer every 1 s");
+    // Its submits are answered by the direct route (docs/adr/0046-direct-submit.md), which alone
+    // closes the connection of a submit it refused before reading the body.
+    const refused = await fetch(`${api.url}/v1/jobs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ handler: "echo" }),
+    });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("connection")).toBe("close");
+    await refused.body?.cancel();
     // Jobs submitted to the api server run on the worker server.
     const client = createClient({ url: api.url, apiKey: API_KEY });
     const job = await client.jobs.submit({ handler: "echo", input: "pulled" });
