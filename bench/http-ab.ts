@@ -10,6 +10,10 @@
  * (`npm run build` restores it). Every round runs BullMQ and each directory once, the order
  * reversed every other round, and prints requests/s and the server's and Redis's CPU per
  * request, each also as a ratio to BullMQ's in the same round; then the medians per directory.
+ *
+ * The server file is this checkout's (`bench/servers/submit-server.ts`): it passes `serve` of
+ * tickwork/node a function returning the app, which a `dist/` built before that was possible
+ * (docs/adr/0046-direct-submit.md) does not take.
  */
 import { cpSync, rmSync } from "node:fs";
 import { resolve } from "node:path";
