@@ -12,7 +12,7 @@
  */
 import { type Logger, mayLog } from "../engine/logger.ts";
 import { type HeaderExchange, headerOnly } from "./middleware/auth.ts";
-import { requestIdOf } from "./middleware/request-id.ts";
+import { logRequest, requestIdOf } from "./middleware/request-id.ts";
 import type { AppConfig } from "./options.ts";
 import { failure, PROBLEM_JSON } from "./problem.ts";
 import { submitJob } from "./routes/submit.ts";
@@ -94,12 +94,7 @@ function directSubmit(
       }
       // The request-id middleware's last line, its child logger made only when it writes.
       if (mayLog(logger, "debug")) {
-        logger.child({ requestId }).debug("request", {
-          method: "POST",
-          path,
-          status: answer.status,
-          ms: Date.now() - started,
-        });
+        logRequest(logger.child({ requestId }), "POST", path, answer.status, started);
       }
       return answer;
     },

@@ -64,13 +64,7 @@ export function requestId(
     c.set("logger", log);
     if (appPathOf) c.set("appPath", appPathOf(c));
     await next();
-    if (mayLog(log, "debug"))
-      log.debug("request", {
-        method: c.req.method,
-        path: c.req.path,
-        status: c.res.status,
-        ms: Date.now() - started,
-      });
+    logRequest(log, c.req.method, c.req.path, c.res.status, started);
     // Set after the route, on whatever it answered: its own Response, an error's problem+json.
     if (carryingId.has(c.res) || c.res.headers.get(HEADER) === id) return;
     try {
@@ -81,4 +75,19 @@ export function requestId(
       c.res.headers.set(HEADER, id);
     }
   };
+}
+
+/**
+ * The line every request ends with, at `debug`: method, path, status and duration since
+ * `started` (`Date.now()`). Also written by the direct submit route (../direct-submit.ts).
+ */
+export function logRequest(
+  log: Logger,
+  method: string,
+  path: string,
+  status: number,
+  started: number,
+): void {
+  if (mayLog(log, "debug"))
+    log.debug("request", { method, path, status, ms: Date.now() - started });
 }
