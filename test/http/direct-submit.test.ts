@@ -347,37 +347,55 @@ describe("the direct submit route answers as the Hono route", () => {
     }
   });
 
-  it("a body cut short submits nothing; the server answers the next request", async () => {
-    const before = (await direct.store.stats()).totals.submitted;
-    const { hostname, port } = new URL(direct.origin);
-    const socket = connect(Number(port), hostname);
-    await once(socket, "connect");
-    const failed = new Promise<void>((resolve) => {
-      const check = () =>
-        logs.direct.some((l) => l.includes('"request failed"')) ? resolve() : setImmediate(check);
-      logs.direct.length = 0;
-      check();
-    });
-    socket.write(
-      `POST /v1/jobs HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${acme.keys.admin!.key}\r\n` +
-        'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"handler":"echo"',
-    );
-    socket.destroy();
-    // The server saw the request end early (its error line), and answered nothing to it.
-    await failed;
-    const next = await send(direct.origin, {
-      path: "/v1/jobs",
-      headers: [
-        ["host", "127.0.0.1"],
-        ["authorization", `Bearer ${acme.keys.admin!.key}`],
-        ["content-type", "application/json"],
-      ],
-      body: new TextEncoder().encode(JSON.stringify({ handler: "echo", delay: "1h" })),
-      chunked: false,
-    });
-    expect(next.status).toBe(202);
-    expect((await direct.store.stats()).totals.submitted).toBe(before + 1);
-  });
+  it.each([
+    ["@hono/node-server, a declared length", "hono", false],
+    ["the direct route", "direct", false],
+    ["serve, a chunked body (read as a stream by the Hono route)", "direct", true],
+  ] as const)(
+    "a body cut short (%s): a 400 in the log, no warning, nothing submitted; the next request is answered",
+    async (_, which, chunked) => {
+      const harness = which === "hono" ? hono : direct;
+      const lines = logs[which];
+      const before = (await harness.store.stats()).totals.submitted;
+      const { hostname, port } = new URL(harness.origin);
+      const socket = connect(Number(port), hostname);
+      await once(socket, "connect");
+      lines.length = 0;
+      // The request's own log line, once the server has given up on its body.
+      const logged = new Promise<Record<string, unknown>>((resolve) => {
+        const check = () => {
+          const line = lines.find((l) => l.includes('"msg":"request"'));
+          if (line) resolve(JSON.parse(line) as Record<string, unknown>);
+          else setImmediate(check);
+        };
+        check();
+      });
+      socket.write(
+        `POST /v1/jobs HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${acme.keys.admin!.key}\r\n` +
+          (chunked
+            ? 'content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n40\r\n{"handler":"echo"'
+            : 'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"handler":"echo"'),
+      );
+      socket.destroy();
+      const line = await logged;
+      // The client went away: a 400 (request_incomplete), not a 503 "store unreachable" (the
+      // aborted read fails with ECONNRESET) and no "request failed" warning or error.
+      expect(line.status).toBe(400);
+      expect(lines.filter((l) => /"level":"(warn|error)"/.test(l))).toEqual([]);
+      const next = await send(harness.origin, {
+        path: "/v1/jobs",
+        headers: [
+          ["host", "127.0.0.1"],
+          ["authorization", `Bearer ${acme.keys.admin!.key}`],
+          ["content-type", "application/json"],
+        ],
+        body: new TextEncoder().encode(JSON.stringify({ handler: "echo", delay: "1h" })),
+        chunked: false,
+      });
+      expect(next.status).toBe(202);
+      expect((await harness.store.stats()).totals.submitted).toBe(before + 1);
+    },
+  );
 
   it("a body declared over the limit: 413 at once, and the connection closed unread", async () => {
     const { hostname, port } = new URL(direct.origin);

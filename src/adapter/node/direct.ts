@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DirectRequest, DirectSubmit } from "../../http/direct-submit.ts";
-import { bodyTooLarge, declaredLength } from "../../http/middleware/body.ts";
+import { bodyTooLarge, declaredLength, requestIncomplete } from "../../http/middleware/body.ts";
 
 /**
  * A `Host` `@hono/node-server` builds the request's URL from as it is (its own test): any other
@@ -80,8 +80,8 @@ export function rawHeader(raw: readonly string[], name: string): string | undefi
 
 /**
  * The body of `request`, whose length was declared (see {@link takesDirect}): 413 before reading
- * when the declared length is over `maxBytes`, and when more arrives than that. Rejects when the
- * client goes away before the end.
+ * when the declared length is over `maxBytes`, and when more arrives than that. A 400
+ * (`requestIncomplete`) when the client goes away before the end.
  */
 function readBody(request: IncomingMessage, maxBytes: number): Promise<Uint8Array> {
   const declared = Number(rawHeader(request.rawHeaders, "content-length"));
@@ -100,11 +100,11 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<Uint8Arra
     };
     const onClose = () => {
       done();
-      reject(new Error("the client closed the connection before the end of the request body"));
+      reject(requestIncomplete());
     };
     const onError = (error: Error) => {
       done();
-      reject(error);
+      reject(requestIncomplete(error));
     };
     const done = () => {
       request.off("data", onData);

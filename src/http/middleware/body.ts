@@ -109,7 +109,15 @@ async function readLimited(request: Request, maxBytes: number): Promise<Uint8Arr
     // so the body can be read whole. `arrayBuffer()` lets `@hono/node-server` read it straight
     // from the socket, without building a web `ReadableStream` (a large share of a small
     // request's CPU). Counted again all the same: a body longer than it said is still refused.
-    const bytes = new Uint8Array(await request.arrayBuffer());
+    // A body read before (by middleware of the user's, say) fails as it did: that is no client
+    // going away.
+    const fresh = !request.bodyUsed;
+    let bytes: Uint8Array;
+    try {
+      bytes = new Uint8Array(await request.arrayBuffer());
+    } catch (error) {
+      throw fresh ? requestIncomplete(error) : error;
+    }
     if (bytes.byteLength > maxBytes) throw bodyTooLarge(maxBytes);
     return bytes;
   }
@@ -118,7 +126,13 @@ async function readLimited(request: Request, maxBytes: number): Promise<Uint8Arr
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let chunk: ReadableStreamReadResult<Uint8Array>;
+    try {
+      chunk = await reader.read();
+    } catch (error) {
+      throw requestIncomplete(error);
+    }
+    const { done, value } = chunk;
     if (done) break;
     size += value.byteLength;
     if (size > maxBytes) {
@@ -147,6 +161,21 @@ export function declaredLength(
   return contentLength != null && DECIMAL.test(contentLength) && transferEncoding == null
     ? Number(contentLength)
     : undefined;
+}
+
+/**
+ * The 400 of a request whose body ended early: the client closed the connection (or it broke)
+ * before sending all of it. Nobody reads this answer; it is what the request's log line shows. A
+ * client going away is not the server failing: not a 5xx, not a "request failed" warning (an
+ * aborted read fails with Node's `ECONNRESET`, which would read as the store being unreachable).
+ */
+export function requestIncomplete(cause?: unknown): TickworkError {
+  return new TickworkError(
+    400,
+    "request_incomplete",
+    "the request ended before its body did: the client closed the connection",
+    { cause },
+  );
 }
 
 /** The 413 of a body longer than `maxBytes`. */
