@@ -21,6 +21,11 @@
  *
  * `KEEP=1` keeps the callgrind files (`callgrind_annotate <file>` shows where the instructions go).
  *
+ * `CACHE_SIM=1` runs callgrind's cache simulation too (`--cache-sim=yes`, about twice as slow) and
+ * prints the last-level cache misses of data per unit, and how many of them are writes: memory a
+ * command touches that is not in the cache, which instructions do not count
+ * (docs/benchmarks.md, "Redis time is not instructions").
+ *
  * Needs `valgrind` and `redis-server` on the PATH (Debian: `apt-get install valgrind`). Not part
  * of `npm run bench`: under callgrind Redis runs some 50 times slower. Used for
  * docs/adr/0022-submit-cpu.md and docs/adr/0034-lua-per-delivery.md.
@@ -38,6 +43,7 @@ import { inLoops } from "./lib/loops.ts";
 import { BENCH_DEGRADATION } from "./lib/settings.ts";
 
 const N = Number(process.env.N ?? 1_000);
+const CACHE_SIM = process.env.CACHE_SIM === "1";
 const WARMUP = 500;
 const which = (process.argv[2] ?? "outbox,streams,bullmq").split(",");
 const dir = mkdtempSync(join(tmpdir(), "tickwork-callgrind-"));
@@ -71,6 +77,7 @@ async function underCallgrind(
     [
       "--tool=callgrind",
       "--instr-atstart=no",
+      ...(CACHE_SIM ? ["--cache-sim=yes"] : []),
       `--callgrind-out-file=${dir}/${name}.%p`,
       "redis-server",
       "--port",
@@ -106,12 +113,20 @@ async function underCallgrind(
   for (const redis of opened.splice(0)) redis.disconnect();
   child.kill("SIGTERM");
   await new Promise((resolve) => child.once("exit", resolve));
-  let instructions = 0;
+  const sums = new Map<string, number>();
   for (const file of readdirSync(dir).filter((f) => f.startsWith(`${name}.`))) {
-    const total = /^totals: (\d+)/m.exec(readFileSync(join(dir, file), "utf8"));
-    if (total) instructions += Number(total[1]);
+    const text = readFileSync(join(dir, file), "utf8");
+    const events = /^events: (.+)$/m.exec(text)?.[1]?.trim().split(/\s+/) ?? [];
+    const totals = /^totals: (.+)$/m.exec(text)?.[1]?.trim().split(/\s+/) ?? [];
+    for (const [i, event] of events.entries()) {
+      sums.set(event, (sums.get(event) ?? 0) + Number(totals[i] ?? 0));
+    }
   }
-  console.log(`${name.padEnd(13)} ${Math.round(instructions / units)} instructions per ${unit}`);
+  const per = (event: string) => Math.round((sums.get(event) ?? 0) / units);
+  const misses = CACHE_SIM
+    ? `, ${per("DLmr") + per("DLmw")} last-level data misses (${per("DLmw")} writes)`
+    : "";
+  console.log(`${name.padEnd(13)} ${per("Ir")} instructions${misses} per ${unit}`);
 }
 
 /** Counts `N` submits after the warm-up. */
