@@ -68,3 +68,45 @@ test("a port in use is an EADDRINUSE error", async () => {
   });
   await first.close();
 });
+
+/** The `Keep-Alive` header of an answer, read off the wire (fetch may hide hop-by-hop headers). */
+async function keepAliveHeader(url: string): Promise<string | undefined> {
+  const { Agent, request } = await import("node:http");
+  // A client that keeps its connection (one that asks to close it is told nothing of keep-alive).
+  const agent = new Agent({ keepAlive: true });
+  try {
+    return await new Promise((resolve, reject) => {
+      const req = request(url, { agent }, (res) => {
+        res.resume();
+        res.once("end", () => resolve(res.headers["keep-alive"] as string | undefined));
+      });
+      req.once("error", reject);
+      req.end();
+    });
+  } finally {
+    agent.destroy();
+  }
+}
+
+test("keeps an idle connection open 65 s by default, past a load balancer's 60 s", async () => {
+  const app = { fetch: () => new Response("ok") };
+  const byDefault = await serve(app, { port: 0, signals: false });
+  const shorter = await serve(app, { port: 0, signals: false, keepAliveTimeoutMs: 2_000 });
+  try {
+    expect(byDefault.server).toHaveProperty("keepAliveTimeout", 65_000);
+    expect(await keepAliveHeader(`${byDefault.url}/`)).toBe("timeout=65");
+    expect(await keepAliveHeader(`${shorter.url}/`)).toBe("timeout=2");
+  } finally {
+    await byDefault.close();
+    await shorter.close();
+  }
+});
+
+test("refuses a keep-alive timeout that is not a whole number of ms", async () => {
+  const app = { fetch: () => new Response("ok") };
+  for (const keepAliveTimeoutMs of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 1e300]) {
+    await expect(serve(app, { port: 0, signals: false, keepAliveTimeoutMs })).rejects.toThrow(
+      RangeError,
+    );
+  }
+});

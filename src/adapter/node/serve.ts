@@ -42,6 +42,15 @@ export interface ServeOptions {
    * @default 10_000
    */
   shutdownTimeoutMs?: number | undefined;
+  /**
+   * How long an idle keep-alive connection stays open (ms); `0` keeps it open until shutdown.
+   * Longer than the idle timeout of the load balancers such a server runs behind (AWS's ALB: 60 s),
+   * so that the balancer, not this server, ends an idle connection: a request the balancer sends
+   * just as the server closes the connection would fail with a 502. Node 20's own default is 5 s;
+   * later Node versions moved to 65 s for this reason.
+   * @default 65_000
+   */
+  keepAliveTimeoutMs?: number | undefined;
   /** Runs once the server has stopped, before `close()` resolves: close stores, queues, timers. */
   onShutdown?: (() => unknown) | undefined;
   /** Where shutdown notes go. @default console.error */
@@ -84,6 +93,12 @@ export async function serve(
 ): Promise<NodeServer> {
   const hostname = options.hostname ?? "127.0.0.1";
   const timeoutMs = options.shutdownTimeoutMs ?? 10_000;
+  const keepAliveMs = options.keepAliveTimeoutMs ?? 65_000;
+  if (!(Number.isSafeInteger(keepAliveMs) && keepAliveMs >= 0)) {
+    throw new RangeError(
+      `keepAliveTimeoutMs must be a whole number of ms, 0 or more, got ${String(keepAliveMs)}`,
+    );
+  }
   const log = options.log ?? ((line: string) => console.error(line));
   const controller = new AbortController();
 
@@ -105,6 +120,7 @@ export async function serve(
     }
     void fetchListener(request, response);
   });
+  server.keepAliveTimeout = keepAliveMs;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 8787, hostname, () => {
