@@ -22,7 +22,7 @@ import { type GeneratedBody, requests } from "../security/fuzz-requests.ts";
 import { type TestTenant, tenant } from "../security/support.ts";
 import { ChaosQueue } from "../support/chaos-queue.ts";
 import { prng } from "../support/prng.ts";
-import { type Harness, startHarness, testHandlers } from "./harness.ts";
+import { type Harness, startHarness, testHandlers, until } from "./harness.ts";
 
 /** What one server answered. */
 interface Seen {
@@ -187,6 +187,20 @@ describe("the direct submit route answers as the Hono route", () => {
   let direct: Harness;
   let answered = 0;
   const logs = { hono: [] as string[], direct: [] as string[] };
+  /** The bodies of the submits' answers (`POST`), as each server made them, whoever reads them. */
+  const answers = { hono: [] as string[], direct: [] as string[] };
+  /** The app's `fetch`, its `POST` answers' bodies recorded in `into`. */
+  const recorded =
+    (served: { fetch(request: Request): Response | Promise<Response> }, into: string[]) =>
+    async (request: Request) => {
+      const response = await served.fetch(request);
+      if (request.method === "POST")
+        void response
+          .clone()
+          .text()
+          .then((text) => into.push(text));
+      return response;
+    };
 
   beforeAll(async () => {
     acme = await tenant("acme", { admin: ["admin"], reader: ["read"] }, { maxInputBytes: 100 });
@@ -209,7 +223,11 @@ describe("the direct submit route answers as the Hono route", () => {
         logger: jsonLogger({ level: "debug", sink: (line) => lines.push(line) }),
       },
     });
-    hono = await startHarness({ ...server(logs.hono), via: "hono" });
+    hono = await startHarness({
+      ...server(logs.hono),
+      via: "hono",
+      wrap: (served) => ({ fetch: recorded(served, answers.hono) }),
+    });
     // The served app, its direct route counting what it answers.
     direct = await startHarness({
       ...server(logs.direct),
@@ -219,11 +237,14 @@ describe("the direct submit route answers as the Hono route", () => {
           path: route.path,
           answer: (request) => {
             answered++;
-            return route.answer(request);
+            return route.answer(request).then((answer) => {
+              answers.direct.push(answer.text);
+              return answer;
+            });
           },
         };
         return Object.defineProperty(
-          { fetch: (request: Request) => served.fetch(request) },
+          { fetch: recorded(served, answers.direct) },
           Symbol.for("tickwork.directSubmit"),
           { value: counted },
         );
@@ -361,15 +382,7 @@ describe("the direct submit route answers as the Hono route", () => {
       const socket = connect(Number(port), hostname);
       await once(socket, "connect");
       lines.length = 0;
-      // The request's own log line, once the server has given up on its body.
-      const logged = new Promise<Record<string, unknown>>((resolve) => {
-        const check = () => {
-          const line = lines.find((l) => l.includes('"msg":"request"'));
-          if (line) resolve(JSON.parse(line) as Record<string, unknown>);
-          else setImmediate(check);
-        };
-        check();
-      });
+      answers[which].length = 0;
       socket.write(
         `POST /v1/jobs HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${acme.keys.admin!.key}\r\n` +
           (chunked
@@ -377,9 +390,19 @@ describe("the direct submit route answers as the Hono route", () => {
             : 'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"handler":"echo"'),
       );
       socket.destroy();
-      const line = await logged;
-      // The client went away: a 400 (request_incomplete), not a 503 "store unreachable" (the
-      // aborted read fails with ECONNRESET) and no "request failed" warning or error.
+      // The server gave up on the body: its answer (nobody reads it) and the request's log line.
+      await until(
+        () => answers[which].length > 0 && lines.some((l) => l.includes('"msg":"request"')),
+        10_000,
+      );
+      // The client went away: 400 request_incomplete, not a 503 "store unreachable" (the aborted
+      // read fails with ECONNRESET) and no "request failed" warning or error.
+      expect(answers[which]).toHaveLength(1);
+      expect(JSON.parse(answers[which][0]!)).toMatchObject({
+        status: 400,
+        type: "urn:tickwork:problem:request_incomplete",
+      });
+      const line = JSON.parse(lines.find((l) => l.includes('"msg":"request"'))!);
       expect(line.status).toBe(400);
       expect(lines.filter((l) => /"level":"(warn|error)"/.test(l))).toEqual([]);
       const next = await send(harness.origin, {
@@ -396,6 +419,25 @@ describe("the direct submit route answers as the Hono route", () => {
       expect((await harness.store.stats()).totals.submitted).toBe(before + 1);
     },
   );
+
+  it.each([
+    ["@hono/node-server", "hono"],
+    ["the direct route", "direct"],
+  ] as const)("a whole body whose client closed at once (%s) is submitted", async (_, which) => {
+    const harness = which === "hono" ? hono : direct;
+    const before = (await harness.store.stats()).totals.submitted;
+    const { hostname, port } = new URL(harness.origin);
+    const socket = connect(Number(port), hostname);
+    await once(socket, "connect");
+    const body = JSON.stringify({ handler: "echo", delay: "1h" });
+    // All of it, then the end of the connection: the server may read the body before or after
+    // it sees the end, and submits it either way.
+    socket.end(
+      `POST /v1/jobs HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${acme.keys.admin!.key}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+    );
+    await until(async () => (await harness.store.stats()).totals.submitted === before + 1, 10_000);
+  });
 
   it("a body declared over the limit: 413 at once, and the connection closed unread", async () => {
     const { hostname, port } = new URL(direct.origin);

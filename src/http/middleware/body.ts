@@ -173,7 +173,7 @@ export function requestIncomplete(cause?: unknown): TickworkError {
   return new TickworkError(
     400,
     "request_incomplete",
-    "the request ended before its body did: the client closed the connection",
+    "the request body could not be read to its end: the client closed the connection, or the body broke off",
     { cause },
   );
 }
