@@ -124,7 +124,7 @@ async function underCallgrind(
   }
   const per = (event: string) => Math.round((sums.get(event) ?? 0) / units);
   const misses = CACHE_SIM
-    ? `, ${per("DLmr") + per("DLmw")} last-level data misses (${per("DLmw")} writes)`
+    ? `, ${Math.round(((sums.get("DLmr") ?? 0) + (sums.get("DLmw") ?? 0)) / units)} last-level data misses (${per("DLmw")} writes)`
     : "";
   console.log(`${name.padEnd(13)} ${per("Ir")} instructions${misses} per ${unit}`);
 }

@@ -104,7 +104,14 @@ test("keeps an idle connection open 65 s by default, past a load balancer's 60 s
 
 test("refuses a keep-alive timeout that is not a whole number of ms", async () => {
   const app = { fetch: () => new Response("ok") };
-  for (const keepAliveTimeoutMs of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 1e300]) {
+  for (const keepAliveTimeoutMs of [
+    -1,
+    1.5,
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    2 ** 31,
+    1e300,
+  ]) {
     await expect(serve(app, { port: 0, signals: false, keepAliveTimeoutMs })).rejects.toThrow(
       RangeError,
     );

@@ -94,9 +94,10 @@ export async function serve(
   const hostname = options.hostname ?? "127.0.0.1";
   const timeoutMs = options.shutdownTimeoutMs ?? 10_000;
   const keepAliveMs = options.keepAliveTimeoutMs ?? 65_000;
-  if (!(Number.isSafeInteger(keepAliveMs) && keepAliveMs >= 0)) {
+  // Node's timers hold at most 2^31 - 1 ms; a longer one would fire at once.
+  if (!(Number.isInteger(keepAliveMs) && keepAliveMs >= 0 && keepAliveMs <= 2_147_483_647)) {
     throw new RangeError(
-      `keepAliveTimeoutMs must be a whole number of ms, 0 or more, got ${String(keepAliveMs)}`,
+      `keepAliveTimeoutMs must be a whole number of ms from 0 to 2147483647, got ${String(keepAliveMs)}`,
     );
   }
   const log = options.log ?? ((line: string) => console.error(line));
