@@ -119,6 +119,14 @@ describe("serverOptionsFromEnv", () => {
     );
     expect(serverOptionsFromEnv({ ...redis, TICKWORK_READ_AHEAD: "0" }, "dev").readAhead).toBe(0);
     expect(serverOptionsFromEnv(redis, "dev").readAhead).toBeUndefined();
+    expect(
+      serverOptionsFromEnv({ ...redis, TICKWORK_KEEP_ALIVE_MS: "620000" }, "dev")
+        .keepAliveTimeoutMs,
+    ).toBe(620_000);
+    expect(
+      serverOptionsFromEnv({ ...redis, TICKWORK_KEEP_ALIVE_MS: "0" }, "dev").keepAliveTimeoutMs,
+    ).toBe(0);
+    expect(serverOptionsFromEnv(redis, "dev").keepAliveTimeoutMs).toBeUndefined();
   });
 
   test("transport: refused when the store cannot carry it, or the value is unknown", () => {
@@ -147,6 +155,11 @@ describe("serverOptionsFromEnv", () => {
     for (const bad of ["-1", "1.5", "10001", "1e3", "ten", "٣"]) {
       expect(() => serverOptionsFromEnv({ TICKWORK_READ_AHEAD: bad }, "dev")).toThrow(
         /read-ahead must be a whole number from 0 to 10000/,
+      );
+    }
+    for (const bad of ["-1", "1.5", "2147483648", "1e300", "65s", "٣"]) {
+      expect(() => serverOptionsFromEnv({ TICKWORK_KEEP_ALIVE_MS: bad }, "dev")).toThrow(
+        /TICKWORK_KEEP_ALIVE_MS must be a whole number of milliseconds from 0 to 2147483647/,
       );
     }
   });

@@ -89,6 +89,23 @@ export function parseReadAhead(text: string | undefined): number | undefined {
 }
 
 /**
+ * `TICKWORK_KEEP_ALIVE_MS`: how long an idle keep-alive connection stays open (`serve`'s
+ * `keepAliveTimeoutMs`; default 65 s). Longer than the idle timeout of the load balancer in
+ * front (Google Cloud's asks for more than 600 s); 0 keeps idle connections until shutdown.
+ * @throws ConfigError unless it is a whole number of ms from 0 to 2147483647.
+ */
+export function parseKeepAlive(text: string | undefined): number | undefined {
+  if (text === undefined || text === "") return undefined;
+  if (!/^\d{1,10}$/.test(text) || Number(text) > 2_147_483_647) {
+    throw new ConfigError(
+      `TICKWORK_KEEP_ALIVE_MS must be a whole number of milliseconds from 0 to 2147483647, got "${text.slice(0, 40)}"`,
+      { variable: "TICKWORK_KEEP_ALIVE_MS", field: "keepAliveTimeoutMs" },
+    );
+  }
+  return Number(text);
+}
+
+/**
  * `text` as a whole number from `min` to `max` (at most 5 ASCII digits).
  * @throws ConfigError naming `what`, the variable and the option field otherwise.
  */
@@ -251,6 +268,7 @@ export function selectQStash(env: Env): QStashSelection | undefined {
  * | `TICKWORK_TRANSPORT` | `transport`: `qstash`, `streams` or `local` (see {@link selectTransport}) |
  * | `TICKWORK_CONCURRENCY` | `concurrency` (deliveries a Streams worker runs at once; default 10) |
  * | `TICKWORK_READ_AHEAD` | `readAhead` (deliveries a Streams worker may pull ahead of free slots) |
+ * | `TICKWORK_KEEP_ALIVE_MS` | `keepAliveTimeoutMs` (idle keep-alive connections; default 65 s) |
  * | `TICKWORK_CAPABILITIES` | `capabilities` (JSON object of strings, reported in `GET /v1/nodes`) |
  * | `TICKWORK_HEARTBEAT_MS`, `TICKWORK_NODE_TTL_MS` | `heartbeat` (node registry: interval, TTL; see {@link parseHeartbeat}) |
  * | `TICKWORK_NODE_ID`, `TICKWORK_GROUP`, `TICKWORK_WORKER_GROUPS` | `nodeId`, `group`, `workerGroups` (placement; see {@link placementFromEnv}) |
@@ -280,6 +298,7 @@ export function serverOptionsFromEnv(
   const transport = selectTransport(env, store, qstash);
   const concurrency = parseConcurrency(value(env, "TICKWORK_CONCURRENCY"));
   const readAhead = parseReadAhead(value(env, "TICKWORK_READ_AHEAD"));
+  const keepAliveTimeoutMs = parseKeepAlive(value(env, "TICKWORK_KEEP_ALIVE_MS"));
   const capabilities = parseCapabilities(value(env, "TICKWORK_CAPABILITIES"));
   const heartbeat = parseHeartbeat(
     value(env, "TICKWORK_HEARTBEAT_MS"),
@@ -345,6 +364,7 @@ export function serverOptionsFromEnv(
     transport,
     ...(concurrency !== undefined ? { concurrency } : {}),
     ...(readAhead !== undefined ? { readAhead } : {}),
+    ...(keepAliveTimeoutMs !== undefined ? { keepAliveTimeoutMs } : {}),
     ...(capabilities !== undefined ? { capabilities } : {}),
     ...(heartbeat !== undefined ? { heartbeat } : {}),
     ...placement,

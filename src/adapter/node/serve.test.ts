@@ -1,5 +1,6 @@
 import { expect, test } from "vitest";
 import { serve } from "./serve.ts";
+import { startServer } from "./start.ts";
 
 /** A promise and the function that resolves it, for a handler and a test to meet on. */
 function signal<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
@@ -99,6 +100,19 @@ test("keeps an idle connection open 65 s by default, past a load balancer's 60 s
   } finally {
     await byDefault.close();
     await shorter.close();
+  }
+});
+
+test("tickwork start passes its keep-alive timeout (TICKWORK_KEEP_ALIVE_MS) to serve", async () => {
+  const base = { handlers: {}, dev: true, port: 0, signals: false, print: false } as const;
+  const byDefault = await startServer({ ...base, roles: ["observer"] });
+  const longer = await startServer({ ...base, roles: ["observer"], keepAliveTimeoutMs: 620_000 });
+  try {
+    expect(await keepAliveHeader(`${byDefault.url}/v1/jobs`)).toBe("timeout=65");
+    expect(await keepAliveHeader(`${longer.url}/v1/jobs`)).toBe("timeout=620");
+  } finally {
+    await byDefault.close();
+    await longer.close();
   }
 });
 

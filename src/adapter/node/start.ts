@@ -152,6 +152,12 @@ export interface StartServerOptions {
   signals?: readonly NodeJS.Signals[] | false | undefined;
   /** How long requests in flight may finish at shutdown. @default 2_000 in dev, 10_000 otherwise */
   shutdownTimeoutMs?: number | undefined;
+  /**
+   * How long an idle keep-alive connection stays open (`TICKWORK_KEEP_ALIVE_MS`; see
+   * {@link serve}'s `keepAliveTimeoutMs`).
+   * @default 65_000
+   */
+  keepAliveTimeoutMs?: number | undefined;
   /** Where the banner goes; `false` for none. @default console.log */
   print?: ((text: string) => void) | false | undefined;
   /**
@@ -286,6 +292,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
       hostname: options.hostname ?? (dev ? "127.0.0.1" : "0.0.0.0"),
       signals: options.signals ?? ["SIGINT", "SIGTERM"],
       shutdownTimeoutMs: options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000),
+      keepAliveTimeoutMs: options.keepAliveTimeoutMs,
       onShutdown: async () => {
         for (const cleanup of [...cleanups].reverse()) await cleanup();
       },
