@@ -41,6 +41,8 @@ const STORE_AND_QUEUE_ENV = `  UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN
   TICKWORK_CONCURRENCY jobs a Streams worker runs at once (default 10)
   TICKWORK_READ_AHEAD jobs a Streams worker may pull ahead of free slots while
                      its handlers are short (0-10000; default: the concurrency)
+  TICKWORK_KEEP_ALIVE_MS how long an idle keep-alive connection stays open
+                     (default 65000; keep it above your load balancer's idle timeout)
   TICKWORK_CAPABILITIES labels this server reports in GET /v1/nodes, a JSON
                      object of strings, e.g. {"region":"eu-west-1","gpu":"a100"}
   TICKWORK_HEARTBEAT_MS node registry heartbeat interval (default 15000 ms);
