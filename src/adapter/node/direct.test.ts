@@ -21,8 +21,9 @@ afterEach(async () => {
 });
 
 /**
- * Sends `head` and `body` on a raw connection and ends it, then answers with what `readBody`
- * gives: read at once (`when: "now"`) or only once the request has closed (`"after close"`).
+ * Sends a submit declaring `declared` bytes of body and carrying `sent`, on a raw connection it
+ * then ends; answers what `readBody` gives, read at once (`when: "now"`) or only once the request
+ * has closed (`"after close"`).
  */
 async function readOnce(
   declared: number,
