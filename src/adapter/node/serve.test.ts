@@ -1,3 +1,4 @@
+import { Agent, request } from "node:http";
 import { expect, test } from "vitest";
 import { serve } from "./serve.ts";
 import { startServer } from "./start.ts";
@@ -72,7 +73,6 @@ test("a port in use is an EADDRINUSE error", async () => {
 
 /** The `Keep-Alive` header of an answer, read off the wire (fetch may hide hop-by-hop headers). */
 async function keepAliveHeader(url: string): Promise<string | undefined> {
-  const { Agent, request } = await import("node:http");
   // A client that keeps its connection (one that asks to close it is told nothing of keep-alive).
   const agent = new Agent({ keepAlive: true });
   try {
