@@ -17,7 +17,6 @@ import {
   snapshot,
   startHarness,
   testHandlers,
-  until,
 } from "./harness.ts";
 
 /** The spec a delivery carries for a stored job. */
@@ -201,8 +200,10 @@ describe.each(storeFactories)("queue routes over HTTP on $name", (factory) => {
   it("worker: a concurrent attempt gets 409 + Retry-After, a duplicate delivery 200 without a second run", async () => {
     const queue = new ChaosQueue(prng(1));
     const h = await start({ transport: queue });
+    // The first attempt runs until the test releases it: the second must meet it running,
+    // however slow the machine.
     const { body } = await call(h.origin, "POST", "/v1/jobs", {
-      json: { handler: "hold", input: { ms: 300 } },
+      json: { handler: "latched" },
     });
     expect(queue.pending).toHaveLength(1);
     const job = queue.pending[0]!.message.job;
@@ -215,10 +216,11 @@ describe.each(storeFactories)("queue routes over HTTP on $name", (factory) => {
         },
       });
     const first = deliver();
-    await until(async () => (await h.store.getJob(body.id))?.status === "running");
+    await t.latch.running;
     const second = await deliver();
     expect(second.status).toBe(409);
     expect(Number(second.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    t.latch.release();
     expect((await first).status).toBe(200);
     const duplicate = await deliver();
     expect(duplicate.status).toBe(200);
