@@ -48,7 +48,11 @@ const TOTALS: readonly [string, string, keyof StoreStats["totals"]][] = [
 
 /** Histograms: `[name, help, key]`. */
 const HISTOGRAMS: readonly [string, string, keyof StoreStats & `${string}Ms`][] = [
-  ["dispatch_lag_seconds", "From a job's run time to its first attempt's start.", "dispatchLagMs"],
+  [
+    "dispatch_lag_seconds",
+    "From a job's run time (or its submit, if later) to its first attempt's start.",
+    "dispatchLagMs",
+  ],
   ["handler_duration_seconds", "Duration of finished attempts.", "handlerDurationMs"],
   ["tick_duration_seconds", "Duration of leader ticks.", "tickDurationMs"],
   [

@@ -151,6 +151,46 @@ export function describeDegradationContract(name: string, make: MakeContractStor
         ]);
       });
 
+      it("counts no lag before a submit, and with nothing due lag and failures hold no level", async () => {
+        const p = policy({
+          queueDepth: { normal: 50, degraded: 100, critical: 500 },
+          lagMs: { normal: 10_000, degraded: 30_000, critical: 300_000 },
+          failureRate: { normal: 0.25, degraded: 0.5, critical: 0.8 },
+        });
+        // A run time ten days before the submit: the job was not waiting then.
+        const now = await store.now();
+        const past = accepted(
+          await store.submitJob(jobSpec(), { ...TIMING, runAt: now - 864_000_000 }),
+        );
+        expect((await store.beginRun(past.message!.job, 5_000)).kind).toBe("run");
+        const afterPast = await store.stats(p);
+        expect(afterPast.averages.lagMs).toBeLessThan(10_000);
+        expect(afterPast.degradation.level).toBe("normal");
+
+        // Failed attempts raise the failure rate to critical while a job is due…
+        for (let i = 0; i < 20; i++) {
+          const failing = accepted(await store.submitJob(jobSpec(), TIMING));
+          expect((await store.beginRun(failing.message!.job, 5_000)).kind).toBe("run");
+          const error = { name: "Error", message: "down" };
+          const done = await store.finishRun(failing.job.id, 1, { ok: false, error, final: true });
+          expect(done.kind).toBe("ok");
+        }
+        const due = await dueJobs(1);
+        const busy = await store.stats(p);
+        expect(busy.averages.failureRate).toBeGreaterThan(0.8);
+        expect(busy.degradation.level).toBe("critical");
+        expect(busy.degradation.signals.failureRate).toBe(busy.averages.failureRate);
+        // …and with nothing due no attempt can lower it: judged 0, the level ends.
+        await cancel(due);
+        const idle = await store.stats(p);
+        expect(idle.averages.failureRate).toBe(busy.averages.failureRate);
+        expect(idle.degradation).toEqual({
+          level: "normal",
+          since: idle.now,
+          signals: { queueDepth: 0, lagMs: 0, failureRate: 0 },
+        });
+      });
+
       it("acts on submit: degraded delays, critical rejects or delays as configured", async () => {
         const p = policy();
         const normal = await submitWith(

@@ -165,13 +165,16 @@ describe("degradation controller", () => {
         let seen: { at: number; target: DegradationLevel }[] = [];
         for (const step of steps) {
           now += step.gap;
-          const signals = {
+          const measured = {
             queueDepth: step.queueDepth,
             lagMs: step.lagMs,
             failureRate: step.failureRate,
           };
+          // With nothing due the averages are judged 0 (DegradationPolicy).
+          const signals =
+            measured.queueDepth === 0 ? { queueDepth: 0, lagMs: 0, failureRate: 0 } : measured;
           const target = targetLevel(state.level, signals, policy);
-          const next = evaluateDegradation(state, policy, signals, now);
+          const next = evaluateDegradation(state, policy, measured, now);
           seen.push({ at: now, target });
           expect(next.state.signals).toEqual(signals);
           if (next.changed) {

@@ -53,7 +53,9 @@ export function evaluateDegradation(
   measured: StoreSignals,
   now: number,
 ): { state: DegradationState; changed?: { from: DegradationLevel; to: DegradationLevel } } {
-  const signals: DegradationState["signals"] = { ...measured };
+  // With nothing due the averages cannot move (no job starts): judged 0 (DegradationPolicy).
+  const signals: DegradationState["signals"] =
+    measured.queueDepth === 0 ? { queueDepth: 0, lagMs: 0, failureRate: 0 } : { ...measured };
   if (policy.local?.cpu !== undefined && policy.cpu) signals.cpu = policy.local.cpu;
   if (policy.local?.memory !== undefined && policy.memory) signals.memory = policy.local.memory;
   const target = targetLevel(state.level, signals, policy);

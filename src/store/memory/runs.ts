@@ -138,7 +138,9 @@ export function beginRun(
   s.metrics.enter(job.id, "running", now);
   s.metrics.totals.started += 1;
   if (job.attempts === 1) {
-    const lag = Math.max(0, now - job.runAt);
+    // From when the job was both stored and due: a run time before its submit (or an
+    // occurrence stored after its fire time) counts no time it was not queued.
+    const lag = Math.max(0, now - Math.max(job.runAt, job.createdAt));
     observe(s.metrics.histograms.dispatchLagMs, lag);
     s.metrics.averages.lagMs = movingAverage(s.metrics.averages.lagMs, lag);
   }

@@ -80,7 +80,10 @@ export interface StoreStats {
    * this is `ZCOUNT pending -inf now`.
    */
   backlog: number;
-  /** First attempt's `startedAt - runAt`. */
+  /**
+   * First attempt's `startedAt - max(runAt, createdAt)`: from when the job was both stored and
+   * due (a run time before the submit counts from the submit).
+   */
   dispatchLagMs: Histogram;
   /** `finishedAt - startedAt` of every finished attempt. */
   handlerDurationMs: Histogram;

@@ -218,7 +218,9 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   mAdd(m, 't:started', 1)
   mAdd(m, 'g:running', 1)
   if job.attempts == '1' then
-    local lag = math.max(0, now - tonumber(job.runAt))
+    -- From when the job was both stored and due: a run time before its submit (or an
+    -- occurrence stored after its fire time) counts no time it was not queued.
+    local lag = math.max(0, now - math.max(tonumber(job.runAt), tonumber(job.createdAt)))
     mObserve(m, 'lag', lag)
     mAverage(m, 'avg:lag', lag)
   end

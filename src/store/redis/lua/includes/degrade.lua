@@ -11,6 +11,8 @@
                       One evaluation (target level with hysteresis, then the debounce, as
                       port.ts DegradationPolicy says); writes the state (and the time `at`)
                       and a `degradation.changed` event when the level changed. Returns the level.
+                      With nothing due (depth 0) lag and fail are judged 0: no job starts to move
+                      them, and a level they raised would hold for ever.
   storedLevel(key, now, everyMs)
                       The stored level while the last evaluation is younger than everyMs, else
                       nil (evaluate then).
@@ -73,6 +75,9 @@ local function targetLevel(current, signals)
 end
 
 local function evaluateDegradation(key, events, maxLen, policy, depth, lag, fail, now)
+  if depth == 0 then
+    lag, fail = 0, 0
+  end
   local st = redis.call('HMGET', key, 'level', 'since', 'pendingLevel', 'pendingSince', 'signals')
   local level, since = st[1] or 'normal', st[2] or '0'
   local pendingLevel, pendingSince = st[3] or '', st[4] or ''
