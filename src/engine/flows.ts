@@ -35,7 +35,9 @@ function derivedKey(body: unknown, key: string | undefined, suffix: string): Sub
  * Submit a flow: check every job (as `submit` would: the body, the manifest, the handler and its
  * input — a 4xx naming the first bad one, nothing written), store the children one by one, then
  * the parent with `after` naming them. The parent may not name `after` itself: it waits for its
- * children (give other dependencies to the children). Quotas count each job, and a quota or
+ * children (give other dependencies to the children). A child's `after` naming a job the tenant
+ * does not have refuses the flow (422 `unknown_dependencies`) before any job is stored. Quotas
+ * count each job, and a quota or
  * overload refusal is judged as each job is stored: one half-way leaves the earlier ones stored —
  * submit the flow again with the same `idempotencyKey` to finish it (without one, those children
  * run on their own). The derived keys (`flow:<key>:child:<i>`, `flow:<key>:parent`) are reserved:
@@ -61,6 +63,9 @@ export async function submitFlow(
     ),
     actor,
   );
+  // So is every child's `after`: a child naming an unknown job refuses the flow before any
+  // child is stored.
+  for (const child of prepared) await jobs.requireDependencies(child);
   const stored: Submitted[] = [];
   for (const [i, child] of prepared.entries()) {
     const via = derivedKey(flow.children[i], key, `child:${i}`);

@@ -8,6 +8,7 @@ import { quotaCheck } from "../core/manifest.ts";
 import type { JobLogEntry, JobRecord, NewJob, OutboxMessage } from "../core/model.ts";
 import { parseSubmitJob, type SubmitJobInput } from "../core/schemas.ts";
 import type { ListJobsQuery, Page, Store, SubmitTiming, WebhookSubmit } from "../store/port.ts";
+import { unknownDependencies } from "../store/port/deps.ts";
 import type { Transport } from "../transport/port.ts";
 import { type Actor, presentJob, scheduleStoreIdOf, sees, tenantOf } from "./actor.ts";
 import {
@@ -167,6 +168,20 @@ export class JobsBroker<H extends Handlers = Handlers> {
       return Promise.reject(error);
     }
     return this.store(prepared, via);
+  }
+
+  /**
+   * The store's `unknown_dependencies` (422) when `prepared`'s `after` names a job its tenant does
+   * not have, read before anything is written (one read per id), for a write of several jobs that
+   * must not stop half-way over one (a flow). The store still checks at the write: a dependency
+   * that expires in between is refused then.
+   */
+  async requireDependencies(prepared: PreparedSubmit): Promise<void> {
+    const after = prepared.job.after;
+    if (!after || after.length === 0) return;
+    const records = await Promise.all(after.map((id) => this.deps.store.getJob(id)));
+    const unknown = after.filter((_, i) => records[i]?.tenant !== prepared.job.tenant);
+    if (unknown.length > 0) throw unknownDependencies(unknown);
   }
 
   /**

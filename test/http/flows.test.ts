@@ -104,6 +104,13 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
     expectProblem(await flow({ children: Array(101).fill(good), parent: good }), 400);
     expectProblem(await flow({ children: [good] }), 400);
     expectProblem(await flow({ children: [good], parent: good, extra: 1 }), 400);
+    // A child naming a job the tenant does not have: refused before the first child is stored.
+    const unknown = await flow({
+      children: [good, { ...good, after: ["j_0mwxa9xfphc7zv0crypps", "j_0mwxa9xfphc7zv0cryppt"] }],
+      parent: good,
+    });
+    expectProblem(unknown, 422, /unknown jobs: j_0mwxa9xfphc7zv0crypps, j_0mwxa9xfphc7zv0cryppt/);
+    expect(unknown.body.type).toBe("urn:tickwork:problem:unknown_dependencies");
     // The parent waits for its children; it names no `after` of its own, in any shape.
     for (const after of [[], ["j_0mwxa9xfphc7zv0crypps"], "j_0mwxa9xfphc7zv0crypps", null]) {
       expectProblem(await flow({ children: [good], parent: { ...good, after } }), 400);
