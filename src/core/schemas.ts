@@ -10,6 +10,7 @@
 import * as z from "zod";
 import { parseDuration } from "./duration.ts";
 import { UnprocessableError, ValidationError } from "./errors.ts";
+import { parseInstant } from "./instant.ts";
 import { placementSchema } from "./placement.ts";
 import { isWellFormedText } from "./text.ts";
 
@@ -152,13 +153,14 @@ export function boundedDuration(minMs: number, maxMs: number) {
 }
 
 /**
- * A point in time: epoch ms, ISO-8601 string or Date, parsed to epoch ms, within
+ * A point in time: epoch ms, ISO-8601 string (with its offset: {@link parseInstant}) or Date,
+ * parsed to epoch ms, within
  * {@link MIN_INSTANT_MS}–{@link MAX_INSTANT_MS} and, with `maxAheadMs`, at most that long after
  * now.
  */
 function boundedInstant(maxAheadMs?: number) {
   return z.union([z.number(), z.string(), z.date()]).transform((v, ctx) => {
-    const ms = typeof v === "number" ? v : typeof v === "string" ? Date.parse(v) : v.getTime();
+    const ms = typeof v === "number" ? v : typeof v === "string" ? parseInstant(v) : v.getTime();
     if (Number.isNaN(ms)) {
       ctx.addIssue({ code: "custom", message: `not a time: ${show(v)}` });
       return z.NEVER;

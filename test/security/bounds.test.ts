@@ -136,6 +136,31 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
       );
     });
 
+    it("1. a time is ISO-8601 with its offset and a date that exists: 400 otherwise", async () => {
+      // Date.parse reads each of these as some time (2001-01-01, a date of 2001, March 3rd, the
+      // server's own zone); none is one. (afterEach: nothing stored.)
+      const messages = (answer: { body: { errors: { path: string; message: string }[] } }) =>
+        answer.body.errors.map((e) => `${e.path}: ${e.message}`);
+      for (const text of ["1", "12", "June 5", "hello 2026", "2026-02-31", "2026-12-01T09:30:00"]) {
+        const job = await call(h.origin, "POST", "/v1/jobs", {
+          json: { handler: "echo", runAt: text },
+          headers: as(),
+        });
+        expectProblem(job, 400);
+        expect(messages(job)).toEqual([`runAt: not a time: ${JSON.stringify(text)}`]);
+        const schedule = await call(h.origin, "POST", "/v1/schedules", {
+          json: { handler: "echo", schedule: "1h", startAt: text },
+          headers: as(),
+        });
+        expectProblem(schedule, 400);
+        expect(messages(schedule)).toEqual([`startAt: not a time: ${JSON.stringify(text)}`]);
+        // (`since` reads digits as epoch ms.)
+        if (/^\d+$/.test(text)) continue;
+        const since = `/v1/events?since=${encodeURIComponent(text)}`;
+        expectProblem(await call(h.origin, "GET", since, { headers: as() }), 400);
+      }
+    });
+
     it("1. a stored time out of range (from before the bounds) renders, listings answer", async () => {
       const result = await h.store.submitJob(
         {

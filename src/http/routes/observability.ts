@@ -11,6 +11,7 @@
  */
 import { Hono } from "hono";
 import * as z from "zod";
+import { parseInstant } from "../../core/instant.ts";
 import { scheduleUserId } from "../../core/model.ts";
 import { isJobId, parseOrThrow, wellFormed } from "../../core/schemas.ts";
 import { sees } from "../../engine/broker.ts";
@@ -78,11 +79,7 @@ export const eventsQuery = z.object({
     .max(64)
     .transform((value, ctx) => {
       if (/^\d{1,16}-\d{1,16}$/.test(value)) return value;
-      const ms = /^\d{1,16}$/.test(value)
-        ? Number(value)
-        : /^\d{4}-\d{2}-\d{2}/.test(value)
-          ? Date.parse(value)
-          : Number.NaN;
+      const ms = /^\d{1,16}$/.test(value) ? Number(value) : parseInstant(value);
       if (Number.isNaN(ms)) {
         ctx.addIssue({
           code: "custom",

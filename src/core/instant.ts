@@ -1,0 +1,55 @@
+/**
+ * @module
+ * Reading a point in time a request gives as text: ISO-8601 only, and only dates that exist.
+ * `Date.parse` is not used: it reads `"1"` as 2001-01-01, `"June 5"` as a date of 2001, rolls
+ * `2026-02-31` over to March 3rd, and reads a date-time without an offset in the server's own
+ * time zone — so the same request would mean different times on different servers.
+ */
+
+/**
+ * `YYYY-MM-DD` (midnight UTC), or a date-time with `T` (or a space), minutes, optional seconds
+ * and fraction, and an offset (`Z` or `±hh:mm`, `±hhmm`). Years may be extended (`+010000`).
+ */
+const ISO =
+  /^([+-]\d{6}|\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2})))?$/;
+
+/**
+ * Epoch ms of an ISO-8601 date or date-time with an offset; `NaN` for any other text, for a
+ * field out of its range (month 13, February 30th, hour 24, second 60, offset over 23:59), and
+ * for a date-time without an offset. A fraction finer than a millisecond is cut.
+ *
+ * @example
+ * parseInstant("2026-12-01T09:30:00Z");      // 1796117400000
+ * parseInstant("2026-12-01T10:30:00+01:00"); // the same
+ * parseInstant("2026-12-01");                // midnight UTC
+ * parseInstant("2026-02-31");                // NaN
+ * parseInstant("2026-12-01T09:30:00");       // NaN (no offset)
+ * parseInstant("1");                         // NaN
+ */
+export function parseInstant(text: string): number {
+  const m = ISO.exec(text);
+  if (!m) return Number.NaN;
+  const [, y, mo, d, h, mi, s, frac, zulu, sign, oh, om] = m;
+  if (y === "-000000") return Number.NaN; // ISO-8601 has no year minus zero
+  const year = Number(y);
+  const month = Number(mo);
+  const day = Number(d);
+  const hasTime = h !== undefined;
+  if (hasTime && zulu === undefined && sign === undefined) return Number.NaN;
+  const hour = hasTime ? Number(h) : 0;
+  const minute = hasTime ? Number(mi) : 0;
+  const second = s === undefined ? 0 : Number(s);
+  const ms = frac === undefined ? 0 : Number(frac.slice(0, 3).padEnd(3, "0"));
+  const offsetMin = sign === undefined ? 0 : Number(oh) * 60 + Number(om);
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) {
+    return Number.NaN;
+  }
+  if (sign !== undefined && (Number(oh) > 23 || Number(om) > 59)) return Number.NaN;
+  // setUTCFullYear, not Date.UTC: Date.UTC reads years 0–99 as 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return Number.NaN;
+  date.setUTCHours(hour, minute, second, ms);
+  const at = date.getTime() - (sign === "-" ? -offsetMin : offsetMin) * 60_000;
+  return Number.isFinite(at) ? at : Number.NaN;
+}
