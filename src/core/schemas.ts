@@ -418,12 +418,37 @@ export function jsonDepth(text: string, limit: number): number {
  * // [{ path: "input.__proto__", message: 'the key "__proto__" is not allowed' }]
  */
 export function forbiddenKeys(value: unknown, max = 10): { path: string; message: string }[] {
+  return refusedParts(value, max, false);
+}
+
+/**
+ * {@link forbiddenKeys}, and numbers JSON cannot carry: `JSON.parse` reads `1e400` as
+ * `Infinity`, which the next `JSON.stringify` writes as `null` — a request body's number out of
+ * a double's range would be stored as `null` without a word.
+ *
+ * @example
+ * bodyIssues(JSON.parse('{"input":{"amount":1e400}}'));
+ * // [{ path: "input.amount", message: "a number out of range (at most ±1.7976931348623157e308)" }]
+ */
+export function bodyIssues(value: unknown, max = 10): { path: string; message: string }[] {
+  return refusedParts(value, max, true);
+}
+
+function refusedParts(
+  value: unknown,
+  max: number,
+  numbers: boolean,
+): { path: string; message: string }[] {
   const issues: { path: string; message: string }[] = [];
   // Nearly every body has none: found out without building a path for every key.
-  if (!hasForbiddenKey(value)) return issues;
+  if (!hasRefusedPart(value, numbers)) return issues;
   const stack: { value: unknown; path: string }[] = [{ value, path: "" }];
   while (stack.length > 0 && issues.length < max) {
     const { value: current, path } = stack.pop()!;
+    if (numbers && typeof current === "number" && !Number.isFinite(current)) {
+      issues.push({ path, message: `a number out of range (at most ±${Number.MAX_VALUE})` });
+      continue;
+    }
     if (typeof current !== "object" || current === null) continue;
     if (Array.isArray(current)) {
       for (let i = current.length - 1; i >= 0; i--) {
@@ -446,20 +471,30 @@ export function forbiddenKeys(value: unknown, max = 10): { path: string; message
   return issues;
 }
 
-/** Whether any object in `value` (at any depth) has a key of {@link FORBIDDEN_KEYS}. */
-function hasForbiddenKey(value: unknown): boolean {
+/**
+ * Whether any object in `value` (at any depth) has a key of {@link FORBIDDEN_KEYS}, or (with
+ * `numbers`) any number is not finite.
+ */
+function hasRefusedPart(value: unknown, numbers: boolean): boolean {
   const stack: unknown[] = [value];
   while (stack.length > 0) {
     const current = stack.pop();
-    if (typeof current !== "object" || current === null) continue;
+    if (typeof current !== "object" || current === null) {
+      if (numbers && typeof current === "number" && !Number.isFinite(current)) return true;
+      continue;
+    }
     if (Array.isArray(current)) {
-      for (const item of current) if (typeof item === "object" && item !== null) stack.push(item);
+      for (const item of current) {
+        if (typeof item === "object" && item !== null) stack.push(item);
+        else if (numbers && typeof item === "number" && !Number.isFinite(item)) return true;
+      }
       continue;
     }
     for (const key of Object.keys(current)) {
       if (FORBIDDEN_KEYS.includes(key)) return true;
       const child = (current as Record<string, unknown>)[key];
       if (typeof child === "object" && child !== null) stack.push(child);
+      else if (numbers && typeof child === "number" && !Number.isFinite(child)) return true;
     }
   }
   return false;

@@ -161,6 +161,33 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
       }
     });
 
+    it("1. a number past a double's range (1e400) is a 400 naming it, not a null stored", async () => {
+      // JSON.parse reads 1e400 as Infinity, which JSON.stringify would store as null. (afterEach:
+      // nothing stored.)
+      const raw = (path: string, text: string) =>
+        call(h.origin, "POST", path, {
+          body: text,
+          headers: { ...as(), "content-type": "application/json" },
+        });
+      const job = await raw(
+        "/v1/jobs",
+        '{"handler":"echo","input":{"amount":1e400,"list":[1,-1e400],"ok":1e300}}',
+      );
+      expectProblem(job, 400, /number out of range/);
+      expect(job.body.errors.map((e: { path: string }) => e.path)).toEqual([
+        "input.amount",
+        "input.list.1",
+      ]);
+      const batch = await raw("/v1/jobs/batch", '{"jobs":[{"handler":"echo","input":[1e999]}]}');
+      expectProblem(batch, 400, /number out of range/);
+      const schedule = await raw(
+        "/v1/schedules",
+        '{"handler":"echo","schedule":"1h","input":{"n":-1e400}}',
+      );
+      expectProblem(schedule, 400, /number out of range/);
+      expectProblem(await raw("/v1/jobs", "1e400"), 400, /number out of range/);
+    });
+
     it("1. a stored time out of range (from before the bounds) renders, listings answer", async () => {
       const result = await h.store.submitJob(
         {

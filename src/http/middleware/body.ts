@@ -5,7 +5,7 @@
  */
 import type { Context } from "hono";
 import { TickworkError, ValidationError } from "../../core/errors.ts";
-import { FORBIDDEN_KEYS, forbiddenKeys, jsonDepth, MAX_JSON_DEPTH } from "../../core/schemas.ts";
+import { bodyIssues, FORBIDDEN_KEYS, jsonDepth, MAX_JSON_DEPTH } from "../../core/schemas.ts";
 import type { AppEnv } from "../options.ts";
 
 /** Stateless between calls (no `stream` option), so one instance serves every request. */
@@ -73,11 +73,14 @@ export async function jsonBody(
     const message = error instanceof Error ? error.message : "not JSON";
     throw new ValidationError("request body is not valid JSON", [{ path: "", message }]);
   }
-  const forbidden = forbiddenKeys(value);
-  if (forbidden.length > 0) {
+  const refused = bodyIssues(value);
+  if (refused.length > 0) {
+    const keys = refused.some((issue) => issue.message.startsWith("the key"));
     throw new ValidationError(
-      `request body uses a reserved key (${FORBIDDEN_KEYS.join(", ")})`,
-      forbidden,
+      keys
+        ? `request body uses a reserved key (${FORBIDDEN_KEYS.join(", ")})`
+        : "request body holds a number out of range",
+      refused,
     );
   }
   return value;
