@@ -76,6 +76,7 @@ export type { ConcurrencyOption } from "./engine/concurrency.ts";
 export {
   defineHandler,
   defineHandlers,
+  type DefinedHandlers,
   type HandlerContext,
   type HandlerDefinition,
   type HandlerInput,

@@ -121,7 +121,8 @@ type AsSchema<T> = T extends z.ZodType ? T : z.ZodType<unknown, unknown>;
 /**
  * Define the handlers: an identity function that types each handler's `run` input from its
  * `input` schema, and keeps each schema's type so that `submit`, `createSchedule` and the typed
- * client accept only these names, each with its own input.
+ * client accept only these names, each with its own input — and each `run`'s result type, which
+ * the typed client's `result()` and final update carry.
  *
  * @example
  * const handlers = defineHandlers({
@@ -135,13 +136,26 @@ type AsSchema<T> = T extends z.ZodType ? T : z.ZodType<unknown, unknown>;
  * const engine = createEngine({ store, transport, handlers });
  * await engine.broker.submit({ handler: "email.send", input: { to: "a@b.c" } }); // checked by tsc
  */
-export function defineHandlers<S>(
+export function defineHandlers<S, R>(
   handlers: {
     [K in keyof S]: HandlerDefinition<S[K] & z.ZodType>;
+  } & {
+    // A second view of the same map, from which each `run`'s result type is inferred (`R`).
+    [K in keyof R]: { run(input: never, ctx: HandlerContext): R[K] };
   },
-): { [K in keyof S]: HandlerDefinition<AsSchema<S[K]>> } {
-  return handlers as { [K in keyof S]: HandlerDefinition<AsSchema<S[K]>> };
+): DefinedHandlers<S, R> {
+  return handlers as DefinedHandlers<S, R>;
 }
+
+/** What {@link defineHandlers} answers: each handler with its schema and its run's result type. */
+export type DefinedHandlers<S, R> = {
+  [K in keyof S]: HandlerDefinition<AsSchema<S[K]>> & {
+    run(
+      input: z.output<AsSchema<S[K]>>,
+      ctx: HandlerContext,
+    ): K extends keyof R ? R[K] : unknown;
+  };
+};
 
 /**
  * The handler registered under `name`: an own property of the map only, so names a plain object

@@ -2,7 +2,7 @@
  * Type-level checks of handler definitions and of what they type: `tsc --noEmit` (part of
  * `npm test`) fails when a `@ts-expect-error` below stops being an error; vitest runs the rest.
  */
-import { createClient } from "tickwork/client";
+import { createClient, type HandlerResult } from "tickwork/client";
 import { createApp } from "tickwork/http";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import * as z from "zod";
@@ -102,5 +102,25 @@ describe("the handler map types the client", () => {
     expect(typeof never).toBe("function");
     const untyped = createClient({ url: "http://127.0.0.1:1" });
     expectTypeOf(untyped.jobs.submit).toBeCallableWith({ handler: "anything", input: 1 });
+  });
+
+  it("a job's result() and final update are typed by its handler's run", () => {
+    expectTypeOf<HandlerResult<typeof handlers, "add">>().toEqualTypeOf<number>();
+    expectTypeOf<HandlerResult<typeof handlers, "maybe">>().toEqualTypeOf<number | undefined>();
+    expectTypeOf<HandlerResult<typeof handlers, "free">>().toEqualTypeOf<unknown>();
+    const tw = createClient<typeof handlers>({ url: "http://127.0.0.1:1" });
+    const never = async () => {
+      const handle = await tw.jobs.submit({ handler: "add", input: { a: 1 } });
+      const result = await handle.result();
+      expectTypeOf(result).toEqualTypeOf<number>();
+      // @ts-expect-error add's run returns a number
+      const text: string = result;
+      for await (const update of handle.updates()) {
+        // @ts-expect-error the final update's result is add's too
+        if (update.type === "done") update.job.result?.toUpperCase();
+      }
+      return text;
+    };
+    expect(typeof never).toBe("function");
   });
 });
