@@ -74,9 +74,9 @@ export {
 // Handlers
 export type { ConcurrencyOption } from "./engine/concurrency.ts";
 export {
+  type DefinedHandlers,
   defineHandler,
   defineHandlers,
-  type DefinedHandlers,
   type HandlerContext,
   type HandlerDefinition,
   type HandlerInput,

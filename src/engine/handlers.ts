@@ -150,10 +150,7 @@ export function defineHandlers<S, R>(
 /** What {@link defineHandlers} answers: each handler with its schema and its run's result type. */
 export type DefinedHandlers<S, R> = {
   [K in keyof S]: HandlerDefinition<AsSchema<S[K]>> & {
-    run(
-      input: z.output<AsSchema<S[K]>>,
-      ctx: HandlerContext,
-    ): K extends keyof R ? R[K] : unknown;
+    run(input: z.output<AsSchema<S[K]>>, ctx: HandlerContext): K extends keyof R ? R[K] : unknown;
   };
 };
 

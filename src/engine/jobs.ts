@@ -7,8 +7,8 @@ import { ConflictError, NotFoundError } from "../core/errors.ts";
 import { quotaCheck } from "../core/manifest.ts";
 import type { JobLogEntry, JobRecord, NewJob, OutboxMessage } from "../core/model.ts";
 import { parseSubmitJob, type SubmitJobInput } from "../core/schemas.ts";
-import type { ListJobsQuery, Page, Store, SubmitTiming, WebhookSubmit } from "../store/port.ts";
 import { unknownDependencies } from "../store/port/deps.ts";
+import type { ListJobsQuery, Page, Store, SubmitTiming, WebhookSubmit } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
 import { type Actor, presentJob, scheduleStoreIdOf, sees, tenantOf } from "./actor.ts";
 import {
