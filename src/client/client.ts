@@ -28,7 +28,9 @@ export interface ClientOptions {
    */
   fetch?: typeof globalThis.fetch | undefined;
   /** Extra headers on every request. */
-  headers?: HeadersInit | undefined;
+  // What `new Headers(…)` takes, named without the DOM library (Node's own types have no
+  // global `HeadersInit`).
+  headers?: ConstructorParameters<typeof Headers>[0] | undefined;
 }
 
 /** The client. */

@@ -99,6 +99,12 @@ for (const name of entries) {
 }
 `;
 
+/** The typed client in an app whose only library types are Node's. */
+const NODOM_CLIENT = `import { createClient } from "tickwork/client";
+const tw = createClient({ url: "http://127.0.0.1:1", headers: { "x-app": "a" } });
+export const submitted = tw.jobs.submit({ handler: "echo", input: 1 });
+`;
+
 function tsconfig(resolution: "nodenext" | "bundler", extra: object = {}): string {
   const module =
     resolution === "nodenext"
@@ -162,6 +168,10 @@ describe("the packed package in a fresh app", () => {
       "src/types-check.ts": TYPES_CHECK,
       "tsconfig.json": tsconfig("nodenext"),
       "tsconfig.bundler.json": tsconfig("bundler"),
+      // A Node app without the DOM library: the client's declarations name no DOM-only type.
+      "nodom/src/client.ts": NODOM_CLIENT,
+      "nodom/package.json": '{ "type": "module" }\n',
+      "nodom/tsconfig.json": `${JSON.stringify({ compilerOptions: { ...STRICT, lib: ["ES2023"], module: "NodeNext", moduleResolution: "NodeNext", noEmit: true, types: ["node"], typeRoots: ["../node_modules/@types"] }, include: ["src"] }, null, 2)}\n`,
     });
   }, 300_000);
 
@@ -195,6 +205,9 @@ describe("the packed package in a fresh app", () => {
     const bundler = await runRepoBin("tsc", ["-p", "tsconfig.bundler.json"], app);
     expect(bundler.stdout + bundler.stderr).toBe("");
     expect(bundler.code).toBe(0);
+    const nodom = await runRepoBin("tsc", ["-p", "nodom/tsconfig.json"], app);
+    expect(nodom.stdout + nodom.stderr).toBe("");
+    expect(nodom.code).toBe(0);
     // Two full type-checks of a fresh app: on a loaded 2-core machine this takes well over 30 s.
   }, 240_000);
 
