@@ -12,8 +12,8 @@
  * exactly the expanded source the sha1 was computed from (checked here and in `scripts.test.ts`).
  *
  * The file is not committed (`.gitignore`): `npm run build`, `npm test`, `npm run dev`,
- * `npm run bench`, `npm run chaos` and `prepare` (so `npm ci`) write it first. Writing is
- * skipped when the file is already up to date.
+ * `npm run bench` and `npm run chaos` write it first. Writing is skipped when the file is already
+ * up to date.
  *
  * Usage: `npx tsx scripts/gen-lua.ts` to write, `--check` to fail when the file is not what
  * would be generated (without writing it).

@@ -185,6 +185,12 @@ describe("the packed package in a fresh app", () => {
     expect(packed.files.filter((file) => /\.test\.|\/test\/|bench|\.ci|infra/.test(file))).toEqual(
       [],
     );
+    // No script npm would run, or warn about, when an app installs the package.
+    const installed = JSON.parse(
+      readFileSync(join(app, "node_modules/tickwork/package.json"), "utf8"),
+    ) as { scripts?: Record<string, string> };
+    const lifecycle = ["preinstall", "install", "postinstall", "prepare"];
+    expect(Object.keys(installed.scripts ?? {}).filter((s) => lifecycle.includes(s))).toEqual([]);
     console.log(
       `tarball: ${packed.files.length} files, ${(packed.size / 1024).toFixed(1)} kB packed, ` +
         `${(packed.unpackedSize / 1024).toFixed(1)} kB unpacked`,
