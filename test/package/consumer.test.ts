@@ -191,6 +191,12 @@ describe("the packed package in a fresh app", () => {
     ) as { scripts?: Record<string, string> };
     const lifecycle = ["preinstall", "install", "postinstall", "prepare"];
     expect(Object.keys(installed.scripts ?? {}).filter((s) => lifecycle.includes(s))).toEqual([]);
+    // Source maps carry their sources: src/ is not shipped for them to point at.
+    const map = JSON.parse(
+      readFileSync(join(app, "node_modules/tickwork/dist/engine/broker.js.map"), "utf8"),
+    ) as { sources: string[]; sourcesContent?: string[] };
+    expect(map.sourcesContent).toHaveLength(map.sources.length);
+    expect(map.sourcesContent?.[0]).toContain("export class Broker");
     console.log(
       `tarball: ${packed.files.length} files, ${(packed.size / 1024).toFixed(1)} kB packed, ` +
         `${(packed.unpackedSize / 1024).toFixed(1)} kB unpacked`,
