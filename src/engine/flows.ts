@@ -56,13 +56,27 @@ export async function submitFlow(
   // Checked before anything is written; the parent with stand-in ids (its real `after` comes
   // from the children as stored, which a replay answers with their first ids).
   const prepared: PreparedSubmit[] = flow.children.map((child) => jobs.prepare(child, actor));
-  jobs.prepare(
+  const parentJob = jobs.prepare(
     waitingFor(
       flow.parent,
       prepared.map((p) => p.job.id),
     ),
     actor,
-  );
+  ).job;
+  // A key two jobs of the flow name would make the second a replay of the first (a parent that is
+  // its own child).
+  const keys = new Map<string, string>();
+  for (const [i, { job }] of [...prepared, { job: parentJob }].entries()) {
+    const path = i < prepared.length ? `children.${i}.idempotencyKey` : "parent.idempotencyKey";
+    if (job.idempotencyKey === undefined) continue;
+    const first = keys.get(job.idempotencyKey);
+    if (first !== undefined) {
+      throw new InvalidRequestError("invalid flow", [
+        { path, message: `the same idempotencyKey as ${first}: each job of a flow needs its own` },
+      ]);
+    }
+    keys.set(job.idempotencyKey, path);
+  }
   // So is every child's `after`: a child naming an unknown job refuses the flow before any
   // child is stored.
   for (const child of prepared) await jobs.requireDependencies(child);

@@ -305,6 +305,7 @@ describe("POST /v1/jobs/batch", () => {
       ["no jobs", {}, 400],
       ["null", null, 400],
       ["an empty batch", { jobs: [] }, 400],
+      ["a key besides jobs (a misspelt option)", { jobs: [{ handler: "echo" }], priorty: 9 }, 400],
       [
         `${MAX_BATCH_JOBS + 1} jobs`,
         { jobs: Array.from({ length: MAX_BATCH_JOBS + 1 }, () => ({ handler: "echo" })) },

@@ -111,6 +111,16 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
     });
     expectProblem(unknown, 422, /unknown jobs: j_0mwxa9xfphc7zv0crypps, j_0mwxa9xfphc7zv0cryppt/);
     expect(unknown.body.type).toBe("urn:tickwork:problem:unknown_dependencies");
+    // Two jobs of one flow with one idempotencyKey: the second would replay the first.
+    const shared = { ...good, idempotencyKey: "same" };
+    for (const body of [
+      { children: [shared, good], parent: shared },
+      { children: [good, shared, shared], parent: good },
+    ]) {
+      const answer = await flow(body);
+      expectProblem(answer, 400);
+      expect(answer.body.errors[0].message).toMatch(/same idempotencyKey as children\.\d/);
+    }
     // The parent waits for its children; it names no `after` of its own, in any shape.
     for (const after of [[], ["j_0mwxa9xfphc7zv0crypps"], "j_0mwxa9xfphc7zv0crypps", null]) {
       expectProblem(await flow({ children: [good], parent: { ...good, after } }), 400);

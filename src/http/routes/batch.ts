@@ -36,6 +36,15 @@ export function batchSubmit(config: AppConfig): Handler<AppEnv> {
         { path: "jobs", message: "expected an object with a non-empty array `jobs`" },
       ]);
     }
+    // `jobs` only, as every other body refuses keys it does not know (a misspelt option would
+    // otherwise be dropped without a word).
+    const extra = Object.keys(body).filter((key) => key !== "jobs");
+    if (extra.length > 0) {
+      throw new InvalidRequestError(
+        "invalid batch",
+        extra.slice(0, 10).map((key) => ({ path: key, message: "not a field of a batch" })),
+      );
+    }
     // W3C trace context: stored with each job when valid, ignored when not (src/engine/tracing.ts).
     const trace = traceHeaders(c.req.raw.headers);
     const { items, quota } = await engine.broker.submitMany(
