@@ -6,6 +6,15 @@
  * time zone — so the same request would mean different times on different servers.
  */
 
+/** Earliest instant a request may name: the Unix epoch, 1970-01-01T00:00:00.000Z. */
+export const MIN_INSTANT_MS = 0;
+/**
+ * Latest instant a request may name, or a schedule may fire at: 9999-12-31T23:59:59.999Z, the
+ * last one a four-digit year writes (`new Date(ms).toISOString()` throws past ±8.64e15 ms; this
+ * stays well inside it).
+ */
+export const MAX_INSTANT_MS = 253_402_300_799_999;
+
 /**
  * `YYYY-MM-DD` (midnight UTC), or a date-time with `T` (or a space), minutes, optional seconds
  * and fraction, and an offset (`Z` or `±hh:mm`, `±hhmm`). Years may be extended (`+010000`).

@@ -10,7 +10,7 @@
 import * as z from "zod";
 import { parseDuration } from "./duration.ts";
 import { UnprocessableError, ValidationError } from "./errors.ts";
-import { parseInstant } from "./instant.ts";
+import { MAX_INSTANT_MS, MIN_INSTANT_MS, parseInstant } from "./instant.ts";
 import { placementSchema } from "./placement.ts";
 import { isWellFormedText } from "./text.ts";
 
@@ -19,13 +19,7 @@ import { isWellFormedText } from "./text.ts";
 const MINUTE_MS = 60_000;
 const DAY_MS = 24 * 60 * MINUTE_MS;
 
-/** Earliest instant a request may name: the Unix epoch, 1970-01-01T00:00:00.000Z. */
-export const MIN_INSTANT_MS = 0;
-/**
- * Latest instant a request may name: 9999-12-31T23:59:59.999Z, the last one a four-digit year
- * writes (`new Date(ms).toISOString()` throws past ±8.64e15 ms; this stays well inside it).
- */
-export const MAX_INSTANT_MS = 253_402_300_799_999;
+export { MAX_INSTANT_MS, MIN_INSTANT_MS } from "./instant.ts";
 /** Longest `delay`, and how far past now a job's `runAt` may be: 365 days. */
 export const MAX_DELAY_MS = 365 * DAY_MS;
 /** Shortest handler timeout: 1 s. */

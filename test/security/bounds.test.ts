@@ -114,6 +114,19 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
       expect(edge.status).toBe(201);
       expect(edge.body.startAt).toBe("9999-12-31T23:59:59.999Z");
       await call(h.origin, "DELETE", "/v1/schedules/edge", { headers: as() });
+      // Its next midnight would be in year 10000: none, so the schedule is completed.
+      const late = await call(h.origin, "POST", "/v1/schedules", {
+        json: {
+          id: "late",
+          handler: "echo",
+          schedule: "0 0 * * *",
+          startAt: "9999-12-31T12:00:00Z",
+        },
+        headers: as(),
+      });
+      expect(late.status).toBe(201);
+      expect(late.body).toMatchObject({ status: "completed", nextRunAt: null });
+      await call(h.origin, "DELETE", "/v1/schedules/late", { headers: as() });
       before = await storeState(h.store);
     });
 

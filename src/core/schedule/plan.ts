@@ -3,6 +3,7 @@
  * What one tick dispatches for one schedule: the due occurrences after misfire policy, `maxRuns`,
  * `endAt`, the per-call limit and jitter, and where the schedule resumes.
  */
+import { MAX_INSTANT_MS } from "../instant.ts";
 import type { ScheduleRecord } from "../model.ts";
 import { occurrenceJitter } from "./jitter.ts";
 import { countBetween, nextAfter, prevBefore } from "./occurrences.ts";
@@ -85,7 +86,8 @@ export function planOccurrences(
   opts: PlanOptions,
 ): Plan {
   const first = s.nextRunAt;
-  const endAt = s.endAt ?? Number.POSITIVE_INFINITY;
+  // No occurrence past year 9999: times are written with four-digit years.
+  const endAt = Math.min(s.endAt ?? MAX_INSTANT_MS, MAX_INSTANT_MS);
   const runsLeft = s.maxRuns === undefined ? Number.POSITIVE_INFINITY : s.maxRuns - s.runs;
   if (first === null || runsLeft <= 0 || first > endAt)
     return { fires: [], nextRunAt: null, missed: 0 };

@@ -5,6 +5,7 @@
  * The broker uses these for every schedule write (create, replace, patch, resume).
  */
 import { UnprocessableError } from "../errors.ts";
+import { MAX_INSTANT_MS } from "../instant.ts";
 import type { ScheduleDef, ScheduleRecord } from "../model.ts";
 import { ScheduleError } from "./errors.ts";
 import { firstRunAt, nextAfter } from "./occurrences.ts";
@@ -111,7 +112,8 @@ export function withTiming(
           record.startAt,
         );
   }
-  if (next !== null && record.endAt !== undefined && next > record.endAt) next = null;
+  // Nothing after `endAt`, nor past year 9999 (times are written with four-digit years).
+  if (next !== null && next > Math.min(record.endAt ?? MAX_INSTANT_MS, MAX_INSTANT_MS)) next = null;
   if (next === null) return { ...record, nextRunAt: null, status: "completed" };
   return {
     ...record,
