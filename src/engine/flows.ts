@@ -8,7 +8,7 @@
  * retry): each job's key derives from it, so what was stored is answered again and only the rest
  * is written.
  */
-import { InvalidRequestError } from "../core/errors.ts";
+import { InvalidRequestError, TickworkError } from "../core/errors.ts";
 import type { JobRecord } from "../core/model.ts";
 import { parseOrThrow, submitFlowSchema } from "../core/schemas.ts";
 import type { Actor } from "./actor.ts";
@@ -77,13 +77,29 @@ export async function submitFlow(
     }
     keys.set(job.idempotencyKey, path);
   }
+  const viaOf = (i: number): SubmitVia => {
+    const via = derivedKey(flow.children[i], key, `child:${i}`);
+    return trace ? { ...via, trace } : via;
+  };
   // So is every child's `after`: a child naming an unknown job refuses the flow before any
-  // child is stored.
-  for (const child of prepared) await jobs.requireDependencies(child);
+  // child is stored. Unless the child was stored before, by this flow submitted earlier (its
+  // dependency may have gone since): the store answers a replay before it checks `after`, and
+  // refuses a new job without writing anything. So such a child is tried first.
+  const early = new Map<number, Submitted>();
+  for (const [i, child] of prepared.entries()) {
+    try {
+      await jobs.requireDependencies(child);
+    } catch (error) {
+      const keyed = child.job.idempotencyKey !== undefined || key !== undefined;
+      if (!(keyed && error instanceof TickworkError && error.code === "unknown_dependencies")) {
+        throw error;
+      }
+      early.set(i, await jobs.store(child, viaOf(i)));
+    }
+  }
   const stored: Submitted[] = [];
   for (const [i, child] of prepared.entries()) {
-    const via = derivedKey(flow.children[i], key, `child:${i}`);
-    stored.push(await jobs.store(child, trace ? { ...via, trace } : via));
+    stored.push(early.get(i) ?? (await jobs.store(child, viaOf(i))));
   }
   const ids = stored.map((s) => s.job.id);
   const parent = jobs.prepare(waitingFor(flow.parent, ids), actor);

@@ -161,6 +161,31 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
     expect((await job(first.body.parent.id)).result).toBe(25 + 36);
   });
 
+  it("a flow submitted again answers its jobs even when a child's dependency has gone since", async () => {
+    const dep = (await call(h.origin, "POST", "/v1/jobs", { json: { handler: "gated" } })).body;
+    await settle(dep.id, "dead");
+    const body = {
+      children: [{ handler: "square", input: { n: 2 }, after: [dep.id] }],
+      parent: { handler: "sum" },
+      idempotencyKey: "after-gone",
+    };
+    const first = await flow(body);
+    expect(first.status).toBe(202);
+    expect((await call(h.origin, "DELETE", `/v1/dlq/${dep.id}`)).status).toBe(200);
+    expect((await call(h.origin, "GET", `/v1/jobs/${dep.id}`)).status).toBe(404);
+    const again = await flow(body);
+    expect(again.status).toBe(200);
+    const ids = (b: { parent: { id: string }; children: { id: string }[] }) => [
+      b.parent.id,
+      ...b.children.map((c) => c.id),
+    ];
+    expect(ids(again.body)).toEqual(ids(first.body));
+    // Without the key it is a new flow, refused, and nothing is written.
+    const before = await snapshot(h.store);
+    expectProblem(await flow({ ...body, idempotencyKey: undefined }), 422);
+    expect(await snapshot(h.store)).toBe(before);
+  });
+
   it("a handler reads jobs of its own tenant only", async () => {
     const theirs = await h.engine.broker.submit(
       { handler: "square", input: { n: 1 } },
