@@ -6,6 +6,7 @@
  * digest. Web APIs only (Workers run this too).
  */
 import {
+  bodyIssues,
   FORBIDDEN_KEYS,
   isWellFormedText,
   jsonDepth,
@@ -46,7 +47,8 @@ export function bodyInput(
   if (json && jsonDepth(text, MAX_JSON_DEPTH) <= MAX_JSON_DEPTH) {
     try {
       const value: unknown = JSON.parse(text);
-      if (!hasForbiddenKey(value)) return { body: value };
+      // A reserved key, or a number JSON cannot carry (1e400 would be stored as null): the text.
+      if (bodyIssues(value, 1).length === 0) return { body: value };
     } catch {
       // Not JSON after all: kept as the text it is.
     }
@@ -126,17 +128,4 @@ function toBase64(bytes: Uint8Array): string {
     binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   }
   return btoa(binary);
-}
-
-function hasForbiddenKey(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const current = stack.pop();
-    if (current === null || typeof current !== "object") continue;
-    for (const key of Object.keys(current)) {
-      if (FORBIDDEN_KEYS.includes(key)) return true;
-      stack.push((current as Record<string, unknown>)[key]);
-    }
-  }
-  return false;
 }

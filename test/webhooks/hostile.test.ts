@@ -242,6 +242,28 @@ describe.each(factories)("hostile webhook requests on $name", (factory) => {
     expect(await stored()).toEqual(before);
   });
 
+  it("a JSON body with a number past a double's range is kept as its text, not with a null", async () => {
+    const text = '{"amount":1e400,"ok":1}';
+    const ts = Math.floor(Date.now() / 1000);
+    const { createHmac } = await import("node:crypto");
+    const secret = (hmac.verifier as { secrets: string[] }).secrets[0]!;
+    const mac = createHmac("sha256", secret).update(`${ts}.${text}`).digest("hex");
+    const answer = await call(h.origin, "POST", "/v1/hooks/generic.v1", {
+      body: text,
+      headers: {
+        "content-type": "application/json",
+        "x-timestamp": String(ts),
+        "x-event-id": "big-1",
+        "x-signature": `sha256=${mac}`,
+      },
+    });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    const job = await h.engine.store.getJob(answer.body.id);
+    expect((job?.input as { body: unknown }).body).toBe(text);
+    // Done before the next case counts what is stored.
+    await until(async () => (await h.engine.store.getJob(answer.body.id))?.status === "succeeded");
+  });
+
   it("timestamps 1e300, -1, NaN and far ahead → 401, nothing stored", async () => {
     const body = stripe.body("evt_ts");
     const before = await stored();
