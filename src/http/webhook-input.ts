@@ -7,7 +7,6 @@
  */
 import {
   bodyIssues,
-  FORBIDDEN_KEYS,
   isWellFormedText,
   jsonDepth,
   MAX_IDEMPOTENCY_KEY,
