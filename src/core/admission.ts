@@ -72,8 +72,8 @@ export interface Thresholds {
  * Signals: `queueDepth` = the store's backlog (`StoreStats.backlog`) (due jobs not started: delayed jobs do not
  * count until their run time);
  * `lagMs` = the dispatch-lag moving average; `failureRate` = the failure moving average (0–1);
- * both are judged 0 while `queueDepth` is 0: they move only when jobs start and finish, so with
- * nothing due they would hold the level they raised for ever (a critical level refuses the
+ * both are judged 0 while `queueDepth` is 0 and no job runs: they move only when jobs start and
+ * finish, so then they would hold the level they raised for ever (a critical level refuses the
  * submits that would move them);
  * `cpu`/`memory` = percentages the caller measured locally (optional: a signal takes part only
  * when both `local.<signal>` and its thresholds are given).

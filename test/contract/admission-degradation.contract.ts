@@ -151,7 +151,7 @@ export function describeDegradationContract(name: string, make: MakeContractStor
         ]);
       });
 
-      it("counts no lag before a submit, and with nothing due lag and failures hold no level", async () => {
+      it("counts no lag before a submit, and with nothing due or running lag and failures hold no level", async () => {
         const p = policy({
           queueDepth: { normal: 50, degraded: 100, critical: 500 },
           lagMs: { normal: 10_000, degraded: 30_000, critical: 300_000 },
@@ -166,6 +166,8 @@ export function describeDegradationContract(name: string, make: MakeContractStor
         const afterPast = await store.stats(p);
         expect(afterPast.averages.lagMs).toBeLessThan(10_000);
         expect(afterPast.degradation.level).toBe("normal");
+        const pastDone = await store.finishRun(past.job.id, 1, { ok: true, result: null });
+        expect(pastDone.kind).toBe("ok");
 
         // Failed attempts raise the failure rate to critical while a job is due…
         for (let i = 0; i < 20; i++) {
@@ -180,10 +182,18 @@ export function describeDegradationContract(name: string, make: MakeContractStor
         expect(busy.averages.failureRate).toBeGreaterThan(0.8);
         expect(busy.degradation.level).toBe("critical");
         expect(busy.degradation.signals.failureRate).toBe(busy.averages.failureRate);
-        // …and with nothing due no attempt can lower it: judged 0, the level ends.
+        // …and while one runs, with nothing due (workers keep up, handlers fail)…
         await cancel(due);
+        const running = accepted(await store.submitJob(jobSpec(), TIMING));
+        expect((await store.beginRun(running.message!.job, 5_000)).kind).toBe("run");
+        const working = await store.stats(p);
+        expect(working.backlog).toBe(0);
+        expect(working.degradation.level).toBe("critical");
+        // …and with nothing due or running no attempt can lower it: judged 0, the level ends.
+        const ok = await store.finishRun(running.job.id, 1, { ok: true, result: null });
+        expect(ok.kind).toBe("ok");
         const idle = await store.stats(p);
-        expect(idle.averages.failureRate).toBe(busy.averages.failureRate);
+        expect(idle.averages.failureRate).toBeCloseTo(0.9 * busy.averages.failureRate, 9);
         expect(idle.degradation).toEqual({
           level: "normal",
           since: idle.now,

@@ -154,6 +154,7 @@ describe("degradation controller", () => {
     queueDepth: fc.integer({ min: 0, max: 35 }),
     lagMs: fc.constantFrom(0, 5, 15, 25, 40),
     failureRate: fc.constantFrom(0, 0.1, 0.3, 0.6, 1),
+    running: fc.constantFrom(0, 0, 1),
   });
 
   it("changes only to a target that held for debounceMs, and never against the thresholds", () => {
@@ -170,11 +171,18 @@ describe("degradation controller", () => {
             lagMs: step.lagMs,
             failureRate: step.failureRate,
           };
-          // With nothing due the averages are judged 0 (DegradationPolicy).
+          // With nothing due or running the averages are judged 0 (DegradationPolicy).
           const signals =
-            measured.queueDepth === 0 ? { queueDepth: 0, lagMs: 0, failureRate: 0 } : measured;
+            measured.queueDepth === 0 && step.running === 0
+              ? { queueDepth: 0, lagMs: 0, failureRate: 0 }
+              : measured;
           const target = targetLevel(state.level, signals, policy);
-          const next = evaluateDegradation(state, policy, measured, now);
+          const next = evaluateDegradation(
+            state,
+            policy,
+            { ...measured, running: step.running },
+            now,
+          );
           seen.push({ at: now, target });
           expect(next.state.signals).toEqual(signals);
           if (next.changed) {

@@ -18,6 +18,8 @@ export interface StoreSignals {
   queueDepth: number;
   lagMs: number;
   failureRate: number;
+  /** Jobs running now (not a signal: with `queueDepth` 0, none means the averages cannot move). */
+  running?: number;
 }
 
 /**
@@ -53,9 +55,13 @@ export function evaluateDegradation(
   measured: StoreSignals,
   now: number,
 ): { state: DegradationState; changed?: { from: DegradationLevel; to: DegradationLevel } } {
-  // With nothing due the averages cannot move (no job starts): judged 0 (DegradationPolicy).
-  const signals: DegradationState["signals"] =
-    measured.queueDepth === 0 ? { queueDepth: 0, lagMs: 0, failureRate: 0 } : { ...measured };
+  // With nothing due or running the averages cannot move (no job starts or finishes): judged 0
+  // (DegradationPolicy).
+  const { queueDepth, lagMs, failureRate } = measured;
+  const idle = queueDepth === 0 && (measured.running ?? 0) <= 0;
+  const signals: DegradationState["signals"] = idle
+    ? { queueDepth: 0, lagMs: 0, failureRate: 0 }
+    : { queueDepth, lagMs, failureRate };
   if (policy.local?.cpu !== undefined && policy.cpu) signals.cpu = policy.local.cpu;
   if (policy.local?.memory !== undefined && policy.memory) signals.memory = policy.local.memory;
   const target = targetLevel(state.level, signals, policy);
@@ -94,6 +100,7 @@ export function evaluate(s: MemoryState, policy: DegradationPolicy, now: number)
       queueDepth: s.metrics.backlog(now),
       lagMs: s.metrics.averages.lagMs,
       failureRate: s.metrics.averages.failureRate,
+      running: s.metrics.gauges.running,
     },
     now,
   );

@@ -36,7 +36,7 @@ return { admitted and 1 or 0, state, ttl }`,
 const DEGRADE = probe(
   ["time", "json", "events", "degrade"],
   `local level = evaluateDegradation(KEYS[1], KEYS[2], 1000, parsePolicy(ARGV[1]), tonumber(ARGV[2]),
-  tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
+  tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]))
 return { level, redis.call('HGETALL', KEYS[1]) }`,
 );
 
@@ -160,6 +160,7 @@ describe("degrade include (evaluateDegradation) against the memory store's contr
     depth: fc.nat({ max: 50 }),
     lag: fc.double({ min: 0, max: 1_200, noNaN: true }),
     fail: fc.double({ min: 0, max: 1, noNaN: true }),
+    running: fc.constantFrom(0, 0, 1, 3),
     cpu: fc.option(fc.double({ min: 0, max: 100, noNaN: true }), { nil: undefined }),
     memory: fc.option(fc.double({ min: 0, max: 100, noNaN: true }), { nil: undefined }),
   });
@@ -191,11 +192,17 @@ describe("degrade include (evaluateDegradation) against the memory store's contr
                 String(step.lag),
                 String(step.fail),
                 String(now),
+                String(step.running),
               )) as [string, string[]];
               const next = evaluateDegradation(
                 state,
                 p,
-                { queueDepth: step.depth, lagMs: step.lag, failureRate: step.fail },
+                {
+                  queueDepth: step.depth,
+                  lagMs: step.lag,
+                  failureRate: step.fail,
+                  running: step.running,
+                },
                 now,
               );
               state = next.state;

@@ -92,10 +92,10 @@ end
 local known, level
 if ARGV[9] ~= '' then
   known = metricsLoad(metrics,
-    { 'avg:lag', 'avg:fail', 't:ticks', 't:recovered', 's:in', 's:out' })
+    { 'avg:lag', 'avg:fail', 't:ticks', 't:recovered', 's:in', 's:out', 'g:running' })
   local depth = dueBacklog(root, pending, metrics, known, now)
   level = evaluateDegradation(degrade, events, maxLen, parsePolicy(ARGV[9]), depth,
-    known['avg:lag'], known['avg:fail'], now)
+    known['avg:lag'], known['avg:fail'], now, known['g:running'])
 else
   level = redis.call('HGET', degrade, 'level') or 'normal'
 end

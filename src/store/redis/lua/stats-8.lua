@@ -48,7 +48,8 @@ local pttl = redis.call('PTTL', KEYS[4])
 local leader = redis.call('HGETALL', KEYS[5])
 if ARGV[1] ~= '' then
   evaluateDegradation(KEYS[6], KEYS[7], tonumber(ARGV[2]), parsePolicy(ARGV[1]), backlog,
-    tonumber(known['avg:lag']) or 0, tonumber(known['avg:fail']) or 0, now)
+    tonumber(known['avg:lag']) or 0, tonumber(known['avg:fail']) or 0, now,
+    tonumber(known['g:running']) or 0)
 end
 local degrade = redis.call('HGETALL', KEYS[6])
 return '{"now":' .. int(now) .. ',"metrics":' .. hashJson(metrics) .. ',"outbox":' .. outbox

@@ -84,10 +84,10 @@ local function degradation()
   end
   level = storedLevel(KEYS[7], now, numberOf(ARGV[13]) or 0)
   if not level then
-    local known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 's:in', 's:out' })
+    local known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 's:in', 's:out', 'g:running' })
     local depth = dueBacklog(root, pending, metrics, known, now)
     level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(ARGV[5]), depth,
-      known['avg:lag'], known['avg:fail'], now)
+      known['avg:lag'], known['avg:fail'], now, known['g:running'])
   end
   delayed = 0
   if level == 'degraded' then

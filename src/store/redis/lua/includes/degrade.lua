@@ -7,12 +7,13 @@
                       space-separated numbers — queueDepth, lagMs, failureRate, cpu, memory
                       thresholds (normal degraded critical each), debounceMs, local cpu, local
                       memory; `-` = absent, `inf` = Infinity.
-  evaluateDegradation(key, events, maxLen, policy, depth, lag, fail, now)
+  evaluateDegradation(key, events, maxLen, policy, depth, lag, fail, now, running)
                       One evaluation (target level with hysteresis, then the debounce, as
                       port.ts DegradationPolicy says); writes the state (and the time `at`)
                       and a `degradation.changed` event when the level changed. Returns the level.
-                      With nothing due (depth 0) lag and fail are judged 0: no job starts to move
-                      them, and a level they raised would hold for ever.
+                      With nothing due (depth 0) and nothing running lag and fail are judged 0:
+                      no job starts or finishes to move them, and a level they raised would hold
+                      for ever.
   storedLevel(key, now, everyMs)
                       The stored level while the last evaluation is younger than everyMs, else
                       nil (evaluate then).
@@ -74,8 +75,8 @@ local function targetLevel(current, signals)
   return current
 end
 
-local function evaluateDegradation(key, events, maxLen, policy, depth, lag, fail, now)
-  if depth == 0 then
+local function evaluateDegradation(key, events, maxLen, policy, depth, lag, fail, now, running)
+  if depth == 0 and running <= 0 then
     lag, fail = 0, 0
   end
   local st = redis.call('HMGET', key, 'level', 'since', 'pendingLevel', 'pendingSince', 'signals')

@@ -74,10 +74,10 @@ local function admissionLevel(text, admission, maxLen, now)
   if not level then
     -- The evaluation reads the counters: the call's so far are written first.
     submitFlush()
-    local known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 's:in', 's:out' })
+    local known = metricsLoad(metrics, { 'avg:lag', 'avg:fail', 's:in', 's:out', 'g:running' })
     local depth = dueBacklog(root, pending, metrics, known, now)
     level = evaluateDegradation(KEYS[7], events, maxLen, parsePolicy(admission.policy), depth,
-      known['avg:lag'], known['avg:fail'], now)
+      known['avg:lag'], known['avg:fail'], now, known['g:running'])
   end
   if admission.everyMs > 0 then
     levelText, levelRead = text, level
