@@ -20,6 +20,8 @@ describe("parseInstant", () => {
     expect(parseInstant("2026-12-01 09:30:00Z")).toBe(at);
     expect(parseInstant("2026-12-01T10:30:00+01:00")).toBe(at);
     expect(parseInstant("2026-12-01T10:30:00+0100")).toBe(at);
+    expect(parseInstant("2026-12-01T10:30:00+01")).toBe(at);
+    expect(parseInstant("2026-12-01T09:30:00.1234567890123Z")).toBe(at + 123);
     expect(parseInstant("2026-12-01T00:00:00-09:30")).toBe(at);
     expect(parseInstant("2026-12-01T09:30:00.5Z")).toBe(at + 500);
     expect(parseInstant("2026-12-01T09:30:00,123456789Z")).toBe(at + 123);
@@ -58,6 +60,9 @@ describe("parseInstant", () => {
       "2026-12-01T09:30:00Zx",
       "２０２６-12-01",
       "Tue, 01 Dec 2026 09:30:00 GMT",
+      "20261201T093000Z", // the basic format
+      "2026-12-01T09:30:00+1", // an offset's hours are two digits
+      "+275760-09-13T00:00:00-00:01", // one minute past the last time a Date holds
     ]) {
       expect(parseInstant(text), text).toBeNaN();
     }

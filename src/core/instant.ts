@@ -16,11 +16,13 @@ export const MIN_INSTANT_MS = 0;
 export const MAX_INSTANT_MS = 253_402_300_799_999;
 
 /**
- * `YYYY-MM-DD` (midnight UTC), or a date-time with `T` (or a space), minutes, optional seconds
- * and fraction, and an offset (`Z` or `±hh:mm`, `±hhmm`). Years may be extended (`+010000`).
+ * ISO-8601's extended format: `YYYY-MM-DD` (midnight UTC), or a date-time with `T` (or a space),
+ * minutes, optional seconds and fraction, and an offset (`Z`, `±hh:mm`, `±hhmm` or `±hh`). Years
+ * may be extended (`+010000`). Not the basic format (`20261201T093000Z`), hour 24 or a leap
+ * second (`:60`): JavaScript's dates have neither.
  */
 const ISO =
-  /^([+-]\d{6}|\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2})))?$/;
+  /^([+-]\d{6}|\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,30}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?))?$/;
 
 /**
  * Epoch ms of an ISO-8601 date or date-time with an offset; `NaN` for any other text, for a
@@ -49,16 +51,17 @@ export function parseInstant(text: string): number {
   const minute = hasTime ? Number(mi) : 0;
   const second = s === undefined ? 0 : Number(s);
   const ms = frac === undefined ? 0 : Number(frac.slice(0, 3).padEnd(3, "0"));
-  const offsetMin = sign === undefined ? 0 : Number(oh) * 60 + Number(om);
+  const offsetMin = sign === undefined ? 0 : Number(oh) * 60 + Number(om ?? 0);
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) {
     return Number.NaN;
   }
-  if (sign !== undefined && (Number(oh) > 23 || Number(om) > 59)) return Number.NaN;
+  if (sign !== undefined && (Number(oh) > 23 || Number(om ?? 0) > 59)) return Number.NaN;
   // setUTCFullYear, not Date.UTC: Date.UTC reads years 0–99 as 1900–1999.
   const date = new Date(0);
   date.setUTCFullYear(year, month - 1, day);
   if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return Number.NaN;
   date.setUTCHours(hour, minute, second, ms);
   const at = date.getTime() - (sign === "-" ? -offsetMin : offsetMin) * 60_000;
-  return Number.isFinite(at) ? at : Number.NaN;
+  // An offset may carry a time just past the range of JavaScript's dates (±8.64e15 ms).
+  return Math.abs(at) <= 8.64e15 ? at : Number.NaN;
 }

@@ -240,14 +240,15 @@ export function parseInput(schema: z.ZodType, input: unknown): ReturnType<z.ZodT
 }
 
 /**
- * Identity helper for one handler, typing `run`'s input from `input`.
+ * Identity helper for one handler, typing `run`'s input from `input` and keeping its result type
+ * (as {@link defineHandlers} does, so a handler defined apart and put in the map keeps it too).
  *
  * @example
  * export const send = defineHandler({ input: z.object({ to: z.string() }), run: ({ to }) => mail(to) });
  */
-export function defineHandler<S extends z.ZodType = z.ZodUnknown>(
-  handler: HandlerDefinition<S>,
-): HandlerDefinition<S> {
+export function defineHandler<S extends z.ZodType = z.ZodUnknown, R = unknown>(
+  handler: HandlerDefinition<S> & { run(input: z.output<S>, ctx: HandlerContext): R },
+): HandlerDefinition<S> & { run(input: z.output<S>, ctx: HandlerContext): R } {
   return handler;
 }
 

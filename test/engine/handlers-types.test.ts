@@ -108,6 +108,12 @@ describe("the handler map types the client", () => {
     expectTypeOf<HandlerResult<typeof handlers, "add">>().toEqualTypeOf<number>();
     expectTypeOf<HandlerResult<typeof handlers, "maybe">>().toEqualTypeOf<number | undefined>();
     expectTypeOf<HandlerResult<typeof handlers, "free">>().toEqualTypeOf<unknown>();
+    // A handler defined apart with defineHandler keeps its result in the map.
+    const apart = defineHandler({ input: z.string(), run: async (s) => s.length });
+    const mixed = defineHandlers({ apart, add: handlers.add });
+    expectTypeOf<HandlerResult<typeof mixed, "apart">>().toEqualTypeOf<number>();
+    expectTypeOf<HandlerResult<typeof mixed, "add">>().toEqualTypeOf<number>();
+    expectTypeOf(mixed.apart.run).parameter(0).toEqualTypeOf<string>();
     const tw = createClient<typeof handlers>({ url: "http://127.0.0.1:1" });
     const never = async () => {
       const handle = await tw.jobs.submit({ handler: "add", input: { a: 1 } });

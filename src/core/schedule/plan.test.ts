@@ -36,6 +36,19 @@ describe("planOccurrences", () => {
     expect(plan.missed).toBe(0);
   });
 
+  it("plans nothing past 9999-12-31, and no jitter carries a run time past it", () => {
+    const last = at("9999-12-31T23:59:50Z");
+    const plan = planOccurrences(
+      tenSeconds,
+      record(last, { jitterMs: 86_400_000 }),
+      last,
+      opts({ horizonMs: 3_600_000 }),
+    );
+    expect(fireAts(plan)).toEqual([last]);
+    expect(plan.fires[0]!.runAt).toBeLessThanOrEqual(at("9999-12-31T23:59:59.999Z"));
+    expect(plan.nextRunAt).toBeNull();
+  });
+
   it("plans nothing before the schedule is due", () => {
     expect(planOccurrences(tenSeconds, record(now + 61_000), now, opts())).toEqual({
       fires: [],

@@ -105,7 +105,9 @@ export function planOccurrences(
 
   const fires: PlannedFire[] = [];
   const take = (fireAt: number): void => {
-    fires.push({ fireAt, runAt: fireAt + occurrenceJitter(s.id, fireAt, s.jitterMs) });
+    // Jitter does not carry a run time past year 9999 either.
+    const runAt = Math.min(fireAt + occurrenceJitter(s.id, fireAt, s.jitterMs), MAX_INSTANT_MS);
+    fires.push({ fireAt, runAt });
   };
   let next: number | null = first < missedEnd ? nextAfter(p, missedEnd - 1) : first;
   for (let i = 0; ; i++) {
