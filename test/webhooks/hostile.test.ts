@@ -7,6 +7,7 @@
  * lists a tenant's endpoints (never their secrets) with their last deliveries, as the typed client
  * (`tw.hooks.list()`) reads them.
  */
+import { createHmac } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../src/client/index.ts";
@@ -122,6 +123,21 @@ describe.each(factories)("hostile webhook requests on $name", (factory) => {
 
   const stored = () => footprint(h.engine.store, handle.keys);
 
+  /** A JSON delivery to `generic.v1` of `body` as sent, signed with its secret at `ts`. */
+  const signedHook = (body: Uint8Array<ArrayBuffer> | string, eventId: string, ts: number) => {
+    const secret = (hmac.verifier as { secrets: string[] }).secrets[0]!;
+    const mac = createHmac("sha256", secret)
+      .update(Buffer.concat([Buffer.from(`${ts}.`), Buffer.from(body)]))
+      .digest("hex");
+    const headers = {
+      "content-type": "application/json",
+      "x-timestamp": String(ts),
+      "x-event-id": eventId,
+      "x-signature": `sha256=${mac}`,
+    };
+    return { mac, answer: call(h.origin, "POST", "/v1/hooks/generic.v1", { body, headers }) };
+  };
+
   it("unknown, inherited, dot-segment and very long names → 404, nothing stored", async () => {
     const body = stripe.body("evt_x");
     const headers = await stripe.sign(body, "evt_x");
@@ -204,20 +220,9 @@ describe.each(factories)("hostile webhook requests on $name", (factory) => {
   it("a body that is not UTF-8, correctly signed, is stored as base64", async () => {
     const bytes = new Uint8Array([0xff, 0xfe, 0x00, 0xc3, 0x28, 0x61]);
     const ts = Math.floor(Date.now() / 1000);
-    const { createHmac } = await import("node:crypto");
-    const secret = (hmac.verifier as { secrets: string[] }).secrets[0]!;
-    const mac = createHmac("sha256", secret)
-      .update(Buffer.concat([Buffer.from(`${ts}.`), Buffer.from(bytes)]))
-      .digest("hex");
-    const answer = await call(h.origin, "POST", "/v1/hooks/generic.v1", {
-      body: bytes,
-      headers: {
-        "content-type": "application/json",
-        "x-timestamp": String(ts),
-        "x-event-id": "bin-1",
-        "x-signature": `sha256=${mac}`,
-      },
-    });
+    const signed = signedHook(bytes, "bin-1", ts);
+    const { mac } = signed;
+    const answer = await signed.answer;
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
     const job = await h.engine.store.getJob(answer.body.id);
     expect(job?.tenant).toBe("acme");
@@ -244,19 +249,7 @@ describe.each(factories)("hostile webhook requests on $name", (factory) => {
 
   it("a JSON body with a number past a double's range is kept as its text, not with a null", async () => {
     const text = '{"amount":1e400,"ok":1}';
-    const ts = Math.floor(Date.now() / 1000);
-    const { createHmac } = await import("node:crypto");
-    const secret = (hmac.verifier as { secrets: string[] }).secrets[0]!;
-    const mac = createHmac("sha256", secret).update(`${ts}.${text}`).digest("hex");
-    const answer = await call(h.origin, "POST", "/v1/hooks/generic.v1", {
-      body: text,
-      headers: {
-        "content-type": "application/json",
-        "x-timestamp": String(ts),
-        "x-event-id": "big-1",
-        "x-signature": `sha256=${mac}`,
-      },
-    });
+    const answer = await signedHook(text, "big-1", Math.floor(Date.now() / 1000)).answer;
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
     const job = await h.engine.store.getJob(answer.body.id);
     expect(job?.input).toMatchObject({ body: text });
