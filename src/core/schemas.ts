@@ -404,42 +404,24 @@ export function jsonDepth(text: string, limit: number): number {
 }
 
 /**
- * Where `value` (parsed JSON) holds a {@link FORBIDDEN_KEYS} key, as field issues (at most
- * `max`). Walks iteratively, so any depth is safe.
+ * Where `value` (parsed JSON) holds a {@link FORBIDDEN_KEYS} key, or a number JSON cannot carry,
+ * as field issues (at most `max`). `JSON.parse` reads `1e400` as `Infinity`, which the next
+ * `JSON.stringify` writes as `null`: a request body's number out of a double's range would be
+ * stored as `null` without a word. Walks iteratively, so any depth is safe.
  *
  * @example
- * forbiddenKeys(JSON.parse('{"input":{"__proto__":{"admin":true}}}'));
- * // [{ path: "input.__proto__", message: 'the key "__proto__" is not allowed' }]
- */
-export function forbiddenKeys(value: unknown, max = 10): { path: string; message: string }[] {
-  return refusedParts(value, max, false);
-}
-
-/**
- * {@link forbiddenKeys}, and numbers JSON cannot carry: `JSON.parse` reads `1e400` as
- * `Infinity`, which the next `JSON.stringify` writes as `null` — a request body's number out of
- * a double's range would be stored as `null` without a word.
- *
- * @example
- * bodyIssues(JSON.parse('{"input":{"amount":1e400}}'));
- * // [{ path: "input.amount", message: "a number out of range (at most ±1.7976931348623157e308)" }]
+ * bodyIssues(JSON.parse('{"input":{"__proto__":{"admin":true},"amount":1e400}}'));
+ * // [{ path: "input.__proto__", message: 'the key "__proto__" is not allowed' },
+ * //  { path: "input.amount", message: "a number out of range (at most ±1.7976931348623157e308)" }]
  */
 export function bodyIssues(value: unknown, max = 10): { path: string; message: string }[] {
-  return refusedParts(value, max, true);
-}
-
-function refusedParts(
-  value: unknown,
-  max: number,
-  numbers: boolean,
-): { path: string; message: string }[] {
   const issues: { path: string; message: string }[] = [];
   // Nearly every body has none: found out without building a path for every key.
-  if (!hasRefusedPart(value, numbers)) return issues;
+  if (!hasRefusedPart(value)) return issues;
   const stack: { value: unknown; path: string }[] = [{ value, path: "" }];
   while (stack.length > 0 && issues.length < max) {
     const { value: current, path } = stack.pop()!;
-    if (numbers && typeof current === "number" && !Number.isFinite(current)) {
+    if (typeof current === "number" && !Number.isFinite(current)) {
       issues.push({ path, message: `a number out of range (at most ±${Number.MAX_VALUE})` });
       continue;
     }
@@ -466,21 +448,21 @@ function refusedParts(
 }
 
 /**
- * Whether any object in `value` (at any depth) has a key of {@link FORBIDDEN_KEYS}, or (with
- * `numbers`) any number is not finite.
+ * Whether any object in `value` (at any depth) has a key of {@link FORBIDDEN_KEYS}, or any number
+ * is not finite.
  */
-function hasRefusedPart(value: unknown, numbers: boolean): boolean {
+function hasRefusedPart(value: unknown): boolean {
   const stack: unknown[] = [value];
   while (stack.length > 0) {
     const current = stack.pop();
     if (typeof current !== "object" || current === null) {
-      if (numbers && typeof current === "number" && !Number.isFinite(current)) return true;
+      if (typeof current === "number" && !Number.isFinite(current)) return true;
       continue;
     }
     if (Array.isArray(current)) {
       for (const item of current) {
         if (typeof item === "object" && item !== null) stack.push(item);
-        else if (numbers && typeof item === "number" && !Number.isFinite(item)) return true;
+        else if (typeof item === "number" && !Number.isFinite(item)) return true;
       }
       continue;
     }
@@ -488,7 +470,7 @@ function hasRefusedPart(value: unknown, numbers: boolean): boolean {
       if (FORBIDDEN_KEYS.includes(key)) return true;
       const child = (current as Record<string, unknown>)[key];
       if (typeof child === "object" && child !== null) stack.push(child);
-      else if (numbers && typeof child === "number" && !Number.isFinite(child)) return true;
+      else if (typeof child === "number" && !Number.isFinite(child)) return true;
     }
   }
   return false;

@@ -22,7 +22,7 @@ import {
   quotaWindows,
 } from "../../src/config/index.ts";
 import { CONFIG_SCHEMA_FILE, configJsonSchemaText } from "../../src/config/json-schema.ts";
-import { forbiddenKeys, jsonDepth } from "../../src/core/schemas.ts";
+import { bodyIssues, jsonDepth } from "../../src/core/schemas.ts";
 import { ROOT } from "../dev/server.ts";
 
 const HASH = `sha256:${"ab".repeat(32)}`;
@@ -280,7 +280,7 @@ describe("JSON limits", () => {
     expect(jsonDepth("[".repeat(1_000), 32)).toBe(33);
   });
 
-  it("forbiddenKeys finds a reserved key wherever it is put, with its path", () => {
+  it("bodyIssues finds a reserved key wherever it is put, with its path", () => {
     fc.assert(
       fc.property(
         fc.array(fc.oneof(fc.stringMatching(/^[a-z]{1,4}$/), fc.nat(3)), { maxLength: 6 }),
@@ -294,13 +294,13 @@ describe("JSON limits", () => {
               value = array;
             } else value = { [step]: value };
           }
-          const issues = forbiddenKeys(value);
+          const issues = bodyIssues(value);
           expect(issues.map((i) => i.path)).toEqual([[...path, key].join(".")]);
         },
       ),
       { numRuns: 500 },
     );
-    expect(forbiddenKeys({ a: "__proto__", b: ["constructor"] })).toEqual([]);
+    expect(bodyIssues({ a: "__proto__", b: ["constructor"] })).toEqual([]);
   });
 });
 
