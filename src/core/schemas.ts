@@ -422,7 +422,12 @@ export function bodyIssues(value: unknown, max = 10): { path: string; message: s
   while (stack.length > 0 && issues.length < max) {
     const { value: current, path } = stack.pop()!;
     if (typeof current === "number" && !Number.isFinite(current)) {
-      issues.push({ path, message: `a number out of range (at most ±${Number.MAX_VALUE})` });
+      issues.push({
+        path,
+        message: Number.isNaN(current)
+          ? "NaN is not a JSON number"
+          : `a number out of range (at most ±${Number.MAX_VALUE})`,
+      });
       continue;
     }
     if (typeof current !== "object" || current === null) continue;

@@ -10,11 +10,13 @@ import { parseDuration } from "../core/duration.ts";
 import {
   ForbiddenError,
   InputTooLargeError,
+  InvalidRequestError,
   OverloadedError,
   QuotaExceededError,
   UnprocessableError,
 } from "../core/errors.ts";
 import { type ManifestRules, manifestRules } from "../core/manifest.ts";
+import { bodyIssues } from "../core/schemas.ts";
 import { type Actor, tenantOf } from "./actor.ts";
 import { type HandlerDefinition, type Handlers, handlerOf, parseInput } from "./handlers.ts";
 import type { ResolvedOptions } from "./options.ts";
@@ -87,6 +89,23 @@ export function checkInputSize(
         : `${what} input is ${bytes} bytes; at most ${max} are accepted`,
     );
   }
+}
+
+/**
+ * 400 `invalid_request` when `input` holds what its stored JSON would not keep: a number JSON
+ * cannot carry (`Infinity`, `NaN`: `JSON.stringify` writes `null` for them) or a reserved key
+ * (`__proto__`, `constructor`, `prototype`), with one `{ path, message }` per issue (`path` from
+ * the body's root, e.g. `input.amount`). An HTTP body was checked as it was read
+ * (src/http/middleware/body.ts); this holds an input passed in process
+ * (`engine.broker.submit`, `engine.schedules.create`) to the same rule.
+ */
+export function checkInputValues(input: unknown): void {
+  const issues = bodyIssues(input);
+  if (issues.length === 0) return;
+  throw new InvalidRequestError(
+    "input holds a value JSON cannot carry",
+    issues.map(({ path, message }) => ({ path: path ? `input.${path}` : "input", message })),
+  );
 }
 
 /**

@@ -14,6 +14,7 @@ import { type Actor, presentJob, scheduleStoreIdOf, sees, tenantOf } from "./act
 import {
   checkInput,
   checkInputSize,
+  checkInputValues,
   deniedError,
   durationOr,
   permitSubmit,
@@ -194,6 +195,7 @@ export class JobsBroker<H extends Handlers = Handlers> {
     const rules = permitSubmit(req.handler, actor);
     const handler = requireHandler(this.deps.handlers, req.handler);
     const input = req.input === undefined ? null : req.input;
+    checkInputValues(input);
     checkInputSize(input, rules, "job", this.deps.options.maxInputBytes);
     checkInput(req.handler, handler, input);
     const { jobs } = this.deps.options;

@@ -39,6 +39,7 @@ import {
 import {
   checkInput,
   checkInputSize,
+  checkInputValues,
   deniedError,
   durationOr,
   permitSchedule,
@@ -137,6 +138,7 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
       tags: req.tags ?? [],
       ...withPlacement(req.placement),
     };
+    checkInputValues(def.input);
     checkInputSize(def.input, rules, "schedule", this.deps.options.maxInputBytes);
     // Checked here as at submit: every occurrence runs with this input, so one the handler's
     // schema refuses would only ever produce dead jobs.
@@ -160,6 +162,7 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
     if (patch.handler) requireHandler(this.deps.handlers, patch.handler);
     if (patch.timeout !== undefined) timeoutWithin(patch.timeout, 0, rules?.maxTimeoutMs);
     if (patch.input !== undefined) {
+      checkInputValues(patch.input);
       checkInputSize(patch.input, rules, "schedule", this.deps.options.maxInputBytes);
     }
     const { schedule } = await this.writeSchedule(

@@ -155,6 +155,50 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
         );
       }
     });
+
+    it("7. an input passed in process with a number JSON cannot carry is a 400, nothing stored", async () => {
+      // An HTTP body is checked as it is read; in process, JSON.stringify would store null for
+      // Infinity and NaN without a word.
+      const { engine } = engineWith();
+      const cases: [unknown, string[]][] = [
+        [{ amount: Number.POSITIVE_INFINITY }, ["input.amount"]],
+        [
+          [1, Number.NaN, { deep: [-Number.MAX_VALUE * 2] }],
+          ["input.1", "input.2.deep.0"],
+        ],
+        [Number.NEGATIVE_INFINITY, ["input"]],
+      ];
+      const kept = (
+        await engine.broker.createSchedule({ handler: "echo", schedule: "1h", input: 1 })
+      ).schedule;
+      for (const [input, paths] of cases) {
+        for (const write of [
+          () => engine.broker.submit({ handler: "echo", input }),
+          () => engine.broker.createSchedule({ handler: "echo", schedule: "1h", input }),
+          () => engine.broker.updateSchedule(kept.id, { input }),
+        ]) {
+          const error = (await write().catch((e: unknown) => e)) as {
+            errors?: { path: string }[];
+          };
+          expect(error).toMatchObject({ status: 400, code: "invalid_request" });
+          expect(error.errors?.map((e) => e.path).sort()).toEqual(paths);
+        }
+      }
+      expect((await engine.broker.listJobs({ limit: 100 })).items).toEqual([]);
+      const schedules = (await engine.broker.listSchedules({ limit: 100 })).items;
+      expect(schedules.map((s) => [s.id, s.input])).toEqual([[kept.id, 1]]);
+      // Numbers JSON carries, however large or small, are stored as they are.
+      const { job } = await engine.broker.submit({
+        handler: "echo",
+        input: [Number.MAX_VALUE, -Number.MAX_VALUE, Number.MIN_VALUE, 1e300],
+      });
+      expect((await engine.broker.getJob(job.id)).input).toEqual([
+        Number.MAX_VALUE,
+        -Number.MAX_VALUE,
+        Number.MIN_VALUE,
+        1e300,
+      ]);
+    });
   },
 );
 
