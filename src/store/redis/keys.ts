@@ -19,8 +19,12 @@ export function keys(prefix = "tw") {
     schedules: (tenant: string) => `${p}:schedules:${utf8Length(tenant)}:${tenant}`,
     /** hash: one schedule. */
     schedule: (id: string) => `${p}:s:${id}`,
-    /** string: job id of the occurrence currently running for an overlap-`skip` schedule. */
-    scheduleRunning: (id: string) => `${p}:s:${id}:running`,
+    /**
+     * string: job id of the occurrence currently running for an overlap-`skip` schedule. A name
+     * space of its own: under `:s:` (as `<id>:running` once was) the default tenant's schedule
+     * `acme` held the key of tenant `acme`'s schedule `running` (docs/adr/0049-key-spaces.md).
+     */
+    scheduleRunning: (id: string) => `${p}:overlap:${id}`,
     /** zset: job ids a schedule fired → fireAt (ms). */
     runs: (scheduleId: string) => `${p}:runs:${scheduleId}`,
     /** hash: one job. */

@@ -5,6 +5,7 @@
  * script call per method, decoding and exact values, the key layout; chunks, housekeeping and the
  * event log are in `redis-store-listing.test.ts`, billed cost in `redis-store-cost.test.ts`.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { countingClient, withoutFunctions } from "../../../test/support/counting-client.ts";
 import {
@@ -245,6 +246,76 @@ describe("RedisStore keys", () => {
     } finally {
       await cleanup();
     }
+  });
+});
+
+describe("RedisStore keys of one schedule never name another's", () => {
+  it("the default tenant's overlap-skip schedule `acme`, running, leaves tenant acme's schedule `running` alone", async () => {
+    // Default-tenant schedule ids are stored bare, another tenant's as `<tenant>:<id>`: a key
+    // that appended `:running` to the first was the second's hash (WRONGTYPE, 500s that told
+    // tenant acme when the default tenant's schedule ran; its deliveries failed the other way).
+    const { store, cleanup } = withStore();
+    try {
+      const mine = schedule({ id: "acme", overlap: "skip" });
+      await store.putSchedule(mine);
+      const occ: JobSpec = {
+        ...newJob({ scheduleId: mine.id, overlap: "skip", fireAt: 5 }),
+        createdAt: 5,
+        runAt: 5,
+      };
+      expect(await store.beginRun(occ, 60_000)).toMatchObject({ kind: "run" });
+      const theirs = schedule({ id: "acme:running", tenant: "acme", overlap: "skip" });
+      await store.putSchedule(theirs);
+      expect(await store.getSchedule(theirs.id)).toMatchObject({ id: theirs.id, tenant: "acme" });
+      expect((await store.listRuns(theirs.id, { limit: 10 })).items).toEqual([]);
+      // Their occurrence begins (its own overlap lease), and ours still holds its own.
+      const theirOcc: JobSpec = {
+        ...newJob({ tenant: "acme", scheduleId: theirs.id, overlap: "skip", fireAt: 6 }),
+        createdAt: 6,
+        runAt: 6,
+      };
+      expect(await store.beginRun(theirOcc, 60_000)).toMatchObject({ kind: "run" });
+      const next: JobSpec = { ...occ, id: uniq("job"), fireAt: 7, createdAt: 7, runAt: 7 };
+      expect(await store.beginRun(next, 60_000)).toMatchObject({ kind: "skipped" });
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("builders of per-schedule keys never make one key from two store ids", () => {
+    const k = keys("p");
+    // Words the builders write, so that a collision has a chance to be drawn.
+    const plain = fc.oneof(
+      fc.constantFrom("running", "runs", "overlap", "s", "acme"),
+      fc.stringMatching(/^[A-Za-z0-9._@-]{1,12}$/),
+    );
+    // A store id: the default tenant's id as it is, or another tenant's `<tenant>:<id>`.
+    const storeId = fc.oneof(
+      plain,
+      fc.tuple(plain, plain).map(([t, id]) => `${t}:${id}`),
+    );
+    fc.assert(
+      // b is often a's own id with more after it, as another tenant's id may be.
+      fc.property(
+        storeId.chain((a) =>
+          fc.tuple(
+            fc.constant(a),
+            fc.oneof(
+              storeId,
+              plain.map((more) => `${a}:${more}`),
+            ),
+          ),
+        ),
+        ([a, b]) => {
+          const builders = [k.schedule, k.scheduleRunning, k.runs];
+          for (const [i, x] of builders.entries()) {
+            for (const [j, y] of builders.entries()) {
+              if (x(a) === y(b)) expect([i, a]).toEqual([j, b]);
+            }
+          }
+        },
+      ),
+    );
   });
 });
 

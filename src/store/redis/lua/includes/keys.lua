@@ -11,8 +11,10 @@ local function scheduleKey(root, id)
   return root .. ':s:' .. id
 end
 
+-- Not under ':s:': the default tenant's schedule ids are stored bare, so '<id>:running' there
+-- was another tenant's schedule key (`acme` + ':running' = tenant acme's schedule `running`).
 local function scheduleRunningKey(root, id)
-  return root .. ':s:' .. id .. ':running'
+  return root .. ':overlap:' .. id
 end
 
 local function runsKey(root, scheduleId)
