@@ -27,7 +27,8 @@ import type { Redis } from "ioredis";
  * const redis = coalesceWrites(new Redis(process.env.REDIS_URL!));
  * const store = new RedisStore({ client: fromIoredis(redis), dispatch: "streams" });
  */
-export function coalesceWrites(redis: Redis): Redis {
+export function coalesceWrites<R extends IoredisLike>(client: R): R {
+  const redis = client as unknown as Redis;
   const send = redis.sendCommand;
   /** A command has been written in this turn. */
   let inTurn = false;
@@ -58,5 +59,15 @@ export function coalesceWrites(redis: Redis): Redis {
     }
     return send.call(this, command, stream);
   };
-  return redis;
+  return client;
+}
+
+/**
+ * What {@link coalesceWrites} asks of its argument in its signature: an ioredis `Redis`, named by
+ * its shape so that the declarations of `tickwork/node` do not need ioredis installed (an app on
+ * the memory store or Upstash has none).
+ */
+export interface IoredisLike {
+  readonly status: string;
+  sendCommand(...args: never[]): unknown;
 }

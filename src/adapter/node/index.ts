@@ -15,7 +15,7 @@ export {
   NO_SUBMIT_ROUTE_LINE,
   redactRedisUrl,
 } from "./banner.ts";
-export { coalesceWrites } from "./coalesce.ts";
+export { coalesceWrites, type IoredisLike } from "./coalesce.ts";
 export { loadConfig } from "./config.ts";
 export {
   type Env,
