@@ -67,6 +67,7 @@ export {
   type QuotaReport,
   type SchedulePatch,
   type ScheduleRequest,
+  type ScheduleChanged,
   type ScheduleWritten,
   type Scope,
   type Submitted,

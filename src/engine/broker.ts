@@ -25,6 +25,7 @@ import {
   type SchedulePatch,
   type ScheduleRequest,
   SchedulesBroker,
+  type ScheduleChanged,
   type ScheduleWritten,
 } from "./schedules.ts";
 
@@ -35,7 +36,12 @@ export type { BatchJobRequest, BatchOutcome, BatchSubmitted } from "./batch.ts";
 export { BatchTooLargeError } from "./batch.ts";
 export type { FlowSubmitted } from "./flows.ts";
 export type { BrokerDeps, JobRequest, Submitted, SubmitVia } from "./jobs.ts";
-export type { SchedulePatch, ScheduleRequest, ScheduleWritten } from "./schedules.ts";
+export type {
+  ScheduleChanged,
+  SchedulePatch,
+  ScheduleRequest,
+  ScheduleWritten,
+} from "./schedules.ts";
 
 /** A page's bounds, for the lists of runs and dead letters. */
 type PageQuery = { limit: number; cursor?: string | undefined };
@@ -177,6 +183,18 @@ export class Broker<H extends Handlers = Handlers> {
     actor: Actor = {},
   ): Promise<ScheduleRecord> {
     return this.#schedules.updateSchedule(userId, body, actor);
+  }
+
+  /**
+   * {@link updateSchedule}, answering also where the tenant's schedule quota stands after the
+   * change (it counts as a create does): what `PATCH /v1/schedules/:id` sends as `RateLimit-*`.
+   */
+  patchSchedule(
+    userId: string,
+    body: SchedulePatch<H>,
+    actor: Actor = {},
+  ): Promise<ScheduleChanged> {
+    return this.#schedules.patchSchedule(userId, body, actor);
   }
 
   /** Stop dispatching a schedule's occurrences until it is resumed. */

@@ -12,6 +12,7 @@ import { InvalidRequestError, TickworkError } from "../core/errors.ts";
 import type { JobRecord } from "../core/model.ts";
 import { parseOrThrow, submitFlowSchema } from "../core/schemas.ts";
 import type { Actor } from "./actor.ts";
+import type { QuotaReport } from "./admission.ts";
 import type { JobsBroker, PreparedSubmit, Submitted, SubmitVia } from "./jobs.ts";
 
 /** What a flow submit answers: its parent and children as stored (replayed ones included). */
@@ -20,6 +21,11 @@ export interface FlowSubmitted {
   children: JobRecord[];
   /** True when every job of the flow was already stored (a flow submitted again). */
   replayed: boolean;
+  /**
+   * Where the tenant's submit quota stands after the flow's last counted job (absent without a
+   * quota, and when every job was a replay): each job counts as a submit.
+   */
+  quota?: QuotaReport;
 }
 
 type Body = Record<string, unknown>;
@@ -105,11 +111,14 @@ export async function submitFlow(
   const parent = jobs.prepare(waitingFor(flow.parent, ids), actor);
   const via = derivedKey(flow.parent, key, "parent");
   const top = await jobs.store(parent, trace ? { ...via, trace } : via);
-  return {
+  const submitted: FlowSubmitted = {
     parent: top.job,
     children: stored.map((s) => s.job),
     replayed: top.replayed && stored.every((s) => s.replayed),
   };
+  const quota = [...stored, top].findLast((s) => s.quota !== undefined)?.quota;
+  if (quota) submitted.quota = quota;
+  return submitted;
 }
 
 /** The parent's body, waiting for `ids`; one that names `after` itself is refused. */

@@ -96,6 +96,7 @@ export {
   BatchTooLargeError,
   Broker,
   type QuotaReport,
+  type ScheduleChanged,
   type ScheduleWritten,
   type Scope,
   type Submitted,

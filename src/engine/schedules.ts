@@ -78,6 +78,13 @@ export interface ScheduleWritten {
   quota?: QuotaReport;
 }
 
+/** A schedule as a change left it, and where the tenant's schedule quota stands. */
+export interface ScheduleChanged {
+  schedule: ScheduleRecord;
+  /** Absent without a quota. */
+  quota?: QuotaReport;
+}
+
 /** What the schedules need of the broker's dependencies. */
 export type SchedulesDeps<H extends Handlers = Handlers> = Pick<
   BrokerDeps<H>,
@@ -156,6 +163,18 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
     body: SchedulePatch<H>,
     actor: Actor = {},
   ): Promise<ScheduleRecord> {
+    return (await this.patchSchedule(userId, body, actor)).schedule;
+  }
+
+  /**
+   * {@link updateSchedule}, answering also where the tenant's schedule quota stands after it (a
+   * change counts against the quota as a create does), for the `RateLimit-*` headers.
+   */
+  async patchSchedule(
+    userId: string,
+    body: SchedulePatch<H>,
+    actor: Actor = {},
+  ): Promise<ScheduleChanged> {
     const id = scheduleStoreIdOf(userId, actor);
     const patch = parseOrThrow(patchScheduleSchema, body, "schedule patch");
     const rules = patch.handler ? permitSchedule(patch.handler, actor) : rulesOf(actor);
@@ -165,7 +184,7 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
       checkInputValues(patch.input);
       checkInputSize(patch.input, rules, "schedule", this.deps.options.maxInputBytes);
     }
-    const { schedule } = await this.writeSchedule(
+    const { schedule, quota } = await this.writeSchedule(
       id,
       (existing) => {
         if (!existing) throw new NotFoundError("schedule", id);
@@ -204,7 +223,9 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
       actor,
       rules,
     );
-    return presentSchedule(schedule);
+    const changed: ScheduleChanged = { schedule: presentSchedule(schedule) };
+    if (quota) changed.quota = quota;
+    return changed;
   }
 
   /** Stop dispatching a schedule's occurrences until it is resumed. */

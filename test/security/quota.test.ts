@@ -147,6 +147,8 @@ describe.each([
       headers: as,
     });
     expect(patched.status).toBe(200);
+    // A change counts, and its answer says so as a create's does.
+    expect(rateLimit(patched.headers)).toMatchObject({ limit: "2", remaining: "0" });
     const before = await storeState(store);
     const third = await call(h.origin, "POST", "/v1/schedules", {
       json: { id: "b", handler: "echo", schedule: "1h" },
@@ -162,6 +164,38 @@ describe.each([
     expect(await storeState(store)).toBe(before);
     // Submits are counted apart.
     expect((await submit(h.origin, acme)).status).toBe(202);
+  });
+});
+
+describe.each([
+  { name: "memory", make: async () => ({ store: new MemoryStore(), cleanup: async () => {} }) },
+  { name: "redis", make: () => makeRedisStore() },
+])("a flow's jobs on the submit quota, on $name", ({ make }) => {
+  it("each job counts; the answer carries the RateLimit headers, a refusal the 429's", async () => {
+    const { store, cleanup } = await make();
+    cleanups.push(cleanup);
+    const acme = await tenant(
+      "acme",
+      { client: ["jobs:write", "read"] },
+      { quotas: { submit: { perMinute: 5 } } },
+    );
+    const h = await securedApp(store, [acme]);
+    open.push(h);
+    const as = bearer(acme.keys.client!);
+    const flow = {
+      children: [
+        { handler: "echo", delay: "1h" },
+        { handler: "echo", delay: "1h" },
+      ],
+      parent: { handler: "echo" },
+    };
+    const first = await call(h.origin, "POST", "/v1/flows", { json: flow, headers: as });
+    expect(first.status).toBe(202);
+    expect(rateLimit(first.headers)).toMatchObject({ limit: "5", remaining: "2" });
+    const refused = await call(h.origin, "POST", "/v1/flows", { json: flow, headers: as });
+    expectProblem(refused, 429);
+    expect(rateLimit(refused.headers)).toMatchObject({ limit: "5", remaining: "0" });
+    expect(refused.headers.get("retry-after")).not.toBeNull();
   });
 });
 

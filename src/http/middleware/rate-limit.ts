@@ -13,12 +13,12 @@ import type { Context } from "hono";
 import { QuotaExceededError } from "../../core/errors.ts";
 import type { AppEnv } from "../options.ts";
 
-/** A quota's standing and its windows (the broker's `QuotaReport`, or a `QuotaExceededError`). */
 /** Where answer headers go: a Hono `Context`, or the submit route's exchange (`../routes/submit.ts`). */
 export interface HeaderSink {
   header(name: string, value: string): unknown;
 }
 
+/** A quota's standing and its windows (the broker's `QuotaReport`, or a `QuotaExceededError`). */
 export interface RateLimitInfo {
   limit: number;
   remaining: number;

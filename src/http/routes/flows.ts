@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import { traceHeaders } from "../../engine/tracing.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readJson } from "../middleware/body.ts";
+import { setRateLimitHeaders, withRateLimitHeaders } from "../middleware/rate-limit.ts";
 import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { jobSummary } from "../serialize.ts";
@@ -25,7 +26,10 @@ export function flowRoutes(config: AppConfig): Hono<AppEnv> {
     const body = await readJson(c, config.bodyLimitBytes);
     // Each job of the flow stores the request's W3C trace context (src/engine/tracing.ts).
     const trace = traceHeaders(c.req.raw.headers);
-    const flow = await config.engine.broker.submitFlow(body as never, c.get("actor"), trace);
+    const flow = await withRateLimitHeaders(c, () =>
+      config.engine.broker.submitFlow(body as never, c.get("actor"), trace),
+    );
+    if (flow.quota) setRateLimitHeaders(c, flow.quota);
     if (flow.replayed) c.header("Idempotent-Replayed", "true");
     c.header("Location", `${c.get("appPath")}/v1/jobs/${encodeURIComponent(flow.parent.id)}`);
     return c.json(

@@ -75,13 +75,14 @@ export function scheduleRoutes(config: AppConfig): Hono<AppEnv> {
 
     routes.patch("/:id", write, async (c) => {
       const body = await readJson(c, config.bodyLimitBytes);
-      const schedule = await withRateLimitHeaders(c, () =>
-        engine.broker.updateSchedule(
+      const { schedule, quota } = await withRateLimitHeaders(c, () =>
+        engine.broker.patchSchedule(
           schedulePathId(c.req.param("id")),
           body as PatchScheduleInput,
           c.get("actor"),
         ),
       );
+      if (quota) setRateLimitHeaders(c, quota);
       return c.json(scheduleResource(schedule));
     });
 
