@@ -22,10 +22,10 @@ import {
   type SubmitVia,
 } from "./jobs.ts";
 import {
+  type ScheduleChanged,
   type SchedulePatch,
   type ScheduleRequest,
   SchedulesBroker,
-  type ScheduleChanged,
   type ScheduleWritten,
 } from "./schedules.ts";
 
