@@ -197,7 +197,11 @@ const caseArb: fc.Arbitrary<Case> = fc
       fc.integer({ min: 0, max: 3_000_000 }),
     ),
     misfire: fc.constantFrom<Misfire>("skip", "once", "all"),
-    jitterMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 60_000 })),
+    jitterMs: fc.oneof(
+      fc.constant(0),
+      fc.integer({ min: 0, max: 60_000 }),
+      fc.integer({ min: 0, max: 86_400_000 }),
+    ),
     runs: fc.integer({ min: 0, max: 50 }),
     maxRunsLeft: fc.option(fc.integer({ min: 0, max: 80 }), { nil: undefined, freq: 2 }),
     endIn: fc.option(fc.integer({ min: -3_600_000, max: 6 * 3_600_000 }), {
@@ -288,6 +292,10 @@ describe("planOccurrences: properties", () => {
         for (const f of plan.fires) {
           expect(f.runAt - f.fireAt).toBeGreaterThanOrEqual(0);
           expect(f.runAt - f.fireAt).toBeLessThanOrEqual(s.jitterMs);
+          // Jitter never carries an occurrence to the next one's fire time, so however long it
+          // is, a schedule never has more than one jittered occurrence waiting.
+          const following = nextAfter(p, f.fireAt);
+          if (following !== null) expect(f.runAt).toBeLessThan(following);
         }
         expect(planOccurrences(p, s, now, o)).toEqual(plan); // deterministic
         if (s.misfire === "skip")

@@ -105,8 +105,16 @@ export function planOccurrences(
 
   const fires: PlannedFire[] = [];
   const take = (fireAt: number): void => {
-    // Jitter does not carry a run time past year 9999 either.
-    const runAt = Math.min(fireAt + occurrenceJitter(s.id, fireAt, s.jitterMs), MAX_INSTANT_MS);
+    // Jitter delays an occurrence to before the next one fires, never later: a jitter longer
+    // than the schedule's period would otherwise keep ever more occurrences waiting at once (a
+    // `1s` schedule with a day's jitter: 86,400 of them, each holding its input). Nor past year
+    // 9999.
+    let jitterMs = s.jitterMs;
+    if (jitterMs > 0) {
+      const following = nextAfter(p, fireAt);
+      if (following !== null) jitterMs = Math.min(jitterMs, following - fireAt - 1);
+    }
+    const runAt = Math.min(fireAt + occurrenceJitter(s.id, fireAt, jitterMs), MAX_INSTANT_MS);
     fires.push({ fireAt, runAt });
   };
   let next: number | null = first < missedEnd ? nextAfter(p, missedEnd - 1) : first;
