@@ -83,7 +83,7 @@ export function renderPrometheus(
   const families: Family[] = [
     {
       name: "jobs",
-      help: "Jobs not finished, by status (failed: waiting for a retry).",
+      help: "Jobs not finished, by status (failed: waiting for a retry; waiting: for its dependencies).",
       type: "gauge",
       samples: (["waiting", "queued", "running", "failed"] as const).map((status) => ({
         labels: { status },

@@ -28,7 +28,8 @@ export interface BannerInfo {
   transport?:
     | { kind: "local"; workerUrl: string; sharedKey: boolean }
     | { kind: "qstash"; baseUrl: string; workerUrl: string }
-    | { kind: "streams"; consumer: string; concurrency: number }
+    /** `concurrency` absent: this process has no worker role, and pulls nothing. */
+    | { kind: "streams"; consumer: string; concurrency?: number | undefined }
     | undefined;
   /** Tick timer period (ms), or `undefined` when this server runs no tick timer. */
   tickEveryMs: number | undefined;
@@ -274,7 +275,9 @@ function describeStore(store: BannerInfo["store"]): string {
 
 function describeTransport(transport: NonNullable<BannerInfo["transport"]>): string {
   if (transport.kind === "streams") {
-    return `Redis Streams (durable; workers pull, ${transport.concurrency} at once, as ${transport.consumer})`;
+    return transport.concurrency === undefined
+      ? "Redis Streams (durable; servers with the worker role pull, this one does not)"
+      : `Redis Streams (durable; workers pull, ${transport.concurrency} at once, as ${transport.consumer})`;
   }
   if (transport.kind === "qstash") {
     return `QStash ${transport.baseUrl}, delivers to ${transport.workerUrl}`;

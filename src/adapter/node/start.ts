@@ -319,7 +319,11 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     const delivery = deployment.delivery ?? deliveryUrls(server.url);
     const made =
       queue === "streams" && redis
-        ? streamsTransport(redis, target.kind === "redis" ? target.prefix : "tw", options)
+        ? streamsTransport(
+            redis,
+            target.kind === "redis" ? target.prefix : "tw",
+            serves.worker ? (options.concurrency ?? 10) : undefined,
+          )
         : await makeTransport(options, delivery);
     const { transport } = made;
     transportBanner = made.banner;
@@ -435,10 +439,10 @@ function transportOf(options: StartServerOptions): "qstash" | "streams" | "local
 function streamsTransport(
   redis: StreamsClient,
   prefix: string,
-  options: StartServerOptions,
+  /** How many deliveries this process runs at once; `undefined` without the worker role. */
+  concurrency: number | undefined,
 ): { transport: Transport; banner: BannerInfo["transport"] } {
   const transport = new RedisStreams({ redis, prefix });
-  const concurrency = options.concurrency ?? 10;
   return {
     transport,
     banner: { kind: "streams", consumer: transport.consumer, concurrency },
