@@ -3,6 +3,7 @@
  * One API call over `fetch`: URL under the base path, bearer key, JSON in and out, error answers
  * turned into typed errors. Web APIs only (Node, Workers, browsers).
  */
+import { bodyIssues } from "../core/json-values.ts";
 import { apiError } from "./errors.ts";
 
 /** What every call needs; built once by `createClient`. */
@@ -54,6 +55,14 @@ export async function call<T>(
   if (token) headers.set("authorization", `Bearer ${token}`);
   const init: RequestInit = { method, headers };
   if (options.body !== undefined) {
+    // JSON.stringify writes Infinity and NaN as null: refused here, as the server refuses 1e400,
+    // rather than sent as a null nobody asked for (reserved keys too, which it would refuse).
+    const issues = bodyIssues(options.body);
+    if (issues.length > 0) {
+      throw new TypeError(
+        `the request body holds what JSON cannot carry: ${issues.map((i) => `${i.path || "(the body)"}: ${i.message}`).join("; ")}`,
+      );
+    }
     headers.set("content-type", "application/json");
     init.body = JSON.stringify(options.body);
   }

@@ -364,11 +364,7 @@ function isOutOfRange(issue: z.core.$ZodIssue): boolean {
 /** Deepest nesting of objects and arrays a request body may have (`{}` is depth 1). */
 export const MAX_JSON_DEPTH = 32;
 
-/**
- * Keys refused anywhere in a request body: harmless to `JSON.parse`, but dangerous to any code
- * that later merges the value into an object (prototype pollution).
- */
-export const FORBIDDEN_KEYS: readonly string[] = ["__proto__", "constructor", "prototype"];
+export { bodyIssues, FORBIDDEN_KEYS } from "./json-values.ts";
 
 /**
  * The nesting depth of JSON text, counted without parsing it (brackets inside strings are
@@ -401,82 +397,4 @@ export function jsonDepth(text: string, limit: number): number {
     }
   }
   return max;
-}
-
-/**
- * Where `value` (parsed JSON) holds a {@link FORBIDDEN_KEYS} key, or a number JSON cannot carry,
- * as field issues (at most `max`). `JSON.parse` reads `1e400` as `Infinity`, which the next
- * `JSON.stringify` writes as `null`: a request body's number out of a double's range would be
- * stored as `null` without a word. Walks iteratively, so any depth is safe.
- *
- * @example
- * bodyIssues(JSON.parse('{"input":{"__proto__":{"admin":true},"amount":1e400}}'));
- * // [{ path: "input.__proto__", message: 'the key "__proto__" is not allowed' },
- * //  { path: "input.amount", message: "a number out of range (at most ±1.7976931348623157e308)" }]
- */
-export function bodyIssues(value: unknown, max = 10): { path: string; message: string }[] {
-  const issues: { path: string; message: string }[] = [];
-  // Nearly every body has none: found out without building a path for every key.
-  if (!hasRefusedPart(value)) return issues;
-  const stack: { value: unknown; path: string }[] = [{ value, path: "" }];
-  while (stack.length > 0 && issues.length < max) {
-    const { value: current, path } = stack.pop()!;
-    if (typeof current === "number" && !Number.isFinite(current)) {
-      issues.push({
-        path,
-        message: Number.isNaN(current)
-          ? "NaN is not a JSON number"
-          : `a number out of range (at most ±${Number.MAX_VALUE})`,
-      });
-      continue;
-    }
-    if (typeof current !== "object" || current === null) continue;
-    if (Array.isArray(current)) {
-      for (let i = current.length - 1; i >= 0; i--) {
-        stack.push({ value: current[i], path: path ? `${path}.${i}` : String(i) });
-      }
-      continue;
-    }
-    const keys = Object.keys(current);
-    for (let i = keys.length - 1; i >= 0; i--) {
-      const key = keys[i]!;
-      const at = path ? `${path}.${key}` : key;
-      if (FORBIDDEN_KEYS.includes(key)) {
-        issues.push({ path: at, message: `the key "${key}" is not allowed` });
-        if (issues.length >= max) break;
-      } else {
-        stack.push({ value: (current as Record<string, unknown>)[key], path: at });
-      }
-    }
-  }
-  return issues;
-}
-
-/**
- * Whether any object in `value` (at any depth) has a key of {@link FORBIDDEN_KEYS}, or any number
- * is not finite.
- */
-function hasRefusedPart(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const current = stack.pop();
-    if (typeof current !== "object" || current === null) {
-      if (typeof current === "number" && !Number.isFinite(current)) return true;
-      continue;
-    }
-    if (Array.isArray(current)) {
-      for (const item of current) {
-        if (typeof item === "object" && item !== null) stack.push(item);
-        else if (typeof item === "number" && !Number.isFinite(item)) return true;
-      }
-      continue;
-    }
-    for (const key of Object.keys(current)) {
-      if (FORBIDDEN_KEYS.includes(key)) return true;
-      const child = (current as Record<string, unknown>)[key];
-      if (typeof child === "object" && child !== null) stack.push(child);
-      else if (typeof child === "number" && !Number.isFinite(child)) return true;
-    }
-  }
-  return false;
 }

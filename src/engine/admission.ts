@@ -15,8 +15,8 @@ import {
   QuotaExceededError,
   UnprocessableError,
 } from "../core/errors.ts";
+import { bodyIssues } from "../core/json-values.ts";
 import { type ManifestRules, manifestRules } from "../core/manifest.ts";
-import { bodyIssues } from "../core/schemas.ts";
 import { type Actor, tenantOf } from "./actor.ts";
 import { type HandlerDefinition, type Handlers, handlerOf, parseInput } from "./handlers.ts";
 import type { ResolvedOptions } from "./options.ts";
@@ -78,7 +78,15 @@ export function checkInputSize(
   const tenantMax = rules?.maxInputBytes ?? Number.POSITIVE_INFINITY;
   const max = Math.min(tenantMax, engineMax);
   if (max === Number.POSITIVE_INFINITY) return;
-  const text = JSON.stringify(input ?? null);
+  let text: string;
+  try {
+    text = JSON.stringify(input ?? null);
+  } catch (error) {
+    // Passed in process: a value that refers to itself, a BigInt, a toJSON that throws.
+    throw new InvalidRequestError(`${what} input cannot be written as JSON`, [
+      { path: "input", message: error instanceof Error ? error.message : String(error) },
+    ]);
+  }
   // A UTF-16 unit is 1–3 UTF-8 bytes: most inputs are decided without encoding them.
   if (text.length * 3 <= max) return;
   const bytes = new TextEncoder().encode(text).byteLength;

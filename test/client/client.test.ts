@@ -242,6 +242,19 @@ describe.concurrent("client against the dev server", () => {
     await expect(client.dlq.delete("j_nope")).rejects.toBeInstanceOf(NotFoundError);
     await expect(client.schedules.handle("nope").pause()).rejects.toBeInstanceOf(NotFoundError);
   });
+
+  test("a body holding Infinity or NaN is refused before it is sent, not sent as null", async () => {
+    const rec = recordingFetch();
+    const c = createClient({ url: server.url, fetch: rec.fetch });
+    for (const input of [{ amount: Number.POSITIVE_INFINITY }, [1, Number.NaN]]) {
+      const refused = await c.jobs.submit({ handler: "echo", input }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(TypeError);
+      expect((refused as Error).message).toMatch(/input\.(amount|1): /);
+    }
+    expect(rec.urls).toEqual([]);
+    const job = await c.jobs.submit({ handler: "echo", input: { amount: Number.MAX_VALUE } });
+    expect(await job.result({ timeout: "5s" })).toEqual({ amount: Number.MAX_VALUE });
+  });
 });
 
 describe.concurrent("client against `tickwork start` (Redis, API key, tick secret)", () => {

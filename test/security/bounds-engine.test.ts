@@ -187,6 +187,32 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
       expect((await engine.broker.listJobs({ limit: 100 })).items).toEqual([]);
       const schedules = (await engine.broker.listSchedules({ limit: 100 })).items;
       expect(schedules.map((s) => [s.id, s.input])).toEqual([[kept.id, 1]]);
+      // A reserved key passed in process (defined as an own property, as JSON.parse makes it).
+      const polluted: Record<string, unknown> = { ok: 1 };
+      Object.defineProperty(polluted, "__proto__", { value: { admin: true }, enumerable: true });
+      const refused = (await engine.broker
+        .submit({ handler: "echo", input: { nested: [polluted] } })
+        .catch((e: unknown) => e)) as { errors?: { path: string }[] };
+      expect(refused).toMatchObject({ status: 400, code: "invalid_request" });
+      expect(refused.errors?.map((e) => e.path)).toEqual(["input.nested.0.__proto__"]);
+      // A value that refers to itself, or a BigInt: a 400 at once (the walk visits each object
+      // once), not a process that hangs.
+      const loop: Record<string, unknown> = { x: 1 };
+      loop.self = { back: loop };
+      for (const input of [loop, { n: 10n }]) {
+        for (const write of [
+          () => engine.broker.submit({ handler: "echo", input }),
+          () => engine.broker.createSchedule({ handler: "echo", schedule: "1h", input }),
+          () => engine.broker.updateSchedule(kept.id, { input }),
+        ]) {
+          await expect(write()).rejects.toMatchObject({
+            status: 400,
+            code: "invalid_request",
+            message: expect.stringMatching(/input cannot be written as JSON/),
+          });
+        }
+      }
+      expect((await engine.broker.listJobs({ limit: 100 })).items).toEqual([]);
       // Numbers JSON carries, however large or small, are stored as they are.
       const { job } = await engine.broker.submit({
         handler: "echo",
