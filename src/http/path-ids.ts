@@ -3,8 +3,8 @@
  * Ids in request paths, checked before any store call: an id that a create could never have made
  * (`report:running`, `{tw}:s:x`, `../`, an inherited property name, text that is not well-formed)
  * names nothing, and is answered exactly like an unknown id — 404 `not_found` — without asking
- * the store. Otherwise such an id could reach a store key of another kind (a schedule's `:running`
- * string read as a schedule hash: WRONGTYPE, a 500 that tells when another tenant's schedule runs).
+ * the store. Otherwise such an id could reach a store key of another kind and be read as a
+ * schedule or job hash (WRONGTYPE: a 500 that tells something about another tenant's records).
  */
 import { NotFoundError } from "../core/errors.ts";
 import { isJobId, isScheduleId } from "../core/schemas.ts";

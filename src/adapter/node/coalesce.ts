@@ -65,7 +65,8 @@ export function coalesceWrites<R extends IoredisLike>(client: R): R {
 /**
  * What {@link coalesceWrites} asks of its argument in its signature: an ioredis `Redis`, named by
  * its shape so that the declarations of `tickwork/node` do not need ioredis installed (an app on
- * the memory store or Upstash has none).
+ * the memory store or Upstash has none). An ioredis `Cluster` fits the shape too, but has no
+ * socket of its own to cork: its writes go out as they would without this.
  */
 export interface IoredisLike {
   readonly status: string;

@@ -104,16 +104,11 @@ export function planOccurrences(
   }
 
   const fires: PlannedFire[] = [];
-  const take = (fireAt: number): void => {
+  const take = (fireAt: number, following: number | null): void => {
     // Jitter delays an occurrence to before the next one fires, never later: a jitter longer
-    // than the schedule's period would otherwise keep ever more occurrences waiting at once (a
-    // `1s` schedule with a day's jitter: 86,400 of them, each holding its input). Nor past year
-    // 9999.
-    let jitterMs = s.jitterMs;
-    if (jitterMs > 0) {
-      const following = nextAfter(p, fireAt);
-      if (following !== null) jitterMs = Math.min(jitterMs, following - fireAt - 1);
-    }
+    // than the gap would otherwise keep ever more occurrences waiting at once (a `1s` schedule
+    // with a day's jitter: 86,400 of them, each holding its input). Nor past year 9999.
+    const jitterMs = following === null ? s.jitterMs : Math.min(s.jitterMs, following - fireAt - 1);
     const runAt = Math.min(fireAt + occurrenceJitter(s.id, fireAt, jitterMs), MAX_INSTANT_MS);
     fires.push({ fireAt, runAt });
   };
@@ -123,8 +118,10 @@ export function planOccurrences(
     if (candidate === null || candidate > until) break;
     if (fires.length >= runsLeft) return { fires, nextRunAt: null, missed };
     if (fires.length >= opts.limit) return { fires, nextRunAt: candidate, missed };
-    take(candidate);
+    // The occurrence after this one: the kept missed ones are consecutive and end just before
+    // `next`; past them, the next is computed here anyway.
     if (i >= candidates.length) next = nextAfter(p, candidate);
+    take(candidate, i + 1 < candidates.length ? candidates[i + 1]! : next);
   }
   const finished = fires.length >= runsLeft || next === null || next > endAt;
   return { fires, nextRunAt: finished ? null : next, missed };
