@@ -37,6 +37,12 @@ function rateLimit(headers: Headers) {
   };
 }
 
+/** The stores the quota tests below run on. */
+const STORES = [
+  { name: "memory", make: async () => ({ store: new MemoryStore(), cleanup: async () => {} }) },
+  { name: "redis", make: () => makeRedisStore() },
+];
+
 describe("a 5/minute submit quota on the memory store (its clock moved by the test)", () => {
   it("admits 5 with RateLimit headers, refuses the 6th with 429, and the window slides", async () => {
     // 10.5 s into a second-aligned minute: the minute window counts in 1 s buckets.
@@ -116,10 +122,7 @@ describe("a 5/minute submit quota on the memory store (its clock moved by the te
   });
 });
 
-describe.each([
-  { name: "memory", make: async () => ({ store: new MemoryStore(), cleanup: async () => {} }) },
-  { name: "redis", make: () => makeRedisStore() },
-])("schedule quota on $name", ({ make }) => {
+describe.each(STORES)("schedule quota on $name", ({ make }) => {
   it("schedule writes have their own quota; pause and resume are not counted", async () => {
     const { store, cleanup } = await make();
     cleanups.push(cleanup);
@@ -167,10 +170,7 @@ describe.each([
   });
 });
 
-describe.each([
-  { name: "memory", make: async () => ({ store: new MemoryStore(), cleanup: async () => {} }) },
-  { name: "redis", make: () => makeRedisStore() },
-])("a flow's jobs on the submit quota, on $name", ({ make }) => {
+describe.each(STORES)("a flow's jobs on the submit quota, on $name", ({ make }) => {
   it("each job counts; the answer carries the RateLimit headers, a refusal the 429's", async () => {
     const { store, cleanup } = await make();
     cleanups.push(cleanup);
