@@ -1,0 +1,67 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { bodyIssues, FORBIDDEN_KEYS } from "./json-values.ts";
+
+/** JSON values without the refused keys (fast-check draws `__proto__` and friends on purpose). */
+const clean = fc
+  .jsonValue()
+  .filter((v) => !FORBIDDEN_KEYS.some((key) => JSON.stringify(v).includes(`"${key}"`)));
+
+/** Put `bad` at a path drawn through `value`; answers the new value and the path's keys. */
+function plant(value: unknown, bad: number, steps: number[]): { value: unknown; path: string[] } {
+  if (typeof value !== "object" || value === null || steps.length === 0) {
+    return { value: bad, path: [] };
+  }
+  const keys = Object.keys(value);
+  if (keys.length === 0) return { value: bad, path: [] };
+  const key = keys[steps[0]! % keys.length]!;
+  const inner = plant((value as Record<string, unknown>)[key], bad, steps.slice(1));
+  const copy: Record<string, unknown> | unknown[] = Array.isArray(value)
+    ? [...value]
+    : { ...(value as object) };
+  (copy as Record<string, unknown>)[key] = inner.value;
+  return { value: copy, path: [key, ...inner.path] };
+}
+
+describe("bodyIssues", () => {
+  it("finds nothing in JSON values, and exactly the non-finite number planted in one", () => {
+    fc.assert(
+      fc.property(
+        clean,
+        fc.constantFrom(Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NaN),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        (value, bad, steps) => {
+          expect(bodyIssues(value)).toEqual([]);
+          const planted = plant(value, bad, steps);
+          expect(bodyIssues(planted.value).map((issue) => issue.path)).toEqual([
+            planted.path.join("."),
+          ]);
+        },
+      ),
+    );
+  });
+
+  it("ends on a value that refers to itself, however it loops", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 200 }), fc.boolean(), (length, bad) => {
+        // A chain of `length` objects whose last points back to the first.
+        const first: Record<string, unknown> = { n: 0 };
+        let last = first;
+        for (let i = 1; i < length; i++) {
+          const next: Record<string, unknown> = { n: i, list: [i] };
+          last.next = next;
+          last = next;
+        }
+        last.next = first;
+        if (bad) last.amount = Number.NaN;
+        expect(bodyIssues(first).length).toBe(bad ? 1 : 0);
+      }),
+    );
+  });
+
+  it("leaves an object with toJSON to it, and names a reserved key where it is", () => {
+    expect(bodyIssues({ at: new Date(Number.NaN) })).toEqual([]);
+    const parsed = JSON.parse('{"a":[{"constructor":{"x":1}}],"b":1e400}');
+    expect(bodyIssues(parsed).map((issue) => issue.path)).toEqual(["a.0.constructor", "b"]);
+  });
+});
