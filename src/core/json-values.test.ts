@@ -31,11 +31,13 @@ describe("bodyIssues", () => {
         fc.constantFrom(Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NaN),
         fc.array(fc.nat(), { maxLength: 6 }),
         (value, bad, steps) => {
-          expect(bodyIssues(value)).toEqual([]);
           const planted = plant(value, bad, steps);
-          expect(bodyIssues(planted.value).map((issue) => issue.path)).toEqual([
-            planted.path.join("."),
-          ]);
+          for (const parsed of [false, true]) {
+            expect(bodyIssues(value, { parsed })).toEqual([]);
+            expect(bodyIssues(planted.value, { parsed }).map((issue) => issue.path)).toEqual([
+              planted.path.join("."),
+            ]);
+          }
         },
       ),
     );
@@ -59,9 +61,31 @@ describe("bodyIssues", () => {
     );
   });
 
-  it("leaves an object with toJSON to it, and names a reserved key where it is", () => {
-    expect(bodyIssues({ at: new Date(Number.NaN) })).toEqual([]);
+  it("walks what toJSON answers, as JSON.stringify writes it, and names a reserved key where it is", () => {
+    // An invalid Date's toJSON answers null: JSON's own rule, nothing refused.
+    expect(bodyIssues({ at: new Date(Number.NaN), ok: new Date(0) })).toEqual([]);
+    const wrapped = {
+      data: { amount: Number.NaN },
+      toJSON(this: { data: unknown }) {
+        return this.data;
+      },
+    };
+    const renamed = { toJSON: () => ({ constructor: 1, n: Number.POSITIVE_INFINITY }) };
+    const hidden = { toJSON: () => ({ fine: 1 }), secret: Number.NaN };
+    expect(bodyIssues({ x: wrapped, y: [renamed], z: hidden }).map((i) => i.path)).toEqual([
+      "x.amount",
+      "y.0.constructor",
+      "y.0.n",
+    ]);
+    // toJSON is called with the key it is written under, as JSON.stringify calls it.
+    const keys: string[] = [];
+    const spy = { toJSON: (key: string) => keys.push(key) && 1 };
+    bodyIssues({ a: spy, b: [spy], c: Number.NaN });
+    expect(keys).toEqual(expect.arrayContaining(["a", "0"]));
     const parsed = JSON.parse('{"a":[{"constructor":{"x":1}}],"b":1e400}');
-    expect(bodyIssues(parsed).map((issue) => issue.path)).toEqual(["a.0.constructor", "b"]);
+    expect(bodyIssues(parsed, { parsed: true }).map((issue) => issue.path)).toEqual([
+      "a.0.constructor",
+      "b",
+    ]);
   });
 });

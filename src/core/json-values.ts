@@ -17,46 +17,60 @@ export interface ValueIssue {
  */
 export const FORBIDDEN_KEYS: readonly string[] = ["__proto__", "constructor", "prototype"];
 
+/** Options of {@link bodyIssues}. */
+export interface BodyIssuesOptions {
+  /** The most issues to report. @default 10 */
+  max?: number;
+  /**
+   * The value comes from `JSON.parse` (a request body): it has no `toJSON` methods, and no object
+   * in it is reached twice, so the walk need not remember where it has been. A value built in
+   * process may refer to itself: without this, the walk remembers the objects it went into.
+   * @default false
+   */
+  parsed?: boolean;
+}
+
 /**
- * Where `value` holds a {@link FORBIDDEN_KEYS} key, or a number JSON cannot carry, as field issues
- * (at most `max`). `JSON.parse` reads `1e400` as `Infinity`, and `JSON.stringify` writes
- * `Infinity` and `NaN` as `null`: such a number would be stored as `null` without a word.
+ * Where `value` holds a {@link FORBIDDEN_KEYS} key, or a number JSON cannot carry, as field issues.
+ * `JSON.parse` reads `1e400` as `Infinity`, and `JSON.stringify` writes `Infinity` and `NaN` as
+ * `null`: such a number would be stored as `null` without a word.
  *
- * Walks iteratively, so any depth is safe, and remembers the objects it went into once there are
- * many, so a value built in process that refers to itself ends the walk (`JSON.stringify` then
- * refuses it). An object with a `toJSON`
- * method (a `Date`, say; never one `JSON.parse` made) is written as that method says, and is not
- * walked.
+ * It walks what `JSON.stringify` writes: an object with a `toJSON` method (a `Date`, a class
+ * instance) as that method's answer. Iteratively, so any depth is safe; and, unless `parsed`, it
+ * remembers the objects it went into once there are many, so a value that refers to itself ends
+ * the walk (`JSON.stringify` then refuses it).
  *
  * @example
- * bodyIssues(JSON.parse('{"input":{"__proto__":{"admin":true},"amount":1e400}}'));
+ * bodyIssues(JSON.parse('{"input":{"__proto__":{"admin":true},"amount":1e400}}'), { parsed: true });
  * // [{ path: "input.__proto__", message: 'the key "__proto__" is not allowed' },
  * //  { path: "input.amount", message: "a number out of range (at most ±1.7976931348623157e308)" }]
  */
-export function bodyIssues(value: unknown, max = 10): ValueIssue[] {
+export function bodyIssues(value: unknown, options: BodyIssuesOptions = {}): ValueIssue[] {
   const issues: ValueIssue[] = [];
+  const parsed = options.parsed === true;
   // Nearly every body has none: found out without building a path for every key.
-  if (!hasRefusedPart(value)) return issues;
-  // Remembered from the first: only a value that holds an issue gets here, and an object reached
-  // twice would report its issues twice.
-  const seen: Visits = { count: TRACK_AFTER };
-  // `undefined`: the value itself (a key may be "", so "" cannot mark it).
-  const stack: { value: unknown; path: string | undefined }[] = [{ value, path: undefined }];
+  if (!hasRefusedPart(value, parsed)) return issues;
+  const max = options.max ?? 10;
+  // Remembered from the first (unless parsed): only a value that holds an issue gets here, and an
+  // object reached twice would report its issues twice.
+  const visits = newVisits(parsed, 0);
+  // `path` undefined: the value itself (a key may be "", so "" cannot mark it).
+  const stack: { value: unknown; path: string | undefined; key: string }[] = [
+    { value, path: undefined, key: "" },
+  ];
   while (stack.length > 0 && issues.length < max) {
-    const { value: current, path } = stack.pop()!;
+    const next = stack.pop()!;
+    const path = next.path;
+    const current = written(next.value, next.key, parsed);
     if (typeof current === "number" && !Number.isFinite(current)) {
-      issues.push({
-        path: path ?? "",
-        message: Number.isNaN(current)
-          ? "NaN is not a JSON number"
-          : `a number out of range (at most ±${Number.MAX_VALUE})`,
-      });
+      issues.push({ path: path ?? "", message: numberIssue(current) });
       continue;
     }
-    if (!walked(current, seen)) continue;
+    if (!entered(current, visits)) continue;
     if (Array.isArray(current)) {
       for (let i = current.length - 1; i >= 0; i--) {
-        stack.push({ value: current[i], path: path === undefined ? String(i) : `${path}.${i}` });
+        const at = path === undefined ? String(i) : `${path}.${i}`;
+        stack.push({ value: current[i], path: at, key: String(i) });
       }
       continue;
     }
@@ -68,27 +82,38 @@ export function bodyIssues(value: unknown, max = 10): ValueIssue[] {
         issues.push({ path: at, message: `the key "${key}" is not allowed` });
         if (issues.length >= max) break;
       } else {
-        stack.push({ value: (current as Record<string, unknown>)[key], path: at });
+        stack.push({ value: (current as Record<string, unknown>)[key], path: at, key });
       }
     }
   }
   return issues;
 }
 
+function numberIssue(n: number): string {
+  return Number.isNaN(n)
+    ? "NaN is not a JSON number"
+    : `a number out of range (at most ±${Number.MAX_VALUE})`;
+}
+
 /**
  * Whether any object in `value` (at any depth) has a key of {@link FORBIDDEN_KEYS}, or any number
  * is not finite.
  */
-function hasRefusedPart(value: unknown): boolean {
-  if (typeof value === "number") return !Number.isFinite(value);
-  const seen: Visits = { count: 0 };
-  const stack: unknown[] = [value];
+function hasRefusedPart(value: unknown, parsed: boolean): boolean {
+  const visits = newVisits(parsed, TRACK_AFTER);
+  const stack: { value: unknown; key: string }[] = [{ value, key: "" }];
   while (stack.length > 0) {
-    const current = stack.pop();
-    if (!walked(current, seen)) continue;
+    const next = stack.pop()!;
+    const current = written(next.value, next.key, parsed);
+    if (typeof current === "number") {
+      if (!Number.isFinite(current)) return true;
+      continue;
+    }
+    if (!entered(current, visits)) continue;
     if (Array.isArray(current)) {
-      for (const item of current) {
-        if (typeof item === "object" && item !== null) stack.push(item);
+      for (let i = 0; i < current.length; i++) {
+        const item: unknown = current[i];
+        if (typeof item === "object" && item !== null) stack.push({ value: item, key: String(i) });
         else if (typeof item === "number" && !Number.isFinite(item)) return true;
       }
       continue;
@@ -96,32 +121,48 @@ function hasRefusedPart(value: unknown): boolean {
     for (const key of Object.keys(current)) {
       if (FORBIDDEN_KEYS.includes(key)) return true;
       const child = (current as Record<string, unknown>)[key];
-      if (typeof child === "object" && child !== null) stack.push(child);
+      if (typeof child === "object" && child !== null) stack.push({ value: child, key });
       else if (typeof child === "number" && !Number.isFinite(child)) return true;
     }
   }
   return false;
 }
 
+/** What `JSON.stringify` writes for `value` under `key`: a `toJSON` method's answer, if it has one. */
+function written(value: unknown, key: string, parsed: boolean): unknown {
+  if (parsed || typeof value !== "object" || value === null) return value;
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  return typeof toJSON === "function" ? toJSON.call(value, key) : value;
+}
+
 /**
- * The objects one walk has gone into. Remembered only past the first {@link TRACK_AFTER}: a parsed
- * body never refers to itself, and most are small, so most walks never build the set.
+ * The objects one walk has gone into: counted, and remembered once the count passes zero (a
+ * walk that starts the count below zero remembers only past that many; one that starts at
+ * `-Infinity`, never).
  */
 interface Visits {
   count: number;
   seen?: WeakSet<object>;
 }
 
-/** Objects a walk goes into before it starts remembering them (see {@link Visits}). */
+/**
+ * Objects the walk that finds nothing goes into before it starts remembering them: most bodies
+ * are small, and most of those walks never build the set.
+ */
 const TRACK_AFTER = 64;
 
-/** Whether the walk goes into `value`: an object not seen before, without a `toJSON` method. */
-function walked(value: unknown, visits: Visits): value is object {
+/** Visits of a walk that remembers objects past the first `after` (never, for a parsed value). */
+function newVisits(parsed: boolean, after: number): Visits {
+  return { count: parsed ? Number.NEGATIVE_INFINITY : -after };
+}
+
+/** Whether the walk goes into `value`: an object, and not one it has gone into before. */
+function entered(value: unknown, visits: Visits): value is object {
   if (typeof value !== "object" || value === null) return false;
-  if (++visits.count > TRACK_AFTER) {
+  if (++visits.count > 0) {
     visits.seen ??= new WeakSet();
     if (visits.seen.has(value)) return false;
     visits.seen.add(value);
   }
-  return typeof (value as { toJSON?: unknown }).toJSON !== "function";
+  return true;
 }

@@ -67,7 +67,8 @@ export function requireHandler(handlers: Handlers, name: string): HandlerDefinit
 
 /**
  * 413 when `input` is larger (as UTF-8 JSON) than the manifest allows, or than the engine's
- * `maxInputBytes` (whichever is lower).
+ * `maxInputBytes` (whichever is lower); 400 when JSON cannot hold it at all (a value that refers
+ * to itself, a BigInt), with or without a limit.
  */
 export function checkInputSize(
   input: unknown,
@@ -77,7 +78,7 @@ export function checkInputSize(
 ): void {
   const tenantMax = rules?.maxInputBytes ?? Number.POSITIVE_INFINITY;
   const max = Math.min(tenantMax, engineMax);
-  if (max === Number.POSITIVE_INFINITY) return;
+  // Written even without a limit: a value JSON cannot hold is refused here, not by the store.
   let text: string;
   try {
     text = JSON.stringify(input ?? null);
@@ -87,6 +88,7 @@ export function checkInputSize(
       { path: "input", message: error instanceof Error ? error.message : String(error) },
     ]);
   }
+  if (max === Number.POSITIVE_INFINITY) return;
   // A UTF-16 unit is 1–3 UTF-8 bytes: most inputs are decided without encoding them.
   if (text.length * 3 <= max) return;
   const bytes = new TextEncoder().encode(text).byteLength;

@@ -47,7 +47,7 @@ export function bodyInput(
     try {
       const value: unknown = JSON.parse(text);
       // A reserved key, or a number JSON cannot carry (1e400 would be stored as null): the text.
-      if (bodyIssues(value, 1).length === 0) return { body: value };
+      if (bodyIssues(value, { max: 1, parsed: true }).length === 0) return { body: value };
     } catch {
       // Not JSON after all: kept as the text it is.
     }

@@ -213,6 +213,25 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
         }
       }
       expect((await engine.broker.listJobs({ limit: 100 })).items).toEqual([]);
+      // Without any input limit as well (nothing to measure, JSON still cannot hold them).
+      const unlimited = engineWith(undefined, { maxInputBytes: Number.POSITIVE_INFINITY }).engine;
+      for (const input of [loop, { n: 10n }]) {
+        await expect(unlimited.broker.submit({ handler: "echo", input })).rejects.toMatchObject({
+          status: 400,
+          message: expect.stringMatching(/input cannot be written as JSON/),
+        });
+      }
+      // A value whose toJSON answers a number JSON cannot carry is refused where it is written.
+      const wrapped = {
+        data: { amount: Number.NaN },
+        toJSON(this: { data: unknown }) {
+          return this.data;
+        },
+      };
+      await expect(
+        engine.broker.submit({ handler: "echo", input: { x: wrapped } }),
+      ).rejects.toMatchObject({ status: 400, errors: [{ path: "input.x.amount" }] });
+      expect((await engine.broker.listJobs({ limit: 100 })).items).toEqual([]);
       // Numbers JSON carries, however large or small, are stored as they are.
       const { job } = await engine.broker.submit({
         handler: "echo",

@@ -1,6 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { MAX_INSTANT_MS } from "../instant.ts";
 import type { Misfire } from "../model.ts";
+import { occurrenceJitter } from "./jitter.ts";
 import { between, firstRunAt, nextAfter } from "./occurrences.ts";
 import { parseSchedule } from "./parse.ts";
 import { type Plan, type PlanOptions, type PlanSchedule, planOccurrences } from "./plan.ts";
@@ -296,6 +298,12 @@ describe("planOccurrences: properties", () => {
           // is, a schedule never has more than one jittered occurrence waiting.
           const following = nextAfter(p, f.fireAt);
           if (following !== null) expect(f.runAt).toBeLessThan(following);
+          // And the delay is the occurrence's own, cut only by that gap.
+          const room =
+            following === null ? s.jitterMs : Math.min(s.jitterMs, following - f.fireAt - 1);
+          expect(f.runAt).toBe(
+            Math.min(f.fireAt + occurrenceJitter(s.id, f.fireAt, room), MAX_INSTANT_MS),
+          );
         }
         expect(planOccurrences(p, s, now, o)).toEqual(plan); // deterministic
         if (s.misfire === "skip")

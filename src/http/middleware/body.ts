@@ -73,7 +73,7 @@ export async function jsonBody(
     const message = error instanceof Error ? error.message : "not JSON";
     throw new ValidationError("request body is not valid JSON", [{ path: "", message }]);
   }
-  const refused = bodyIssues(value);
+  const refused = bodyIssues(value, { parsed: true });
   if (refused.length > 0) {
     const keys = refused.some((issue) => issue.message.startsWith("the key"));
     throw new ValidationError(
