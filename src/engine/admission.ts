@@ -110,7 +110,15 @@ export function checkInputSize(
  * (`engine.broker.submit`, `engine.schedules.create`) to the same rule.
  */
 export function checkInputValues(input: unknown): void {
-  const issues = bodyIssues(input);
+  let issues: ReturnType<typeof bodyIssues>;
+  try {
+    issues = bodyIssues(input);
+  } catch (error) {
+    // A toJSON method of the input threw: JSON.stringify would throw the same.
+    throw new InvalidRequestError("input cannot be written as JSON", [
+      { path: "input", message: error instanceof Error ? error.message : String(error) },
+    ]);
+  }
   if (issues.length === 0) return;
   throw new InvalidRequestError(
     "input holds a value JSON cannot carry",

@@ -199,7 +199,12 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
       // once), not a process that hangs.
       const loop: Record<string, unknown> = { x: 1 };
       loop.self = { back: loop };
-      for (const input of [loop, { n: 10n }]) {
+      const throwing = {
+        toJSON() {
+          throw new Error("no JSON for this one");
+        },
+      };
+      for (const input of [loop, { n: 10n }, { x: throwing }]) {
         for (const write of [
           () => engine.broker.submit({ handler: "echo", input }),
           () => engine.broker.createSchedule({ handler: "echo", schedule: "1h", input }),
