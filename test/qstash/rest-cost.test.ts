@@ -44,6 +44,9 @@ function schedule(id: string, nextRunAt: number) {
     schedule: "1h",
     input: null,
     nextRunAt,
+    // Anchored at its first occurrence: the next one is an hour after it, whatever the time of
+    // day (anchored at the hour, a run in the minute before one crossed it between the ticks).
+    startAt: nextRunAt,
     rev: 0,
     runs: 0,
   });
@@ -69,14 +72,11 @@ describe("production-path cost, counted at the wire", () => {
         }),
         handlers: { work: { run: () => null } },
         logger: silentLogger,
-        // No look-ahead: in the last minute of an hour the next hour's occurrences would be
-        // dispatched too (2 × M), whatever time of day the test runs.
+        // No look-ahead: only the occurrence due now is dispatched, not the next one's too.
         tick: { horizonMs: 0 },
       });
       const M = 250;
-      const now = await store.now();
-      const hour = 3_600_000;
-      const dueAt = Math.floor(now / hour) * hour;
+      const dueAt = (await store.now()) - 1_000;
       await Promise.all(
         Array.from({ length: M }, (_, i) => store.putSchedule(schedule(`s${i}`, dueAt))),
       );
