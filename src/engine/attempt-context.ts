@@ -117,7 +117,7 @@ const JOBS: PropertyDescriptor = {
 /** A handler's `ctx.jobs`: the broker, scoped to the running job's tenant. */
 function tenantJobs(broker: Broker, tenant: string): HandlerContext["jobs"] {
   return {
-    submit: (next) => broker.submit(next, { tenant }),
+    submit: (next) => broker.submit(next as never, { tenant }),
     submitFlow: (flow) => broker.submitFlow(flow as never, { tenant }),
     // Scoped: a job of another tenant is unknown here (404), whatever id the input names.
     get: (id) => broker.getJob(id, { tenant, scopes: ["read"] }),

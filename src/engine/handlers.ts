@@ -6,6 +6,7 @@ import type { z } from "zod";
 import { type Duration, parseDuration } from "../core/duration.ts";
 import type { JobLogLevel, JobRecord } from "../core/model.ts";
 import { MAX_RETRIES, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
+import type { BatchJobRequest } from "./batch.ts";
 import { type ConcurrencyOption, validateConcurrency } from "./concurrency.ts";
 import type { Logger } from "./logger.ts";
 import { type RateLimitOption, validateRateLimit } from "./rate-limit.ts";
@@ -29,17 +30,25 @@ export interface HandlerContext {
   fireAt?: number;
   /** Structured logger carrying the job id. */
   logger: Logger;
-  /** Submit follow-up work and read jobs (same tenant). */
+  /**
+   * Submit follow-up work and read jobs (same tenant). A handler map cannot type its own
+   * handlers' `ctx`, so `submit` and `submitFlow` take any name and input unless given the map as
+   * a type argument, which a map may name inside its own handlers:
+   * `ctx.jobs.submit<typeof handlers>({ handler: "email.send", input: { to } })` accepts only the
+   * map's names, each with its own input, as `engine.broker.submit` does.
+   */
   jobs: {
-    submit(job: SubmitJob): Promise<{ job: JobRecord; replayed: boolean }>;
+    submit<H extends Handlers = Handlers>(
+      job: BatchJobRequest<H>,
+    ): Promise<{ job: JobRecord; replayed: boolean }>;
     /**
      * A flow: `children`, then `parent` waiting for them all (src/engine/flows.ts). Pass an
      * `idempotencyKey` derived from this job (e.g. `` `${ctx.jobId}:fan-out` ``) so a retry of
      * this handler answers the flow it already submitted instead of submitting another.
      */
-    submitFlow(flow: {
-      children: SubmitJob[];
-      parent: SubmitJob;
+    submitFlow<H extends Handlers = Handlers>(flow: {
+      children: BatchJobRequest<H>[];
+      parent: BatchJobRequest<H>;
       idempotencyKey?: string;
     }): Promise<{ parent: JobRecord; children: JobRecord[]; replayed: boolean }>;
     /** A job of this tenant (e.g. one this job waited for, to read its `result`). */

@@ -9,8 +9,10 @@ import * as z from "zod";
 import {
   defineHandler,
   defineHandlers,
+  type HandlerContext,
   type HandlerInput,
   type Handlers,
+  type SubmitJob,
 } from "../../src/engine/handlers.ts";
 import { createEngine } from "../../src/engine/index.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
@@ -128,5 +130,62 @@ describe("the handler map types the client", () => {
       return text;
     };
     expect(typeof never).toBe("function");
+  });
+});
+
+describe("a map types its own handlers' follow-up submits", () => {
+  // Each handler names the map it is part of as a type argument. A run whose result is computed
+  // from the typed call's answer declares its result type (`relay`): inferring it would make the
+  // map's type circular (TS7022), so tsc fails this file if that changes for the worse.
+  const chain = defineHandlers({
+    first: {
+      input: z.object({ n: z.number() }),
+      run: async ({ n }, ctx) => {
+        await ctx.jobs.submit<typeof chain>({ handler: "second", input: { label: String(n) } });
+        return String(n);
+      },
+    },
+    second: {
+      input: z.object({ label: z.string() }),
+      run: async ({ label }, ctx) => {
+        await ctx.jobs.submitFlow<typeof chain>({
+          children: [{ handler: "first", input: { n: 1 } }],
+          parent: { handler: "second", input: { label } },
+        });
+        return label.length;
+      },
+    },
+    relay: {
+      run: async (_input, ctx): Promise<string> => {
+        const { job } = await ctx.jobs.submit<typeof chain>({ handler: "first", input: { n: 2 } });
+        return job.id;
+      },
+    },
+  });
+
+  it("accepts only the map's names, each with its input; untyped without the argument", () => {
+    expectTypeOf<HandlerResult<typeof chain, "first">>().toEqualTypeOf<string>();
+    expectTypeOf<HandlerResult<typeof chain, "second">>().toEqualTypeOf<number>();
+    expectTypeOf<HandlerResult<typeof chain, "relay">>().toEqualTypeOf<string>();
+    // Compile-time only: the calls below are never made.
+    const never = (ctx: HandlerContext): unknown[] => [
+      // @ts-expect-error a handler name that is not in the map
+      ctx.jobs.submit<typeof chain>({ handler: "nope", input: { n: 1 } }),
+      // @ts-expect-error second's input is { label: string }
+      ctx.jobs.submit<typeof chain>({ handler: "second", input: { label: 1 } }),
+      // @ts-expect-error first's input is required by its schema
+      ctx.jobs.submit<typeof chain>({ handler: "first" }),
+      ctx.jobs.submitFlow<typeof chain>({
+        children: [],
+        // @ts-expect-error a flow's jobs are typed too
+        parent: { handler: "first", input: { n: "1" } },
+      }),
+      // Without a map: any name and input, as before.
+      ctx.jobs.submit({ handler: "anything", input: [1] }),
+    ];
+    expect(typeof never).toBe("function");
+    // What the untyped submit took before it became generic still fits.
+    const old: SubmitJob = { handler: "x", input: 1, delay: "5s", runAt: new Date(), tags: ["t"] };
+    expectTypeOf<HandlerContext["jobs"]["submit"]>().toBeCallableWith(old);
   });
 });

@@ -68,7 +68,7 @@ export async function fine(): Promise<void> {
 `;
 
 /** Each line a mistake the compiler must report (checked by line). */
-const MISTAKES = `import { createEngine } from "tickwork";
+const MISTAKES = `import { createEngine, type HandlerContext } from "tickwork";
 import { createClient } from "tickwork/client";
 import { LocalTransport } from "tickwork/local";
 import { MemoryStore } from "tickwork/memory";
@@ -87,9 +87,10 @@ export const mistakes = [
   tw.jobs.submit({ handler: "email.sned", input: { to: "a@b.c" } }),
   tw.jobs.submit({ handler: "email.send", input: { to: 42 } }),
   tw.schedules.create({ handler: "emails.send", schedule: "1h", input: { to: "a@b.c" } }),
+  (ctx: HandlerContext) => ctx.jobs.submit<typeof handlers>({ handler: "user.welcome", input: {} }),
 ];
 `;
-const MISTAKE_LINES = [14, 15, 16, 17, 18, 19];
+const MISTAKE_LINES = [14, 15, 16, 17, 18, 19, 20];
 
 /** Plain Node: import every entry, print how many names each has. */
 const IMPORT_ALL = `const entries = ${JSON.stringify(EXPORTS.map(specifier))};
