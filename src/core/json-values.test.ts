@@ -82,6 +82,17 @@ describe("bodyIssues", () => {
     const spy = { toJSON: (key: string) => keys.push(key) && 1 };
     bodyIssues({ a: spy, b: [spy], c: Number.NaN });
     expect(keys).toEqual(expect.arrayContaining(["a", "0"]));
+    // A reserved key JSON.stringify leaves out (its value undefined, a function, a symbol, or a
+    // toJSON answering one of those) sends nothing: not refused, and its value is not walked.
+    const dropped = {
+      constructor: undefined,
+      prototype: () => Number.NaN,
+      __proto__x: 1,
+      nested: { prototype: Symbol("s"), constructor: { toJSON: () => undefined } },
+    };
+    expect(JSON.parse(JSON.stringify(dropped))).toEqual({ __proto__x: 1, nested: {} });
+    expect(bodyIssues(dropped)).toEqual([]);
+    expect(bodyIssues({ a: { constructor: null } }).map((i) => i.path)).toEqual(["a.constructor"]);
     const parsed = JSON.parse('{"a":[{"constructor":{"x":1}}],"b":1e400}');
     expect(bodyIssues(parsed, { parsed: true }).map((issue) => issue.path)).toEqual([
       "a.0.constructor",

@@ -79,6 +79,7 @@ export function bodyIssues(value: unknown, options: BodyIssuesOptions = {}): Val
       const key = keys[i]!;
       const at = path === undefined ? key : `${path}.${key}`;
       if (FORBIDDEN_KEYS.includes(key)) {
+        if (!keeps(current, key, parsed)) continue;
         issues.push({ path: at, message: `the key "${key}" is not allowed` });
         if (issues.length >= max) break;
       } else {
@@ -119,13 +120,27 @@ function hasRefusedPart(value: unknown, parsed: boolean): boolean {
       continue;
     }
     for (const key of Object.keys(current)) {
-      if (FORBIDDEN_KEYS.includes(key)) return true;
+      if (FORBIDDEN_KEYS.includes(key)) {
+        if (keeps(current, key, parsed)) return true;
+        continue;
+      }
       const child = (current as Record<string, unknown>)[key];
       if (typeof child === "object" && child !== null) stack.push({ value: child, key });
       else if (typeof child === "number" && !Number.isFinite(child)) return true;
     }
   }
   return false;
+}
+
+/**
+ * Whether `JSON.stringify` writes `object`'s own `key` at all: it leaves out a key whose value
+ * (after `toJSON`) is `undefined`, a function or a symbol, so `{ constructor: undefined }` sends
+ * nothing to refuse. A parsed value holds none of those.
+ */
+function keeps(object: object, key: string, parsed: boolean): boolean {
+  if (parsed) return true;
+  const value = written((object as Record<string, unknown>)[key], key, false);
+  return value !== undefined && typeof value !== "function" && typeof value !== "symbol";
 }
 
 /** What `JSON.stringify` writes for `value` under `key`: a `toJSON` method's answer, if it has one. */
