@@ -16,22 +16,18 @@ const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
 type Doc = any;
 
 /** Every variable the Node server reads, as the configuration files must offer it. */
+/**
+ * Every variable the Node server reads (src/adapter/node/env.ts and placement-env.ts), but
+ * Vercel's `KV_REST_API_*` names for Upstash: found in the code, so a new one fails the checks
+ * below until the manifests carry it.
+ */
 const VARIABLES = [
-  "PORT",
-  "HOST",
-  "REDIS_URL",
-  "UPSTASH_REDIS_REST_URL",
-  "UPSTASH_REDIS_REST_TOKEN",
-  "QSTASH_TOKEN",
-  "QSTASH_URL",
-  "QSTASH_CURRENT_SIGNING_KEY",
-  "QSTASH_NEXT_SIGNING_KEY",
-  "TICKWORK_PUBLIC_URL",
-  "TICKWORK_SIGNING_KEY",
-  "TICKWORK_API_KEY",
-  "TICKWORK_PREFIX",
-  "CRON_SECRET",
-];
+  ...new Set(
+    ["src/adapter/node/env.ts", "src/adapter/node/placement-env.ts"].flatMap((file) =>
+      [...read(file).matchAll(/(?:value\(env, |read\()"([A-Z][A-Z0-9_]+)"/g)].map((m) => m[1]!),
+    ),
+  ),
+].filter((name) => !name.startsWith("KV_REST_API_"));
 
 describe("infra/vercel.json", () => {
   it("has Vercel Cron call GET /v1/tick every minute", () => {
@@ -236,9 +232,11 @@ describe("infra/k8s", () => {
         { secretRef: { name: "tickwork-secrets" } },
       ]);
     }
-    // Each variable is one the code reads.
-    const env = read("src/adapter/node/env.ts");
-    for (const name of VARIABLES) expect(env, name).toContain(`"${name}"`);
+    // The list is the code's: it holds the variables from the start of the project and the later ones.
+    expect(VARIABLES).toEqual(
+      expect.arrayContaining(["REDIS_URL", "CRON_SECRET", "TICKWORK_GROUP"]),
+    );
+    expect(VARIABLES.length).toBeGreaterThanOrEqual(25);
   });
 });
 
