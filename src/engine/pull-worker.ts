@@ -22,6 +22,9 @@
  * freed slot does not wait for a pull's round trip. One held ahead longer than `readAheadHoldMs`
  * (every slot taken by long handlers) is handed back to the queue for another worker, and reading
  * ahead pauses; at stop, every one held ahead is handed back (docs/adr/0040-read-ahead.md).
+ * Keeping: every `keepAfterMs` the worker tells the queue which deliveries it has held that long
+ * (`PullQueue.keep`), so a handler that runs longer than the queue's takeover time is not taken
+ * over as a stopped consumer's; at stop, after the deadline, it stops keeping what still runs.
  * `concurrency` is this process's own bound (a node's "max parallel"); a handler's `concurrency`
  * option bounds its jobs across every worker (enforced by `beginRun`): a delivery over it is
  * deferred, never counted as a retry. Stopping: it stops pulling, waits for what is in flight up
@@ -118,6 +121,13 @@ export class PullWorker {
   #slotsHeld = 0;
   /** Job ids with a delivery running in this process. */
   readonly #jobsRunning = new Set<string>();
+  /**
+   * Deliveries pulled and not answered yet (waiting, running or finishing), by entry id, with
+   * when they were pulled: those pulled `keepAfterMs` ago or more are kept (PullQueue.keep).
+   */
+  readonly #held = new Map<string, number>();
+  #keepTimer: ReturnType<typeof setInterval> | undefined;
+  #keeping = false;
   #acks: string[] = [];
   #ackFlush: Promise<void> | undefined;
   /** Ack requests still under way. */
@@ -162,6 +172,11 @@ export class PullWorker {
     if (this.#loop) return;
     await this.#queue.open();
     this.#loop = this.#run();
+    const every = this.#queue.keepAfterMs;
+    if (this.#queue.keep && every !== undefined && every > 0) {
+      this.#keepTimer = setInterval(() => void this.#keepHeld(every), every);
+      this.#keepTimer.unref?.();
+    }
   }
 
   /**
@@ -183,6 +198,9 @@ export class PullWorker {
     });
     await Promise.race([Promise.all(this.#inFlight), deadline]);
     clearTimeout(timer);
+    // What still runs is left to be taken over: no longer kept.
+    clearInterval(this.#keepTimer);
+    this.#keepTimer = undefined;
     await this.#flushAcks();
     await Promise.all(this.#acking);
     return { left: this.#inFlight.size };
@@ -222,7 +240,10 @@ export class PullWorker {
       }
       this.#stats.pulled += messages.length;
       const at = performance.now();
-      for (const message of messages) this.#waiting.push({ message, at });
+      for (const message of messages) {
+        this.#waiting.push({ message, at });
+        this.#held.set(message.id, at);
+      }
       this.#startWaiting();
     }
   }
@@ -270,6 +291,7 @@ export class PullWorker {
   /** Give the first `count` waiting deliveries back to the queue, unstarted. */
   async #handBack(count: number): Promise<void> {
     const given = this.#waiting.splice(0, count);
+    for (const { message } of given) this.#held.delete(message.id);
     await Promise.all(
       given.map(async ({ message }) => {
         try {
@@ -300,6 +322,7 @@ export class PullWorker {
       this.#wakeLoop?.();
     };
     const run = this.#handle(message, release).finally(() => {
+      this.#held.delete(message.id);
       this.#inFlight.delete(run);
       release();
       this.#startWaiting(); // a finishing delivery fewer may let a waiting one start
@@ -355,6 +378,30 @@ export class PullWorker {
       });
     } finally {
       if (mine && jobId !== undefined) this.#jobsRunning.delete(jobId);
+    }
+  }
+
+  /**
+   * Keep the deliveries held `every` ms or longer (PullQueue.keep), so that none of a live long
+   * handler is taken over as a stopped consumer's. One call at a time; a failure is logged, and
+   * the next period tries again.
+   */
+  async #keepHeld(every: number): Promise<void> {
+    if (this.#keeping || this.#held.size === 0) return;
+    const since = performance.now() - every;
+    const ids: string[] = [];
+    for (const [id, at] of this.#held) if (at <= since) ids.push(id);
+    if (ids.length === 0) return;
+    this.#keeping = true;
+    try {
+      await this.#queue.keep?.(ids);
+    } catch (error) {
+      this.#log("warn", "could not keep deliveries in flight; another worker may take them over", {
+        count: ids.length,
+        error: String(error),
+      });
+    } finally {
+      this.#keeping = false;
     }
   }
 

@@ -225,7 +225,7 @@ function queueFamilies(queue: QueueStats): Family[] {
     gauge("queue_pending", "Deliveries read by a worker and not acknowledged yet.", queue.pending),
     gauge(
       "queue_oldest_pending_seconds",
-      "Age of the oldest pending delivery (0: none pending).",
+      "Age of the oldest pending delivery, since it was put on the queue (0: none pending).",
       queue.oldestPendingMs / 1000,
     ),
     gauge(

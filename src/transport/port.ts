@@ -72,7 +72,7 @@ export interface QueueStats {
   length: number;
   /** Read by a worker and not acknowledged yet. */
   pending: number;
-  /** Age of the oldest pending delivery (ms; 0 when none). */
+  /** Age of the oldest pending delivery, since it was put on the queue (ms; 0 when none). */
   oldestPendingMs: number;
   /** Deliveries waiting for their not-before time (delays, retries after backoff). */
   delayed: number;
@@ -154,4 +154,12 @@ export interface PullQueue {
   backoff(retried: number): number;
   /** End a {@link PullQueue.pull} that is waiting (it resolves `[]`). */
   interrupt(): void;
+  /**
+   * Optional: deliveries this process still works on, pulled {@link PullQueue.keepAfterMs} or
+   * longer ago and not answered yet, so that none is taken over as a stopped consumer's while its
+   * handler runs. The worker calls it every `keepAfterMs` while it has such deliveries.
+   */
+  keep?(ids: string[]): Promise<void>;
+  /** With {@link PullQueue.keep}: how long after its pull a delivery needs keeping (ms). */
+  readonly keepAfterMs?: number;
 }

@@ -25,7 +25,10 @@ import { scripts } from "../scripts.generated.ts";
 export interface StreamsClient extends IoredisScripting {
   call(command: string, ...args: (string | number)[]): Promise<unknown>;
   /** A new connection with the same options, for the blocking reads. */
-  duplicate(): StreamsClient & { disconnect(): void };
+  duplicate(): StreamsClient & {
+    disconnect(): void;
+    on?(event: "error", listener: (error: Error) => void): unknown;
+  };
 }
 
 /** Options of {@link RedisStreams}. */
@@ -74,7 +77,7 @@ export interface StreamsStats {
   length: number;
   /** Read by a consumer and not acknowledged yet. */
   pending: number;
-  /** Age of the oldest pending delivery (ms; 0 when none). */
+  /** Age of the oldest pending delivery, since it was put on the queue (ms; 0 when none). */
   oldestPendingMs: number;
   /** Deliveries waiting for their not-before time (delays, retries after backoff). */
   delayed: number;
@@ -106,9 +109,14 @@ export class RedisStreams {
   readonly #stream: string;
   readonly #consumer: string;
   readonly #claimIdleMs: number;
+  /**
+   * A third of `claimIdleMs`: a delivery kept this often is never idle long enough to be taken
+   * over (see {@link RedisStreams.keep}).
+   */
+  readonly keepAfterMs: number;
   readonly #maintainEveryMs: number;
   readonly #backoff: (retried: number) => number;
-  #reader: (StreamsClient & { disconnect(): void }) | undefined;
+  #reader: ReturnType<StreamsClient["duplicate"]> | undefined;
   #lastMaintain = Number.NEGATIVE_INFINITY;
   /** When the earliest delayed delivery is due (ms, this process's clock); Infinity: none. */
   #nextDelayedAt = Number.NEGATIVE_INFINITY;
@@ -126,6 +134,7 @@ export class RedisStreams {
     this.#consumer =
       options.consumer ?? `c-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
     this.#claimIdleMs = positive("claimIdleMs", options.claimIdleMs, 30_000);
+    this.keepAfterMs = Math.max(1, Math.floor(this.#claimIdleMs / 3));
     this.#maintainEveryMs = positive("maintainEveryMs", options.maintainEveryMs, 5_000);
     this.#backoff = options.backoff ?? ((n) => Math.min(1_000 * 2 ** n, 60_000));
   }
@@ -265,6 +274,16 @@ export class RedisStreams {
     return this.#backoff(retried);
   }
 
+  /**
+   * Deliveries this process still works on start their idle time over (XCLAIM to itself,
+   * JUSTID), so no worker takes over a live long handler's delivery after `claimIdleMs`: without
+   * it, its own consumer's maintenance took it over and queued it again every second until the
+   * handler returned. One no longer this consumer's is left alone (streamKeep).
+   */
+  async keep(ids: string[]): Promise<void> {
+    if (ids.length > 0) await this.#run(scripts.streamKeep, [this.#consumer, ...ids]);
+  }
+
   interrupt(): void {
     this.#interrupted = true;
     // A blocked XREADGROUP cannot be cancelled: drop its connection (a new one is made on demand).
@@ -354,8 +373,14 @@ export class RedisStreams {
     return out;
   }
 
-  #reading(): StreamsClient & { disconnect(): void } {
-    this.#reader ??= this.#redis.duplicate();
+  #reading(): ReturnType<StreamsClient["duplicate"]> {
+    if (!this.#reader) {
+      const reader = this.#redis.duplicate();
+      // The shared client reports a lost connection (once, in the server's log); without a
+      // listener ioredis prints every failed reconnect of this one as an unhandled error.
+      reader.on?.("error", () => {});
+      this.#reader = reader;
+    }
     return this.#reader;
   }
 
