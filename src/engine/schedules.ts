@@ -187,7 +187,7 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
     const { schedule, quota } = await this.writeSchedule(
       id,
       (existing) => {
-        if (!existing) throw new NotFoundError("schedule", id);
+        if (!existing) throw new NotFoundError("schedule", userId);
         const next: ScheduleDef = { ...defOf(existing) };
         if (patch.handler !== undefined) next.handler = patch.handler;
         if (patch.schedule !== undefined) next.schedule = patch.schedule.trim();

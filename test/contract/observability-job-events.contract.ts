@@ -8,8 +8,8 @@
 import { describe, expect, it } from "vitest";
 import type { JobSpec } from "../../src/core/model.ts";
 import type { Store, TickEvent } from "../../src/store/port.ts";
-import { accepted, jobSpec, type MakeContractStore } from "./fixtures.ts";
-import { ERROR, useObservabilityStore } from "./observability-harness.ts";
+import { accepted, jobSpec, type MakeContractStore, scheduleRecord } from "./fixtures.ts";
+import { asLeader, ERROR, useObservabilityStore } from "./observability-harness.ts";
 
 /** Events one call examines at most (the port's bound). */
 const SCAN = 1_000;
@@ -18,7 +18,7 @@ const SCAN = 1_000;
 export function describeJobEventsContract(name: string, make: MakeContractStore): void {
   describe(`Observability contract: ${name}`, () => {
     let store: Store;
-    const { submitted, run, allEvents } = useObservabilityStore(make, (made) => {
+    const { submitted, run, allEvents, tickOpts } = useObservabilityStore(make, (made) => {
       store = made;
     });
 
@@ -119,6 +119,56 @@ export function describeJobEventsContract(name: string, make: MakeContractStore)
       const rest = await store.events({ after: examined.last, limit: SCAN });
       expect(rest.events).toHaveLength(others.length + 2 - SCAN);
       expect(rest.more).toBeUndefined();
+    });
+
+    it("with a tenant, scans only what it may see: another tenant's events end no page", async () => {
+      const acme = await submitted({ tenant: "acme" });
+      // A leader change: the deployment's event, which every tenant sees (a tick leads only
+      // with something due).
+      await store.putSchedule(scheduleRecord({ nextRunAt: (await store.now()) - 1_000 }));
+      const tick = asLeader(await store.beginTick(tickOpts({ holder: "h1" })));
+      await store.endTick(tick.token, []);
+      const globex = await submitted({ tenant: "globex" });
+      // An error naming acme as tenant, in globex's job: not its tenant.
+      await run(globex);
+      await store.finishRun(globex.id, 1, {
+        ok: false,
+        error: { name: "Error", message: ',"tenant":"acme"' },
+        final: true,
+      });
+      await store.cancelJob(acme.id);
+      const all = await allEvents();
+      const seen = (tenant: string) =>
+        all.filter((e) => e.tenant === tenant || (e.jobId === undefined && !e.scheduleId));
+
+      for (const tenant of ["acme", "globex"]) {
+        const page = await store.events({ tenant, limit: 100 });
+        expect(page.events).toEqual(seen(tenant));
+        expect(page.last).toBe(all.at(-1)?.id);
+      }
+      expect(seen("globex").map((e) => e.type)).toEqual([
+        "leader.changed",
+        "job.created",
+        "job.started",
+        "job.dead",
+      ]);
+      // globex asking for acme's job, or acme's kind of event, one at a time: the same answer as
+      // for a job that does not exist. Before, the scan stopped at acme's event (`more`, and
+      // `last` its id): whether acme's job existed, and when its events happened.
+      const none = await store.events({ tenant: "globex", jobId: "j_nosuchjob", limit: 1 });
+      expect(none).toEqual({ events: [], last: all.at(-1)?.id });
+      expect(await store.events({ tenant: "globex", jobId: acme.id, limit: 1 })).toEqual(none);
+      const cancelled = await store.events({
+        tenant: "globex",
+        types: ["job.cancelled"],
+        limit: 1,
+      });
+      expect(cancelled).toEqual(none);
+      // Its own kind of event still ends a page at `limit`, with `more` when others follow.
+      const own = await store.events({ tenant: "acme", types: ["job.created"], limit: 1 });
+      expect(own.events.map((e) => e.jobId)).toEqual([acme.id]);
+      expect(own.more).toBe(true);
+      expect(own.last).toBe(own.events[0]?.id);
     });
 
     it("finds a job's events from its creation time, skipping what came before", async () => {

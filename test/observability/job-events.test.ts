@@ -124,6 +124,14 @@ describe.each(factories)("GET /v1/events?jobId= on $name", (factory) => {
     const since = encodeURIComponent(job.createdAt);
     const withSince = await eventsOf(`jobId=${encodeURIComponent(job.id)}&since=${since}`, "t2");
     expect(withSince.body.items).toEqual([]);
+    // Nor does the page's end tell it: one event at a time, t1's job reads as one that does not
+    // exist (before, the scan stopped at its event: `more`, and `last` that event's id).
+    const one = await eventsOf(`jobId=${encodeURIComponent(job.id)}&limit=1`, "t2");
+    const nothing = await eventsOf("jobId=j_0nosuchjob0000000000000&limit=1", "t2");
+    expect(one.body).toEqual(nothing.body);
+    expect(one.body.more).toBeUndefined();
+    const dead = await eventsOf("type=job.failed&limit=1", "t2");
+    expect(dead.body).toEqual({ items: [], last: nothing.body.last });
     // Its own job's id is no way in either: the job itself is not found.
     expectProblem(await call(h.origin, "GET", `/v1/jobs/${job.id}`, { headers: as("t2") }), 404);
   });

@@ -150,6 +150,16 @@ describe.each(storeFactories)("tenant isolation on $name", (factory) => {
       }
     }
 
+    // A change to a schedule it does not have names the id as asked, as every other route does
+    // (before, PATCH named the stored id, which carries the tenant).
+    const patched = await call(h.origin, "PATCH", "/v1/schedules/no-such-schedule", {
+      headers: asA,
+      json: { input: { n: 1 } },
+    });
+    expect(patched.status).toBe(404);
+    expect(JSON.stringify(patched.body)).toContain('"no-such-schedule\\"');
+    expect(JSON.stringify(patched.body)).not.toContain("tenant-a:");
+
     const everything = seen.join("\n");
     const at = everything.indexOf("tenant-b");
     expect(at, everything.slice(Math.max(0, at - 300), at + 100)).toBe(-1);

@@ -14,7 +14,9 @@ import * as z from "zod";
 import { parseInstant } from "../../core/instant.ts";
 import { scheduleUserId } from "../../core/model.ts";
 import { isJobId, parseOrThrow, wellFormed } from "../../core/schemas.ts";
+import { tenantOf } from "../../engine/actor.ts";
 import { sees } from "../../engine/broker.ts";
+import { UNKNOWN_WEBHOOK_ENDPOINT } from "../../store/port/webhooks.ts";
 import type {
   DegradationState,
   EventType,
@@ -132,17 +134,32 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
   const guard = [authorizeRequest(config.authorize), requireScope("read")] as const;
 
   routes.get("/metrics", ...guard, async (c) => {
-    const [stats, queue, nodes, hooks] = await Promise.all([
+    const [stats, queue, nodes, counts] = await Promise.all([
       engine.stats(),
       engine.queueStats(),
       nodeCounts(config),
       engine.store.webhookCounts?.(),
     ]);
+    // The deployment's figures are everyone's; webhook endpoints are a tenant's own: a tenant's
+    // key sees its endpoints' counts only, as `GET /v1/hooks` lists only its endpoints (and the
+    // requests to no endpoint, `_unknown`, which are no tenant's).
+    const actor = c.get("actor");
+    const endpoints = [...config.webhooks.values()]
+      .filter((e) => sees(actor, e.tenant))
+      .map((e) => e.name);
+    const hooks =
+      counts && actor.scopes !== undefined
+        ? new Map(
+            [...counts].filter(
+              ([name]) => name === UNKNOWN_WEBHOOK_ENDPOINT || endpoints.includes(name),
+            ),
+          )
+        : counts;
     const text =
       renderPrometheus(stats, queue) +
       (nodes ? renderNodeMetrics(nodes) : "") +
-      (hooks && (hooks.size > 0 || config.webhooks.size > 0)
-        ? renderWebhookMetrics(hooks, [...config.webhooks.keys()])
+      (hooks && (hooks.size > 0 || endpoints.length > 0)
+        ? renderWebhookMetrics(hooks, endpoints)
         : "");
     return c.body(text, 200, { "Content-Type": PROMETHEUS_TEXT, "Cache-Control": "no-store" });
   });
@@ -155,15 +172,17 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
 
   routes.get("/v1/events", ...guard, async (c) => {
     const query = parseOrThrow(eventsQuery, c.req.query(), "query");
+    const actor = c.get("actor");
     const page = await engine.store.events({
       ...(query.since !== undefined ? { after: query.since } : {}),
       ...(query.type !== undefined ? { types: query.type } : {}),
       ...(query.jobId !== undefined ? { jobId: query.jobId } : {}),
+      // A tenant's key sees its own jobs' events and the deployment's (leader, degradation),
+      // filtered while the store scans: another tenant's event never ends a page, so `last` and
+      // `more` tell nothing of it (the filter below is a second line).
+      ...(actor.scopes !== undefined ? { tenant: tenantOf(actor) } : {}),
       limit: query.limit,
     });
-    // A tenant's key sees its own jobs' events and the deployment's (leader, degradation); the
-    // page is filtered, so it may hold fewer items while `last` reads on.
-    const actor = c.get("actor");
     const events = page.events.filter((e) => e.tenant === undefined || sees(actor, e.tenant));
     c.header("Cache-Control", "no-store");
     return c.json({

@@ -6,7 +6,7 @@
  * call examines.
  */
 import { ValidationError } from "../../core/errors.ts";
-import type { JobError, JobSpec } from "../../core/model.ts";
+import { DEFAULT_TENANT, type JobError, type JobSpec } from "../../core/model.ts";
 import { type EventsPage, type EventsQuery, eventIdAbove, type TickEvent } from "../port.ts";
 import { clone } from "./shared.ts";
 
@@ -86,6 +86,7 @@ export class EventLog {
     const after = query.after === undefined ? { ms: -1, seq: -1 } : parseEventId(query.after);
     const types = query.types && query.types.length > 0 ? new Set(query.types) : undefined;
     const jobId = query.jobId ? query.jobId : undefined;
+    const tenant = query.tenant ? query.tenant : undefined;
     const limit = Math.max(1, Math.min(EVENTS_SCAN, Math.floor(query.limit)));
     // First stored event with an id above `after` (ids increase along the array).
     let lo = this.#start;
@@ -103,7 +104,11 @@ export class EventLog {
     for (; i < end && events.length < limit; i++) {
       const { event } = this.#events[i] as StoredEvent;
       last = event.id;
-      if ((!types || types.has(event.type)) && (jobId === undefined || event.jobId === jobId)) {
+      if (
+        (!types || types.has(event.type)) &&
+        (jobId === undefined || event.jobId === jobId) &&
+        (tenant === undefined || visibleTo(event, tenant))
+      ) {
         events.push(event);
       }
     }
@@ -141,4 +146,15 @@ function parseEventId(id: string): { ms: number; seq: number } {
     ]);
   }
   return { ms: Number(match[1]), seq: Number(match[2]) };
+}
+
+/**
+ * Whether `tenant` may see `event` (`EventsQuery.tenant`): its own jobs' and schedules' events,
+ * and the deployment's, which concern no job; a job's event without a tenant is the default
+ * tenant's.
+ */
+function visibleTo(event: TickEvent, tenant: string): boolean {
+  if (event.tenant !== undefined) return event.tenant === tenant;
+  if (event.jobId === undefined && event.scheduleId === undefined) return true;
+  return tenant === DEFAULT_TENANT;
 }

@@ -182,6 +182,14 @@ export interface EventsQuery {
    * cheaply by starting `after` its creation (e.g. `GET /v1/events?jobId=&since=<createdAt>`).
    */
   jobId?: string | undefined;
+  /**
+   * Only the events this tenant may see: its jobs' (and its schedules') events, and the
+   * deployment's own, which concern no job (`leader.changed`, `degradation.changed`); a job's
+   * event without a tenant (written by an older version) is the default tenant's. Applied while
+   * scanning, like the other filters: another tenant's event never matches, so no `last` or
+   * `more` stops at one. Absent: every tenant's (auth off).
+   */
+  tenant?: string | undefined;
   /** Oldest first, at most this many (1–1,000). */
   limit: number;
 }

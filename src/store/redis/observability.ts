@@ -86,6 +86,7 @@ export async function events(c: RedisContext, query: EventsQuery): Promise<Event
       typesArg(query.types),
       String(EVENTS_BUDGET),
       query.jobId ?? "",
+      query.tenant ?? "",
     ],
   );
   const r = fromJson<{

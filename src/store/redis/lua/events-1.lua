@@ -12,6 +12,10 @@
     ARGV[4] budget (entries examined at most)
     ARGV[5] job id ('' = every event); a job event's JSON starts
             `{"type":"…","at":<ms>,"jobId":<id as JSON>` (include "events", `jobEvent`)
+    ARGV[6] tenant ('' = every tenant): only the events it may see — its jobs' and schedules'
+            events and the deployment's own (no job: leader, degradation); a job event without
+            a tenant (an older version's) is the default tenant's. Others' events never match,
+            so neither `last` nor `more` stops at one.
   Output: JSON text {"events":[["id",{event}]...],"last"?:"id","more"?:true}
 ]]
 local after, limit, budget = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
@@ -27,7 +31,57 @@ local jobNeedle
 if ARGV[5] ~= nil and ARGV[5] ~= '' then
   jobNeedle = ',"jobId":' .. cjson.encode(ARGV[5])
 end
-local filtered = types or jobNeedle
+local tenant
+if ARGV[6] ~= nil and ARGV[6] ~= '' then
+  tenant = ARGV[6]
+end
+local filtered = types or jobNeedle or tenant
+
+-- The event's tenant: every producer writes it among the first, simple members (numbers and
+-- texts: type, at, jobId, handler, scheduleId, tenant), before any nested one (error, webhook),
+-- so the walk stops at the first member that is neither. Answers the tenant; false for a job's
+-- event without one; nil for an event of no job or schedule.
+local function eventTenant(json)
+  local pos, ofJob = 2, false
+  while true do
+    local key, at = string.match(json, '^"(%w+)":()', pos)
+    if not key then
+      break
+    end
+    if key == 'jobId' or key == 'scheduleId' then
+      ofJob = true
+    end
+    local value, after
+    if string.sub(json, at, at) == '"' then
+      -- A text: up to its closing quote, past escaped characters.
+      local i = at + 1
+      while true do
+        local q = string.find(json, '["\\]', i)
+        if not q then
+          return ofJob and false or nil
+        end
+        if string.sub(json, q, q) == '"' then
+          value, after = string.sub(json, at + 1, q - 1), q + 1
+          break
+        end
+        i = q + 2
+      end
+    else
+      value, after = string.match(json, '^(%-?%d+)()', at)
+      if not value then
+        break
+      end
+    end
+    if key == 'tenant' then
+      return value
+    end
+    if string.sub(json, after, after) ~= ',' then
+      break
+    end
+    pos = after + 1
+  end
+  return ofJob and false or nil
+end
 
 local function matches(json)
   if types and not types[string.match(json, '^{"type":"([^"]+)"')] then
@@ -35,7 +89,16 @@ local function matches(json)
   end
   if jobNeedle then
     local _, stop = string.find(json, '^{"type":"[^"]+","at":%-?%d+')
-    return stop ~= nil and string.sub(json, stop + 1, stop + #jobNeedle) == jobNeedle
+    if not (stop ~= nil and string.sub(json, stop + 1, stop + #jobNeedle) == jobNeedle) then
+      return false
+    end
+  end
+  if tenant then
+    local of = eventTenant(json)
+    if of == false then
+      of = 'default'
+    end
+    return of == nil or of == tenant
   end
   return true
 end
