@@ -133,6 +133,8 @@ export class PullWorker {
   /** Ack requests still under way. */
   readonly #acking = new Set<Promise<void>>();
   #loop: Promise<void> | undefined;
+  /** The first {@link PullWorker.start}: later calls wait for it, and start nothing more. */
+  #started: Promise<void> | undefined;
   #stopping = false;
   #wakeLoop: (() => void) | undefined;
   #stopPause: (() => void) | undefined;
@@ -169,8 +171,14 @@ export class PullWorker {
 
   /** Prepare the queue (e.g. its consumer group) and start pulling. */
   async start(): Promise<void> {
-    if (this.#loop) return;
+    this.#started ??= this.#open();
+    await this.#started;
+  }
+
+  async #open(): Promise<void> {
     await this.#queue.open();
+    // Stopped while the queue opened: nothing to start.
+    if (this.#stopping) return;
     this.#loop = this.#run();
     const every = this.#queue.keepAfterMs;
     if (this.#queue.keep && every !== undefined && every > 0) {
@@ -189,6 +197,7 @@ export class PullWorker {
     this.#queue.interrupt();
     this.#wakeLoop?.();
     this.#stopPause?.();
+    await this.#started?.catch(() => {});
     await this.#loop?.catch(() => {});
     // Held ahead and never started: back to the queue now, for another worker.
     await this.#handBack(this.#waiting.length);
@@ -382,13 +391,15 @@ export class PullWorker {
   }
 
   /**
-   * Keep the deliveries held `every` ms or longer (PullQueue.keep), so that none of a live long
-   * handler is taken over as a stopped consumer's. One call at a time; a failure is logged, and
-   * the next period tries again.
+   * Keep the deliveries held half of `every` ms or longer (PullQueue.keep), so that none of a
+   * live long handler is taken over as a stopped consumer's: called every `every` ms, a delivery
+   * is kept by the time it has been idle 1.5 × `every` (half the queue's takeover time, when
+   * `every` is a third of it), which leaves room for a late timer. One call at a time; a failure
+   * is logged, and the next period tries again.
    */
   async #keepHeld(every: number): Promise<void> {
     if (this.#keeping || this.#held.size === 0) return;
-    const since = performance.now() - every;
+    const since = performance.now() - every / 2;
     const ids: string[] = [];
     for (const [id, at] of this.#held) if (at <= since) ids.push(id);
     if (ids.length === 0) return;

@@ -315,6 +315,10 @@ export class Rig {
         streams.retryLater(message as StreamMessage, delayMs, retried),
       backoff: (retried) => streams.backoff(retried),
       interrupt: () => streams.interrupt(),
+      // A live rig keeps what it holds; a killed one's connection is gone, so its keeps never
+      // arrive, and a stalled one holds its deliveries inside `pull`, unkept, as a frozen process.
+      keep: (ids) => streams.keep(ids),
+      keepAfterMs: streams.keepAfterMs,
     };
   }
 }

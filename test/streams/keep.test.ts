@@ -189,6 +189,7 @@ it("a worker's blocking-read connection reports no unhandled error while Redis i
   const spy = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => {
     printed.push(args.map(String).join(" "));
   });
+  let stopped = false;
   try {
     // A blocking read holds the reader's own connection when Redis goes away.
     const reading = streams.pull(1, 60_000).catch(() => []);
@@ -196,6 +197,7 @@ it("a worker's blocking-read connection reports no unhandled error while Redis i
       .poll(async () => String(await redis.client("LIST")).match(/xreadgroup/i)?.length ?? 0)
       .toBeGreaterThan(0);
     await server.stop();
+    stopped = true;
     // Both connections retry every 20 ms: once the shared one has failed a few times, so has
     // the reader's.
     await expect.poll(() => errors, { timeout: 10_000 }).toBeGreaterThanOrEqual(5);
@@ -204,5 +206,41 @@ it("a worker's blocking-read connection reports no unhandled error while Redis i
     expect(printed.filter((line) => line.includes("Unhandled error event"))).toEqual([]);
   } finally {
     spy.mockRestore();
+    if (!stopped) await server.stop();
   }
+});
+
+it("a stopped consumer's delivery is taken over behind any number of kept ones", async () => {
+  const prefix = `keep-${randomUUID()}`;
+  const redis = new Redis(REDIS_URL);
+  opened.push(redis);
+  const make = (consumer: string) =>
+    new RedisStreams({ redis, prefix, consumer, claimIdleMs: 300, maintainEveryMs: 20 });
+  const [long, dead, taker] = [make("long"), make("dead"), make("taker")];
+  await long.open();
+  await long.publish(
+    Array.from({ length: 13 }, (_, i) => ({
+      id: `j${i}`,
+      dedupId: `j${i}`,
+      job: { id: `j${i}` } as never,
+      notBefore: 0,
+      recoverAt: 0,
+    })),
+  );
+  // Twelve live deliveries at the head of the pending list, the thirteenth a stopped consumer's.
+  const held = await long.pull(12, 100);
+  expect(held).toHaveLength(12);
+  const [lost] = await dead.pull(1, 100);
+  const idleOf = async (id: string) =>
+    (
+      (await redis.xpending(`{${prefix}}:q`, "tickwork", id, id, 1)) as [string, string, number][]
+    )[0]?.[2] ?? 0;
+  await expect
+    .poll(() => idleOf(lost!.id), { timeout: 10_000, interval: 50 })
+    .toBeGreaterThanOrEqual(300);
+  await long.keep(held.map((m) => m.id));
+  // A taker with one free slot: before, its takeover looked at the first ten pending entries
+  // only (XAUTOCLAIM COUNT 1 from the head), all of them kept, and never reached the lost one.
+  const taken = await taker.pull(1, 50);
+  expect(taken.map((m) => [m.id, m.claimed])).toEqual([[lost!.id, true]]);
 });

@@ -1,6 +1,6 @@
 --[[
   streamKeep: deliveries this consumer is still working on (handlers that run long) start their
-  idle time over, so no worker takes them over as a stopped consumer's (XAUTOCLAIM in
+  idle time over, so no worker takes them over as a stopped consumer's (XPENDING IDLE in
   streamMaintain takes only deliveries idle for claimIdleMs). Each is claimed again by its own
   consumer with JUSTID, which leaves its delivery count alone. An entry that is no longer pending,
   or that another consumer holds now (it took it over while this process was frozen), is left as

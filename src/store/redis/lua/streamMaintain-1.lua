@@ -1,8 +1,8 @@
 --[[
   streamMaintain: what a worker does besides reading, in one round trip: move due delayed
   deliveries onto the stream (the earliest first, at most ARGV[1]), and take over up to ARGV[4]
-  deliveries pending longer than ARGV[3] ms with consumers that stopped (XAUTOCLAIM; their run
-  lease decides at begin-run whether they run again).
+  deliveries pending longer than ARGV[3] ms with consumers that stopped (XPENDING IDLE, then
+  XCLAIM; their run lease decides at begin-run whether they run again).
   Input:
     KEYS[1] root
     ARGV[1] most delayed deliveries to move
@@ -13,7 +13,7 @@
   (forgetConsumers, include "streams": idle ARGV[3] ms or more, nothing pending), so the group
   does not keep the name of every process that was killed.
   Output: { moved, next not-before ms of the delayed set (-1 = empty), claimed entries
-            ({ id, { field, value, ... } } each, as XAUTOCLAIM answers), the server's now (ms),
+            ({ id, { field, value, ... } } each, as XCLAIM answers), the server's now (ms),
             deliveries pending in the group (this consumer's included) }
 ]]
 --@include "time"
@@ -51,11 +51,23 @@ if redis.call('EXISTS', stream) == 1 then
     pending = summary[1]
   end
   if pending > 0 and tonumber(ARGV[3]) > 0 then
-    local reply = redis.call('XAUTOCLAIM', stream, STREAM_GROUP, ARGV[2], ARGV[3], '0-0',
-      'COUNT', ARGV[4])
-    claimed = reply[2]
-    -- Entries deleted while pending leave the pending list too (reply[3], Redis 7).
-    if #claimed > 0 or #(reply[3] or {}) > 0 then
+    -- The stale ones anywhere in the pending list (XPENDING IDLE reads all of it), not only
+    -- among its first entries: XAUTOCLAIM from 0-0 looks at COUNT × 10 entries, so the live
+    -- deliveries of long handlers (kept, and so never idle) at the list's head would hide a
+    -- stopped consumer's deliveries behind them for as long as they run.
+    local stale = redis.call('XPENDING', stream, STREAM_GROUP, 'IDLE', ARGV[3], '-', '+', ARGV[4])
+    if #stale > 0 then
+      local args = { stream, STREAM_GROUP, ARGV[2], ARGV[3] }
+      for _, entry in ipairs(stale) do
+        args[#args + 1] = entry[1]
+      end
+      -- Claimed only if still idle that long (checked again, atomically); an entry deleted
+      -- while pending is dropped from the list (Redis 7) or answered nil (6.2): skipped.
+      for _, entry in ipairs(redis.call('XCLAIM', unpack(args))) do
+        if entry then
+          claimed[#claimed + 1] = entry
+        end
+      end
       forgetConsumers(stream, ARGV[2], tonumber(ARGV[3]))
     end
   end
