@@ -180,7 +180,8 @@ export class JobsBroker<H extends Handlers = Handlers> {
   async requireDependencies(prepared: PreparedSubmit): Promise<void> {
     const after = prepared.job.after;
     if (!after || after.length === 0) return;
-    const records = await Promise.all(after.map((id) => this.deps.store.getJob(id)));
+    const tenant = prepared.job.tenant;
+    const records = await Promise.all(after.map((id) => this.deps.store.getJob(id, tenant)));
     const unknown = after.filter((_, i) => records[i]?.tenant !== prepared.job.tenant);
     if (unknown.length > 0) throw unknownDependencies(unknown);
   }
@@ -395,7 +396,7 @@ export class JobsBroker<H extends Handlers = Handlers> {
 
   /** A job by id (404 when it is another tenant's, see {@link Actor}). */
   async getJob(id: string, actor: Actor = {}): Promise<JobRecord> {
-    const job = await this.deps.store.getJob(id);
+    const job = await this.deps.store.getJob(id, scopedTenant(actor));
     if (!job || !sees(actor, job.tenant)) throw new NotFoundError("job", id);
     return presentJob(job);
   }
@@ -434,7 +435,15 @@ export class JobsBroker<H extends Handlers = Handlers> {
 
   /** 404 unless the job exists and the actor sees it. */
   private async ownJob(id: string, actor: Actor, what: string): Promise<void> {
-    const job = await this.deps.store.getJob(id);
+    const job = await this.deps.store.getJob(id, scopedTenant(actor));
     if (!job || !sees(actor, job.tenant)) throw new NotFoundError(what, id);
   }
+}
+
+/**
+ * The tenant whose jobs alone the actor may read (see `sees`), for the store to refuse another's
+ * before reading it; `undefined` for an actor that sees every tenant (auth off).
+ */
+function scopedTenant(actor: Actor): string | undefined {
+  return actor.scopes === undefined ? undefined : tenantOf(actor);
 }

@@ -163,6 +163,22 @@ export function describeJobsContract(name: string, make: MakeContractStore): voi
         expect(await store.getJob("no-such-job")).toBeNull();
       });
 
+      it("getJob with a tenant answers null for another tenant's job, as for a missing one", async () => {
+        const { job } = await submitRecoverable({
+          tenant: "acme",
+          input: { big: "x".repeat(10_000) },
+        });
+        const { job: plain } = await submitRecoverable();
+        expect(await store.getJob(job.id, "acme")).toEqual(job);
+        expect(await store.getJob(job.id)).toEqual(job);
+        expect(await store.getJob(job.id, "globex")).toBeNull();
+        expect(await store.getJob(job.id, "default")).toBeNull();
+        expect(await store.getJob("no-such-job", "acme")).toBeNull();
+        // The default tenant's job, as such.
+        expect(await store.getJob(plain.id, "default")).toEqual(plain);
+        expect(await store.getJob(plain.id, "acme")).toBeNull();
+      });
+
       it("cancels a queued job and removes its outbox message", async () => {
         const { job } = await submitRecoverable();
         const t0 = await store.now();

@@ -121,10 +121,12 @@ export function submitJob(
   };
 }
 
-export function getJob(s: MemoryState, id: string): JobRecord | null {
+export function getJob(s: MemoryState, id: string, tenant?: string): JobRecord | null {
   s.now();
   const stored = s.jobs.get(id);
-  return stored ? clone(stored.record) : null;
+  if (!stored) return null;
+  if (tenant !== undefined && (stored.record.tenant ?? DEFAULT_TENANT) !== tenant) return null;
+  return clone(stored.record);
 }
 
 export function cancelJob(s: MemoryState, id: string): CancelResult {

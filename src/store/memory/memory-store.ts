@@ -211,8 +211,8 @@ export class MemoryStore implements Store, NodeRegistry, WebhookLog {
     return webhooks.webhookDeliveries(this.#s, endpoints, limit);
   }
 
-  async getJob(id: string): Promise<JobRecord | null> {
-    return jobs.getJob(this.#s, id);
+  async getJob(id: string, tenant?: string): Promise<JobRecord | null> {
+    return jobs.getJob(this.#s, id, tenant);
   }
 
   async cancelJob(id: string): Promise<CancelResult> {

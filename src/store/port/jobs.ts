@@ -191,7 +191,13 @@ export interface JobStore {
     timing: SubmitTiming,
     admission?: Admission,
   ): Promise<SubmitResult | SubmitDenied>;
-  getJob(id: string): Promise<JobRecord | null>;
+  /**
+   * The job, or `null` when it does not exist. With `tenant`, a job of another tenant answers
+   * `null` as well, and no more of it is read than of a missing one (its tenant only, not its
+   * input or result): the time of the answer tells another tenant nothing of the job. A job
+   * stored without a tenant is the default tenant's.
+   */
+  getJob(id: string, tenant?: string): Promise<JobRecord | null>;
   /**
    * `queued` → `cancelled` with `finishedAt = now` (and its outbox message removed). Counts
    * `totals.cancelled`, writes `job.cancelled`, leaves `{p}:pending`.

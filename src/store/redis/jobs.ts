@@ -215,8 +215,16 @@ export function writtenResult(
   return result;
 }
 
-export async function getJob(c: RedisContext, id: string): Promise<JobRecord | null> {
-  const raw = await c.run(scripts.getJob, [c.keys.root], [id]);
+export async function getJob(
+  c: RedisContext,
+  id: string,
+  tenant?: string,
+): Promise<JobRecord | null> {
+  const raw = await c.run(
+    scripts.getJob,
+    [c.keys.root],
+    tenant === undefined ? [id] : [id, tenant],
+  );
   return raw === null || raw === undefined ? null : fromJson<JobRecord>(raw);
 }
 

@@ -150,4 +150,21 @@ describe("RedisStore cost (billed: EVALSHA + inner calls, on a private Redis)", 
     const again = await billed(() => store.now());
     expect(Object.fromEntries(again.byCommand)).toEqual({ evalsha: 1, time: 1 });
   });
+
+  it("getJob of another tenant's job reads its tenant only (one HGET), as for a missing job", async () => {
+    const store = new RedisStore({
+      client: withoutFunctions(fromIoredis(priv.redis)),
+      prefix: "cost-t",
+    });
+    const timing = { delayMs: 0, recoverGraceMs: 0 };
+    const job = newJob({ tenant: "acme", input: { big: "x".repeat(100_000) } });
+    await store.submitJob(job, timing);
+    await store.getJob(job.id, "acme"); // loads the script
+    const theirs = await billed(() => store.getJob(job.id, "globex"));
+    const missing = await billed(() => store.getJob("j_nosuchjob", "globex"));
+    expect(Object.fromEntries(theirs.byCommand)).toEqual({ evalsha: 1, hget: 1 });
+    expect(Object.fromEntries(missing.byCommand)).toEqual(Object.fromEntries(theirs.byCommand));
+    const own = await billed(() => store.getJob(job.id, "acme"));
+    expect(Object.fromEntries(own.byCommand)).toEqual({ evalsha: 1, hget: 1, hmget: 1 });
+  });
 });

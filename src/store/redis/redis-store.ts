@@ -266,8 +266,8 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
     return webhooks.webhookDeliveries(this.#c, endpoints, limit);
   }
 
-  async getJob(id: string): Promise<JobRecord | null> {
-    return jobs.getJob(this.#c, id);
+  async getJob(id: string, tenant?: string): Promise<JobRecord | null> {
+    return jobs.getJob(this.#c, id, tenant);
   }
 
   async cancelJob(id: string): Promise<CancelResult> {
