@@ -171,7 +171,11 @@ export class PullWorker {
 
   /** Prepare the queue (e.g. its consumer group) and start pulling. */
   async start(): Promise<void> {
-    this.#started ??= this.#open();
+    // A failed open (Redis unreachable) may be tried again by the next call.
+    this.#started ??= this.#open().catch((error: unknown) => {
+      this.#started = undefined;
+      throw error;
+    });
     await this.#started;
   }
 
