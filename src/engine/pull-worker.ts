@@ -201,7 +201,8 @@ export class PullWorker {
     this.#queue.interrupt();
     this.#wakeLoop?.();
     this.#stopPause?.();
-    await this.#started?.catch(() => {});
+    // A start still opening the queue starts nothing once it has (see #open): not waited for, as
+    // an open may hang while Redis is unreachable.
     await this.#loop?.catch(() => {});
     // Held ahead and never started: back to the queue now, for another worker.
     await this.#handBack(this.#waiting.length);
