@@ -6,9 +6,10 @@
  * delivery on the stream, so a submit is one round trip with nothing to publish.
  *
  * Deliveries stay in the consumer group's pending list until a worker is done with them (XACK and
- * XDEL); one whose consumer stopped is taken over (XPENDING IDLE, XCLAIM), and the job's run lease decides
- * at begin-run whether it runs again. Not-yet-due deliveries (delays, retries after backoff) wait
- * in a sorted set and are moved onto the stream by the workers when due.
+ * XDEL); one whose consumer stopped is taken over (XPENDING IDLE, XCLAIM), and the job's run
+ * lease decides at begin-run whether it runs again. A live worker keeps what it holds (`keep`).
+ * Not-yet-due deliveries (delays, retries after backoff) wait in a sorted set and are moved onto
+ * the stream by the workers when due.
  */
 import type { OutboxMessage } from "../../../core/model.ts";
 import { keys as buildKeys } from "../keys.ts";
