@@ -93,6 +93,25 @@ describe("bodyIssues", () => {
     expect(JSON.parse(JSON.stringify(dropped))).toEqual({ __proto__x: 1, nested: {} });
     expect(bodyIssues(dropped)).toEqual([]);
     expect(bodyIssues({ a: { constructor: null } }).map((i) => i.path)).toEqual(["a.constructor"]);
+    // But a function with toJSON is written as its answer, and a getter may answer otherwise when
+    // JSON.stringify reads it again: refused, as JSON.stringify would write them.
+    const fn = Object.assign(() => 1, { toJSON: () => ({ polluted: true }) });
+    expect(JSON.stringify({ constructor: fn })).toBe('{"constructor":{"polluted":true}}');
+    let reads = 0;
+    const getter = {
+      get constructor() {
+        return reads++ > 0 ? { x: 1 } : undefined;
+      },
+    };
+    expect(bodyIssues({ a: fn, b: getter }).map((i) => i.path)).toEqual(["b.constructor"]);
+    expect(bodyIssues({ constructor: fn }).map((i) => i.path)).toEqual(["constructor"]);
+    // A function's toJSON answer is walked like any value.
+    const inFunction = Object.assign(() => 1, {
+      toJSON: () => JSON.parse('{"__proto__":{"admin":1}}'),
+    });
+    expect(bodyIssues({ input: inFunction }).map((i) => i.path)).toEqual(["input.__proto__"]);
+    const nan = Object.assign(() => 1, { toJSON: () => [Number.NaN] });
+    expect(bodyIssues({ input: nan }).map((i) => i.path)).toEqual(["input.0"]);
     const parsed = JSON.parse('{"a":[{"constructor":{"x":1}}],"b":1e400}');
     expect(bodyIssues(parsed, { parsed: true }).map((issue) => issue.path)).toEqual([
       "a.0.constructor",

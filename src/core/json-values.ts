@@ -114,7 +114,7 @@ function hasRefusedPart(value: unknown, parsed: boolean): boolean {
     if (Array.isArray(current)) {
       for (let i = 0; i < current.length; i++) {
         const item: unknown = current[i];
-        if (typeof item === "object" && item !== null) stack.push({ value: item, key: String(i) });
+        if (walked(item, parsed)) stack.push({ value: item, key: String(i) });
         else if (typeof item === "number" && !Number.isFinite(item)) return true;
       }
       continue;
@@ -125,7 +125,7 @@ function hasRefusedPart(value: unknown, parsed: boolean): boolean {
         continue;
       }
       const child = (current as Record<string, unknown>)[key];
-      if (typeof child === "object" && child !== null) stack.push({ value: child, key });
+      if (walked(child, parsed)) stack.push({ value: child, key });
       else if (typeof child === "number" && !Number.isFinite(child)) return true;
     }
   }
@@ -133,19 +133,35 @@ function hasRefusedPart(value: unknown, parsed: boolean): boolean {
 }
 
 /**
- * Whether `JSON.stringify` writes `object`'s own `key` at all: it leaves out a key whose value
- * (after `toJSON`) is `undefined`, a function or a symbol, so `{ constructor: undefined }` sends
- * nothing to refuse. A parsed value holds none of those.
+ * Whether the walk goes into `value`: an object, or (built in process) a function, which
+ * `JSON.stringify` writes as its `toJSON` method's answer when it has one.
+ */
+function walked(value: unknown, parsed: boolean): boolean {
+  return (typeof value === "object" && value !== null) || (!parsed && typeof value === "function");
+}
+
+/**
+ * Whether `JSON.stringify` may write `object`'s own `key`: it leaves out a key whose value (after
+ * `toJSON`) is `undefined`, a function or a symbol, so `{ constructor: undefined }` sends nothing
+ * to refuse. Only a plain data property is judged so: a getter may answer otherwise when
+ * `JSON.stringify` reads it again, so it is kept (refused). A parsed value holds none of those.
  */
 function keeps(object: object, key: string, parsed: boolean): boolean {
   if (parsed) return true;
-  const value = written((object as Record<string, unknown>)[key], key, false);
+  const own = Object.getOwnPropertyDescriptor(object, key);
+  if (!own || !("value" in own)) return true;
+  const value = written(own.value, key, false);
   return value !== undefined && typeof value !== "function" && typeof value !== "symbol";
 }
 
-/** What `JSON.stringify` writes for `value` under `key`: a `toJSON` method's answer, if it has one. */
+/**
+ * What `JSON.stringify` writes for `value` under `key`: a `toJSON` method's answer, if it has one
+ * (an object's or a function's: it asks both).
+ */
 function written(value: unknown, key: string, parsed: boolean): unknown {
-  if (parsed || typeof value !== "object" || value === null) return value;
+  if (parsed || (typeof value !== "object" && typeof value !== "function") || value === null) {
+    return value;
+  }
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   return typeof toJSON === "function" ? toJSON.call(value, key) : value;
 }

@@ -171,6 +171,28 @@ export function describeJobEventsContract(name: string, make: MakeContractStore)
       expect(own.last).toBe(own.events[0]?.id);
     });
 
+    it("with a tenant whose name JSON escapes, sees its own events and no other's", async () => {
+      // Tenants a custom `authorize` may name: escaped differently by the event writers (`/` as
+      // `\/` or not, controls as `\u…`).
+      const names = ["org/one", 'q"t', "b\\s", "a\u007fb"];
+      for (const tenant of names) {
+        const { id } = await submitted({ tenant });
+        await store.cancelJob(id);
+      }
+      for (const tenant of names) {
+        const page = await store.events({ tenant, limit: 100 });
+        expect(page.events.map((e) => [e.tenant, e.type])).toEqual([
+          [tenant, "job.created"],
+          [tenant, "job.cancelled"],
+        ]);
+      }
+      // A name that reads like another's escaped form, and the empty name: nothing of theirs.
+      const nobody = await store.events({ tenant: "nobody", limit: 1 });
+      expect(nobody.events).toEqual([]);
+      expect(await store.events({ tenant: "org\\/one", limit: 1 })).toEqual(nobody);
+      expect(await store.events({ tenant: "", limit: 1 })).toEqual(nobody);
+    });
+
     it("finds a job's events from its creation time, skipping what came before", async () => {
       for (let i = 0; i < 5; i++) await submitted();
       const a = accepted(await store.submitJob(jobSpec(), { delayMs: 0, recoverGraceMs: 60_000 }));

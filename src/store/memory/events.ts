@@ -86,7 +86,7 @@ export class EventLog {
     const after = query.after === undefined ? { ms: -1, seq: -1 } : parseEventId(query.after);
     const types = query.types && query.types.length > 0 ? new Set(query.types) : undefined;
     const jobId = query.jobId ? query.jobId : undefined;
-    const tenant = query.tenant ? query.tenant : undefined;
+    const tenant = query.tenant;
     const limit = Math.max(1, Math.min(EVENTS_SCAN, Math.floor(query.limit)));
     // First stored event with an id above `after` (ids increase along the array).
     let lo = this.#start;

@@ -86,7 +86,8 @@ export async function events(c: RedisContext, query: EventsQuery): Promise<Event
       typesArg(query.types),
       String(EVENTS_BUDGET),
       query.jobId ?? "",
-      query.tenant ?? "",
+      // "=" first: an empty tenant still filters.
+      query.tenant === undefined ? "" : `=${query.tenant}`,
     ],
   );
   const r = fromJson<{

@@ -12,7 +12,7 @@
     ARGV[4] budget (entries examined at most)
     ARGV[5] job id ('' = every event); a job event's JSON starts
             `{"type":"…","at":<ms>,"jobId":<id as JSON>` (include "events", `jobEvent`)
-    ARGV[6] tenant ('' = every tenant): only the events it may see — its jobs' and schedules'
+    ARGV[6] '=' and the tenant ('' = every tenant): only the events it may see — its jobs' and schedules'
             events and the deployment's own (no job: leader, degradation); a job event without
             a tenant (an older version's) is the default tenant's. Others' events never match,
             so neither `last` nor `more` stops at one.
@@ -33,7 +33,7 @@ if ARGV[5] ~= nil and ARGV[5] ~= '' then
 end
 local tenant
 if ARGV[6] ~= nil and ARGV[6] ~= '' then
-  tenant = ARGV[6]
+  tenant = string.sub(ARGV[6], 2)
 end
 local filtered = types or jobNeedle or tenant
 
@@ -62,6 +62,10 @@ local function eventTenant(json)
         end
         if string.sub(json, q, q) == '"' then
           value, after = string.sub(json, at + 1, q - 1), q + 1
+          if i > at + 1 then
+            -- Escapes: the text as written (writers escape `/` and controls differently).
+            value = cjson.decode(string.sub(json, at, q))
+          end
           break
         end
         i = q + 2
