@@ -47,6 +47,14 @@ export function sees(actor: Actor, tenant: string): boolean {
   return actor.scopes === undefined || (actor.tenant ?? "default") === tenant;
 }
 
+/**
+ * The one tenant whose records the actor sees (see {@link sees}), for a store read to refuse
+ * another's before reading it; `undefined` for an actor that sees every tenant (auth off).
+ */
+export function scopedTenant(actor: Actor): string | undefined {
+  return actor.scopes === undefined ? undefined : tenantOf(actor);
+}
+
 /** The actor's tenant (`"default"` when it has none). */
 export function tenantOf(actor: Actor): string {
   return actor.tenant ?? DEFAULT_TENANT;

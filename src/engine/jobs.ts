@@ -10,7 +10,14 @@ import { parseSubmitJob, type SubmitJobInput } from "../core/schemas.ts";
 import { unknownDependencies } from "../store/port/deps.ts";
 import type { ListJobsQuery, Page, Store, SubmitTiming, WebhookSubmit } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
-import { type Actor, presentJob, scheduleStoreIdOf, sees, tenantOf } from "./actor.ts";
+import {
+  type Actor,
+  presentJob,
+  scheduleStoreIdOf,
+  scopedTenant,
+  sees,
+  tenantOf,
+} from "./actor.ts";
 import {
   checkInput,
   checkInputSize,
@@ -182,7 +189,7 @@ export class JobsBroker<H extends Handlers = Handlers> {
     if (!after || after.length === 0) return;
     const tenant = prepared.job.tenant;
     const records = await Promise.all(after.map((id) => this.deps.store.getJob(id, tenant)));
-    const unknown = after.filter((_, i) => records[i]?.tenant !== prepared.job.tenant);
+    const unknown = after.filter((_, i) => records[i]?.tenant !== tenant);
     if (unknown.length > 0) throw unknownDependencies(unknown);
   }
 
@@ -438,12 +445,4 @@ export class JobsBroker<H extends Handlers = Handlers> {
     const job = await this.deps.store.getJob(id, scopedTenant(actor));
     if (!job || !sees(actor, job.tenant)) throw new NotFoundError(what, id);
   }
-}
-
-/**
- * The tenant whose jobs alone the actor may read (see `sees`), for the store to refuse another's
- * before reading it; `undefined` for an actor that sees every tenant (auth off).
- */
-function scopedTenant(actor: Actor): string | undefined {
-  return actor.scopes === undefined ? undefined : tenantOf(actor);
 }

@@ -14,7 +14,7 @@ import * as z from "zod";
 import { parseInstant } from "../../core/instant.ts";
 import { scheduleUserId } from "../../core/model.ts";
 import { isJobId, parseOrThrow, wellFormed } from "../../core/schemas.ts";
-import { tenantOf } from "../../engine/actor.ts";
+import { scopedTenant } from "../../engine/actor.ts";
 import { sees } from "../../engine/broker.ts";
 import { UNKNOWN_WEBHOOK_ENDPOINT } from "../../store/port/webhooks.ts";
 import type {
@@ -173,6 +173,7 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
   routes.get("/v1/events", ...guard, async (c) => {
     const query = parseOrThrow(eventsQuery, c.req.query(), "query");
     const actor = c.get("actor");
+    const tenant = scopedTenant(actor);
     const page = await engine.store.events({
       ...(query.since !== undefined ? { after: query.since } : {}),
       ...(query.type !== undefined ? { types: query.type } : {}),
@@ -180,7 +181,7 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
       // A tenant's key sees its own jobs' events and the deployment's (leader, degradation),
       // filtered while the store scans: another tenant's event never ends a page, so `last` and
       // `more` tell nothing of it (the filter below is a second line).
-      ...(actor.scopes !== undefined ? { tenant: tenantOf(actor) } : {}),
+      ...(tenant !== undefined ? { tenant } : {}),
       limit: query.limit,
     });
     const events = page.events.filter((e) => e.tenant === undefined || sees(actor, e.tenant));

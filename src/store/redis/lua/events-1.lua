@@ -39,8 +39,9 @@ local filtered = types or jobNeedle or tenant
 
 -- The event's tenant: every producer writes it among the first, simple members (numbers and
 -- texts: type, at, jobId, handler, scheduleId, tenant), before any nested one (error, webhook),
--- so the walk stops at the first member that is neither. Answers the tenant; false for a job's
--- event without one; nil for an event of no job or schedule.
+-- so the walk stops at the first member that is neither. Answers the tenant ('default' for a
+-- job's event without one, written by an older version), or nil for an event of no job or
+-- schedule.
 local function eventTenant(json)
   local pos, ofJob = 2, false
   while true do
@@ -58,11 +59,11 @@ local function eventTenant(json)
       while true do
         local q = string.find(json, '["\\]', i)
         if not q then
-          return ofJob and false or nil
+          return ofJob and 'default' or nil
         end
         if string.sub(json, q, q) == '"' then
           value, after = string.sub(json, at + 1, q - 1), q + 1
-          if i > at + 1 then
+          if key == 'tenant' and i > at + 1 then
             -- Escapes: the text as written (writers escape `/` and controls differently).
             value = cjson.decode(string.sub(json, at, q))
           end
@@ -84,7 +85,7 @@ local function eventTenant(json)
     end
     pos = after + 1
   end
-  return ofJob and false or nil
+  return ofJob and 'default' or nil
 end
 
 local function matches(json)
@@ -99,9 +100,6 @@ local function matches(json)
   end
   if tenant then
     local of = eventTenant(json)
-    if of == false then
-      of = 'default'
-    end
     return of == nil or of == tenant
   end
   return true
