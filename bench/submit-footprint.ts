@@ -5,7 +5,9 @@
  * against BullMQ's `queue.add`, each contender in turn on a private `redis-server`: 2,000 warm-up
  * submits, then 20,000 measured (4 concurrent loops). Per submit it prints:
  *
- * - Redis's time inside the script (`INFO commandstats`: `fcall`, `evalsha`);
+ * - Redis's time inside the script (`INFO commandstats`: `fcall`, `evalsha`), per call and per
+ *   submit: concurrent Streams submits share one call (docs/adr/0043-submits-in-groups.md), so
+ *   the time per submit is the one to set beside BullMQ's (one call per add);
  * - the growth of `used_memory`;
  * - Redis's page faults and CPU time, from `perf stat` on the server (left out when `perf` cannot
  *   run here).
@@ -104,7 +106,7 @@ for (const who of (process.argv[2] ?? "streams,bullmq").split(",")) {
   const after = await scriptUsage(admin, command);
   const memoryAfter = await usedMemory(admin);
   const parts = [
-    `${who.padEnd(8)} script ${((after.usec - before.usec) / (after.calls - before.calls)).toFixed(1)} µs`,
+    `${who.padEnd(8)} script ${((after.usec - before.usec) / (after.calls - before.calls)).toFixed(1)} µs a call, ${((after.usec - before.usec) / N).toFixed(1)} µs a submit`,
     `used_memory +${Math.round((memoryAfter - memoryBefore) / N)} B`,
     perf
       ? `page faults ${(perf.faults / N).toFixed(2)}, Redis CPU ${((perf.cpuMs * 1000) / N).toFixed(1)} µs`
