@@ -12,8 +12,8 @@ import { publishSpanDone, spanFailed, startPublishSpan } from "./tracing.ts";
 export type PublishStore = Pick<Store, "deferOutbox" | "markDead">;
 
 /**
- * Publish `messages` in batches of `batch`; returns the acks (`id`, `dedupId`) of the messages the
- * queue accepted, for the store's compare-and-delete outbox ack. A batch that
+ * Publish `messages` in batches of `batch`; returns the acks (`id`, `dedupId`, `notBefore`) of the
+ * messages the queue accepted, for the store's compare-and-delete outbox ack. A batch that
  * throws as a whole is logged and counts as not accepted: those messages stay in the outbox and
  * the tick's recover step re-publishes them. With `store`: a message the queue deferred to a
  * `retryAt` gets that `recoverAt` (`deferOutbox`, one call for all of them), and one it can never
@@ -43,7 +43,13 @@ export async function publishAll(
         const message =
           slice[k]?.id === outcome.id ? slice[k] : slice.find((m) => m.id === outcome.id);
         if (outcome.ok) {
-          if (message) accepted.push({ id: message.id, dedupId: message.dedupId });
+          if (message) {
+            accepted.push({
+              id: message.id,
+              dedupId: message.dedupId,
+              notBefore: message.notBefore,
+            });
+          }
         } else if (outcome.deferred) {
           logger.debug("publish deferred", { id: outcome.id, reason: outcome.error.message });
           if (message && outcome.retryAt !== undefined && Number.isFinite(outcome.retryAt)) {

@@ -96,8 +96,8 @@ export function useContractStore(make: MakeContractStore, use: (store: Store) =>
     });
   }
 
-  /** The ack of a published message (compare-and-delete on id and dedupId). */
-  const ackOf = (m: OutboxMessage) => ({ id: m.id, dedupId: m.dedupId });
+  /** The ack of a published message (compare-and-delete on id and dedupId), as the engine sends it. */
+  const ackOf = (m: OutboxMessage) => ({ id: m.id, dedupId: m.dedupId, notBefore: m.notBefore });
 
   /**
    * The spec of a freshly submitted job (as its message carries it). A job without `scheduleId`

@@ -12,7 +12,13 @@ import {
   type RunLimit,
   type Store,
 } from "../../src/store/port.ts";
-import { jobSpec, type MakeContractStore, occurrenceSpec, scheduleRecord } from "./fixtures.ts";
+import {
+  jobSpec,
+  type MakeContractStore,
+  occurrenceSpec,
+  scheduleRecord,
+  sleep,
+} from "./fixtures.ts";
 import { asRun, useContractStore } from "./harness.ts";
 
 const LEASE = 5_000;
@@ -91,6 +97,23 @@ export function describeLimitsContract(name: string, make: MakeContractStore): v
         const waiting = message?.job as JobSpec;
         // …but a delivery of it arrived and was held back: it waits, it is not lost.
         asLimited(await begin(waiting, limit));
+        expect((await recoverable()).map((m) => m.id)).not.toContain(waiting.id);
+      });
+
+      it("a limited job's watch waits for its retryAfterMs, then reapAfterMs", async () => {
+        const [a] = (await specs(1)) as [JobSpec];
+        const limit = { key: "limited.work", limit: 1 };
+        // The slot is held for 2 s: the held-back delivery is told to come back then.
+        asRun(await begin(a, limit, 2_000));
+        const { message } = await submitRecoverable({ handler: "limited.work" });
+        const waiting = message?.job as JobSpec;
+        const reapAfterMs = 100;
+        const limited = asLimited(
+          await store.beginRun(waiting, LEASE, reapAfterMs, undefined, limit),
+        );
+        expect(limited.retryAfterMs).toBeGreaterThan(1_000);
+        // Counted from the answer alone, the watch would be due by now.
+        await sleep(reapAfterMs + 50);
         expect((await recoverable()).map((m) => m.id)).not.toContain(waiting.id);
       });
 

@@ -8,6 +8,7 @@ import type { JobSpec, OutboxMessage } from "../../src/core/model.ts";
 import type { Store } from "../../src/store/port.ts";
 import {
   fullJobSpec,
+  jobSpec,
   type MakeContractStore,
   occurrenceSpec,
   outboxMessage,
@@ -20,7 +21,7 @@ import { asRun, FAR, useContractStore } from "./harness.ts";
 export function describeReaperContract(name: string, make: MakeContractStore): void {
   describe(`Store contract: ${name}`, () => {
     let store: Store;
-    const { tickOpts, beginLeader, writeOutbox, submitRecoverable, ackOf, submitted } =
+    const { submit, tickOpts, beginLeader, writeOutbox, submitRecoverable, ackOf, submitted } =
       useContractStore(make, (made) => {
         store = made;
       });
@@ -99,6 +100,26 @@ export function describeReaperContract(name: string, make: MakeContractStore): v
         await sleep(LEASE + REAP + 50);
         const next = await reapable();
         expect(next.recover).toEqual([watchOf(message.job, 1, next.now + REAP)]);
+      });
+
+      it("a message acked long before it is due is watched from when it is due, not from the ack", async () => {
+        // A released dependent with a late runAt, or a job a queue with a short longest delay
+        // took hours early: published now, not due to start before then.
+        const dueIn = 2_000;
+        const { message } = await submit(jobSpec(), {
+          runAt: (await store.now()) + dueIn,
+          delayMs: 0,
+          recoverGraceMs: 0,
+        });
+        if (!message) throw new Error("replayed");
+        await store.ackOutbox([ackOf(message)], REAP);
+        // Counted from the ack, the watch would be due by now.
+        await sleep(REAP + 50);
+        expect((await reapable()).recover).toEqual([]);
+        await sleep(dueIn + 50);
+        const found = await reapable();
+        expect(found.now).toBeGreaterThanOrEqual(message.notBefore + REAP);
+        expect(found.recover).toEqual([watchOf(message.job, 0, found.now + REAP)]);
       });
 
       it("endTick and nextDue ack the same way", async () => {

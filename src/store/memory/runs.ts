@@ -108,11 +108,13 @@ export function beginRun(
   const slotWaitMs = limit ? limitedFor(s, limit, job.id, now) : undefined;
   const rateWaitMs = rate ? rateLimitedFor(s, rate, now) : undefined;
   if (slotWaitMs !== undefined || rateWaitMs !== undefined) {
-    // Not an attempt: the job stays as it is; it is alive, only waiting, so the reaper waits too.
+    // Not an attempt: the job stays as it is; it is alive, only waiting, so the reaper waits too,
+    // from when the queue is told to come back.
+    const retryAfterMs = Math.max(slotWaitMs ?? 0, rateWaitMs ?? 0);
     const watch = s.outbox.get(job.id);
-    if (watch) watch.recoverAt = now + reapAfterMs;
+    if (watch) watch.recoverAt = now + retryAfterMs + reapAfterMs;
     s.metrics.totals.limited += 1;
-    return wait({ kind: "limited", retryAfterMs: Math.max(slotWaitMs ?? 0, rateWaitMs ?? 0) });
+    return wait({ kind: "limited", retryAfterMs });
   }
   if (job.overlap === "skip" && job.scheduleId !== undefined) {
     s.running.set(job.scheduleId, { value: job.id, expiresAt: now + leaseMs });

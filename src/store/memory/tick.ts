@@ -102,7 +102,7 @@ export function nextDue(s: MemoryState, token: number, opts: NextDueOptions): Ne
   const now = s.now();
   const held = live(s.leases, TICK_LEASE, now);
   if (held?.value !== token) return { kind: "fenced" };
-  ack(s, opts.ackIds, now + (opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS));
+  ack(s, opts.ackIds, now, opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS);
   held.expiresAt = now + opts.leaseMs;
   const due = dueBy(s, now + opts.horizonMs);
   return { kind: "ok", now, due: clone(due.slice(0, opts.limit)), more: due.length > opts.limit };
@@ -139,7 +139,7 @@ export function commitTick(s: MemoryState, token: number, commits: ScheduleCommi
 }
 
 export function ackOutbox(s: MemoryState, acks: OutboxAck[], reapAfterMs: number): void {
-  ack(s, acks, s.now() + reapAfterMs);
+  ack(s, acks, s.now(), reapAfterMs);
 }
 
 export function deferOutbox(s: MemoryState, defers: OutboxDefer[]): void {
@@ -157,7 +157,7 @@ export function endTick(
   reapAfterMs: number,
 ): void {
   const now = s.now();
-  ack(s, ackIds, now + reapAfterMs);
+  ack(s, ackIds, now, reapAfterMs);
   if (live(s.leases, TICK_LEASE, now)?.value === token) s.leases.delete(TICK_LEASE);
   if (report) {
     observe(s.metrics.histograms.tickDurationMs, report.tickMs);
@@ -167,15 +167,16 @@ export function endTick(
 
 // ── internals ────────────────────────────────────────────────────────────
 
-/** Accepted by the queue: each message still carrying `dedupId` becomes its attempt-0 watch. */
-function ack(s: MemoryState, acks: OutboxAck[], watchAt: number): void {
-  for (const { id, dedupId } of acks) {
+/**
+ * Accepted by the queue: each message still carrying `dedupId` becomes its attempt-0 watch,
+ * `reapAfterMs` after the later of `now` and the ack's not-before time (as the Redis scripts do).
+ */
+function ack(s: MemoryState, acks: OutboxAck[], now: number, reapAfterMs: number): void {
+  for (const { id, dedupId, notBefore } of acks) {
     const message = s.outbox.get(id);
     if (message?.dedupId !== dedupId) continue;
-    s.outbox.set(
-      id,
-      Object.assign({}, message, { dedupId: `${id}~a0`, recoverAt: watchAt, attempt: 0 }),
-    );
+    const recoverAt = Math.floor(Math.max(now, notBefore ?? now) + reapAfterMs);
+    s.outbox.set(id, Object.assign({}, message, { dedupId: `${id}~a0`, recoverAt, attempt: 0 }));
   }
 }
 

@@ -246,8 +246,9 @@ export interface JobStore {
    * of `limit.key` (`{p}:limit:<n>:<key>`, job id → run lease end) first drops members whose lease
    * ended (`<= now`); if the job is not a member and the set holds `limit.limit` members →
    * `limited` (see {@link BeginRunResult}): the job is unchanged (status, attempts, pending entry,
-   * no event), its outbox entry's `recoverAt` moves to `now + reapAfterMs` (it is alive, only
-   * waiting: the reaper leaves it alone), `totals.limited` += 1. Otherwise the run takes a slot
+   * no event), its outbox entry's `recoverAt` moves to `now + retryAfterMs + reapAfterMs` (it is
+   * alive, only waiting: the reaper leaves it alone until the queue should have come back),
+   * `totals.limited` += 1. Otherwise the run takes a slot
    * (member = job id, score = the run lease's end) and the job remembers it, so `finishRun`,
    * `markDead`, `cancelJob` and a `skipped` answer release it (and a later run of the job under
    * another key, or without a limit, leaves the old one). A job without `limit` costs nothing

@@ -116,6 +116,12 @@ export type CommitResult =
 export interface OutboxAck {
   id: string;
   dedupId: string;
+  /**
+   * The message's `notBefore` (epoch ms): its watch waits `reapAfterMs` from then when that is
+   * later than now (a message published long before it is due). Left out, the watch counts from
+   * now.
+   */
+  notBefore?: number;
 }
 
 /**
@@ -195,10 +201,10 @@ export interface TickStore {
   /**
    * The queue accepted these published messages. Each one that still carries the acked `dedupId`
    * (compare-and-set, see {@link OutboxAck}) becomes its job's attempt-0 **watch**:
-   * `dedupId = "<id>~a0"`, `attempt: 0`, `recoverAt = now + reapAfterMs` — no longer re-published
-   * every `recoverGraceMs`, but re-dispatched by the reaper if no delivery ever begins the job
-   * (the queue gave up and its failure callback was lost; see {@link JobStore.beginRun}). Unfenced:
-   * harmless to repeat.
+   * `dedupId = "<id>~a0"`, `attempt: 0`, `recoverAt = max(now, notBefore) + reapAfterMs` — no
+   * longer re-published every `recoverGraceMs`, but re-dispatched by the reaper if no delivery
+   * ever begins the job (the queue gave up and its failure callback was lost; see
+   * {@link JobStore.beginRun}). Unfenced: harmless to repeat.
    */
   ackOutbox(acks: OutboxAck[], reapAfterMs?: number): Promise<void>;
   /**

@@ -307,12 +307,14 @@ export function quotaArgs(quota: QuotaCheck | undefined): [string, string] {
   return quota ? [quota.key, windowsArg(quota.windows)] : ["", ""];
 }
 
-/** Outbox acks as script arguments: id, dedupId pairs. */
+/** Outbox acks as script arguments: id, dedupId and not-before ms (`""` when unknown) each. */
 export function ackArgs(acks: OutboxAck[]): string[] {
-  const args = new Array<string>(2 * acks.length);
+  const args = new Array<string>(3 * acks.length);
   for (let i = 0; i < acks.length; i++) {
-    args[2 * i] = acks[i]!.id;
-    args[2 * i + 1] = acks[i]!.dedupId;
+    const ack = acks[i]!;
+    args[3 * i] = ack.id;
+    args[3 * i + 1] = ack.dedupId;
+    args[3 * i + 2] = ack.notBefore === undefined ? "" : String(Math.floor(ack.notBefore));
   }
   return args;
 }

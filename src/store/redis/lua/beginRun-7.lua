@@ -12,7 +12,8 @@
     a concurrency limit (D[15], D[16]) whose slot set, once members whose lease ended are
     dropped, holds `limit` other jobs     -> limited (not an attempt: the job is unchanged, no
                                              event; its outbox entry's recoverAt moves to
-                                             now + reapAfterMs; t:limited), retryAfterMs until
+                                             now + retryAfterMs + reapAfterMs; t:limited),
+                                             retryAfterMs until
                                              the earliest lease end (at least 250 ms)
     a rate limit (D[17..19]) whose window, once starts at or before now - period are dropped,
     holds `rate` starts                   -> limited likewise, retryAfterMs until enough starts

@@ -12,7 +12,7 @@
     ARGV[2] tick duration ms ('' = no report)
     ARGV[3] lease acquisition ms
     ARGV[4] reapAfterMs
-    ARGV[5...] pairs: message id, dedupId
+    ARGV[5...] per message: id, dedupId, not-before ms ('' = now)
   Output: 1 lease released, 0 it was no longer ours
 ]]
 --@include "time"
@@ -22,7 +22,7 @@
 --@include "outbox"
 --@include "metrics"
 
-ackMessages(KEYS[1], KEYS[2], KEYS[3], argvFrom(5), int(nowMs() + tonumber(ARGV[4])))
+ackMessages(KEYS[1], KEYS[2], KEYS[3], argvFrom(5), nowMs(), tonumber(ARGV[4]))
 if ARGV[2] ~= '' then
   local m = newMetrics()
   mObserve(m, 'tick', tonumber(ARGV[2]))

@@ -13,7 +13,7 @@
     ARGV[3] horizonMs
     ARGV[4] limit
     ARGV[5] reapAfterMs
-    ARGV[6...] pairs of published messages: message id, dedupId
+    ARGV[6...] per published message: id, dedupId, not-before ms ('' = now)
   Output:
     LEASE_LOST (-1)   the token lost the lease; nothing was written
     JSON text         {"now":ms,"more":bool,"due":[ScheduleRecord...]}
@@ -32,7 +32,7 @@ if not holdsLease(KEYS[5], ARGV[1]) then
   return LEASE_LOST
 end
 local now = nowMs()
-ackMessages(KEYS[1], KEYS[3], KEYS[4], argvFrom(6), int(now + tonumber(ARGV[5])))
+ackMessages(KEYS[1], KEYS[3], KEYS[4], argvFrom(6), now, tonumber(ARGV[5]))
 redis.call('PEXPIRE', KEYS[5], ARGV[2])
 local items, more = readDue(KEYS[1], KEYS[2], now + tonumber(ARGV[3]), tonumber(ARGV[4]))
 return '{"now":' .. int(now) .. ',"more":' .. jsonBool(more) .. ',"due":[' .. table.concat(items, ',') .. ']}'

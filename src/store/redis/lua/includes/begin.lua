@@ -155,7 +155,8 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   end
   if waitMs then
     if reapAfterMs then
-      redis.call('ZADD', KEYS[2], 'XX', int(now + reapAfterMs), id)
+      -- Alive, only waiting: the watch waits too, from when the queue is told to come back.
+      redis.call('ZADD', KEYS[2], 'XX', int(now + waitMs + reapAfterMs), id)
     end
     mAdd(m, 't:limited', 1)
     remember('b')

@@ -31,12 +31,15 @@
     Whether entry `id`, whose body HMGET/HGET answered as `body`, is still the message published
     under `dedupId` (the compare of ackMessages and deferOutbox); with a body, also the length of
     its '{"id":…,"dedupId":…,' prefix.
-  ackMessages(root, outbox, messages, pairs, watchAt)
-    `pairs` alternates message id and dedupId of messages the queue accepted. Compare-and-set: a
-    message that still carries that dedupId (a late ack must not touch a newer message of the
-    same job) becomes the job's attempt-0 watch — dedupId `<id>~a0`, `attempt` 0, recoverAt
-    watchAt — which the tick re-dispatches if no delivery ever begins the job (the queue gave up
-    silently). Returns the count acknowledged.
+  ackMessages(root, outbox, messages, acks, now, reapAfterMs)
+    `acks` holds three values per message the queue accepted: its id, its dedupId and its
+    not-before time ('' = now). Compare-and-set: a message that still carries that dedupId (a
+    late ack must not touch a newer message of the same job) becomes the job's attempt-0 watch —
+    dedupId `<id>~a0`, `attempt` 0, recoverAt reapAfterMs after the later of now and its
+    not-before time — which the tick re-dispatches if no delivery ever begins the job (the queue
+    gave up silently). A message published long before it is due (a released dependent with a
+    late `runAt`, one a queue with a short longest delay took hours early) is not due to start
+    before then, so its watch waits for it. Returns the count acknowledged.
 ]]
 --@include "members"
 --@include "json"
@@ -83,19 +86,21 @@ local function carries(outbox, id, dedupId, body)
   return dedupId == id and redis.call('ZSCORE', outbox, id) ~= false
 end
 
-local function ackMessages(root, outbox, messages, pairs, watchAt)
+local function ackMessages(root, outbox, messages, acks, now, reapAfterMs)
   local bodies, scores, n = {}, {}, 0
-  for from = 1, #pairs - 1, 1000 do
+  for from = 1, #acks - 2, 999 do
     local ids, m = {}, 0
-    for i = from, math.min(from + 998, #pairs - 1), 2 do
+    for i = from, math.min(from + 996, #acks - 2), 3 do
       m = m + 1
-      ids[m] = pairs[i]
+      ids[m] = acks[i]
     end
     local found = redis.call('HMGET', messages, unpack(ids))
     for k = 1, m do
-      local id, dedupId, body = ids[k], pairs[from + 2 * k - 1], found[k]
+      local at = from + 3 * (k - 1)
+      local id, dedupId, body = ids[k], acks[at + 1], found[k]
       local current, head = carries(outbox, id, dedupId, body)
       local watch
+      local watchAt = int(math.max(now, tonumber(acks[at + 2]) or now) + reapAfterMs)
       if current and body then
         watch = '{"id":"' .. id .. '","dedupId":"' .. id .. '~a0",'
           .. string.sub(body, head + 1, -2) .. ',"attempt":0}'
