@@ -61,9 +61,23 @@ describe("bodyIssues", () => {
     );
   });
 
+  it("refuses an invalid Date built in process, which JSON.stringify would write as null", () => {
+    const never = new Date(Number.NaN);
+    const pastTheEnd = new Date(8.64e15 + 1);
+    expect(bodyIssues({ runAt: never, input: { at: [new Date(0), pastTheEnd] } })).toEqual([
+      { path: "runAt", message: "an invalid Date (JSON writes it as null)" },
+      { path: "input.at.1", message: "an invalid Date (JSON writes it as null)" },
+    ]);
+    expect(bodyIssues(never)).toEqual([
+      { path: "", message: "an invalid Date (JSON writes it as null)" },
+    ]);
+    // A parsed body holds no Date: nothing to judge.
+    expect(bodyIssues(JSON.parse(JSON.stringify({ at: never })), { parsed: true })).toEqual([]);
+  });
+
   it("walks what toJSON answers, as JSON.stringify writes it, and names a reserved key where it is", () => {
-    // An invalid Date's toJSON answers null: JSON's own rule, nothing refused.
-    expect(bodyIssues({ at: new Date(Number.NaN), ok: new Date(0) })).toEqual([]);
+    // A valid Date is written as its ISO text: nothing refused.
+    expect(bodyIssues({ ok: new Date(0), also: [new Date(8.64e15)] })).toEqual([]);
     const wrapped = {
       data: { amount: Number.NaN },
       toJSON(this: { data: unknown }) {

@@ -31,9 +31,10 @@ export interface BodyIssuesOptions {
 }
 
 /**
- * Where `value` holds a {@link FORBIDDEN_KEYS} key, or a number JSON cannot carry, as field issues.
- * `JSON.parse` reads `1e400` as `Infinity`, and `JSON.stringify` writes `Infinity` and `NaN` as
- * `null`: such a number would be stored as `null` without a word.
+ * Where `value` holds a {@link FORBIDDEN_KEYS} key, a number JSON cannot carry, or (built in
+ * process) an invalid `Date`, as field issues. `JSON.parse` reads `1e400` as `Infinity`, and
+ * `JSON.stringify` writes `Infinity`, `NaN` and an invalid `Date` as `null`: each would be stored
+ * as `null` without a word.
  *
  * It walks what `JSON.stringify` writes: an object with a `toJSON` method (a `Date`, a class
  * instance) as that method's answer. Iteratively, so any depth is safe; and, unless `parsed`, it
@@ -64,6 +65,10 @@ export function bodyIssues(value: unknown, options: BodyIssuesOptions = {}): Val
     const current = written(next.value, next.key, parsed);
     if (typeof current === "number" && !Number.isFinite(current)) {
       issues.push({ path: path ?? "", message: numberIssue(current) });
+      continue;
+    }
+    if (current === null && !parsed && isInvalidDate(next.value)) {
+      issues.push({ path: path ?? "", message: "an invalid Date (JSON writes it as null)" });
       continue;
     }
     if (!entered(current, visits)) continue;
@@ -97,8 +102,8 @@ function numberIssue(n: number): string {
 }
 
 /**
- * Whether any object in `value` (at any depth) has a key of {@link FORBIDDEN_KEYS}, or any number
- * is not finite.
+ * Whether any object in `value` (at any depth) has a key of {@link FORBIDDEN_KEYS}, any number is
+ * not finite, or (built in process) any `Date` is invalid.
  */
 function hasRefusedPart(value: unknown, parsed: boolean): boolean {
   const visits = newVisits(parsed, TRACK_AFTER);
@@ -110,6 +115,7 @@ function hasRefusedPart(value: unknown, parsed: boolean): boolean {
       if (!Number.isFinite(current)) return true;
       continue;
     }
+    if (current === null && !parsed && isInvalidDate(next.value)) return true;
     if (!entered(current, visits)) continue;
     if (Array.isArray(current)) {
       for (let i = 0; i < current.length; i++) {
@@ -152,6 +158,18 @@ function keeps(object: object, key: string, parsed: boolean): boolean {
   if (!own || !("value" in own)) return true;
   const value = written(own.value, key, false);
   return value !== undefined && typeof value !== "function" && typeof value !== "symbol";
+}
+
+/**
+ * Whether `value` is a `Date` whose time is not a number (`new Date("x")`, one past year 275760):
+ * its `toJSON` answers `null`, so a `runAt` or an input field would be sent as `null` without a
+ * word. Told by its internal slot, so a `Date` of another realm counts too.
+ */
+function isInvalidDate(value: unknown): boolean {
+  return (
+    Object.prototype.toString.call(value) === "[object Date]" &&
+    Number.isNaN(Date.prototype.getTime.call(value))
+  );
 }
 
 /**

@@ -243,7 +243,7 @@ describe.concurrent("client against the dev server", () => {
     await expect(client.schedules.handle("nope").pause()).rejects.toBeInstanceOf(NotFoundError);
   });
 
-  test("a body holding Infinity or NaN is refused before it is sent, not sent as null", async () => {
+  test("a body holding Infinity, NaN or an invalid Date is refused before it is sent, not sent as null", async () => {
     const rec = recordingFetch();
     const c = createClient({ url: server.url, fetch: rec.fetch });
     for (const input of [{ amount: Number.POSITIVE_INFINITY }, [1, Number.NaN]]) {
@@ -251,6 +251,16 @@ describe.concurrent("client against the dev server", () => {
       expect(refused).toBeInstanceOf(TypeError);
       expect((refused as Error).message).toMatch(/input\.(amount|1): /);
     }
+    // An invalid Date would go as null: a runAt that runs the job now, an endAt that clears it.
+    for (const runAt of [new Date("not a date"), new Date(8.64e15 + 1)]) {
+      const refused = await c.jobs.submit({ handler: "echo", runAt }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(TypeError);
+      expect((refused as Error).message).toContain("runAt: an invalid Date");
+    }
+    const many = await c.jobs
+      .submitMany([{ handler: "echo", runAt: new Date(Number.NaN) }])
+      .catch((e: unknown) => e);
+    expect(many).toBeInstanceOf(TypeError);
     expect(rec.urls).toEqual([]);
     const job = await c.jobs.submit({ handler: "echo", input: { amount: Number.MAX_VALUE } });
     expect(await job.result({ timeout: "5s" })).toEqual({ amount: Number.MAX_VALUE });
