@@ -11,11 +11,14 @@ import type { JobSummary, SubmitJobRequest } from "./types.ts";
 export interface SubmitFlowRequest<H extends Handlers = Handlers> {
   /** 1–100 jobs, submitted first. */
   children: SubmitJobRequest<H, HandlerName<H>>[];
-  /** Submitted last, waiting for every child (`after`); it may wait for other jobs too. */
+  /**
+   * Submitted last, waiting for every child (`after`). It may not name `after` itself (a 400):
+   * give other dependencies to the children.
+   */
   parent: SubmitJobRequest<H, HandlerName<H>>;
   /**
    * Makes submitting the flow again safe (at most 240 characters): child `i`'s key is
-   * `<key>:child:<i>`, the parent's `<key>:parent`, unless a job has its own.
+   * `flow:<key>:child:<i>`, the parent's `flow:<key>:parent`, unless a job has its own.
    */
   idempotencyKey?: string;
 }

@@ -59,8 +59,8 @@ export type JobRequest<
 /**
  * A flow for `Broker.submitFlow`: `children` submitted first, then `parent`, which waits for them
  * all (its `after` gains their ids). `idempotencyKey` (at most 240 characters) makes submitting it
- * again safe: child `i`'s key is `<key>:child:<i>`, the parent's `<key>:parent`, unless a job has
- * its own.
+ * again safe: child `i`'s key is `flow:<key>:child:<i>`, the parent's `flow:<key>:parent`, unless
+ * a job has its own.
  */
 export interface FlowRequest<H extends Handlers = Handlers> {
   children: JobRequest<H>[];
