@@ -132,6 +132,23 @@ describe.each(factories)("webhook endpoints on $name", (factory) => {
     });
   }
 
+  it("slack: a signed url_verification answers 200 with its challenge and stores nothing; forged, 401; to another sender, a job", async () => {
+    const slack = senders.find((s) => s.scheme === "slack")!;
+    const challenge = `3eZbrw1aBm2rZgRNFdxV${Math.random().toString(36).slice(2)}`;
+    const body = JSON.stringify({ token: "legacy", challenge, type: "url_verification" });
+    const before = await footprint(h.engine.store, handle.keys);
+    const answer = await post(slack, body, await slack.sign(body, ""));
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body).toEqual({ challenge });
+    expect(await footprint(h.engine.store, handle.keys)).toEqual(before);
+    const forged = await slack.sign(body, "", { secret: slack.wrongSecret });
+    expectProblem(await post(slack, body, forged), 401);
+    // The same shape from another sender is that sender's event: a job like any other.
+    const github = senders.find((s) => s.scheme === "github")!;
+    const other = await post(github, body, await github.sign(body, "d-url-verification"));
+    expect(other.status, JSON.stringify(other.body)).toBe(202);
+  });
+
   it("the same event three times, concurrently and in sequence: one job, run once", async () => {
     for (const s of senders) {
       const eventId = `evt_dup_${s.scheme}_${Math.random().toString(36).slice(2)}`;

@@ -88,6 +88,10 @@ async function receive(
     );
     throw new TickworkError(401, `webhook_${verified.reason}`, verified.detail);
   }
+  const challenge = slackChallenge(endpoint, body);
+  // Slack checks a new Events API URL with a signed `url_verification` request: it wants its
+  // challenge back, not a job.
+  if (challenge !== undefined) return c.json({ challenge }, 200);
   const idempotencyKey = await deliveryKey(endpoint, body, verified.eventId);
   const input: WebhookJobInput = {
     ...bodyInput(body, headers.get("content-type")),
@@ -127,6 +131,24 @@ async function receive(
   c.header("Location", `${c.get("appPath")}/v1/jobs/${encodeURIComponent(job.id)}`);
   if (endpoint.status === 204) return c.body(null, 204);
   return c.json({ id: job.id, status: job.status }, endpoint.status as ContentfulStatusCode);
+}
+
+/**
+ * The challenge of Slack's `url_verification` request (`{"type":"url_verification","challenge":…}`),
+ * which Slack sends, signed, when an app's Events API URL is set: answered with the challenge, it
+ * stores nothing and counts nothing. Undefined for every other body or sender.
+ */
+function slackChallenge(endpoint: WebhookEndpoint, body: Uint8Array): string | undefined {
+  if (endpoint.verifier.scheme !== "slack" || body[0] !== 0x7b) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const { type, challenge } = value as { type?: unknown; challenge?: unknown };
+  return type === "url_verification" && typeof challenge === "string" ? challenge : undefined;
 }
 
 /**
