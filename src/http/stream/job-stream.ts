@@ -150,12 +150,11 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
           if (FINAL_JOB_STATUSES.includes(status)) sendProgress(record);
           pos.after = event.id;
           sendStatus(statusUpdate(event, status));
-          if (FINAL_JOB_STATUSES.includes(status)) {
-            final = true;
-            break;
-          }
+          // Final unless a later event moves the job on: a dead job retried from the
+          // dead-letter list (`job.retried`) runs again, and the stream follows it.
+          final = FINAL_JOB_STATUSES.includes(status);
         }
-        if (final || signal.aborted) break;
+        if (signal.aborted) break;
         if (page.last !== undefined) pos.after = page.last;
         if (!page.more) break;
       }
