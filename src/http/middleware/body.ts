@@ -19,13 +19,20 @@ const JSON_SUFFIX = /^application\/[\w.+-]+\+json$/;
 /**
  * The JSON body of a request: 415 unless it is `application/json` (or `+json`), 413 when over
  * `maxBytes`, 400 when it is not valid UTF-8 JSON, nests deeper than {@link MAX_JSON_DEPTH}, or
- * holds a key of {@link FORBIDDEN_KEYS} anywhere (`__proto__`, `constructor`, `prototype`).
+ * holds a key of {@link FORBIDDEN_KEYS} anywhere (`__proto__`, `constructor`, `prototype`). A body
+ * that wraps jobs (a batch's `{"jobs":[…]}`, a flow's `{"children":[…]}`) passes the levels it
+ * adds as `wrapperDepth`, so a job it holds may nest as deep as one `POST /v1/jobs` takes.
  *
  * @example
  * const body = await readJson(c, 1_048_576);
  */
-export function readJson(c: Context<AppEnv>, maxBytes: number): Promise<unknown> {
-  return jsonBody(c.req.header("content-type"), (max) => readLimited(c.req.raw, max), maxBytes);
+export function readJson(c: Context<AppEnv>, maxBytes: number, wrapperDepth = 0): Promise<unknown> {
+  return jsonBody(
+    c.req.header("content-type"),
+    (max) => readLimited(c.req.raw, max),
+    maxBytes,
+    wrapperDepth,
+  );
 }
 
 /**
@@ -40,6 +47,7 @@ export async function jsonBody(
   header: string | undefined,
   read: (maxBytes: number) => Promise<Uint8Array>,
   maxBytes: number,
+  wrapperDepth = 0,
 ): Promise<unknown> {
   // What clients send nearly always: decided without splitting and lowering the header.
   const type =
@@ -61,9 +69,11 @@ export async function jsonBody(
     ]);
   }
   // Counted before parsing: a deeply nested body is refused without building it.
-  if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
-    throw new ValidationError(`request body nests deeper than ${MAX_JSON_DEPTH} levels`, [
-      { path: "", message: `more than ${MAX_JSON_DEPTH} levels of objects and arrays` },
+  const maxDepth = MAX_JSON_DEPTH + wrapperDepth;
+  if (jsonDepth(text, maxDepth) > maxDepth) {
+    const what = wrapperDepth > 0 ? "a job of the request body" : "request body";
+    throw new ValidationError(`${what} nests deeper than ${MAX_JSON_DEPTH} levels`, [
+      { path: "", message: `more than ${maxDepth} levels of objects and arrays` },
     ]);
   }
   let value: unknown;

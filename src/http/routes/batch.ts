@@ -30,7 +30,8 @@ export const BATCH_BODY_FACTOR = 8;
 export function batchSubmit(config: AppConfig): Handler<AppEnv> {
   const { engine } = config;
   return async (c) => {
-    const body = await readJson(c, config.bodyLimitBytes * BATCH_BODY_FACTOR);
+    // `{"jobs":[job]}`: two levels around each job.
+    const body = await readJson(c, config.bodyLimitBytes * BATCH_BODY_FACTOR, 2);
     if (typeof body !== "object" || body === null || Array.isArray(body) || !("jobs" in body)) {
       throw new InvalidRequestError("invalid batch", [
         { path: "jobs", message: "expected an object with a non-empty array `jobs`" },

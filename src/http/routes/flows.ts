@@ -5,6 +5,8 @@
  * `Idempotent-Replayed: true` when the whole flow was stored before.
  */
 import { Hono } from "hono";
+import { ValidationError } from "../../core/errors.ts";
+import { jsonDepth, MAX_JSON_DEPTH } from "../../core/schemas.ts";
 import { traceHeaders } from "../../engine/tracing.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readJson } from "../middleware/body.ts";
@@ -23,7 +25,10 @@ export function flowRoutes(config: AppConfig): Hono<AppEnv> {
   const routes = new Hono<AppEnv>();
   routes.use(authorizeRequest(config.authorize));
   routes.post("/", requireScope("jobs:write"), async (c) => {
-    const body = await readJson(c, config.bodyLimitBytes);
+    // `{"children":[job]}`: two levels around each child; the parent, one level down, is checked
+    // on its own.
+    const body = await readJson(c, config.bodyLimitBytes, 2);
+    refuseDeepParent(body);
     // Each job of the flow stores the request's W3C trace context (src/engine/tracing.ts).
     const trace = traceHeaders(c.req.raw.headers);
     const flow = await withRateLimitHeaders(c, () =>
@@ -38,4 +43,17 @@ export function flowRoutes(config: AppConfig): Hono<AppEnv> {
     );
   });
   return routes;
+}
+
+/** A flow's parent nests no deeper than one `POST /v1/jobs` body may (the body allowed it one more). */
+function refuseDeepParent(body: unknown): void {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return;
+  const parent = (body as { parent?: unknown }).parent;
+  if (typeof parent !== "object" || parent === null) return;
+  if (jsonDepth(JSON.stringify(parent), MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+    throw new ValidationError(
+      `a job of the request body nests deeper than ${MAX_JSON_DEPTH} levels`,
+      [{ path: "parent", message: `more than ${MAX_JSON_DEPTH} levels of objects and arrays` }],
+    );
+  }
 }
