@@ -84,9 +84,16 @@ export async function* streamUpdates<R>(
           await response.body.cancel();
           cut = new TypeError(`not an event stream: ${response.headers.get("content-type")}`);
         } else {
-          for await (const message of readSse(response.body, (ms) => {
-            retryMs = ms;
-          })) {
+          for await (const message of readSse(
+            response.body,
+            (ms) => {
+              retryMs = ms;
+            },
+            (id) => {
+              // A position without an event (a quiet schedule stream): resume from there.
+              lastId = id;
+            },
+          )) {
             const update = toUpdate<R>(message);
             if (!update) continue;
             lastId = update.id;
@@ -134,11 +141,13 @@ function toUpdate<R>(message: SseMessage): JobUpdate<R> | undefined {
 /**
  * The messages of an event stream, per the HTML standard's parsing rules: lines end in CR, LF or
  * CRLF; `data` lines join with `\n`; a blank line dispatches; comments (`:`) are skipped; `retry`
- * is reported through `onRetry`.
+ * is reported through `onRetry`, and an `id:` in a block without data (a position, no event)
+ * through `onPosition`.
  */
 export async function* readSse(
   body: ReadableStream<Uint8Array>,
   onRetry: (ms: number) => void = () => {},
+  onPosition: (id: string) => void = () => {},
 ): AsyncGenerator<SseMessage, void, undefined> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
@@ -147,6 +156,8 @@ export async function* readSse(
   let data: string[] = [];
   let id: string | undefined;
   let sawData = false;
+  /** The block being read has an `id:` line (a block with no data may carry only that). */
+  let sawId = false;
   try {
     for (;;) {
       const { value, done } = await reader.read();
@@ -159,6 +170,8 @@ export async function* readSse(
         buffer = buffer.slice(end + (buffer.startsWith("\r\n", end) ? 2 : 1));
         if (line === "") {
           if (sawData) yield { event: event || "message", data: data.join("\n"), id };
+          else if (sawId && id !== undefined) onPosition(id);
+          sawId = false;
           event = "";
           data = [];
           sawData = false;
@@ -173,8 +186,10 @@ export async function* readSse(
         else if (field === "data") {
           data.push(text);
           sawData = true;
-        } else if (field === "id" && !text.includes("\0")) id = text;
-        else if (field === "retry" && /^\d+$/.test(text)) onRetry(Number(text));
+        } else if (field === "id" && !text.includes("\0")) {
+          id = text;
+          sawId = true;
+        } else if (field === "retry" && /^\d+$/.test(text)) onRetry(Number(text));
       }
       if (done) return;
     }

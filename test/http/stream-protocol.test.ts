@@ -94,7 +94,14 @@ describe("GET /v1/jobs/:id/stream", () => {
     expect(events[0]?.data).toMatchObject({ jobId: job.body.id, event: "job.created" });
     expect(events[1]?.data).toMatchObject({ event: "job.started", attempt: 1 });
     expect(events[3]?.data).toMatchObject({ id: job.body.id, result: 7 });
-    for (const e of events) expect(e.id).toMatch(/^\d+-\d+\.\d+$/);
+    // Each id names the last status sent, so a resumed stream knows what its client saw.
+    expect(events.map((e) => e.id.split(".")[2])).toEqual([
+      "queued",
+      "running",
+      "succeeded",
+      "succeeded",
+    ]);
+    for (const e of events) expect(e.id).toMatch(/^\d+-\d+\.\d+\.[a-z]+$/);
   });
 
   it("sends heartbeats while nothing happens", async () => {
@@ -203,7 +210,18 @@ describe("GET /v1/jobs/:id/stream", () => {
     expectProblem(await stream("/v1/jobs/..%2Fx/stream", as("t1")), 404);
     expectProblem(await stream("/v1/schedules/daily/stream", as("t2")), 404);
     expectProblem(await stream("/v1/schedules/nope/stream", as("t1")), 404);
-    for (const bad of ["yesterday", "1-2-3", "1.2", "-1-0", `${"9".repeat(17)}-0`, "1-0.x"]) {
+    for (const bad of [
+      "yesterday",
+      "1-2-3",
+      "1.2",
+      "-1-0",
+      `${"9".repeat(17)}-0`,
+      "1-0.x",
+      "1-0.0.constructor",
+      "1-0.0.__proto__",
+      "1-0.0.Running",
+      "1-0.0.running.1",
+    ]) {
       const answer = await stream(
         `/v1/jobs/${job.body.id}/stream`,
         as("t1", { "last-event-id": bad }),

@@ -94,8 +94,8 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
   const deadline = Date.now() + config.maxMs;
   const pos: StreamPosition = ctx.resume ? { ...ctx.resume } : startOf(ctx.job);
   const blocking = store.waitForEvents ? store.waitForEvents.bind(store) : undefined;
-  /** The last status sent on this connection (unknown on a resumed one until a change). */
-  let last: JobStatus | undefined;
+  /** The last status the client saw: sent on this connection, or named by its `Last-Event-ID`. */
+  let last: JobStatus | undefined = pos.status;
   let first = true;
   let signature = "";
   let job: JobRecord | null = ctx.job;
@@ -112,6 +112,7 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
   };
   const sendStatus = (update: JobStatusUpdate) => {
     last = update.status;
+    pos.status = last;
     out.event("status", positionId(pos), update);
   };
   /** A status read from the record: the log does not hold the change (trimmed or not written). */
@@ -158,8 +159,10 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
         if (page.last !== undefined) pos.after = page.last;
         if (!page.more) break;
       }
-      // A fresh stream whose job's events are gone still starts with the job's status.
-      if (first && !ctx.resume && !sawEvent && !final) {
+      // A status the log does not hold (its events trimmed, or never written) is read from the
+      // record: a fresh stream still starts with the job's status, and a resumed one is told of
+      // a change its client missed.
+      if (!sawEvent && !final && record.status !== last) {
         if (FINAL_JOB_STATUSES.includes(record.status)) sendProgress(record);
         sendRecordStatus(record);
         final = FINAL_JOB_STATUSES.includes(record.status);

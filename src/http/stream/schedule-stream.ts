@@ -62,6 +62,9 @@ export async function runScheduleStream(ctx: ScheduleStreamContext): Promise<voi
   const deadline = Date.now() + config.maxMs;
   const pos: StreamPosition = { ...ctx.start };
   const blocking = store.waitForEvents ? store.waitForEvents.bind(store) : undefined;
+  // Where the stream starts, before any event: a client cut before one resumes from here, not
+  // from a later "now" that would skip the runs in between.
+  out.position(positionId(pos));
 
   while (!signal.aborted) {
     const started = Date.now();
@@ -71,9 +74,13 @@ export async function runScheduleStream(ctx: ScheduleStreamContext): Promise<voi
         if (event.scheduleId !== ctx.scheduleId || event.tenant !== ctx.tenant) continue;
         const status = statusOfEvent(event.type, {});
         if (status === null || event.jobId === undefined) continue;
+        const final = FINAL_JOB_STATUSES.includes(status);
+        // A run's final status carries the position before it, its `done` the one after: a
+        // client that resumes from the status (cut before the `done`) gets both again.
+        const before = positionId(pos);
         pos.after = event.id;
-        out.event("status", positionId(pos), statusUpdate(event, status));
-        if (FINAL_JOB_STATUSES.includes(status)) {
+        out.event("status", final ? before : positionId(pos), statusUpdate(event, status));
+        if (final) {
           const job = await engine.broker.getJob(event.jobId, ctx.actor).catch((error) => {
             if (error instanceof RecordNotFoundError) return null;
             throw error;
@@ -95,7 +102,9 @@ export async function runScheduleStream(ctx: ScheduleStreamContext): Promise<voi
       await pause(wait, signal);
     }
     if (signal.aborted) return;
-    if (out.idleMs() >= config.heartbeatMs) out.comment("keep-alive");
+    // The heartbeat carries the position the stream has read to (other schedules' events
+    // included), so a reconnect after a quiet stretch resumes from there.
+    if (out.idleMs() >= config.heartbeatMs) out.position(positionId(pos));
     if (Date.now() >= deadline) return;
   }
 }

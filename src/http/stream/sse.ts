@@ -6,6 +6,7 @@
  * (docs/api.md "Realtime updates", docs/adr/0021-realtime-streams.md).
  */
 import { InvalidRequestError } from "../../core/errors.ts";
+import type { JobStatus } from "../../core/model.ts";
 
 /** How long a stream lives, how often it shows it is alive, how often it polls. */
 export interface StreamConfig {
@@ -45,14 +46,28 @@ export function resolveStreamConfig(options: Partial<StreamConfig> = {}): Stream
 }
 
 /**
- * Where a stream is: the last event-log id it has read past, and the time of the last progress
- * value it sent (0: none). Every event's `id:` is `<ms>-<seq>.<progressAt>`, which a client sends
- * back as `Last-Event-ID`.
+ * Where a stream is: the last event-log id it has read past, the time of the last progress value
+ * it sent (0: none) and, on a job's stream, the last status it sent. Every event's `id:` is
+ * `<ms>-<seq>.<progressAt>`, with `.<status>` once a job's stream has sent one, which a client
+ * sends back as `Last-Event-ID`: a resumed stream knows what its client last saw.
  */
 export interface StreamPosition {
   after: string;
   progressAt: number;
+  status?: JobStatus;
 }
+
+/** Every job status, the names a stream id may end with. */
+const STATUS_NAMES: Record<JobStatus, true> = {
+  waiting: true,
+  queued: true,
+  running: true,
+  succeeded: true,
+  failed: true,
+  dead: true,
+  cancelled: true,
+  skipped: true,
+};
 
 /** Above any sequence a millisecond sees (as `/v1/events`' `since`). */
 const MAX_SEQ = "9999999999999999";
@@ -68,7 +83,8 @@ export function positionBefore(ms: number): StreamPosition {
 
 /** The `id:` of an event sent at `position`. */
 export function positionId(position: StreamPosition): string {
-  return `${position.after}.${position.progressAt}`;
+  const id = `${position.after}.${position.progressAt}`;
+  return position.status === undefined ? id : `${id}.${position.status}`;
 }
 
 /**
@@ -79,16 +95,20 @@ export function positionId(position: StreamPosition): string {
  */
 export function parseLastEventId(value: string | undefined): StreamPosition | undefined {
   if (value === undefined || value.trim() === "") return undefined;
-  const match = /^(\d{1,16}-\d{1,16})(?:\.(\d{1,16}))?$/.exec(value.trim());
-  if (!match) {
+  const match = /^(\d{1,16}-\d{1,16})(?:\.(\d{1,16})(?:\.([a-z]{1,16}))?)?$/.exec(value.trim());
+  const status = match?.[3];
+  if (!match || (status !== undefined && !Object.hasOwn(STATUS_NAMES, status))) {
     throw new InvalidRequestError("invalid Last-Event-ID", [
       {
         path: "Last-Event-ID",
-        message: "not an id this stream sent (<ms>-<seq>.<progressAt>, or an event id <ms>-<seq>)",
+        message:
+          "not an id this stream sent (<ms>-<seq>.<progressAt>[.<status>], or an event id <ms>-<seq>)",
       },
     ]);
   }
-  return { after: match[1] as string, progressAt: Number(match[2] ?? 0) };
+  const position: StreamPosition = { after: match[1] as string, progressAt: Number(match[2] ?? 0) };
+  if (status !== undefined) position.status = status as JobStatus;
+  return position;
 }
 
 /** What a stream's body writes to. */
@@ -97,6 +117,11 @@ export interface SseWriter {
   event(name: string, id: string, data: unknown): void;
   /** A comment line (ignored by clients; keeps proxies and the connection alive). */
   comment(text: string): void;
+  /**
+   * An `id:` alone: no event, but a client's last event id becomes `id` (as `EventSource` keeps
+   * it), so a reconnect resumes from there even when no event came.
+   */
+  position(id: string): void;
   /** Milliseconds since anything was written. */
   idleMs(): number;
 }
@@ -137,6 +162,7 @@ export function sseResponse(
         event: (name, id, data) =>
           write(`event: ${name}\nid: ${id}\ndata: ${JSON.stringify(data)}\n\n`),
         comment: (text) => write(`: ${text.replace(/[\r\n]+/g, " ")}\n\n`),
+        position: (id) => write(`id: ${id}\n\n`),
         idleMs: () => Date.now() - lastWrite,
       };
       // Sent at once, so the client has the headers and the reconnect delay before any event.
