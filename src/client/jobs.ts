@@ -22,7 +22,7 @@ import type {
   SubmitJobRequest,
   SubmitManyItem,
 } from "./types.ts";
-import { type JobUpdate, streamUpdates, type UpdatesOptions } from "./updates.ts";
+import { type JobUpdate, pause, streamUpdates, type UpdatesOptions } from "./updates.ts";
 
 /** One job's outcome of {@link JobsApi.submitMany}, at the job's index. */
 export type SubmitManyOutcome =
@@ -121,8 +121,10 @@ export class JobHandle<R = unknown> {
       }
       if (Date.now() >= deadline) throw new ResultTimeoutError(job, timeoutMs);
       const took = Date.now() - started;
-      if (took < MIN_POLL_GAP_MS)
-        await pause(Math.min(MIN_POLL_GAP_MS - took, deadline - Date.now()));
+      // Ended early by an abort: the next request then rejects with the signal's reason.
+      if (took < MIN_POLL_GAP_MS) {
+        await pause(Math.min(MIN_POLL_GAP_MS - took, deadline - Date.now()), options.signal);
+      }
     }
   }
 
@@ -303,8 +305,4 @@ export class JobsApi<H extends Handlers = Handlers> {
       cursor,
     );
   }
-}
-
-function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }

@@ -46,6 +46,20 @@ describe("readSse", () => {
     ]);
   });
 
+  it("reports an id of a block without data as a position, and nothing else", async () => {
+    const positions: string[] = [];
+    const messages: unknown[] = [];
+    for await (const m of readSse(
+      body(": keep-alive\n\n", "id: 5-0.0\n\n", ": keep-alive\nid: 6-0.0\n\n", "data: 1\n\n"),
+      undefined,
+      (id) => positions.push(id),
+    )) {
+      messages.push(m);
+    }
+    expect(positions).toEqual(["5-0.0", "6-0.0"]);
+    expect(messages).toEqual([{ event: "message", id: "6-0.0", data: "1" }]);
+  });
+
   it("ignores a retry that is not a number and an id with NUL", async () => {
     const retries: number[] = [];
     const messages = await all(body("retry: soon\nid: a\0b\ndata: 1\n\n"), (ms) =>
@@ -77,5 +91,31 @@ describe("schedule.updates()", () => {
       if (done.length === 2) abort.abort();
     }
     expect(done).toEqual(["often@1000", "often@2000"]);
+  });
+
+  it("waits out a 503's Retry-After before reconnecting, when it is longer than retry:", async () => {
+    const asked: number[] = [];
+    const abort = new AbortController();
+    const client = createClient({
+      url: "http://tickwork.test",
+      fetch: async () => {
+        asked.push(Date.now());
+        if (asked.length === 1) {
+          return new Response(JSON.stringify({ status: 503, title: "Service Unavailable" }), {
+            status: 503,
+            headers: { "content-type": "application/problem+json", "retry-after": "2" },
+          });
+        }
+        abort.abort();
+        return new Response(body(), { headers: { "content-type": "text/event-stream" } });
+      },
+    });
+    for await (const _ of client.schedules.handle("often").updates({ signal: abort.signal })) {
+      // nothing comes
+    }
+    expect(asked).toHaveLength(2);
+    // Retry-After 2 s, longer than the 1 s the client waits by default: a lower bound the client
+    // keeps itself (a busy machine only makes the gap longer).
+    expect(asked[1]! - asked[0]!).toBeGreaterThanOrEqual(1_990);
   });
 });

@@ -6,7 +6,7 @@
  * with `Last-Event-ID` when a connection drops or the server ends it, and ends after a job's
  * `done` (docs/api.md "Realtime updates").
  */
-import { apiError, TickworkApiError } from "./errors.ts";
+import { apiError, TickworkApiError, UnavailableError } from "./errors.ts";
 import type { Caller } from "./request.ts";
 import type { Job, JobProgressUpdate, JobStatusUpdate } from "./types.ts";
 
@@ -112,8 +112,13 @@ export async function* streamUpdates<R>(
         if (failures > maxRetries) throw cut;
       }
       // Ended by the server (its stream's time was up) or cut: reconnect from `lastId` after the
-      // server's `retry:` delay, as EventSource does (never in a tight loop).
-      await pause(retryMs * Math.max(1, failures), options.signal);
+      // server's `retry:` delay, as EventSource does (never in a tight loop), or after the
+      // `Retry-After` of a 503 when that is longer.
+      const retryAfter =
+        cut instanceof UnavailableError && cut.retryAfter !== undefined
+          ? cut.retryAfter * 1_000
+          : 0;
+      await pause(Math.max(retryMs * Math.max(1, failures), retryAfter), options.signal);
     } finally {
       options.signal?.removeEventListener("abort", stop);
       abort.abort();
@@ -207,7 +212,8 @@ function parseJson(text: string): unknown {
   }
 }
 
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Wait `ms`, or less when `signal` aborts (at once when it already has). */
+export function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   // An aborted signal fires no more "abort" events: end now rather than after `ms`.
   if (signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
