@@ -130,7 +130,8 @@ describe("functions/cloudflare.ts in workerd", () => {
     const seen: string[] = [];
     // The Worker polls the store over REST (no blocking reads there) until the job is final.
     for await (const update of job.updates()) {
-      expect(update.id).toMatch(/^\d+-\d+\.\d+$/);
+      // <ms>-<seq>.<progressAt>.<the last status sent>
+      expect(update.id).toMatch(/^\d+-\d+\.\d+\.[a-z]+$/);
       if (update.type === "status") seen.push(update.status);
       if (update.type === "done") seen.push(`done:${JSON.stringify(update.job.result)}`);
     }
