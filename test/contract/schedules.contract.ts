@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { ScheduleRecord } from "../../src/core/model.ts";
 import type { Store } from "../../src/store/port.ts";
-import { type MakeContractStore, occurrenceSpec, scheduleRecord } from "./fixtures.ts";
+import { type MakeContractStore, occurrenceSpec, scheduleRecord, uid } from "./fixtures.ts";
 import { FAR, putOk, useContractStore } from "./harness.ts";
 
 /** Registers this part of the Store contract for one implementation (`describeStoreContract`). */
@@ -150,6 +150,23 @@ export function describeSchedulesContract(name: string, make: MakeContractStore)
         expect((await store.beginTick(tickOpts())).kind).toBe("idle");
         expect(await store.listSchedules({ limit: 10 })).toEqual({ items: [] });
         expect(await store.deleteSchedule(s.id)).toBe(false);
+      });
+
+      it("deleteSchedule deletes one whose input holds a lone surrogate, of any tenant, leaving no listing", async () => {
+        // JSON.parse takes "\ud800"; Redis's cjson refuses it when it reads the stored definition.
+        for (const tenant of ["default", "acme"]) {
+          const s = await putOk(
+            store,
+            scheduleRecord({
+              id: tenant === "default" ? uid("lone") : `${tenant}:${uid("lone")}`,
+              tenant,
+              input: { s: "\ud800" },
+            }),
+          );
+          expect(await store.deleteSchedule(s.id)).toBe(true);
+          expect(await store.getSchedule(s.id)).toBeNull();
+          expect(await store.listSchedules({ limit: 10, tenant })).toEqual({ items: [] });
+        }
       });
 
       it("lists newest first by createdAt, filters by status and handler, and pages", async () => {
