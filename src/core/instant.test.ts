@@ -69,3 +69,21 @@ describe("parseInstant", () => {
     expect(parseInstant("2024-02-29")).toBe(Date.UTC(2024, 1, 29));
   });
 });
+
+describe("instant and boundedDuration (request fields)", () => {
+  it("keep whole milliseconds: a fraction is dropped, as an ISO string has none", async () => {
+    const { instant, boundedDuration } = await import("./schemas.ts");
+    // A duration is rounded to whole ms already (parseDuration).
+    const at = Date.UTC(2026, 11, 1, 9, 30);
+    expect(instant.parse(at + 0.25)).toBe(at);
+    expect(instant.parse(at + 0.999)).toBe(at);
+    expect(instant.parse(at)).toBe(at);
+    expect(boundedDuration(0, 10_000).parse(1_500.7)).toBe(1_501);
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 253402300799999, noNaN: true }), (ms) => {
+        expect(Number.isInteger(instant.parse(ms))).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});

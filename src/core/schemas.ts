@@ -148,7 +148,7 @@ export function boundedDuration(minMs: number, maxMs: number) {
 
 /**
  * A point in time: epoch ms, ISO-8601 string (with its offset: {@link parseInstant}) or Date,
- * parsed to epoch ms, within
+ * parsed to whole epoch ms (a fraction dropped), within
  * {@link MIN_INSTANT_MS}–{@link MAX_INSTANT_MS} and, with `maxAheadMs`, at most that long after
  * now.
  */
@@ -175,7 +175,9 @@ function boundedInstant(maxAheadMs?: number) {
       });
       return z.NEVER;
     }
-    return ms + 0;
+    // Whole milliseconds, as an ISO string gives: a fraction would reach the ids of an interval
+    // schedule's occurrences (anchored at its `startAt`), which no route then takes.
+    return Math.floor(ms) + 0;
   });
 }
 
