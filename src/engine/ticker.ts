@@ -172,10 +172,14 @@ export class Ticker {
       ack = ack.concat(published);
     };
     for (;;) {
+      // Schedules whose plan the commit size cut short while more of it is due inside the
+      // horizon (a large input): read again in this tick rather than left to the next one, which
+      // a sub-minute schedule would then never catch up with.
+      const cut = new Set<string>();
       if (chunk.due.length > 0) {
         due += chunk.due.length;
         const now = chunk.now;
-        const commits = chunk.due.map((s) => this.planOrHold(s, now, level, traced.trace));
+        const commits = chunk.due.map((s) => this.planOrHold(s, now, level, traced.trace, cut));
         held += commits.filter((c) => c.dueAt !== undefined).length;
         // Commits go in groups of at most maxCommitBytes of messages (one request each).
         for (const group of byBytes(commits, t.maxCommitBytes)) {
@@ -192,7 +196,7 @@ export class Ticker {
         }
         if (fenced) break;
       }
-      if (!chunk.more || Date.now() - started > t.budgetMs) break;
+      if ((!chunk.more && cut.size === 0) || Date.now() - started > t.budgetMs) break;
       const next = await store.nextDue(token, {
         leaseMs: t.leaseMs,
         horizonMs: t.horizonMs,
@@ -300,12 +304,22 @@ export class Ticker {
     s: ScheduleRecord,
     now: number,
     level: DegradationLevel,
-    trace?: TraceContext,
+    trace: TraceContext | undefined,
+    cut: Set<string>,
   ): ScheduleCommit {
-    if (level !== "critical" || s.priority >= HIGH_PRIORITY || s.nextRunAt === null) {
-      return this.plan(s, now, trace);
-    }
     const t = this.deps.options.tick;
+    if (level !== "critical" || s.priority >= HIGH_PRIORITY || s.nextRunAt === null) {
+      try {
+        return this.plan(s, now, trace, cut);
+      } catch (error) {
+        // One schedule this runtime cannot plan (a time zone its ICU lacks, an expression a newer
+        // parser refuses) must not stop the others: it is held, and said so at every tick.
+        this.deps.options.logger.error("schedule could not be planned; held", {
+          scheduleId: s.id,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
     return {
       id: s.id,
       rev: s.rev,
@@ -320,7 +334,12 @@ export class Ticker {
    * Plan one schedule's occurrences from the state the tick read; with `trace`, the tick's trace
    * context, carried by each occurrence (src/engine/tracing.ts).
    */
-  private plan(s: ScheduleRecord, now: number, trace?: TraceContext): ScheduleCommit {
+  private plan(
+    s: ScheduleRecord,
+    now: number,
+    trace: TraceContext | undefined,
+    cut: Set<string>,
+  ): ScheduleCommit {
     const t = this.deps.options.tick;
     if (s.nextRunAt === null)
       return { id: s.id, rev: s.rev, nextRunAt: null, runsAdded: 0, messages: [] };
@@ -338,7 +357,10 @@ export class Ticker {
     let plan = planWith(Math.max(1, t.perScheduleLimit));
     if (plan.fires.length > 1) {
       const fit = Math.floor(t.maxCommitBytes / messageBytes(s.id, s.handler, s.input, s.tags));
-      if (plan.fires.length > fit) plan = planWith(Math.max(1, fit));
+      if (plan.fires.length > fit) {
+        plan = planWith(Math.max(1, fit));
+        if (plan.nextRunAt !== null && plan.nextRunAt <= now + t.horizonMs) cut.add(s.id);
+      }
     }
     const messages: OutboxMessage[] = plan.fires.map(({ fireAt, runAt }) => {
       const id = occurrenceId(s.id, fireAt);

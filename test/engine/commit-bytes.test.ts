@@ -75,6 +75,91 @@ describe("commit size", () => {
     for (const size of sizes) expect(size).toBeLessThanOrEqual(MAX);
   });
 
+  it("a sub-minute schedule with a large input keeps up with a once-a-minute tick", async () => {
+    // The platform's cron ticks once a minute; a "1s" schedule's 65 s of occurrences do not fit
+    // one commit of 100 KB inputs: the tick reads it again until its horizon is covered.
+    const clock = { now: Date.parse("2025-01-01T00:00:00Z") };
+    const published: string[] = [];
+    const engine = createEngine({
+      store: new MemoryStore({ clock: () => clock.now }),
+      transport: {
+        async publish(messages) {
+          for (const m of messages) published.push(m.id);
+          return messages.map((m) => ({
+            id: m.id,
+            ok: true as const,
+            messageId: m.id,
+            deduplicated: false,
+          }));
+        },
+        async verify() {
+          return false;
+        },
+      },
+      handlers: { echo: { run: (input: unknown) => input } },
+      logger: silentLogger,
+    });
+    await engine.broker.createSchedule({
+      id: "big",
+      handler: "echo",
+      schedule: "1s",
+      input: { blob: "x".repeat(100_000) },
+    });
+    for (let minute = 1; minute <= 10; minute++) {
+      clock.now = Date.parse("2025-01-01T00:00:00Z") + minute * 60_000;
+      await engine.ticker.tick();
+    }
+    const upTo = Date.parse("2025-01-01T00:10:00Z");
+    const fired = new Set(published.filter((id) => Number(id.split("@")[1]) <= upTo));
+    // 00:00:00 to 00:10:00, each second once.
+    expect(fired.size).toBe(601);
+    expect(published.length).toBe(new Set(published).size);
+  });
+
+  it("a schedule this runtime cannot plan is held, and the others still dispatch", async () => {
+    const clock = { now: Date.parse("2025-01-01T00:00:00Z") };
+    const store = new MemoryStore({ clock: () => clock.now });
+    const published: string[] = [];
+    const errors: unknown[] = [];
+    const engine = createEngine({
+      store,
+      transport: {
+        async publish(messages) {
+          for (const m of messages) published.push(m.id);
+          return messages.map((m) => ({
+            id: m.id,
+            ok: true as const,
+            messageId: m.id,
+            deduplicated: false,
+          }));
+        },
+        async verify() {
+          return false;
+        },
+      },
+      handlers: { echo: { run: (input: unknown) => input } },
+      logger: {
+        ...silentLogger,
+        error: (message: string, fields?: unknown) => errors.push({ message, fields }),
+      },
+    });
+    await engine.broker.createSchedule({ id: "good", handler: "echo", schedule: "* * * * *" });
+    await engine.broker.createSchedule({ id: "bad", handler: "echo", schedule: "* * * * *" });
+    // Stored by another runtime whose ICU knows a zone this one lacks.
+    const bad = (await store.getSchedule("bad"))!;
+    await store.putSchedule({ ...bad, tz: "Europe/Nowhere" }, bad.rev);
+    clock.now += 60_000;
+    await engine.ticker.tick();
+    expect(published.filter((id) => id.startsWith("good@")).length).toBeGreaterThan(0);
+    expect(published.filter((id) => id.startsWith("bad@"))).toEqual([]);
+    expect(errors).toEqual([
+      {
+        message: "schedule could not be planned; held",
+        fields: expect.objectContaining({ scheduleId: "bad" }),
+      },
+    ]);
+  });
+
   it("byBytes keeps the order, and a group is within the bound or a single commit", () => {
     const commit = (id: string, n: number, bytes: number): ScheduleCommit => ({
       id,
