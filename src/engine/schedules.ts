@@ -109,8 +109,7 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
    * `lastRunAt` and a `paused` status; when the timing is unchanged it keeps `nextRunAt` too.
    *
    * @throws as `Broker.submit` (input the handler's schema refuses: 422 `invalid_input`),
-   * and 409 `id_taken` when the id is another tenant's;
-   * 422 `interval_too_short` when occurrences can come closer than the manifest's `minIntervalMs`.
+   * and 422 `interval_too_short` when occurrences can come closer than the manifest's `minIntervalMs`.
    */
   async createSchedule<K extends HandlerName<H>>(
     body: ScheduleRequest<H, K>,

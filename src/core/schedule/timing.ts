@@ -33,11 +33,13 @@ export function defOf(s: ScheduleRecord): ScheduleDef {
 }
 
 /**
- * The fields that decide when a schedule fires, as one comparable string: two definitions with
- * the same key fire at the same times.
+ * The fields that decide the times a schedule fires at (its expression or interval, zone and
+ * start), as one comparable string: a change of them recomputes `nextRunAt` from now. `endAt` and
+ * `maxRuns` only bound those times ({@link withTiming} applies them either way), so changing them
+ * keeps an occurrence that is due and not yet dispatched.
  */
 export function timingKey(d: ScheduleDef): string {
-  return JSON.stringify([d.schedule, d.tz, d.startAt ?? null, d.endAt ?? null, d.maxRuns ?? null]);
+  return JSON.stringify([d.schedule, d.tz, d.startAt ?? null]);
 }
 
 /**
@@ -92,7 +94,8 @@ export function checkMinInterval(
 
 /**
  * Recompute status and `nextRunAt`: from `now` when the timing changed (or on resume), else keep
- * the pending `nextRunAt`. Completed when `maxRuns` is reached or nothing is left before `endAt`.
+ * the pending `nextRunAt`. Completed when `maxRuns` is reached or nothing is left before `endAt`,
+ * whether or not the timing changed.
  */
 export function withTiming(
   record: ScheduleRecord,
@@ -100,17 +103,15 @@ export function withTiming(
   recompute: boolean,
 ): ScheduleRecord {
   const exhausted = record.maxRuns !== undefined && record.runs >= record.maxRuns;
-  let next = record.nextRunAt;
-  if (recompute || next === null) {
-    next = exhausted
-      ? null
-      : // Never before the last dispatched occurrence: the tick may have dispatched up to
-        // now + horizon already, and those must not be sent (and counted) twice.
-        firstRunAt(
-          parseSchedule(record.schedule, record.tz, record.startAt),
-          Math.max(now, (record.lastRunAt ?? Number.NEGATIVE_INFINITY) + 1),
-          record.startAt,
-        );
+  let next = exhausted ? null : record.nextRunAt;
+  if (!exhausted && (recompute || next === null)) {
+    // Never before the last dispatched occurrence: the tick may have dispatched up to
+    // now + horizon already, and those must not be sent (and counted) twice.
+    next = firstRunAt(
+      parseSchedule(record.schedule, record.tz, record.startAt),
+      Math.max(now, (record.lastRunAt ?? Number.NEGATIVE_INFINITY) + 1),
+      record.startAt,
+    );
   }
   // Nothing after `endAt`, nor past year 9999 (times are written with four-digit years).
   if (next !== null && next > Math.min(record.endAt ?? MAX_INSTANT_MS, MAX_INSTANT_MS)) next = null;
