@@ -90,6 +90,9 @@ export interface PullWorkerStats {
   concurrency: number;
 }
 
+/** How long a stop waits for its last acknowledgements, past its deadline if need be. */
+const FINAL_ACK_MS = 2_000;
+
 /**
  * Pulls deliveries and runs them.
  *
@@ -201,22 +204,31 @@ export class PullWorker {
     this.#queue.interrupt();
     this.#wakeLoop?.();
     this.#stopPause?.();
+    // Every wait below is bounded: while Redis is unreachable a command may stay unanswered, and
+    // a stop must still end (what it could not hand back or acknowledge is taken over later).
+    const timers: ReturnType<typeof setTimeout>[] = [];
+    const after = (ms: number) =>
+      new Promise<void>((resolve) => {
+        timers.push(setTimeout(resolve, ms));
+      });
+    const deadline = after(deadlineMs);
+    const within = (work: Promise<unknown>, bound: Promise<void> = deadline) =>
+      Promise.race([work.catch(() => {}), bound]);
     // A start still opening the queue starts nothing once it has (see #open): not waited for, as
     // an open may hang while Redis is unreachable.
-    await this.#loop?.catch(() => {});
+    await within(this.#loop ?? Promise.resolve());
     // Held ahead and never started: back to the queue now, for another worker.
-    await this.#handBack(this.#waiting.length);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, deadlineMs);
-    });
-    await Promise.race([Promise.all(this.#inFlight), deadline]);
-    clearTimeout(timer);
+    await within(this.#handBack(this.#waiting.length));
+    await within(Promise.all(this.#inFlight));
     // What still runs is left to be taken over: no longer kept.
     clearInterval(this.#keepTimer);
     this.#keepTimer = undefined;
-    await this.#flushAcks();
-    await Promise.all(this.#acking);
+    // The last acks get a moment of their own, even past the deadline.
+    await within(
+      this.#flushAcks().then(() => Promise.all(this.#acking)),
+      after(FINAL_ACK_MS),
+    );
+    for (const timer of timers) clearTimeout(timer);
     return { left: this.#inFlight.size };
   }
 

@@ -239,8 +239,14 @@ export class RedisStreams {
         : asked + Math.max(0, Number(nextAt) - Number(serverNow));
   }
 
+  /** Ends the read in flight with no entries (see {@link interrupt}). */
+  #cancelRead: (() => void) | undefined;
+
   #read(count: number, block: number): Promise<unknown> {
-    return this.#reading().call(
+    const cancelled = new Promise<null>((resolve) => {
+      this.#cancelRead = () => resolve(null);
+    });
+    const read = this.#reading().call(
       "XREADGROUP",
       "GROUP",
       GROUP,
@@ -253,6 +259,9 @@ export class RedisStreams {
       this.#stream,
       ">",
     );
+    return Promise.race([cancelled, read]).finally(() => {
+      this.#cancelRead = undefined;
+    });
   }
 
   async ack(ids: string[]): Promise<void> {
@@ -291,6 +300,9 @@ export class RedisStreams {
     const reader = this.#reader;
     this.#reader = undefined;
     reader?.disconnect();
+    // While that connection reconnects (Redis unreachable), ioredis leaves its pending read
+    // unanswered for good: end it here, or a stop would wait on it forever.
+    this.#cancelRead?.();
   }
 
   /** Stop reading (the shared client stays the caller's to close). */
