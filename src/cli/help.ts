@@ -60,8 +60,9 @@ export const GLOBAL_HELP = `Usage: tickwork <command> [options]
 
 Commands:
   dev         Local server, zero config: in-memory store (or Redis / Upstash from
-              the environment), in-process queue (or QStash), a tick every
-              second, auth off. Prints curl lines to try.
+              the environment), in-process queue (Redis Streams with REDIS_URL,
+              QStash with QSTASH_TOKEN), a tick every second, auth off. Prints
+              curl lines to try.
   start       The same server for real use: state in Redis (REDIS_URL or
               UPSTASH_REDIS_REST_URL required), API key required
               (TICKWORK_API_KEY), binds 0.0.0.0.
@@ -103,8 +104,9 @@ Examples:
 export const DEV_HELP = `Usage: tickwork dev [options]
 
 A local server, zero config: state in memory (or Redis / Upstash when the
-environment names one), jobs delivered by an in-process queue (or QStash), a
-tick every second, auth off (do not expose the port). The banner shows the
+environment names one), jobs delivered by an in-process queue (Redis Streams
+with REDIS_URL, QStash with QSTASH_TOKEN), a tick every second, auth off (do
+not expose the port). The banner shows the
 dashboard and metrics URLs and two curl lines to try, for a registered handler.
 
 The handlers come from --handlers, else from the first that exists of

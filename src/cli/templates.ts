@@ -71,7 +71,7 @@ REDIS_URL=redis://127.0.0.1:6379
 TICKWORK_API_KEY=
 # Serve /v1/tick over HTTP for an external cron (the server's own timer ticks without it)
 # CRON_SECRET=
-# Deliver jobs through QStash instead of the in-process queue (npm install @upstash/qstash)
+# Deliver jobs through QStash instead of Redis Streams (npm install @upstash/qstash)
 # QSTASH_TOKEN=
 # QSTASH_CURRENT_SIGNING_KEY=
 # QSTASH_NEXT_SIGNING_KEY=

@@ -62,8 +62,14 @@ export function parseConfig(value: unknown, source = "the configuration"): Confi
     try {
       data = JSON.parse(value);
     } catch (error) {
+      // Where it broke, never the text around it: a configuration holds secrets, and Node's
+      // message quotes a snippet of the input.
+      const at = /position (\d+)/.exec((error as Error).message)?.[1];
       throw new ConfigValidationError(source, [
-        { path: "", message: `not JSON: ${(error as Error).message}` },
+        {
+          path: "",
+          message: at === undefined ? "not JSON" : `not JSON (at character ${at})`,
+        },
       ]);
     }
   }

@@ -4,7 +4,7 @@
  */
 
 import { type NodeIdentity, nodeIdentityProblem } from "../core/placement.ts";
-import { MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
+import { MAX_DELAY_MS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import {
   type Admission,
   DEFAULT_REAP_AFTER_MS,
@@ -312,9 +312,11 @@ function validate(o: ResolvedOptions): void {
   const d = o.degradation;
   if (!d) return;
   check("degradation.debounceMs", d.debounceMs, 0);
-  check("degradation.degradedDelayMs", d.degradedDelayMs, 0);
-  check("degradation.criticalDelayMs", d.criticalDelayMs, 0);
-  check("degradation.retryAfterMs", d.retryAfterMs, 0);
+  // A delay no longer than a submit's own `delay` may be: past it a job's runAt could leave the
+  // years the API writes (a delay of 2^53 ms put runAt in year 275760).
+  check("degradation.degradedDelayMs", d.degradedDelayMs, 0, MAX_DELAY_MS);
+  check("degradation.criticalDelayMs", d.criticalDelayMs, 0, MAX_DELAY_MS);
+  check("degradation.retryAfterMs", d.retryAfterMs, 0, MAX_DELAY_MS);
   check("degradation.evaluateEveryMs", d.evaluateEveryMs ?? 0, 0);
   const signals = {
     queueDepth: d.queueDepth,

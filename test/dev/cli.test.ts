@@ -95,6 +95,14 @@ describe.concurrent("tickwork CLI", () => {
     expect(code).toBe(1);
     expect(stderr).toContain("cannot reach Redis at redis://127.0.0.1:1");
     expect(stderr).not.toContain("hunter2");
+    // ioredis also takes a password from the query string.
+    const query = await tickwork(["start"], {
+      REDIS_URL: "redis://127.0.0.1:1/0?password=hunter2",
+      TICKWORK_API_KEY: "k",
+    });
+    expect(query.code).toBe(1);
+    expect(query.stderr).toContain("cannot reach Redis at redis://127.0.0.1:1/0?password=***");
+    expect(query.stderr).not.toContain("hunter2");
   });
 
   test("an unknown role is a usage error naming the roles", async () => {
@@ -129,6 +137,15 @@ describe.concurrent("tickwork CLI", () => {
       expect(code).toBe(2);
       expect(stderr).toContain("tickwork --help");
     }
+  });
+
+  test("a host this machine cannot listen on is named, without a stack", async () => {
+    // `.invalid` never resolves (RFC 2606).
+    const { code, stderr } = await tickwork(["dev", "--host", "nowhere.invalid", "--port", "0"]);
+    expect(code).toBe(1);
+    expect(stderr).toContain("cannot listen on nowhere.invalid:");
+    expect(stderr).toContain("set HOST (or --host)");
+    expect(stderr).not.toMatch(/\n\s+at /);
   });
 
   test("a port in use is named", async () => {

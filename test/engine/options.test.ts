@@ -26,6 +26,16 @@ describe("engine options", () => {
     expect(() => resolveOptions({ reapAfterMs: 29_999 })).toThrow(/reapAfterMs/);
     expect(resolveOptions({ reapAfterMs: 30_000 }).reapAfterMs).toBe(30_000);
     expect(resolveOptions().reapAfterMs).toBe(3_600_000);
+    // A degradation delay past a submit's longest delay (a year) would move runAt past year 9999.
+    for (const key of ["degradedDelayMs", "criticalDelayMs", "retryAfterMs"]) {
+      expect(() => resolveOptions({ degradation: { [key]: Number.MAX_SAFE_INTEGER } })).toThrow(
+        new RegExp(`degradation\\.${key}`),
+      );
+      const accepted: unknown = resolveOptions({
+        degradation: { [key]: 365 * 86_400_000 },
+      }).degradation;
+      expect((accepted as Record<string, number>)[key]).toBe(365 * 86_400_000);
+    }
   });
 
   it("accepts every in-range tick setting", () => {

@@ -106,6 +106,11 @@ describe("defineConfig and parseConfig", () => {
     expect(() => parseConfig("{not json", "x.json")).toThrow(
       /x.json is not a valid[\s\S]*not JSON/,
     );
+    // Where it broke, never a snippet of the text: a configuration holds secrets.
+    const broken = '{"webhooks":{"stripe":{"secrets":[whsec_TOPSECRET]}}}';
+    expect(() => parseConfig(broken, "x.json")).toThrow(/not JSON/);
+    expect(() => parseConfig('{"a":1,}', "x.json")).toThrow(/not JSON \(at character \d+\)/);
+    expect(() => parseConfig(broken, "x.json")).not.toThrow(/TOPSECRET|whsec/);
     expect(() => defineConfig({ tenants: [{ id: "a", keys: [] }] })).toThrow(ConfigValidationError);
   });
 

@@ -9,13 +9,18 @@ import {
   sampleJob,
 } from "./banner.ts";
 
-test("redactRedisUrl drops the password and keeps the rest", () => {
+test("redactRedisUrl drops the password, masks query values, and keeps the rest", () => {
   expect(redactRedisUrl("redis://user:secret@cache:6379/2")).toBe("redis://user@cache:6379/2");
   expect(redactRedisUrl("rediss://:secret@cache.internal:6380")).toBe(
     "rediss://cache.internal:6380",
   );
   expect(redactRedisUrl("redis://127.0.0.1:6379")).toBe("redis://127.0.0.1:6379");
   expect(redactRedisUrl("not a url")).toBe("(unparseable URL)");
+  // ioredis takes options from the query, a password too: every value is masked.
+  expect(redactRedisUrl("redis://cache:6379/0?password=hunter2&family=6")).toBe(
+    "redis://cache:6379/0?password=***&family=***",
+  );
+  expect(redactRedisUrl("redis://cache:6379?pass%77ord=hunter2")).not.toContain("hunter2");
 });
 
 test("the banner names store, transport, tick, auth and handlers, then the curl lines", () => {

@@ -168,15 +168,23 @@ export function curlLines(
 }
 
 /**
- * A Redis URL without its password (`redis://user:secret@host:6379/0` → `redis://user@host:6379/0`).
+ * A Redis URL without its password (`redis://user:secret@host:6379/0` → `redis://user@host:6379/0`)
+ * and with the values of its query parameters masked: ioredis reads options from them, a
+ * `?password=` included.
  *
  * @example
  * redactRedisUrl("rediss://:hunter2@cache.internal:6380"); // "rediss://cache.internal:6380"
+ * redactRedisUrl("redis://cache:6379/0?password=hunter2"); // "redis://cache:6379/0?password=***"
  */
 export function redactRedisUrl(url: string): string {
   try {
     const parsed = new URL(url);
     parsed.password = "";
+    if (parsed.search !== "") {
+      const masked = new URLSearchParams();
+      for (const name of parsed.searchParams.keys()) masked.append(name, "***");
+      parsed.search = masked.toString().replaceAll("%2A", "*");
+    }
     return parsed.href;
   } catch {
     return "(unparseable URL)";

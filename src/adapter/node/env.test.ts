@@ -35,6 +35,13 @@ describe("selectStore", () => {
     expect(() => selectStore({ UPSTASH_REDIS_REST_URL: "https://x.upstash.io" })).toThrow(
       "UPSTASH_REDIS_REST_URL is set but UPSTASH_REDIS_REST_TOKEN is not",
     );
+    // Vercel's pair is named as set.
+    expect(() => selectStore({ KV_REST_API_URL: "https://x.upstash.io" })).toThrow(
+      "KV_REST_API_URL is set but KV_REST_API_TOKEN is not",
+    );
+    expect(() =>
+      selectStore({ KV_REST_API_URL: "redis://x:6379", KV_REST_API_TOKEN: "t" }),
+    ).toThrow("KV_REST_API_URL must start with http:// or https://");
     expect(() =>
       selectStore({ UPSTASH_REDIS_REST_URL: "redis://x:6379", UPSTASH_REDIS_REST_TOKEN: "t" }),
     ).toThrow("UPSTASH_REDIS_REST_URL must start with http:// or https://");
@@ -145,7 +152,7 @@ describe("serverOptionsFromEnv", () => {
       /TICKWORK_TRANSPORT must be qstash, streams or local, got "kafka"/,
     );
     expect(() => serverOptionsFromEnv({ TICKWORK_TRANSPORT: "qstash" }, "dev")).toThrow(
-      /QSTASH_TOKEN/,
+      /^TICKWORK_TRANSPORT=qstash needs QSTASH_TOKEN/,
     );
     for (const bad of ["0", "-1", "1.5", "10001", "1e3", "ten"]) {
       expect(() => serverOptionsFromEnv({ TICKWORK_CONCURRENCY: bad }, "dev")).toThrow(

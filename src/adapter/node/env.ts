@@ -56,7 +56,13 @@ export function selectTransport(
       field: "transport",
     });
   }
-  if (asked === "qstash" && !qstash) throw qstashIncomplete(["QSTASH_TOKEN"]);
+  if (asked === "qstash" && !qstash) {
+    throw new ConfigError(
+      "TICKWORK_TRANSPORT=qstash needs QSTASH_TOKEN, both signing keys (Upstash console → " +
+        "QStash → Signing keys) and TICKWORK_PUBLIC_URL. Set them, or unset TICKWORK_TRANSPORT.",
+      { variable: "QSTASH_TOKEN", field: "transport" },
+    );
+  }
   if (asked === "streams" && store.kind !== "redis") {
     throw new ConfigError(
       "TICKWORK_TRANSPORT=streams needs Redis over TCP (REDIS_URL): workers block on the stream, " +
@@ -213,17 +219,23 @@ export function parseHeartbeat(
  * selectStore({ REDIS_URL: "redis://cache:6379" }); // { kind: "redis", url: "redis://cache:6379" }
  */
 export function selectStore(env: Env): StoreSelection {
-  const restUrl = value(env, "UPSTASH_REDIS_REST_URL") ?? value(env, "KV_REST_API_URL");
+  const upstashUrl = value(env, "UPSTASH_REDIS_REST_URL");
+  const restUrl = upstashUrl ?? value(env, "KV_REST_API_URL");
   if (restUrl) {
+    // Named as the user set them: Vercel's integration sets the KV_REST_API_* pair.
+    const [urlName, tokenName] =
+      upstashUrl !== undefined
+        ? ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN"]
+        : ["KV_REST_API_URL", "KV_REST_API_TOKEN"];
     const token = value(env, "UPSTASH_REDIS_REST_TOKEN") ?? value(env, "KV_REST_API_TOKEN");
     if (!token) {
       throw new ConfigError(
-        "UPSTASH_REDIS_REST_URL is set but UPSTASH_REDIS_REST_TOKEN is not: set both (the Upstash " +
-          "console shows them together), or unset the URL to use REDIS_URL or memory.",
-        { variable: "UPSTASH_REDIS_REST_TOKEN" },
+        `${urlName} is set but ${tokenName} is not: set both (the Upstash console shows them ` +
+          "together), or unset the URL to use REDIS_URL or memory.",
+        { variable: tokenName },
       );
     }
-    checkUrl(restUrl, "UPSTASH_REDIS_REST_URL", ["http:", "https:"]);
+    checkUrl(restUrl, urlName, ["http:", "https:"]);
     return { kind: "upstash", url: restUrl, token };
   }
   const redisUrl = value(env, "REDIS_URL");

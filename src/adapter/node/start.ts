@@ -31,6 +31,9 @@ import { nodeSignals } from "./signals.ts";
 import { openStore, type StoreTarget } from "./store.ts";
 import { startTicker } from "./tick-timer.ts";
 
+/** Errors of `listen` that a setting (HOST, PORT) causes. */
+const LISTEN_ERRORS = new Set(["EADDRNOTAVAIL", "ENOTFOUND", "EAI_AGAIN", "EACCES"]);
+
 /** QStash credentials (the Upstash console's QStash page). */
 export interface QStashCredentials {
   /** `QSTASH_TOKEN`. */
@@ -306,6 +309,15 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
         field: "port",
         cause: error,
       });
+    }
+    // A host this machine cannot listen on (a name that does not resolve, an address it does not
+    // have) or a port it may not take: one line naming the setting, not a stack.
+    if (typeof code === "string" && LISTEN_ERRORS.has(code)) {
+      const host = options.hostname ?? (dev ? "127.0.0.1" : "0.0.0.0");
+      throw new StartError(
+        `cannot listen on ${host}:${port} (${code}): set HOST (or --host) to an address of this machine, or PORT (or --port)`,
+        { variable: "HOST", field: "hostname", cause: error },
+      );
     }
     throw error;
   }
