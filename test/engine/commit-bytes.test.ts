@@ -14,6 +14,7 @@ import type { ScheduleCommit, Store } from "../../src/store/port.ts";
 import { scheduleRecord } from "../contract/fixtures.ts";
 import { ChaosQueue } from "../support/chaos-queue.ts";
 import { prng } from "../support/prng.ts";
+import { recordingTransport } from "../support/recording-transport.ts";
 
 const MAX = 60_000;
 
@@ -79,23 +80,10 @@ describe("commit size", () => {
     // The platform's cron ticks once a minute; a "1s" schedule's 65 s of occurrences do not fit
     // one commit of 100 KB inputs: the tick reads it again until its horizon is covered.
     const clock = { now: Date.parse("2025-01-01T00:00:00Z") };
-    const published: string[] = [];
+    const queue = recordingTransport();
     const engine = createEngine({
       store: new MemoryStore({ clock: () => clock.now }),
-      transport: {
-        async publish(messages) {
-          for (const m of messages) published.push(m.id);
-          return messages.map((m) => ({
-            id: m.id,
-            ok: true as const,
-            messageId: m.id,
-            deduplicated: false,
-          }));
-        },
-        async verify() {
-          return false;
-        },
-      },
+      transport: queue,
       handlers: { echo: { run: (input: unknown) => input } },
       logger: silentLogger,
     });
@@ -110,33 +98,22 @@ describe("commit size", () => {
       await engine.ticker.tick();
     }
     const upTo = Date.parse("2025-01-01T00:10:00Z");
-    const fired = new Set(published.filter((id) => Number(id.split("@")[1]) <= upTo));
+    const fired = new Set(
+      queue.published.map((m) => m.id).filter((id) => Number(id.split("@")[1]) <= upTo),
+    );
     // 00:00:00 to 00:10:00, each second once.
     expect(fired.size).toBe(601);
-    expect(published.length).toBe(new Set(published).size);
+    expect(queue.published.length).toBe(new Set(queue.published.map((m) => m.id)).size);
   });
 
   it("a schedule this runtime cannot plan is held, and the others still dispatch", async () => {
     const clock = { now: Date.parse("2025-01-01T00:00:00Z") };
     const store = new MemoryStore({ clock: () => clock.now });
-    const published: string[] = [];
+    const queue = recordingTransport();
     const errors: unknown[] = [];
     const engine = createEngine({
       store,
-      transport: {
-        async publish(messages) {
-          for (const m of messages) published.push(m.id);
-          return messages.map((m) => ({
-            id: m.id,
-            ok: true as const,
-            messageId: m.id,
-            deduplicated: false,
-          }));
-        },
-        async verify() {
-          return false;
-        },
-      },
+      transport: queue,
       handlers: { echo: { run: (input: unknown) => input } },
       logger: {
         ...silentLogger,
@@ -150,8 +127,9 @@ describe("commit size", () => {
     await store.putSchedule({ ...bad, tz: "Europe/Nowhere" }, bad.rev);
     clock.now += 60_000;
     await engine.ticker.tick();
-    expect(published.filter((id) => id.startsWith("good@")).length).toBeGreaterThan(0);
-    expect(published.filter((id) => id.startsWith("bad@"))).toEqual([]);
+    const ids = queue.published.map((m) => m.id);
+    expect(ids.filter((id) => id.startsWith("good@")).length).toBeGreaterThan(0);
+    expect(ids.filter((id) => id.startsWith("bad@"))).toEqual([]);
     expect(errors).toEqual([
       {
         message: "schedule could not be planned; held",

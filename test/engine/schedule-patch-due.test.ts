@@ -5,33 +5,20 @@
  * store with a clock the test moves.
  */
 import { describe, expect, it } from "vitest";
-import type { OutboxMessage } from "../../src/core/model.ts";
 import { createEngine, silentLogger } from "../../src/engine/index.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
+import { recordingTransport } from "../support/recording-transport.ts";
 
 function rig() {
   const clock = { now: Date.parse("2025-01-01T00:00:00Z") };
-  const published: OutboxMessage[] = [];
+  const queue = recordingTransport();
   const engine = createEngine({
     store: new MemoryStore({ clock: () => clock.now }),
-    transport: {
-      async publish(messages) {
-        published.push(...messages);
-        return messages.map((m) => ({
-          id: m.id,
-          ok: true as const,
-          messageId: m.id,
-          deduplicated: false,
-        }));
-      },
-      async verify() {
-        return false;
-      },
-    },
+    transport: queue,
     handlers: { echo: { run: (input: unknown) => input } },
     logger: silentLogger,
   });
-  const fired = () => published.map((m) => new Date(m.job.fireAt ?? 0).toISOString());
+  const fired = () => queue.published.map((m) => new Date(m.job.fireAt ?? 0).toISOString());
   return { clock, engine, fired };
 }
 

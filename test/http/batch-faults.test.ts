@@ -12,11 +12,10 @@
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { RedisFaultProxy } from "../../bench/chaos/redis-proxy.ts";
-import type { OutboxMessage } from "../../src/core/model.ts";
 import { MAX_SUBMIT_CHUNK } from "../../src/store/port.ts";
 import { fromIoredis, RedisStore, type ScriptClient } from "../../src/store/redis/index.ts";
 import { scripts } from "../../src/store/redis/scripts.generated.ts";
-import type { Transport } from "../../src/transport/port.ts";
+import { recordingTransport } from "../support/recording-transport.ts";
 import { type Answer, call, type Harness, startHarness } from "./harness.ts";
 
 const direct = new Redis("redis://127.0.0.1:6379");
@@ -26,26 +25,6 @@ afterAll(async () => {
   if (keys.length > 0) await direct.del(...keys);
   direct.disconnect();
 });
-
-/** A queue that takes every message and remembers it. */
-function recordingTransport(): Transport & { published: OutboxMessage[] } {
-  const published: OutboxMessage[] = [];
-  return {
-    published,
-    async publish(messages) {
-      published.push(...messages);
-      return messages.map((m) => ({
-        id: m.id,
-        ok: true as const,
-        messageId: m.id,
-        deduplicated: false,
-      }));
-    },
-    async verify() {
-      return true;
-    },
-  };
-}
 
 describe("batch submit with Redis failing mid-batch", () => {
   it("keeps what Redis acknowledged, answers 503 for the rest, and a resend completes it exactly once", async () => {
