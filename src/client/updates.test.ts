@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createClient } from "./client.ts";
-import { readSse } from "./updates.ts";
+import { readSse, reconnectWaitMs } from "./updates.ts";
 
 /** A body delivering `chunks` one read at a time. */
 function body(...chunks: string[]): ReadableStream<Uint8Array> {
@@ -117,5 +117,13 @@ describe("schedule.updates()", () => {
     // Retry-After 2 s, longer than the 1 s the client waits by default: a lower bound the client
     // keeps itself (a busy machine only makes the gap longer).
     expect(asked[1]! - asked[0]!).toBeGreaterThanOrEqual(1_990);
+  });
+
+  it("never waits longer than 5 minutes to reconnect, whatever the server asks", () => {
+    expect(reconnectWaitMs(1_000, 2, undefined)).toBe(2_000);
+    expect(reconnectWaitMs(1_000, 1, 2)).toBe(2_000);
+    // A Retry-After of a month (a proxy's) would overflow Node's timer and fire at once.
+    expect(reconnectWaitMs(1_000, 1, 3_000_000)).toBe(300_000);
+    expect(reconnectWaitMs(4_000_000_000, 1, undefined)).toBe(300_000);
   });
 });

@@ -36,6 +36,23 @@ export interface UpdatesOptions {
   maxRetries?: number;
 }
 
+/** The longest a stream waits before it reconnects, whatever a `Retry-After` or `retry:` says. */
+const MAX_RECONNECT_WAIT_MS = 300_000;
+
+/**
+ * How long a stream waits before it reconnects: the server's `retry:` times the failures in a
+ * row, or a 503's `Retry-After` (seconds) when longer; at most 5 minutes (a timer longer than
+ * 2^31 - 1 ms would fire at once in Node). Exported for its tests.
+ */
+export function reconnectWaitMs(
+  retryMs: number,
+  failures: number,
+  retryAfterSeconds: number | undefined,
+): number {
+  const asked = Math.max(retryMs * Math.max(1, failures), (retryAfterSeconds ?? 0) * 1_000);
+  return Math.min(asked, MAX_RECONNECT_WAIT_MS);
+}
+
 /** A parsed SSE message. */
 interface SseMessage {
   event: string;
@@ -114,11 +131,8 @@ export async function* streamUpdates<R>(
       // Ended by the server (its stream's time was up) or cut: reconnect from `lastId` after the
       // server's `retry:` delay, as EventSource does (never in a tight loop), or after the
       // `Retry-After` of a 503 when that is longer.
-      const retryAfter =
-        cut instanceof UnavailableError && cut.retryAfter !== undefined
-          ? cut.retryAfter * 1_000
-          : 0;
-      await pause(Math.max(retryMs * Math.max(1, failures), retryAfter), options.signal);
+      const retryAfter = cut instanceof UnavailableError ? cut.retryAfter : undefined;
+      await pause(reconnectWaitMs(retryMs, failures, retryAfter), options.signal);
     } finally {
       options.signal?.removeEventListener("abort", stop);
       abort.abort();

@@ -40,9 +40,15 @@ export type TickResult =
       dispatched: number;
       /** Outbox messages re-published (left over by an earlier tick or submit). */
       recovered: number;
-      /** Schedules that were due. */
+      /**
+       * Schedules that were due, counted per read: one whose plan the commit size cut short is
+       * read, and counted, again within the tick.
+       */
       due: number;
-      /** Due schedules held back because the degradation level is `critical` (low priority). */
+      /**
+       * Due schedules held back: low priority while the degradation level is `critical`, or one
+       * this runtime could not plan (logged).
+       */
       held: number;
       /** True when nothing was due: the lease was not taken. */
       idle: boolean;

@@ -9,6 +9,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createClient } from "../../src/client/index.ts";
 import { NonRetryableError } from "../../src/core/errors.ts";
 import type { Handlers } from "../../src/engine/handlers.ts";
+import { createEngine, silentLogger } from "../../src/engine/index.ts";
+import { runJobStream } from "../../src/http/stream/job-stream.ts";
+import { resolveStreamConfig } from "../../src/http/stream/sse.ts";
+import { MemoryStore } from "../../src/store/memory/index.ts";
+import { recordingTransport } from "../support/recording-transport.ts";
 import type { StoreHandle } from "../support/stores.ts";
 import { call, type Harness, startHarness, until } from "./harness.ts";
 import { streamStores as factories } from "./stream-stores.ts";
@@ -74,3 +79,52 @@ describe.each(factories)(
     });
   },
 );
+
+describe("the stream of a dead job retried between the record read and the log read", () => {
+  it("follows the log's job.retried rather than the record's stale dead", async () => {
+    // Each round reads the record, then the log: a retry that lands between the two must not
+    // end the stream on the record's `dead`.
+    const store = new MemoryStore();
+    const engine = createEngine({
+      store,
+      transport: recordingTransport(),
+      handlers: { h: { run: async () => 1 } },
+      logger: silentLogger,
+    });
+    const { job } = await engine.broker.submit({ handler: "h" });
+    await store.markDead(job, { name: "E", message: "boom" });
+    const dead = await engine.broker.getJob(job.id);
+    expect(dead.status).toBe("dead");
+    const events = store.events.bind(store);
+    let retried = false;
+    store.events = async (query) => {
+      if (!retried) {
+        retried = true;
+        await engine.broker.retryDead(job.id);
+      }
+      return events(query);
+    };
+    const sent: string[] = [];
+    const abort = new AbortController();
+    await runJobStream({
+      engine,
+      config: resolveStreamConfig({ maxMs: 1_000, pollMs: 50 }),
+      actor: {},
+      id: job.id,
+      job: dead,
+      resume: undefined,
+      signal: abort.signal,
+      out: {
+        event: (name, _id, data) => {
+          sent.push(`${name}:${(data as { status?: string }).status}`);
+          // Following the retried job: enough seen.
+          if (sent.length === 3) abort.abort();
+        },
+        comment: () => {},
+        position: () => {},
+        idleMs: () => 0,
+      },
+    });
+    expect(sent).toEqual(["status:queued", "status:dead", "status:queued"]);
+  });
+});

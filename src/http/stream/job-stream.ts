@@ -133,13 +133,14 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
     // The record is read before the log: every change it shows has its event in the log by now.
     const sig = `${record.status}|${record.attempts}|${record.startedAt}|${record.finishedAt}`;
     let final = false;
+    /** This round's log read showed a status event: the record may be older than the log. */
+    let sawEvent = false;
     // A waiting job's release to the queue writes no event (ADR 0014): read it from the record.
     if (last === "waiting" && record.status !== "waiting" && record.status !== "cancelled") {
       sendStatus({ jobId: record.id, status: "queued", at: new Date().toISOString() });
     }
     // Polling: the log is read only when the job changed (one read per poll otherwise).
     if (blocking || first || sig !== signature) {
-      let sawEvent = false;
       for (;;) {
         const page = await store.events({ after: pos.after, jobId: record.id, limit: EVENTS_PAGE });
         for (const event of page.events) {
@@ -170,7 +171,9 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
     }
     signature = sig;
     first = false;
-    if (!final && FINAL_JOB_STATUSES.includes(record.status)) {
+    // Trusted only when the log showed nothing newer: a record read just before a retry from the
+    // dead-letter list still says `dead`, while the log already holds `job.retried`.
+    if (!final && !sawEvent && FINAL_JOB_STATUSES.includes(record.status)) {
       // Final in the record, not in the log after our position: its event was trimmed.
       sendProgress(record);
       sendRecordStatus(record);
