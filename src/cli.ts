@@ -72,6 +72,12 @@ async function main(argv: string[], env: Env): Promise<number> {
         return 0;
       }
     } else if (values.help || command === undefined || command === "help") {
+      // `tickwork help frobnicate`, `tickwork frobnicate --help`: no such command to explain.
+      if (command !== undefined && command !== "help") {
+        throw new UsageError(
+          `unknown command "${command}" (commands: dev, start, init, redis-rest, hash-key, help)`,
+        );
+      }
       console.log(GLOBAL_HELP);
       return command === undefined && !values.help ? 1 : 0;
     }

@@ -65,6 +65,16 @@ describe.concurrent("tickwork CLI", () => {
     expect((await tickwork(["start", "--help"])).stdout).toContain("TICKWORK_API_KEY");
     expect((await tickwork(["init", "--help"])).stdout).toContain("--platform");
     expect((await tickwork(["--help"])).stdout).toContain("Each command has its own help");
+    expect((await tickwork(["help"])).code).toBe(0);
+    // No such command to explain: a usage error, not the overview with success.
+    for (const args of [
+      ["help", "frobnicate"],
+      ["frobnicate", "--help"],
+    ]) {
+      const { code, stderr } = await tickwork(args);
+      expect(code, args.join(" ")).toBe(2);
+      expect(stderr).toContain('unknown command "frobnicate"');
+    }
   });
 
   test("the bin works through npm from this repo (npx tickwork)", async () => {

@@ -14,7 +14,8 @@ so code written for Upstash runs against a local or self-hosted Redis.
 
 Options:
   -p, --port <n>      Port to listen on (default: 8079; 0 = any free port)
-      --host <host>   Interface to bind (default: 127.0.0.1; 0.0.0.0 in a container)
+      --host <host>   Interface to bind (default: 127.0.0.1; 0.0.0.0 to reach it from
+                      other machines or containers)
       --redis <url>   The Redis to serve (default: $REDIS_URL)
       --token <t>     Bearer token clients must send (default: $TICKWORK_REST_TOKEN;
                       prefer the variable: arguments show in the process list)
