@@ -71,10 +71,7 @@ export async function jsonBody(
   // Counted before parsing: a deeply nested body is refused without building it.
   const maxDepth = MAX_JSON_DEPTH + wrapperDepth;
   if (jsonDepth(text, maxDepth) > maxDepth) {
-    const what = wrapperDepth > 0 ? "a job of the request body" : "request body";
-    throw new ValidationError(`${what} nests deeper than ${MAX_JSON_DEPTH} levels`, [
-      { path: "", message: `more than ${maxDepth} levels of objects and arrays` },
-    ]);
+    throw tooDeep(wrapperDepth > 0 ? "a job of the request body" : "request body", "", maxDepth);
   }
   let value: unknown;
   try {
@@ -94,6 +91,16 @@ export async function jsonBody(
     );
   }
   return value;
+}
+
+/**
+ * The 400 for a body, or the job at `path` in it, that nests deeper than {@link MAX_JSON_DEPTH}
+ * levels (`levels` counted from where the check began).
+ */
+export function tooDeep(what: string, path: string, levels: number): ValidationError {
+  return new ValidationError(`${what} nests deeper than ${MAX_JSON_DEPTH} levels`, [
+    { path, message: `more than ${levels} levels of objects and arrays` },
+  ]);
 }
 
 /**

@@ -5,11 +5,10 @@
  * `Idempotent-Replayed: true` when the whole flow was stored before.
  */
 import { Hono } from "hono";
-import { ValidationError } from "../../core/errors.ts";
 import { jsonDepth, MAX_JSON_DEPTH } from "../../core/schemas.ts";
 import { traceHeaders } from "../../engine/tracing.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
-import { readJson } from "../middleware/body.ts";
+import { readJson, tooDeep } from "../middleware/body.ts";
 import { setRateLimitHeaders, withRateLimitHeaders } from "../middleware/rate-limit.ts";
 import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
@@ -51,9 +50,6 @@ function refuseDeepParent(body: unknown): void {
   const parent = (body as { parent?: unknown }).parent;
   if (typeof parent !== "object" || parent === null) return;
   if (jsonDepth(JSON.stringify(parent), MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
-    throw new ValidationError(
-      `a job of the request body nests deeper than ${MAX_JSON_DEPTH} levels`,
-      [{ path: "parent", message: `more than ${MAX_JSON_DEPTH} levels of objects and arrays` }],
-    );
+    throw tooDeep("a job of the request body", "parent", MAX_JSON_DEPTH);
   }
 }
