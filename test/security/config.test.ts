@@ -337,5 +337,12 @@ describe("tickwork hash-key", () => {
     expect(await runHashKeyCommand(["--scopes", "root"], io)).toBe(2);
     expect(await runHashKeyCommand(["--bogus"], io)).toBe(2);
     expect(err.join("\n")).toContain('unknown scope "root"');
+    // A tenant id the configuration would refuse gets no snippet.
+    for (const tenant of ["acme corp", "", "a:b", "x".repeat(65), ".lead"]) {
+      out.length = 0;
+      expect(await runHashKeyCommand(["--tenant", tenant], io)).toBe(2);
+      expect(out).toEqual([]);
+    }
+    expect(err.at(-1)).toContain('--tenant ".lead": id must match');
   });
 });

@@ -46,6 +46,32 @@ test("with auth, the curl lines send the key from the shell", () => {
   }
 });
 
+test("with tenants' keys only, the auth line says to set $TICKWORK_API_KEY to one of them", () => {
+  const info = { url: "http://x:1", store: "memory" as const, tickEveryMs: 1000, horizonMs: 1000 };
+  const only = formatBanner({
+    ...info,
+    mode: "start",
+    auth: true,
+    tenants: 2,
+    plainKeys: false,
+    handlers: ["echo"],
+  });
+  expect(only).toContain(
+    "  auth       API key required: a key of the 2 tenants in TICKWORK_CONFIG (the lines below send $TICKWORK_API_KEY: set it in your shell to one of them)\n",
+  );
+  const both = formatBanner({
+    ...info,
+    mode: "start",
+    auth: true,
+    tenants: 1,
+    plainKeys: true,
+    handlers: ["echo"],
+  });
+  expect(both).toContain(
+    "  auth       API key required: Authorization: Bearer $TICKWORK_API_KEY (or a key of the 1 tenant in TICKWORK_CONFIG)\n",
+  );
+});
+
 test("the banner names the roles, Upstash and QStash, and says when this server does not tick", () => {
   const banner = formatBanner({
     mode: "start",

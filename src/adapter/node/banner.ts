@@ -40,6 +40,12 @@ export interface BannerInfo {
   /** Tenants configured (`TICKWORK_CONFIG`), when there are any. */
   tenants?: number | undefined;
   /**
+   * Whether plain API keys (`TICKWORK_API_KEY`) are configured besides the tenants' keys. Without
+   * them, the curl lines' `$TICKWORK_API_KEY` is for the user to set to a tenant's key.
+   * @default true
+   */
+  plainKeys?: boolean | undefined;
+  /**
    * Whether `/v1/tick` is served over HTTP (outside dev only with `CRON_SECRET`).
    * @default true
    */
@@ -191,6 +197,11 @@ export function redactRedisUrl(url: string): string {
   }
 }
 
+/** "1 tenant", "3 tenants". */
+function tenantCount(n: number): string {
+  return `${n} tenant${n === 1 ? "" : "s"}`;
+}
+
 /** The banner's last line when the server has no submit route (its roles lack `api`). */
 export const NO_SUBMIT_ROUTE_LINE = "Submit jobs through a server with the api role.";
 
@@ -216,12 +227,15 @@ export function formatBanner(info: BannerInfo): string {
         (info.tickRoute === false ? "; /v1/tick over HTTP off (set CRON_SECRET to serve it)" : "");
   const auth = !serves.read
     ? "no API routes here"
-    : info.auth
-      ? `API key required: Authorization: Bearer $TICKWORK_API_KEY` +
-        (info.tenants
-          ? ` (or a key of the ${info.tenants} tenant${info.tenants === 1 ? "" : "s"} in TICKWORK_CONFIG)`
-          : "")
-      : "OFF (dev mode): no API key needed; do not expose this port";
+    : !info.auth
+      ? "OFF (dev mode): no API key needed; do not expose this port"
+      : info.tenants && info.plainKeys === false
+        ? `API key required: a key of the ${tenantCount(info.tenants)} in TICKWORK_CONFIG ` +
+          "(the lines below send $TICKWORK_API_KEY: set it in your shell to one of them)"
+        : `API key required: Authorization: Bearer $TICKWORK_API_KEY` +
+          (info.tenants
+            ? ` (or a key of the ${tenantCount(info.tenants)} in TICKWORK_CONFIG)`
+            : "");
   const lines = [
     `tickwork ${info.mode === "dev" ? "dev server" : "server"} listening on ${info.url}`,
     "",

@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { generateKey, hashKey } from "../../config/keys.ts";
+import { tenantSchema } from "../../config/schema.ts";
 import { SCOPES } from "../../config/scopes.ts";
 
 const HELP = `Usage: tickwork hash-key [--stdin] [--tenant <id>] [--scopes <list>]
@@ -73,15 +74,24 @@ export async function runHashKeyCommand(
     out(await hashKey(key));
     return 0;
   }
-  const key = generateKey();
-  const hash = await hashKey(key);
   const scopes = (values.scopes ?? "jobs:write,read").split(",").map((s) => s.trim());
   const unknown = scopes.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
   if (unknown.length > 0) {
     err(`tickwork hash-key: unknown scope "${unknown[0]}" (scopes: ${SCOPES.join(", ")})`);
     return 2;
   }
-  const snippet = { id: values.tenant ?? "default", keys: [{ hash, scopes }] };
+  const id = values.tenant ?? "default";
+  // The snippet must be what the configuration accepts: the tenant id as its schema checks it.
+  const checked = tenantSchema.shape.id.safeParse(id);
+  if (!checked.success) {
+    err(
+      `tickwork hash-key: --tenant ${JSON.stringify(id)}: ${checked.error.issues[0]?.message ?? "invalid tenant id"}`,
+    );
+    return 2;
+  }
+  const key = generateKey();
+  const hash = await hashKey(key);
+  const snippet = { id, keys: [{ hash, scopes }] };
   out(
     [
       `key   ${key}`,

@@ -419,6 +419,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     horizonMs: engine.options.tick.horizonMs,
     auth: deployment.keyed,
     ...(config?.tenants?.length ? { tenants: config.tenants.length } : {}),
+    plainKeys: (options.apiKeys?.length ?? 0) > 0,
     tickRoute: dev || Boolean(options.tickSecret),
     handlers: Object.keys(options.handlers),
     sample: sampleJob(options.handlers),
