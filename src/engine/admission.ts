@@ -137,7 +137,7 @@ export function checkInput(name: string, handler: HandlerDefinition, input: unkn
   if (parsed.success) return;
   throw new UnprocessableError("invalid_input", `input does not match handler "${name}"`, {
     errors: parsed.error.issues.map((i) => ({
-      path: `input.${i.path.join(".")}`,
+      path: i.path.length > 0 ? `input.${i.path.join(".")}` : "input",
       message: i.message,
     })),
   });

@@ -397,6 +397,11 @@ describe.each(storeFactories)("engine on $name", (factory) => {
         errors: submitError.errors,
       };
       expect(expected.errors).toEqual([{ path: "input.n", message: expect.any(String) }]);
+      // An input refused as a whole is named `input`, not `input.`.
+      await expect(engine.broker.submit({ handler: "typed", input: 7 })).rejects.toMatchObject({
+        status: 422,
+        errors: [{ path: "input", message: expect.any(String) }],
+      });
       const refused = { handler: "typed", schedule: "1h", input: { n: "x" } };
       await expect(engine.broker.createSchedule(refused)).rejects.toMatchObject(expected);
       expect((await engine.store.listSchedules({ limit: 10 })).items).toHaveLength(0);
