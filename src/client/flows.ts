@@ -40,7 +40,8 @@ export class FlowsApi<H extends Handlers = Handlers> {
 
   /**
    * Submit a flow; every job is checked before any is stored (a bad one: `ValidationError`,
-   * nothing stored). Needs the `jobs:write` scope.
+   * nothing stored). Needs the `jobs:write` scope. `signal` aborts the request (a flow the server
+   * stored before the abort stays stored: submit it again with its `idempotencyKey`).
    *
    * @example
    * const flow = await client.flows.submit({
@@ -50,12 +51,15 @@ export class FlowsApi<H extends Handlers = Handlers> {
    * });
    * const book = await client.jobs.get(flow.parent.id);
    */
-  async submit(body: SubmitFlowRequest<H>): Promise<SubmittedFlow> {
+  async submit(
+    body: SubmitFlowRequest<H>,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SubmittedFlow> {
     const { data, response } = await call<Omit<SubmittedFlow, "replayed">>(
       this.#caller,
       "POST",
       "/v1/flows",
-      { body },
+      { body, ...(options.signal ? { signal: options.signal } : {}) },
     );
     return { ...data, replayed: response.headers.get("idempotent-replayed") === "true" };
   }

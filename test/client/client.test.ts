@@ -192,6 +192,17 @@ describe.concurrent("client against the dev server", () => {
     );
   });
 
+  test("flows.submit takes a signal: aborted before it is sent, nothing is stored", async () => {
+    const body = {
+      children: [{ handler: "echo", input: { n: 1 } }],
+      parent: { handler: "echo" },
+      idempotencyKey: `flow-${Math.random()}`,
+    };
+    const aborted = AbortSignal.abort(new Error("changed my mind"));
+    await expect(client.flows.submit(body, { signal: aborted })).rejects.toThrow("changed my mind");
+    expect((await client.flows.submit(body)).replayed).toBe(false);
+  });
+
   test("tick() runs a tick", async () => {
     const result = await client.tick();
     // The server's own timer may hold the tick lease at this moment.
