@@ -150,6 +150,28 @@ describe.each(storeFactories)("schedules over HTTP on $name", (factory) => {
     expect(await snapshot(h.store)).toBe(state);
   });
 
+  it("refuses a window whose startAt is not before its endAt: 400 in a create, 422 in a PATCH", async () => {
+    const window = { startAt: "2031-01-01T00:00:00.000Z", endAt: "2030-01-01T00:00:00.000Z" };
+    const created = await call(h.origin, "POST", "/v1/schedules", {
+      json: { ...daily, ...window },
+    });
+    expectProblem(created, 400);
+    expect(created.body.errors).toEqual([
+      { path: "endAt", message: "startAt must be before endAt" },
+    ]);
+    await call(h.origin, "POST", "/v1/schedules", {
+      json: { ...daily, endAt: window.endAt },
+    });
+    const state = await snapshot(h.store);
+    // Judged with the stored endAt it leaves alone.
+    const patched = await call(h.origin, "PATCH", "/v1/schedules/daily-report", {
+      json: { startAt: window.startAt },
+    });
+    expectProblem(patched, 422);
+    expect(patched.body.type).toBe("urn:tickwork:problem:invalid_window");
+    expect(await snapshot(h.store)).toBe(state);
+  });
+
   it("checks a schedule's input against its handler's schema as submit does (422, nothing written)", async () => {
     const refused = { handler: "typed", input: { n: "one" } };
     const submitted = await call(h.origin, "POST", "/v1/jobs", { json: refused });
