@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { TickworkError } from "../../src/core/errors.ts";
 import type { JobRecord, JobSpec, NewJob, OnFailure } from "../../src/core/model.ts";
 import type { Store } from "../../src/store/port.ts";
-import { jobSpec, type MakeContractStore, uid } from "./fixtures.ts";
+import { jobSpec, type MakeContractStore, occurrenceSpec, uid } from "./fixtures.ts";
 import { useContractStore } from "./harness.ts";
 
 const FAIL = { name: "E", message: "boom" };
@@ -130,6 +130,31 @@ export function describeDepsContract(name: string, make: MakeContractStore): voi
         const runs = await submitAfter([a.id], { onFailure: "run" });
         expect(runs.job.status).toBe("queued");
         expect(runs.message?.id).toBe(runs.job.id);
+      });
+
+      it("a dependency skipped after its dependents wait releases them as a failure", async () => {
+        // An occurrence of an overlap-skip schedule exists, queued, before its first begin when
+        // a node outside its placement refused it; it is skipped when it begins while an
+        // earlier occurrence runs.
+        const schedule = {
+          id: uid("nightly"),
+          tenant: "default",
+          handler: "h",
+          overlap: "skip" as const,
+        };
+        const now = await store.now();
+        const first = occurrenceSpec(schedule, now - 2_000);
+        const second = occurrenceSpec(schedule, now - 1_000, { placement: { group: "gpu" } });
+        const refusal = { node: "cpu-1", reason: "needs group gpu" };
+        expect(await store.refusePlacement?.(second, refusal, 60_000)).toBe("queued");
+        expect((await store.beginRun(first, 60_000)).kind).toBe("run");
+        const cancels = await submitAfter([second.id]);
+        const runs = await submitAfter([second.id], { onFailure: "run" });
+        expect([cancels.job.status, runs.job.status]).toEqual(["waiting", "waiting"]);
+        expect((await store.beginRun(second, 60_000)).kind).toBe("skipped");
+        expect(await status(cancels.job.id)).toBe("cancelled");
+        expect(await status(runs.job.id)).toBe("queued");
+        expect((await store.stats()).jobs.waiting).toBe(0);
       });
 
       it("unknown ids and another tenant's jobs are refused with 422, nothing written", async () => {

@@ -101,6 +101,8 @@ export function beginRun(
       retain(s, stored, now);
       s.metrics.totals.skipped += 1;
       s.events.emit(now, { type: "job.skipped", ...jobFields(job) });
+      // Jobs waiting for it are released as by a failure (as a submit after it would be).
+      releaseDependents(s, job.id, false, now);
       return { kind: "skipped", job: clone(job) };
     }
   }

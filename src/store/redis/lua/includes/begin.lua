@@ -124,6 +124,13 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
       retainJob(root, KEYS[4], id, job, now, retention)
       mAdd(m, 't:skipped', 1)
       emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
+      -- Jobs waiting for it (it existed, queued, before: a refused placement or a held begin)
+      -- are released as by a failure, as a submit after a skipped dependency is.
+      if job.dependents then
+        releaseDependents({ root = root, outbox = KEYS[2], messages = KEYS[3], pending = pending,
+          expiring = KEYS[4], metrics = metrics, events = events, maxLen = maxLen,
+          retention = retention, now = now }, id, false)
+      end
       remember('-')
       return jobJson(job, '{"kind":"skipped","job":')
     end
