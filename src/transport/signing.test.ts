@@ -176,6 +176,10 @@ describe("verifySignature", () => {
       id: decodePart(fine, 1).jti,
       expiresAt: (decodePart(fine, 1).exp as number) * 1000,
     });
+    // With a clock tolerance the signature verifies until exp + tolerance: the guard lasts as long.
+    expect(deliveryToken(fine, { clockToleranceSec: 600 })?.expiresAt).toBe(
+      ((decodePart(fine, 1).exp as number) + 600) * 1000,
+    );
     const noJti = await sdkSignature({
       key: currentSigningKey,
       url,

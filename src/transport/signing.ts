@@ -197,8 +197,11 @@ export function deliveryToken(
   const { jti, exp } = token.claims;
   if (typeof jti !== "string" || jti.length === 0 || jti.length > 256) return undefined;
   const now = Math.floor((options.now ?? Date.now()) / 1000);
-  if (!lifetimeWithinBounds(token.claims, now, options.clockToleranceSec ?? 0)) return undefined;
-  return { id: jti, expiresAt: exp * 1000 };
+  const tolerance = options.clockToleranceSec ?? 0;
+  if (!lifetimeWithinBounds(token.claims, now, tolerance)) return undefined;
+  // Verification accepts the signature until `exp` plus the tolerance: its replay guard must
+  // last that long.
+  return { id: jti, expiresAt: (exp + tolerance) * 1000 };
 }
 
 /**
