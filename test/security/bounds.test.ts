@@ -172,6 +172,14 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
         const since = `/v1/events?since=${encodeURIComponent(text)}`;
         expectProblem(await call(h.origin, "GET", since, { headers: as() }), 400);
       }
+      // Epoch ms past JavaScript's dates: a 400 naming `since` (not the store's `after`).
+      for (const text of ["9999999999999999", "8640000000000001"]) {
+        const since = await call(h.origin, "GET", `/v1/events?since=${text}`, { headers: as() });
+        expectProblem(since, 400);
+        expect(messages(since)).toEqual([
+          `since: not an event id or a time: ${JSON.stringify(text)} (e.g. "1700000000000-0" or "2026-01-01T00:00:00Z")`,
+        ]);
+      }
     });
 
     it("1. a number past a double's range (1e400) is a 400 naming it, not a null stored", async () => {

@@ -82,7 +82,8 @@ export const eventsQuery = z.object({
     .transform((value, ctx) => {
       if (/^\d{1,16}-\d{1,16}$/.test(value)) return value;
       const ms = /^\d{1,16}$/.test(value) ? Number(value) : parseInstant(value);
-      if (Number.isNaN(ms)) {
+      // Epoch ms past JavaScript's dates (8.64e15) is no time either, as in ISO form.
+      if (Number.isNaN(ms) || ms > 8.64e15) {
         ctx.addIssue({
           code: "custom",
           message: `not an event id or a time: ${JSON.stringify(value)} (e.g. "1700000000000-0" or "2026-01-01T00:00:00Z")`,
