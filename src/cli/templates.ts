@@ -148,8 +148,10 @@ export function vercelEntryTemplate(handlersSpecifier: string): string {
  * The Vercel entry: Vercel's zero-config Hono support runs this module's default export (a Hono
  * app) as a Function. vercel.json's cron calls GET /v1/tick every minute with
  * "Authorization: Bearer $CRON_SECRET". Settings come from the project's Environment Variables:
- * see .env.example.
+ * see .env.example. Vercel's zero-config Hono support deploys an entry that imports "hono": keep
+ * the import below.
  */
+import "hono";
 import { createVercelApp } from "tickwork/vercel";
 import { handlers } from "${handlersSpecifier}";
 

@@ -111,7 +111,7 @@ function tsconfig(resolution: "nodenext" | "bundler", extra: object = {}): strin
     resolution === "nodenext"
       ? { module: "NodeNext", moduleResolution: "NodeNext" }
       : { module: "ESNext", moduleResolution: "Bundler", noEmit: true };
-  return `${JSON.stringify({ compilerOptions: { ...STRICT, ...module, types: ["node"], rootDir: ".", outDir: "out", ...extra }, include: ["src", "api"] }, null, 2)}\n`;
+  return `${JSON.stringify({ compilerOptions: { ...STRICT, ...module, types: ["node"], rootDir: ".", outDir: "out", ...extra }, include: ["src"] }, null, 2)}\n`;
 }
 
 /** Run `node file` in `cwd` to its end. */
