@@ -2,6 +2,7 @@
  * @module
  * The engine: broker, ticker and runner composed from a store, a transport and handlers.
  */
+import type { DegradationState } from "../core/admission.ts";
 import type { Store, StoreStats } from "../store/port.ts";
 import type { QueueStats, Transport } from "../transport/port.ts";
 import { Broker } from "./broker.ts";
@@ -53,6 +54,13 @@ export interface Engine<H extends Handlers = Handlers> {
   queueStats(): Promise<QueueStats | undefined>;
 }
 
+/** The degradation state `stats` reports while the controller is off (`degradation: false`). */
+const CONTROLLER_OFF: DegradationState = {
+  level: "normal",
+  since: 0,
+  signals: { queueDepth: 0, lagMs: 0, failureRate: 0 },
+};
+
 /**
  * Compose the engine.
  *
@@ -78,10 +86,16 @@ export function createEngine<H extends Handlers>(config: EngineConfig<H>): Engin
   });
   const ticker = new Ticker({ store, transport, options });
   const runner = new Runner({ store, transport, handlers, options, broker });
-  const stats = () => {
+  const stats = async () => {
     const { degradation, localSignals } = options;
-    const local = degradation ? localSignals?.() : undefined;
-    return store.stats(degradation && local ? { ...degradation, local } : degradation);
+    if (!degradation) {
+      // The controller is off here: its level reads as never evaluated, not as whatever a run
+      // with it on stored (which nothing would evaluate again).
+      const stats = await store.stats();
+      return { ...stats, degradation: CONTROLLER_OFF };
+    }
+    const local = localSignals?.();
+    return store.stats(local ? { ...degradation, local } : degradation);
   };
   const queueStats = async (): Promise<QueueStats | undefined> => transport.queueStats?.();
   return { broker, ticker, runner, store, transport, handlers, options, stats, queueStats };

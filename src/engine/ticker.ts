@@ -153,7 +153,9 @@ export class Ticker {
         token,
       });
     }
-    const level = begin.degradation;
+    // With the controller off here, a level stored while it was on (or by a server that runs it)
+    // holds nothing: nothing here would ever evaluate it again.
+    const level = options.degradation ? begin.degradation : "normal";
     if (level !== "normal") {
       logger.warn("degradation level is not normal", {
         level,
