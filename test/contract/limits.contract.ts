@@ -88,6 +88,27 @@ export function describeLimitsContract(name: string, make: MakeContractStore): v
         expect((await begin(a, limit)).kind).toBe("busy");
       });
 
+      it("a job its limit held counts dispatch lag only up to its first limited answer", async () => {
+        // The wait a handler's own limit imposes is not the deployment's lag, which the
+        // degradation controller reads: one job of a handler limited to one an hour would
+        // otherwise add an hour to it.
+        const [a, b] = (await specs(2)) as [JobSpec, JobSpec];
+        const limit = { key: "limited.work", limit: 1 };
+        asRun(await begin(a, limit));
+        const before = (await store.stats()).dispatchLagMs;
+        asLimited(await begin(b, limit));
+        const limitedBy = await store.now();
+        await until(async () => (await store.now()) > limitedBy + 300, "300 ms to pass");
+        asLimited(await begin(b, limit));
+        expect((await store.finishRun(a.id, 1, { ok: true, result: null })).kind).toBe("ok");
+        asRun(await begin(b, limit));
+        const after = (await store.stats()).dispatchLagMs;
+        expect(after.count).toBe(before.count + 1);
+        expect(after.sum - before.sum).toBeLessThanOrEqual(limitedBy - b.createdAt);
+        // Started as any job is: the hold shows nowhere in its record.
+        expect(await store.getJob(b.id)).toMatchObject({ status: "running", attempts: 1 });
+      });
+
       it("a limited job is alive: its outbox entry is not recovered (nor reaped) for reapAfterMs", async () => {
         const [a] = (await specs(1)) as [JobSpec];
         const limit = { key: "limited.work", limit: 1 };

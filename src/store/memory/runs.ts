@@ -115,6 +115,7 @@ export function beginRun(
     const retryAfterMs = Math.max(slotWaitMs ?? 0, rateWaitMs ?? 0);
     const watch = s.outbox.get(job.id);
     if (watch) watch.recoverAt = now + retryAfterMs + reapAfterMs;
+    if (job.attempts === 0) stored.limitedAt ??= now;
     s.metrics.totals.limited += 1;
     return wait({ kind: "limited", retryAfterMs });
   }
@@ -144,10 +145,13 @@ export function beginRun(
   if (job.attempts === 1) {
     // From when the job was both stored and due: a run time before its submit (or an
     // occurrence stored after its fire time) counts no time it was not queued.
-    const lag = Math.max(0, now - Math.max(job.runAt, job.createdAt));
+    // Up to its first `limited` answer, if its handler's limit held it.
+    const startedBy = Math.min(now, stored.limitedAt ?? now);
+    const lag = Math.max(0, startedBy - Math.max(job.runAt, job.createdAt));
     observe(s.metrics.histograms.dispatchLagMs, lag);
     s.metrics.averages.lagMs = movingAverage(s.metrics.averages.lagMs, lag);
   }
+  delete stored.limitedAt;
   s.events.emit(now, { type: "job.started", ...jobFields(job), attempt: job.attempts });
   rememberToken(s, token, now, String(job.attempts));
   return { kind: "run", attempt: job.attempts, job: clone(job) };

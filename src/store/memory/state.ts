@@ -32,6 +32,11 @@ export interface StoredJob {
    * `SubmitTiming.idempotencyMs`); retention neither expires nor drops it earlier.
    */
   keepUntil?: number;
+  /**
+   * When its first `limited` answer came, before its first attempt: that start's dispatch lag
+   * counts up to it (a handler's own limit is not the deployment's lag). Cleared when it starts.
+   */
+  limitedAt?: number;
   /** While `waiting`: its dependencies not finished yet (ADR 0014). */
   waits?: number;
   /** Dispatches from the dead-letter list so far (`retryDead`), for fresh dedup ids. */

@@ -236,8 +236,9 @@ export interface JobStore {
    *
    * Counting (see {@link StoreStats.jobs} for the gauge rule): `run` → `totals.started` += 1, a
    * `job.started` event with `attempt`, the job leaves `{p}:pending`; on the first attempt
-   * (`attempts` becomes 1) `max(0, startedAt - runAt)` is observed in `dispatchLagMs` and fed to
-   * the `lagMs` average. `skipped` → `totals.skipped` += 1, a `job.skipped` event, leaves
+   * (`attempts` becomes 1) `max(0, startedAt - max(runAt, createdAt))` is observed in
+   * `dispatchLagMs` and fed to the `lagMs` average, with `startedAt` taken as the first `limited`
+   * answer's time when a limit held the job before (a handler's own limit is not lag). `skipped` → `totals.skipped` += 1, a `job.skipped` event, leaves
    * `{p}:pending`. `busy` and `missing` count nothing; `final`
    * counts nothing either but drops a leftover `{p}:pending` entry (an occurrence committed again
    * after it finished, e.g. by a re-created schedule), decrementing `queued` if there was one.

@@ -165,6 +165,11 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
       -- Alive, only waiting: the watch waits too, from when the queue is told to come back.
       redis.call('ZADD', KEYS[2], 'XX', int(now + waitMs + reapAfterMs), id)
     end
+    if job.attempts == '0' and not job.limitedAt then
+      -- Its first start will count lag only up to here: the wait its handler's own limit
+      -- imposes is not the deployment's dispatch lag (which the degradation controller reads).
+      redis.call('HSET', key, 'limitedAt', int(now))
+    end
     mAdd(m, 't:limited', 1)
     remember('b')
     return '{"kind":"limited","retryAfterMs":' .. int(waitMs) .. '}'
@@ -208,6 +213,9 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   if before and node == '' then
     stale[#stale + 1] = 'node'
   end
+  if job.limitedAt then
+    stale[#stale + 1] = 'limitedAt'
+  end
   if #stale > 0 then
     redis.call('HDEL', key, unpack(stale))
   end
@@ -228,7 +236,9 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   if job.attempts == '1' then
     -- From when the job was both stored and due: a run time before its submit (or an
     -- occurrence stored after its fire time) counts no time it was not queued.
-    local lag = math.max(0, now - math.max(tonumber(job.runAt), tonumber(job.createdAt)))
+    -- Up to its first `limited` answer, if its handler's limit held it (see above).
+    local startedBy = job.limitedAt and math.min(now, tonumber(job.limitedAt)) or now
+    local lag = math.max(0, startedBy - math.max(tonumber(job.runAt), tonumber(job.createdAt)))
     mObserve(m, 'lag', lag)
     mAverage(m, 'avg:lag', lag)
   end

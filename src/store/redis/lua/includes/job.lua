@@ -18,6 +18,8 @@
                 a running attempt's progress and log, and a cancel request (include "attempt")
     node        the node (instanceId) that began the latest attempt, when the runner named one
     refused     the last placement refusal, JSON {node, reason, at} (refusePlacement)
+    limitedAt   ms of the first `limited` answer before its first attempt (include "begin"):
+                that start's dispatch lag counts up to it; removed when it starts
     onStream    1: a Streams submit queued it due at once, outside the backlog index (include
                 "metrics": s:in, s:out; readJob leaves it out); retryDead, which queues a dead
                 job again in the index, removes it
