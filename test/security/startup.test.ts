@@ -95,7 +95,10 @@ describe("startServer outside dev", () => {
     const acme = await tenant("acme", { client: ["jobs:write", "read"] });
     const server = await startServer({ ...base, config: { tenants: [acme.config] } });
     open.push(server);
-    expect(server.banner).toContain("(or a key of the 1 tenant in TICKWORK_CONFIG)");
+    // No TICKWORK_API_KEY: the curl lines' $TICKWORK_API_KEY is for a tenant's key.
+    expect(server.banner).toContain(
+      "API key required: a key of the 1 tenant in TICKWORK_CONFIG (the lines below send $TICKWORK_API_KEY: set it in your shell to one of them)",
+    );
     expect(server.banner).toContain("/v1/tick over HTTP off (set CRON_SECRET to serve it)");
     expectProblem(await call(server.url, "POST", "/v1/jobs", { json: { handler: "echo" } }), 401);
     const ok = await call(server.url, "POST", "/v1/jobs", {

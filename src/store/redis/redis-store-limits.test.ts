@@ -71,7 +71,7 @@ describe("RedisStore concurrency limits (keys and cost, on a private Redis)", ()
     expect(await priv.redis.hexists(k.job(queued.id), "slot")).toBe(0);
   });
 
-  it("costs: a run without a limit as before; under a limit +4 to begin, +1 to finish; a limited begin 9", async () => {
+  it("costs: a run without a limit as before; under a limit +4 to begin, +1 to finish; a limited begin 9 (10 the first time)", async () => {
     const { store, submitted } = await setup();
     const limit = { key: "cost", limit: 1 };
     const [warm, plain, held, waiting] = [
@@ -89,8 +89,11 @@ describe("RedisStore concurrency limits (keys and cost, on a private Redis)", ()
     );
     const beginHeld = await billed(() => store.beginRun(held, 5_000, 60_000, undefined, limit));
     // EVALSHA, TIME, HMGET job, ZREMRANGEBYSCORE, ZSCORE, ZCARD, ZRANGE, ZADD XX (the watch
-    // waits), HINCRBY t:limited.
+    // waits), HINCRBY t:limited; the first time before the job's first attempt, HSET limitedAt.
     const limited = await billed(() => store.beginRun(waiting, 5_000, 60_000, undefined, limit));
+    const limitedAgain = await billed(() =>
+      store.beginRun(waiting, 5_000, 60_000, undefined, limit),
+    );
     const finishHeld = await billed(() => store.finishRun(held.id, 1, { ok: true, result: null }));
 
     // Without a token or a limit: EVALSHA, TIME, HMGET job, ZREM pending, HSET job, ZADD + HSET
@@ -98,7 +101,8 @@ describe("RedisStore concurrency limits (keys and cost, on a private Redis)", ()
     expect(beginPlain).toBe(10);
     // ZREMRANGEBYSCORE, ZSCORE, ZCARD; ZADD the slot (the field rides on the HSET).
     expect(beginHeld).toBe(beginPlain + 4);
-    expect(limited).toBe(9);
+    expect(limited).toBe(10);
+    expect(limitedAgain).toBe(9);
     // ZREM the slot (its field goes in the run lease's HDEL).
     expect(finishHeld).toBe(finishPlain + 1);
   });
