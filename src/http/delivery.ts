@@ -56,11 +56,13 @@ export function deliveryResponse(outcome: DeliveryOutcome): Response {
     case "done":
       return json(200, { id: outcome.id, status: outcome.status });
     case "retry": {
-      const headers: Record<string, string> =
-        outcome.retryAfterMs !== undefined
-          ? { "Retry-After": retryAfter(outcome.retryAfterMs) }
-          : {};
-      return json(500, { id: outcome.id, status: "failed", error: outcome.error }, headers);
+      const body = { id: outcome.id, status: "failed", error: outcome.error };
+      if (outcome.retryAfterMs === undefined) return json(500, body);
+      // Longer than a push queue waits (QStash ignores a Retry-After over a day and retries on
+      // its backoff): acknowledged, and the job's watch (recoverAt = now + reapAfterMs +
+      // retryAfterMs, written by finishRun) dispatches it again, never sooner than asked.
+      if (outcome.retryAfterMs > MAX_RETRY_AFTER_MS) return json(200, body);
+      return json(500, body, { "Retry-After": retryAfter(outcome.retryAfterMs) });
     }
     case "give-up":
       return json(489, { id: outcome.id, status: "dead", error: outcome.error }, NON_RETRYABLE);
@@ -76,6 +78,9 @@ export function deliveryResponse(outcome: DeliveryOutcome): Response {
         : problemAnswer(400, "not a failure callback for a tickwork job", "invalid_request");
   }
 }
+
+/** The longest `Retry-After` a push queue honours (QStash: one day). */
+const MAX_RETRY_AFTER_MS = 86_400_000;
 
 /** `Retry-After` in whole seconds, at least 1. */
 function retryAfter(ms: number): string {

@@ -7,6 +7,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { RetryAfterError } from "../../src/core/errors.ts";
 import { createEngine, type Engine, type Handlers, silentLogger } from "../../src/engine/index.ts";
 import { createApp } from "../../src/http/index.ts";
 import { QStashTransport } from "../../src/transport/qstash/index.ts";
@@ -14,6 +15,7 @@ import { type QStashDouble, startQStashDouble } from "../support/qstash-double/i
 import { type StoreHandle, storeFactories } from "../support/stores.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const DAY = 86_400_000;
 
 interface Call {
   jobId: string;
@@ -48,6 +50,12 @@ describe.each(storeFactories)("engine + QStashTransport + QStash double on $name
       run: (_input, ctx) => {
         calls.push({ jobId: ctx.jobId, attempt: ctx.attempt, at: Date.now() });
         throw new Error(`broken, attempt ${ctx.attempt}`);
+      },
+    },
+    later: {
+      run: (_input, ctx) => {
+        calls.push({ jobId: ctx.jobId, attempt: ctx.attempt, at: Date.now() });
+        throw new RetryAfterError("come back in two days", 2 * DAY);
       },
     },
   };
@@ -176,6 +184,21 @@ describe.each(storeFactories)("engine + QStashTransport + QStash double on $name
     for (const fireAt of fireAts) expect(fireAt % 1000).toBe(0);
     for (const call of fired) expect(call.at).toBeGreaterThanOrEqual(call.fireAt!);
     expect(new Set(fired.map((c) => c.jobId)).size).toBe(fired.length);
+  });
+
+  it("a retry asked for past a day (more than QStash waits) is not run sooner: acked, left to the job's watch", async () => {
+    // QStash ignores a Retry-After over one day and retries on its own backoff (the double too).
+    const submitted = await api("POST", "/v1/jobs", { handler: "later", retries: 3 });
+    const id = submitted.body.id as string;
+    await qstash.idle();
+    expect(calls.map((c) => c.attempt)).toEqual([1]);
+    const answers = qstash.deliveries.filter((d) => d.kind === "message");
+    expect(answers.map((d) => d.status)).toEqual([200]);
+    const job = await api("GET", `/v1/jobs/${id}`);
+    expect(job.body).toMatchObject({ status: "failed", attempts: 1 });
+    // Its watch waits out the two days (and reapAfterMs): a tick now sends nothing again.
+    const tick = await engine.ticker.tick();
+    expect(tick).toMatchObject({ leader: true, recovered: 0 });
   });
 
   it("a tick with 250 due occurrences makes ≤ ceil(250/100) QStash requests", async () => {
