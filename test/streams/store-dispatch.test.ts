@@ -524,6 +524,9 @@ describe("RedisStore dispatch: streams — every other operation as in outbox mo
               delayed.set(job.id, { runAt: created.runAt, spec });
             }
           }
+          // A cancelled job's parked delivery goes with it.
+          if (id && op.op === "cancel" && (rb as { kind?: string }).kind === "ok")
+            delayed.delete(id);
           if (
             id &&
             ((op.op === "begin" && (rb as { kind?: string }).kind === "run") ||

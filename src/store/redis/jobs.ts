@@ -233,7 +233,7 @@ export async function cancelJob(c: RedisContext, id: string): Promise<CancelResu
   const raw = await c.run(
     scripts.cancelJob,
     [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events],
-    [id, retentionArg(c.retention), c.eventsMaxLen],
+    [id, retentionArg(c.retention), c.eventsMaxLen, c.dispatch === "streams" ? "1" : ""],
   );
   if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "missing" };
   expectNoCode("cancelJob", raw);

@@ -19,6 +19,9 @@
     ARGV[1] id
     ARGV[2] retention: `jobMs maxJobs maxRuns` (see include "job")
     ARGV[3] eventsMaxLen (0 = no events)
+    ARGV[4] '1' when the store dispatches to Redis Streams: a delivery parked in the delayed set
+            (include "streams") goes with the job, body and all, instead of staying counted
+            there until its time
   Output:
     JOB_NOT_FOUND (-2)
     JSON text   {"ok":JobRecord} cancelled, {"requested":JobRecord} cancel asked of the running
@@ -62,6 +65,12 @@ else
   releaseSlot(key, id, job)
 end
 removeMessages(KEYS[2], KEYS[3], { id })
+if ARGV[4] == '1' and not wasWaiting then
+  local stream = root .. ':q'
+  if redis.call('ZREM', stream .. ':delayed', id) == 1 then
+    redis.call('HDEL', stream .. ':bodies', id)
+  end
+end
 retainJob(root, KEYS[4], id, job, now, ARGV[2])
 local m = newMetrics()
 if wasWaiting then
