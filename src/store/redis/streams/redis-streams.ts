@@ -126,6 +126,13 @@ export class RedisStreams {
   #claimedTotal = 0;
   #interrupted = false;
   #closed = false;
+  /**
+   * Moves delayed deliveries onto the stream when the earliest falls due, whether or not this
+   * process is reading then (see {@link RedisStreams.#armMover}).
+   */
+  #mover: ReturnType<typeof setTimeout> | undefined;
+  /** When {@link RedisStreams.#mover} fires (this process's clock); Infinity: not armed. */
+  #moverAt = Number.POSITIVE_INFINITY;
 
   constructor(options: RedisStreamsOptions) {
     this.#redis = options.redis;
@@ -201,23 +208,12 @@ export class RedisStreams {
     const maintainIn = this.#othersPending ? this.#maintainEveryMs : this.#claimIdleMs;
     block = Math.min(block, this.#lastMaintain + maintainIn - after);
     block = Math.max(1, Math.ceil(block));
-    // Redis times a blocked read out on its own clock tick (`hz`: every 100 ms by default), so a
-    // read blocked until a delayed delivery is due may wake up to 100 ms late. When one falls due
-    // during the read, this process's timer moves it onto the stream instead, over the shared
-    // connection: the entry wakes the blocked read at once.
-    const dueIn = this.#nextDelayedAt - after;
-    const mover =
-      dueIn >= 0 && dueIn <= block
-        ? setTimeout(() => void this.#moveDue().catch(() => {}), dueIn)
-        : undefined;
-    const reply = await this.#read(count, block)
-      .catch(async (error: unknown) => {
-        // The stream or its group was deleted (a FLUSHDB, a key eviction): make them again.
-        if (!String((error as Error)?.message).includes("NOGROUP")) throw error;
-        await this.open();
-        return null;
-      })
-      .finally(() => clearTimeout(mover));
+    const reply = await this.#read(count, block).catch(async (error: unknown) => {
+      // The stream or its group was deleted (a FLUSHDB, a key eviction): make them again.
+      if (!String((error as Error)?.message).includes("NOGROUP")) throw error;
+      await this.open();
+      return null;
+    });
     const entries = (reply as [string, Entry[]][] | null)?.[0]?.[1] ?? [];
     return this.#deliveries(entries, false);
   }
@@ -237,6 +233,36 @@ export class RedisStreams {
       Number(nextAt) < 0
         ? Number.POSITIVE_INFINITY
         : asked + Math.max(0, Number(nextAt) - Number(serverNow));
+    this.#armMover();
+  }
+
+  /**
+   * Arms {@link RedisStreams.#mover} for the earliest delayed delivery this process knows of
+   * (at once when it only knows that the earliest changed: a wake-up). A wake-up reaches one
+   * consumer, which may be too busy to pull when the delivery falls due (every slot taken by long
+   * handlers) while another sleeps until its next maintenance: so the one that knows moves it
+   * onto the stream, over the shared connection, and the entry wakes a blocked reader at once.
+   * While this process reads, the same spares its read Redis's clock tick (`hz`: a blocked read
+   * times out up to 100 ms late).
+   */
+  #armMover(): void {
+    const at = this.#nextDelayedAt;
+    if (this.#closed || at === Number.POSITIVE_INFINITY) return;
+    if (this.#mover !== undefined && this.#moverAt <= at) return;
+    clearTimeout(this.#mover);
+    this.#moverAt = at;
+    this.#mover = setTimeout(
+      () => {
+        this.#mover = undefined;
+        this.#moverAt = Number.POSITIVE_INFINITY;
+        if (this.#closed) return;
+        // A failure leaves it to the next pull's maintenance (it runs once one is due).
+        this.#moveDue().catch(() => {});
+      },
+      Math.max(0, at - Date.now()),
+    );
+    // It keeps no process alive: a worker's pulls do, and a process done with its queue exits.
+    if (typeof this.#mover === "object") this.#mover.unref?.();
   }
 
   /** Ends the read in flight with no entries (see {@link interrupt}). */
@@ -309,6 +335,8 @@ export class RedisStreams {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearTimeout(this.#mover);
+    this.#mover = undefined;
     this.interrupt();
     // A wake-up reaches one consumer: this one may be the only one that knows when the next
     // delayed delivery is due. Hand it over, or the others sleep through it (up to idleWaitMs).
@@ -361,6 +389,7 @@ export class RedisStreams {
         ? Number.POSITIVE_INFINITY
         : this.#lastMaintain + Math.max(0, Number(nextAt) - Number(serverNow));
     this.#othersPending = Number(reply[4]) > 0;
+    this.#armMover();
     const messages = await this.#deliveries(claimed ?? [], true);
     this.#claimedTotal += messages.length;
     return messages;
@@ -382,6 +411,8 @@ export class RedisStreams {
         drop.push(id);
       }
     }
+    // A wake-up was among them: learn the new earliest now, not at the next pull.
+    if (this.#nextDelayedAt === Number.NEGATIVE_INFINITY) this.#armMover();
     if (drop.length > 0) await this.ack(drop);
     return out;
   }
