@@ -107,7 +107,10 @@ export const tenantSchema = z
   .object({
     id: z
       .string()
-      .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/, "id must match [A-Za-z0-9_.-], 1–64 chars"),
+      .regex(
+        /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/,
+        "id must match [A-Za-z0-9_.-], 1–64 chars, and not start with . or -",
+      ),
     keys: z.array(apiKeySchema).min(1).meta({
       description:
         "Its API keys, as SHA-256 hashes. Rotate by adding the new one, then removing the old.",

@@ -81,7 +81,10 @@ const TENANT_ID = "[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}";
 /** Ids users choose (schedules): URL-safe, no `@` (reserved for occurrence ids). */
 export const userId = z
   .string()
-  .regex(new RegExp(`^${USER_ID}$`), "id must match [A-Za-z0-9_.-], 1–128 chars");
+  .regex(
+    new RegExp(`^${USER_ID}$`),
+    "id must match [A-Za-z0-9_.-], 1–128 chars, and not start with . or -",
+  );
 
 /**
  * What a job id can be: one `newJobId` made (`j_` + 21 base-36 characters), or an occurrence's

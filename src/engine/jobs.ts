@@ -358,7 +358,7 @@ export class JobsBroker<H extends Handlers = Handlers> {
     if (res.kind === "conflict") {
       throw new ConflictError(
         "job_not_queued",
-        `job "${id}" is ${res.job.status}; only queued and running jobs can be cancelled`,
+        `job "${id}" is ${res.job.status}; only queued, waiting and running jobs can be cancelled`,
       );
     }
     return presentJob(res.job);

@@ -210,6 +210,10 @@ describe.each(storeFactories)("error answers on $name", (factory) => {
       "GET, HEAD, POST",
     );
     expect((await call(h.origin, "GET", "/v1/worker")).headers.get("allow")).toBe("POST");
+    // A path two routes serve: the batch route's POST and the job route's methods.
+    const batch = await call(h.origin, "PUT", "/v1/jobs/batch");
+    expectProblem(batch, 405);
+    expect(batch.headers.get("allow")).toBe("DELETE, GET, HEAD, POST");
     expect((await call(h.origin, "DELETE", "/v1/tick")).headers.get("allow")).toBe(
       "GET, HEAD, POST",
     );

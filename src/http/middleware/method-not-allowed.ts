@@ -32,16 +32,20 @@ export function answerMethodNotAllowed(app: Hono<AppEnv, BlankSchema, "/">, note
     if (route.method === "GET") set.add("HEAD");
     methods.set(route.path, set);
   }
-  const router = new TrieRouter<string>();
-  for (const [path, set] of methods) router.add("ALL", path, [...set].sort().join(", "));
+  const router = new TrieRouter<Set<string>>();
+  for (const [path, set] of methods) router.add("ALL", path, set);
   app.all("*", async function methodNotAllowed(c, next) {
     // Mounted under an outer app, the routes' paths start after the mount point (this route's
     // own base path, parameters resolved).
     const mount = basePath(c);
     const path = c.req.path;
     const own = mount === "/" ? path : path.startsWith(mount) ? path.slice(mount.length) : "";
-    const allow = own ? router.match("ALL", own)[0][0]?.[0] : undefined;
-    if (allow === undefined) return next();
+    // Every route whose path matches serves the path (`/v1/jobs/batch` is also a `/v1/jobs/:id`).
+    const matched = own ? router.match("ALL", own)[0] : [];
+    if (matched.length === 0) return next();
+    const allowed = new Set<string>();
+    for (const [set] of matched) for (const method of set) allowed.add(method);
+    const allow = [...allowed].sort().join(", ");
     c.header("Allow", allow);
     throw new TickworkError(
       405,
