@@ -87,6 +87,12 @@ export interface QStashTransportOptions {
   retryDelay?: string | undefined;
   /**
    * Flow control per handler name. Handlers not listed are not flow-controlled.
+   *
+   * A message QStash holds back for flow control is, as far as tickwork can tell, undelivered:
+   * after the engine's `reapAfterMs` (1 h) its job's watch sends it again, and after `maxReaps`
+   * (24) sends without a start it is dead-lettered as abandoned. Keep a handler's backlog shorter
+   * than that (backlog ÷ `rate` per `period`, or × the handler's time ÷ `parallelism`), or raise
+   * `reapAfterMs` (docs/adr/0010-reaper-watches.md).
    * @example { "email.send": { parallelism: 5 }, "report.build": { rate: 10, period: "1m" } }
    */
   flowControl?: Record<string, FlowControlOption> | undefined;
