@@ -127,6 +127,105 @@ describe("RedisStore chunks and housekeeping", () => {
     }
   });
 
+  describe("a job's record gone before the sweep reached its index entries", () => {
+    /** A store with the given caps; `gone(id)` removes a record as its expiry would. */
+    function capped(retention: { maxFinishedJobs?: number; maxRunsPerSchedule?: number }) {
+      const prefix = uniq("rs");
+      const store = new RedisStore({
+        client: fromIoredis(shared),
+        prefix,
+        retention: { jobMs: 60_000, ...retention },
+      });
+      const k = keys(prefix);
+      const cleanup = async () => {
+        const found = await shared.keys(`{${prefix}}:*`);
+        if (found.length > 0) await shared.del(...found);
+      };
+      return { store, k, cleanup, gone: (id: string) => shared.del(k.job(id)) };
+    }
+    const FAIL = { ok: false as const, error: { name: "E", message: "x" }, final: true };
+    const occurrence = (scheduleId: string, i: number): JobSpec => ({
+      ...newJob({ scheduleId, fireAt: i }),
+      createdAt: i,
+      runAt: i,
+    });
+    async function finishPlain(store: RedisStore): Promise<string> {
+      const submitted = accepted(
+        await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 60_000 }),
+      );
+      await store.beginRun(submitted.message!.job, 5_000);
+      await store.finishRun(submitted.job.id, 1, { ok: true, result: null });
+      return submitted.job.id;
+    }
+
+    it("a late delivery makes a dead occurrence again: its old dead-letter entry is not listed, deleted, nor kept", async () => {
+      const { store, k, cleanup, gone } = capped({});
+      try {
+        const s = schedule();
+        await store.putSchedule(s);
+        const o = occurrence(s.id, 1);
+        await store.beginRun(o, 5_000);
+        await store.finishRun(o.id, 1, FAIL);
+        expect((await store.listDead({ limit: 10 })).items.map((j) => j.id)).toEqual([o.id]);
+        await gone(o.id);
+        // A late delivery makes it again, and it runs.
+        expect((await store.beginRun(o, 60_000)).kind).toBe("run");
+        expect((await store.listDead({ limit: 10 })).items).toEqual([]);
+        expect(await store.deleteDead(o.id)).toBe(false);
+        expect((await store.getJob(o.id))?.status).toBe("running");
+        expect(await shared.zscore(k.dlq("default"), o.id)).toBeNull();
+        expect(await shared.zscore(k.jobs("default"), o.id)).not.toBeNull();
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it("the finished-jobs cap meeting such a job forgets its index entries too", async () => {
+      const { store, k, cleanup, gone } = capped({ maxFinishedJobs: 1 });
+      try {
+        const submitted = accepted(
+          await store.submitJob(newJob(), { delayMs: 0, recoverGraceMs: 60_000 }),
+        );
+        const dead = submitted.job.id;
+        await store.beginRun(submitted.message!.job, 5_000);
+        await store.finishRun(dead, 1, FAIL);
+        await gone(dead);
+        // The cap, over by one, meets the dead job's member first.
+        const kept = await finishPlain(store);
+        expect(await shared.zscore(k.dlq("default"), dead)).toBeNull();
+        expect(await shared.zrange(k.jobs("default"), 0, -1)).toEqual([kept]);
+        expect(await shared.zcard(k.expiring)).toBe(1);
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it("the runs cap does not count such a run: the runs it keeps are the newest live ones", async () => {
+      const { store, cleanup, gone } = capped({ maxRunsPerSchedule: 2 });
+      try {
+        const s = schedule();
+        await store.putSchedule(s);
+        const [o1, o2, o3] = [1, 2, 3].map((i) => occurrence(s.id, i)) as [
+          JobSpec,
+          JobSpec,
+          JobSpec,
+        ];
+        for (const o of [o1, o2]) {
+          await store.beginRun(o, 5_000);
+          await store.finishRun(o.id, 1, { ok: true, result: null });
+        }
+        await gone(o1.id);
+        await store.beginRun(o3, 5_000);
+        await store.finishRun(o3.id, 1, { ok: true, result: null });
+        expect(await store.getJob(o2.id)).not.toBeNull();
+        const runs = await store.listRuns(s.id, { limit: 10 });
+        expect(runs.items.map((j) => j.id)).toEqual([o3.id, o2.id]);
+      } finally {
+        await cleanup();
+      }
+    });
+  });
+
   it("bounds a filtered listing's work: a short page with a cursor, then the match", async () => {
     const { store, cleanup } = withStore();
     try {

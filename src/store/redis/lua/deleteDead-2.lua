@@ -17,6 +17,10 @@ local job = readJob(key)
 if not job or redis.call('ZREM', dlqKey(root, jobTenant(job)), id) == 0 then
   return 0
 end
+if job.status ~= 'dead' then
+  -- A stale entry (a late delivery made the job again since): it goes, the job stays.
+  return 0
+end
 redis.call('ZREM', jobsKey(root, jobTenant(job)), id)
 redis.call('DEL', key)
 redis.call('SET', goneKey(root, id), '1', 'PX', ARGV[2])

@@ -16,7 +16,8 @@ local root = KEYS[1]
 
 local function render(id)
   local job = readJob(jobKey(root, id))
-  return job and jobJson(job)
+  -- Not dead (made again since by a late delivery, its entry stale): left out, the entry removed.
+  return job and job.status == 'dead' and jobJson(job) or nil
 end
 
 return page(KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], render, 1000)

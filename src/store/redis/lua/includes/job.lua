@@ -212,7 +212,8 @@ local function dropFinished(root, expiring, id, now)
   local key = jobKey(root, id)
   local f = redis.call('HMGET', key, 'status', 'tenant', 'scheduleId', 'keepUntil')
   if not f[1] then
-    return false
+    -- Its record expired and its index entries wait for the sweep: the caller's to forget.
+    return false, false, true
   end
   if not FINAL_STATUSES[f[1]] then
     return false
@@ -234,6 +235,22 @@ local function dropFinished(root, expiring, id, now)
     end
   end
   return true
+end
+
+-- The index entries of a job whose expiring member goes: every one when its record is gone; when
+-- a late delivery made it again since (a schedule's occurrence), only its dead-letter entry,
+-- unless it is dead again: the listing and the runs list hold the job as it is now.
+local function forgetIndexed(root, id, tenant, scheduleId)
+  local status = redis.call('HGET', jobKey(root, id), 'status')
+  if not status then
+    redis.call('ZREM', jobsKey(root, tenant), id)
+    redis.call('ZREM', dlqKey(root, tenant), id)
+    if scheduleId then
+      redis.call('ZREM', runsKey(root, scheduleId), id)
+    end
+  elseif status ~= 'dead' then
+    redis.call('ZREM', dlqKey(root, tenant), id)
+  end
 end
 
 -- The last retention text parsed, and its numbers: every finished job of a script call (and
@@ -273,8 +290,15 @@ local function retainJob(root, expiring, id, job, now, retention)
         if dropped >= math.min(over, 2) then
           break
         end
-        if old ~= id and dropFinished(root, expiring, old, now) then
-          dropped = dropped + 1
+        if old ~= id then
+          local gone, _, missing = dropFinished(root, expiring, old, now)
+          if missing then
+            -- An expired run the sweep has not reached: its entry counted, and goes now.
+            redis.call('ZREM', runs, old)
+          end
+          if gone or missing then
+            dropped = dropped + 1
+          end
         end
       end
     end
@@ -289,13 +313,16 @@ local function retainJob(root, expiring, id, job, now, retention)
         if dropped >= math.min(over, 2) then
           break
         end
-        local old = cjson.decode(member)[1]
+        local entry = cjson.decode(member)
+        local old = entry[1]
         if old ~= id then
           local gone, kept = dropFinished(root, expiring, old, now)
           if gone then
             dropped = dropped + 1
           elseif not kept then
-            -- Its record already expired: only the index entry was left.
+            -- Its record already expired (or a late delivery made it again, unfinished): its
+            -- member goes, and the index entries the sweep would have forgotten with it.
+            forgetIndexed(root, old, entry[2], entry[3])
             redis.call('ZREM', expiring, member)
             dropped = dropped + 1
           end
@@ -343,15 +370,7 @@ local function sweepExpired(root, expiring, now, max)
   end
   for _, member in ipairs(members) do
     local entry = cjson.decode(member)
-    local id, tenant, scheduleId = entry[1], entry[2], entry[3]
-    -- A job re-created under the same id since (a late delivery) keeps its index entries.
-    if redis.call('EXISTS', jobKey(root, id)) == 0 then
-      redis.call('ZREM', jobsKey(root, tenant), id)
-      redis.call('ZREM', dlqKey(root, tenant), id)
-      if scheduleId then
-        redis.call('ZREM', runsKey(root, scheduleId), id)
-      end
-    end
+    forgetIndexed(root, entry[1], entry[2], entry[3])
   end
   redis.call('ZREM', expiring, unpack(members))
 end
