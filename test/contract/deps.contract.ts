@@ -123,7 +123,12 @@ export function describeDepsContract(name: string, make: MakeContractStore): voi
       it("a dependency that already failed: cancelled at once, or submitted with onFailure run", async () => {
         const a = await submitted();
         await failFinally(a);
+        // Another job waits meanwhile: the gauge counts it alone throughout.
+        const other = await submitted();
+        await submitAfter([other.id]);
+        expect((await store.stats()).jobs.waiting).toBe(1);
         const cancelled = await submitAfter([a.id]);
+        expect((await store.stats()).jobs.waiting).toBe(1);
         expect(cancelled.job).toMatchObject({ status: "cancelled" });
         expect(cancelled.message).toBeUndefined();
         expect(await status(cancelled.job.id)).toBe("cancelled");

@@ -75,14 +75,22 @@ export function releaseDependents(s: MemoryState, id: string, ok: boolean, now: 
   }
 }
 
-/** A waiting job cancelled (by `cancelJob` or a failed dependency). */
-export function cancelWaiting(s: MemoryState, stored: StoredJob, now: number): void {
+/**
+ * A waiting job cancelled (by `cancelJob` or a failed dependency); `counted: false` for a submit
+ * cancelled at once (a dependency had failed already), which never counted as waiting.
+ */
+export function cancelWaiting(
+  s: MemoryState,
+  stored: StoredJob,
+  now: number,
+  counted = true,
+): void {
   const job = stored.record;
   job.status = "cancelled";
   job.finishedAt = now;
   delete stored.waits;
   retain(s, stored, now);
-  s.metrics.gauges.waiting = Math.max(0, s.metrics.gauges.waiting - 1);
+  if (counted) s.metrics.gauges.waiting = Math.max(0, s.metrics.gauges.waiting - 1);
   s.metrics.totals.cancelled += 1;
   s.events.emit(now, { type: "job.cancelled", ...jobFields(job) });
 }

@@ -106,7 +106,7 @@ export function submitJob(
   });
   // With dependencies not all succeeded: waiting (or cancelled), and not dispatched (ADR 0014).
   const held = deps !== undefined && (deps.failed || deps.unfinished.length > 0);
-  if (deps?.failed) cancelWaiting(s, stored, now);
+  if (deps?.failed) cancelWaiting(s, stored, now, false);
   else if (held) registerWaiting(s, stored, deps.unfinished);
   else {
     s.outbox.set(spec.id, clone(message));
