@@ -14,7 +14,7 @@ import { FINAL_JOB_STATUSES, type JobRecord, type JobStatus } from "../../core/m
 import type { JobStatusUpdate } from "../../core/wire.ts";
 import type { Actor } from "../../engine/broker.ts";
 import type { Engine } from "../../engine/index.ts";
-import type { EventType, TickEvent } from "../../store/port.ts";
+import type { TickEvent } from "../../store/port.ts";
 import { jobResource } from "../serialize.ts";
 import {
   EVENTS_PAGE,
@@ -27,11 +27,14 @@ import {
   type StreamPosition,
 } from "./sse.ts";
 
-/** The status a job event leaves the job in (`job.created`: `waiting` when it has `after`). */
-export function statusOfEvent(type: EventType, job: Pick<JobRecord, "after">): JobStatus | null {
-  switch (type) {
+/**
+ * The status a job event leaves the job in. `job.created`: the status it was stored with (`waiting`
+ * when its dependencies hold it; none for one cancelled at once: its `job.cancelled` follows).
+ */
+export function statusOfEvent(event: Pick<TickEvent, "type" | "status">): JobStatus | null {
+  switch (event.type) {
     case "job.created":
-      return job.after && job.after.length > 0 ? "waiting" : "queued";
+      return event.status === "cancelled" ? null : (event.status ?? "queued");
     case "job.dispatched":
     case "job.retried":
       return "queued";
@@ -144,7 +147,7 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
       for (;;) {
         const page = await store.events({ after: pos.after, jobId: record.id, limit: EVENTS_PAGE });
         for (const event of page.events) {
-          const status = statusOfEvent(event.type, record);
+          const status = statusOfEvent(event);
           if (status === null) continue;
           sawEvent = true;
           // The last progress goes before the final status, with the position before it: a

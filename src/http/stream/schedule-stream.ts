@@ -72,7 +72,7 @@ export async function runScheduleStream(ctx: ScheduleStreamContext): Promise<voi
       const page = await store.events({ after: pos.after, types: RUN_EVENTS, limit: EVENTS_PAGE });
       for (const event of page.events) {
         if (event.scheduleId !== ctx.scheduleId || event.tenant !== ctx.tenant) continue;
-        const status = statusOfEvent(event.type, {});
+        const status = statusOfEvent(event);
         if (status === null || event.jobId === undefined) continue;
         const final = FINAL_JOB_STATUSES.includes(status);
         // A run's final status carries the position before it, its `done` the one after: a

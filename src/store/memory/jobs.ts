@@ -92,9 +92,12 @@ export function submitJob(
   }
   s.metrics.totals.submitted += 1;
   if (webhook) recordWebhookSubmit(s, webhook, "accepted", spec.id, now);
+  // With dependencies not all succeeded: waiting (or cancelled), and not dispatched (ADR 0014).
+  const held = deps !== undefined && (deps.failed || deps.unfinished.length > 0);
   s.events.emit(now, {
     type: "job.created",
     ...jobFields(spec),
+    ...(held ? { status: deps.failed ? ("cancelled" as const) : ("waiting" as const) } : {}),
     ...(webhook
       ? {
           webhook: {
@@ -104,8 +107,6 @@ export function submitJob(
         }
       : {}),
   });
-  // With dependencies not all succeeded: waiting (or cancelled), and not dispatched (ADR 0014).
-  const held = deps !== undefined && (deps.failed || deps.unfinished.length > 0);
   if (deps?.failed) cancelWaiting(s, stored, now, false);
   else if (held) registerWaiting(s, stored, deps.unfinished);
   else {

@@ -161,6 +161,11 @@ export interface TickEvent {
   /** leader.changed: new and previous holder. */
   holder?: string;
   previous?: string | null;
+  /**
+   * job.created of a job its dependencies hold (ADR 0014): the status it was stored with,
+   * `waiting`, or `cancelled` when one had failed already. Absent: the job was stored `queued`.
+   */
+  status?: "waiting" | "cancelled";
   /** job.created of a webhook delivery: the endpoint and the sender's event id (docs/webhooks.md). */
   webhook?: { endpoint: string; eventId?: string };
   /** degradation.changed: the levels. */

@@ -186,7 +186,8 @@ local function submitOne(base, index)
     if idemKey then
       redis.call('SET', idemKey, id, 'PX', ARGV[3])
     end
-    emitEvent(events, maxLen, jobEvent('job.created', now, id, job))
+    emitEvent(events, maxLen, jobEvent('job.created', now, id, job,
+      '"status":"' .. job.status .. '"'))
     if job.status == 'cancelled' then
       emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
     end

@@ -276,7 +276,11 @@ local function submitAt(a, n, now)
       redis.call('SET', idemKey, id, 'PX', argAt(a, n, 12))
     end
     submitted = submitted + 1
-    emitEvent(events, maxLen, '{"type":"job.created","at":' .. int(now) .. ARGV[a + 10])
+    -- The status it was stored with, last (the event scan's filters read the members before
+    -- it): a stream of the job tells waiting from queued by it.
+    local created = ARGV[a + 10]
+    emitEvent(events, maxLen, '{"type":"job.created","at":' .. int(now)
+      .. string.sub(created, 1, -2) .. ',"status":"' .. job.status .. '"}')
     if job.status == 'cancelled' then
       emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
     end
