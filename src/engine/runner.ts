@@ -397,7 +397,7 @@ export class Runner {
         .then(() => handler.run(input, ctx))
         .then(succeed, fail);
       const result = await ended;
-      return { ok: true, result: result === undefined ? null : result };
+      return writtenResult(result);
     } catch (error) {
       const err = toJobError(error);
       if (error instanceof NonRetryableError || error instanceof CancelledError) {
@@ -466,9 +466,43 @@ function parseSpec(body: string): JobSpec | null {
   return spec;
 }
 
+/**
+ * A handler's result as the job records it: its JSON (what every store keeps, and what a reader
+ * gets), `null` for none. One JSON cannot write (a BigInt, a cycle, a `toJSON` that throws) is a
+ * final failure: the handler ran, and running it again would do its work again for the same
+ * result.
+ */
+function writtenResult(result: unknown): RunOutcome {
+  if (result === undefined || result === null) return { ok: true, result: null };
+  const type = typeof result;
+  if (type === "string" || type === "boolean") return { ok: true, result };
+  try {
+    const json = JSON.stringify(result);
+    return { ok: true, result: json === undefined ? null : JSON.parse(json) };
+  } catch (error) {
+    return {
+      ok: false,
+      final: true,
+      error: {
+        name: "InvalidResult",
+        message: `the handler's result cannot be written as JSON: ${toJobError(error).message}`,
+      },
+    };
+  }
+}
+
+/** What a job records of a thrown value, whatever it is (its `message` may not even be text). */
 function toJobError(error: unknown): JobError {
-  if (error instanceof Error) return { name: error.name, message: error.message.slice(0, 2000) };
-  return { name: "Error", message: String(error).slice(0, 2000) };
+  try {
+    if (error instanceof Error) {
+      const name = typeof error.name === "string" ? error.name : "Error";
+      const message = typeof error.message === "string" ? error.message : String(error.message);
+      return { name, message: message.slice(0, 2000) };
+    }
+    return { name: "Error", message: String(error).slice(0, 2000) };
+  } catch {
+    return { name: "Error", message: "(a thrown value that cannot be written as text)" };
+  }
 }
 
 function safeJson(text: string): unknown {

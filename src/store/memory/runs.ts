@@ -171,6 +171,10 @@ export function finishRun(
   if (job.status !== "running" || job.attempts !== attempt) {
     return { kind: "stale", job: clone(job) };
   }
+  // Copied before anything changes: a value that cannot be copied refuses the whole call (as
+  // Redis refuses a result it cannot write), rather than leave the job half finished.
+  const result = outcome.ok ? clone(outcome.result) : undefined;
+  const error = outcome.ok ? undefined : clone(outcome.error);
   releaseRun(s, stored);
   s.metrics.leave(id, "running");
   job.finishedAt = now;
@@ -179,7 +183,7 @@ export function finishRun(
   if (!outcome.ok && job.cancelRequested) {
     // Asked to stop: not a failure, never retried.
     job.status = "cancelled";
-    job.error = clone(outcome.error);
+    job.error = error as JobError;
     retain(s, stored, now);
     s.outbox.delete(id);
     totals.cancelled += 1;
@@ -190,7 +194,7 @@ export function finishRun(
   averages.failureRate = movingAverage(averages.failureRate, outcome.ok ? 0 : 1);
   if (outcome.ok) {
     job.status = "succeeded";
-    job.result = clone(outcome.result);
+    job.result = result;
     delete job.error;
     retain(s, stored, now);
     s.outbox.delete(id);
@@ -203,7 +207,7 @@ export function finishRun(
     kill(s, stored, outcome.error, now);
   } else {
     job.status = "failed";
-    job.error = clone(outcome.error);
+    job.error = error as JobError;
     const watch = s.outbox.get(id);
     if (watch) watch.recoverAt = now + reapAfterMs;
     totals.failed += 1;
