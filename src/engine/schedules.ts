@@ -343,11 +343,10 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
       const record = withTiming(base, now, timingChanged);
       if (!existing && !upsert) throw new NotFoundError("schedule", userId);
       const admission = quota ? { quota } : undefined;
-      const res = admission
-        ? await this.deps.store.putSchedule(record, existing?.rev, admission)
-        : existing
-          ? await this.deps.store.putSchedule(record, existing.rev)
-          : await this.deps.store.putSchedule(record);
+      // A create writes only while the id is still free (`0`): one that lost a race with another
+      // create is a conflict, and is made again as a replace of what that one stored, its pause,
+      // runs and fire times included.
+      const res = await this.deps.store.putSchedule(record, existing?.rev ?? 0, admission);
       if (res.kind === "denied") throw deniedError(res.denied, "schedule", quota);
       if (res.kind === "ok") {
         return {

@@ -113,6 +113,16 @@ export function describeSchedulesContract(name: string, make: MakeContractStore)
         const missing = scheduleRecord();
         expect(await store.putSchedule(missing, 1)).toEqual({ kind: "conflict", schedule: null });
         expect(await store.getSchedule(missing.id)).toBeNull();
+
+        // 0: a create, only while the id is free; a second create of it is a conflict.
+        const created = await store.putSchedule(missing, 0);
+        expect(created).toMatchObject({ kind: "ok", created: true });
+        const first = (await store.getSchedule(missing.id))!;
+        expect(await store.putSchedule({ ...missing, handler: "second.create" }, 0)).toEqual({
+          kind: "conflict",
+          schedule: first,
+        });
+        expect(await store.getSchedule(missing.id)).toEqual(first);
       });
 
       it("keeps a schedule in the due index iff it is active with a nextRunAt", async () => {

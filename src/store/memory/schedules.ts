@@ -20,7 +20,7 @@ export function putSchedule(
 ): PutScheduleResult {
   const now = s.now();
   const stored = s.schedules.get(schedule.id);
-  if (expectRev !== undefined && stored?.rev !== expectRev) {
+  if (expectRev !== undefined && (stored?.rev ?? 0) !== expectRev) {
     return { kind: "conflict", schedule: stored ? clone(stored) : null };
   }
   const quota = countQuota(s, admission.quota, now);

@@ -20,7 +20,7 @@ export interface ListSchedulesQuery {
 /** Result of {@link ScheduleStore.putSchedule}. */
 export type PutScheduleResult =
   | { kind: "ok"; created: boolean; schedule: ScheduleRecord; quota?: QuotaState }
-  /** `expectRev` was given and the stored rev differs (or the schedule is missing). */
+  /** `expectRev` was given and the stored rev differs (0: the schedule exists; else it is missing). */
   | { kind: "conflict"; schedule: ScheduleRecord | null }
   /** `admission.quota` refused it: nothing written, nothing counted. */
   | { kind: "denied"; denied: Denied };
@@ -31,7 +31,8 @@ export interface ScheduleStore {
    * Write a schedule record (computed in TS: status, nextRunAt, runs). Without `expectRev`:
    * create, or replace keeping `runs`, `lastRunAt` and `createdAt` of the stored one.
    * With `expectRev`: write only if the stored rev equals it (else `conflict`), as given (the caller
-   * read that revision, so its `runs`, `lastRunAt` and `createdAt` are current). The stored `rev`
+   * read that revision, so its `runs`, `lastRunAt` and `createdAt` are current); `0`: only if no
+   * schedule has the id (revs start at 1), so two creates that race do not both write. The stored `rev`
    * becomes previous + 1; on create it is drawn from a store-wide sequence that `deleteSchedule`
    * raises to the deleted rev, so it is above every rev the id ever had (a stale tick plan made
    * before a delete can never commit onto the re-created schedule). The due index holds it iff `status` is `active` and

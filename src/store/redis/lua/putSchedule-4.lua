@@ -21,7 +21,7 @@
     ARGV[7] createdAt
     ARGV[8] updatedAt
     ARGV[9] handler
-    ARGV[10] expectRev ('' = none)
+    ARGV[10] expectRev ('' = none; '0' = the schedule must not exist: a create)
     ARGV[11] quota key ('' = none)
     ARGV[12] quota windows (`windowMs limit ...`)
   Output: JSON text
@@ -40,7 +40,7 @@ local key = scheduleKey(root, id)
 local stored = readSchedule(key)
 local expectRev = ARGV[10]
 
-if expectRev ~= '' and (not stored or tonumber(stored.rev) ~= tonumber(expectRev)) then
+if expectRev ~= '' and (stored and tonumber(stored.rev) or 0) ~= tonumber(expectRev) then
   return '{"conflict":' .. (stored and scheduleJson(stored) or 'null') .. '}'
 end
 
