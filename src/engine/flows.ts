@@ -30,10 +30,15 @@ export interface FlowSubmitted {
 
 type Body = Record<string, unknown>;
 
-/** The flow's key for one of its jobs, unless the job names its own. */
+/**
+ * The flow's key for one of its jobs, unless the job names its own (a key that is there: an
+ * in-process body may carry `idempotencyKey: undefined`, which names none).
+ */
 function derivedKey(body: unknown, key: string | undefined, suffix: string): SubmitVia {
   if (key === undefined) return {};
-  if (typeof body === "object" && body !== null && "idempotencyKey" in body) return {};
+  if (typeof body === "object" && body !== null && (body as Body).idempotencyKey !== undefined) {
+    return {};
+  }
   return { idempotencyKey: `flow:${key}:${suffix}` };
 }
 

@@ -161,6 +161,23 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
     expect((await job(first.body.parent.id)).result).toBe(25 + 36);
   });
 
+  it("in process, a job whose idempotencyKey is undefined gets the flow's key: submitted again, the same jobs", async () => {
+    // A body built as `{ handler, input, idempotencyKey: maybeKey }` with no key at hand.
+    const none: string | undefined = undefined;
+    const body = {
+      children: [{ handler: "square", input: { n: 3 }, idempotencyKey: none }],
+      parent: { handler: "sum", idempotencyKey: none },
+      idempotencyKey: "in-process",
+    };
+    const first = await h.engine.broker.submitFlow(body);
+    const again = await h.engine.broker.submitFlow(body);
+    expect(again.replayed).toBe(true);
+    expect([again.parent.id, again.children[0]?.id]).toEqual([
+      first.parent.id,
+      first.children[0]?.id,
+    ]);
+  });
+
   it("a flow submitted again answers its jobs even when a child's dependency has gone since", async () => {
     const dep = (await call(h.origin, "POST", "/v1/jobs", { json: { handler: "gated" } })).body;
     await settle(dep.id, "dead");
