@@ -39,6 +39,8 @@ export function isStoreUnavailable(error: unknown): boolean {
     if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
     if (current.name === "MaxRetriesPerRequestError" || IOREDIS_OFFLINE.test(current.message))
       return true;
+    // A REST client's failure to reach Redis (src/store/redis/script.ts).
+    if (current.name === "StoreUnreachableError") return true;
     if (current instanceof AggregateError && current.errors.some(isStoreUnavailable)) return true;
     current = current.cause;
   }

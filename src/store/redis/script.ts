@@ -173,11 +173,47 @@ async function evalScript(
   args: (string | number)[],
 ): Promise<unknown> {
   try {
-    return await client.evalsha(script.sha1, keys, args);
+    try {
+      return await client.evalsha(script.sha1, keys, args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return await client.eval(script.source, keys, args);
+    }
   } catch (error) {
-    if (!isNoScript(error)) throw error;
-    return client.eval(script.source, keys, args);
+    throw unreachable(error) ?? error;
   }
+}
+
+/**
+ * A failure to reach Redis through a REST client (`@upstash/redis`), which reports one as a plain
+ * error (no socket code): the request's `fetch` failed (on Workers no code says why), the
+ * endpoint's answer was not JSON (a gateway's error page), or it answered that Redis is
+ * unavailable. Answered 503 `store_unavailable` (src/http/unavailable.ts), like a socket error.
+ */
+export class StoreUnreachableError extends Error {
+  override name = "StoreUnreachableError";
+}
+
+/** Messages of `@upstash/redis` errors (and of Redis through it) that mean it is unreachable. */
+const REST_UNAVAILABLE =
+  /Redis is unavailable|^LOADING|^MASTERDOWN|^TRYAGAIN|timed? ?out|Service Unavailable|Bad Gateway/i;
+/** `fetch` failures: Node's, browsers' and workerd's words for a request that got no answer. */
+const FETCH_FAILED = /fetch failed|failed to fetch|network connection lost|connection refused/i;
+
+/** `error` as a {@link StoreUnreachableError} when it is one (see there), else undefined. */
+function unreachable(error: unknown): StoreUnreachableError | undefined {
+  if (!(error instanceof Error)) return undefined;
+  // Upstash's messages end with the whole command (the script's source and the job's input):
+  // only what comes before it is kept.
+  const said = error.message.split(", command was:")[0] ?? error.message;
+  const unavailable =
+    error.name === "UpstashJSONParseError" ||
+    (error.name === "UpstashError" && REST_UNAVAILABLE.test(said)) ||
+    (error.name === "TypeError" && FETCH_FAILED.test(said));
+  if (!unavailable) return undefined;
+  return new StoreUnreachableError(`the store could not be reached: ${said.slice(0, 200)}`, {
+    cause: error,
+  });
 }
 
 /**
