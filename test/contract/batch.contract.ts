@@ -9,38 +9,17 @@
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
 import { MAX_BATCH_JOBS } from "../../src/core/batch.ts";
-import type { OutboxMessage } from "../../src/core/model.ts";
 import { Broker } from "../../src/engine/broker.ts";
 import { silentLogger } from "../../src/engine/logger.ts";
 import { resolveOptions } from "../../src/engine/options.ts";
 import { MAX_SUBMIT_CHUNK, type Store, type SubmitResult } from "../../src/store/port.ts";
-import type { Transport } from "../../src/transport/port.ts";
+import { recordingTransport } from "../support/recording-transport.ts";
 import { quota } from "./admission-harness.ts";
 import { CONTRACT_RETENTION, jobSpec, type MakeContractStore, uid } from "./fixtures.ts";
 
 /** Long enough that the keys of the first batch are still known when it is sent again. */
 const RETENTION = { ...CONTRACT_RETENTION, jobMs: 120_000, idempotencyMs: 120_000 };
 const TIMING = { recoverGraceMs: 60_000 };
-
-/** A queue that takes every message and remembers it. */
-function recordingTransport(): Transport & { published: OutboxMessage[] } {
-  const published: OutboxMessage[] = [];
-  return {
-    published,
-    async publish(messages) {
-      published.push(...messages);
-      return messages.map((m) => ({
-        id: m.id,
-        ok: true as const,
-        messageId: `m-${m.id}`,
-        deduplicated: false,
-      }));
-    },
-    async verify() {
-      return true;
-    },
-  };
-}
 
 const handlers = {
   "email.send": { input: z.object({ to: z.string() }), run: () => "sent" },

@@ -7,12 +7,11 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import type { OutboxMessage } from "../../src/core/model.ts";
 import { createEngine, type EngineConfig, silentLogger } from "../../src/engine/index.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { MAX_SUBMIT_CHUNK_BYTES, type Store, type SubmitItem } from "../../src/store/port.ts";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
-import type { Transport } from "../../src/transport/port.ts";
+import { recordingTransport } from "../support/recording-transport.ts";
 
 const redis = new Redis("redis://127.0.0.1:6379");
 const prefixes: string[] = [];
@@ -37,24 +36,6 @@ const stores: [string, () => Store][] = [
 ];
 
 /** A queue that takes every message and remembers each publish call's messages. */
-function recordingTransport(): Transport & { calls: OutboxMessage[][] } {
-  const calls: OutboxMessage[][] = [];
-  return {
-    calls,
-    async publish(messages) {
-      calls.push([...messages]);
-      return messages.map((m) => ({
-        id: m.id,
-        ok: true as const,
-        messageId: m.id,
-        deduplicated: false,
-      }));
-    },
-    async verify() {
-      return true;
-    },
-  };
-}
 
 const handlers = { work: { run: () => null } };
 const jobs = (n: number, key?: string) =>
