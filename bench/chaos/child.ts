@@ -43,6 +43,7 @@ import {
   transientFailure,
 } from "./config.ts";
 import { Ledger } from "./ledger.ts";
+import { RunNames } from "./run-names.ts";
 
 const config = JSON.parse(process.env.CHAOS_CHILD ?? "null") as ChildConfig;
 if (!config) throw new Error("CHAOS_CHILD is not set: this file is started by bench/chaos/run.ts");
@@ -91,8 +92,8 @@ setInterval(() => {
   send({ t: "beat", inflight, finishing, lagMs: now - beatDue });
   beatDue = now + 1_000;
 }, 1_000).unref();
-/** `<jobId>#<attempt>` → run name, so `finishRun` can mark the run it records. */
-const runs = new Map<string, string>();
+/** Run names, so every `finishRun` call (retries included) marks the run it records. */
+const runs = new RunNames();
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -111,7 +112,7 @@ const handlers: Handlers = {
     retries: 3,
     run: async (input, ctx) => {
       const run = `${config.slot}.${process.pid}.${++runSeq}`;
-      runs.set(`${ctx.jobId}#${ctx.attempt}`, run);
+      runs.started(ctx.jobId, ctx.attempt, run);
       send({ t: "inflight", n: ++inflight });
       const began = Date.now();
       try {
@@ -142,10 +143,8 @@ const handlers: Handlers = {
 /** The store, with `finishRun` observed (and, rarely, the process killed just before it). */
 function observed(store: Store): Store {
   const finishRun: Store["finishRun"] = async (id, attempt, outcome) => {
-    const key = `${id}#${attempt}`;
-    const run = runs.get(key) ?? "?";
-    runs.delete(key);
-    if (outcome.ok && rng.chance(config.afterCompletionCrashRate)) {
+    const { run, first } = runs.finishing(id, attempt);
+    if (first && outcome.ok && rng.chance(config.afterCompletionCrashRate)) {
       await ledger.mark("X", id, run, attempt);
       process.kill(process.pid, "SIGKILL");
       await new Promise(() => {});
@@ -153,6 +152,7 @@ function observed(store: Store): Store {
     finishing++;
     try {
       const result = await store.finishRun(id, attempt, outcome);
+      runs.finished(id, attempt);
       await ledger.mark(
         "F",
         id,
