@@ -142,5 +142,9 @@ describe("limitValue", () => {
     );
     const hex = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
     expect(await limitValue(big)).toBe(`sha256:${hex}`);
+    // A short value that spells the hash of a long one is a key of its own, not the long one's.
+    expect(await limitValue(`sha256:${hex}`)).not.toBe(`sha256:${hex}`);
+    expect(await limitValue(`sha256:${hex}`)).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(await limitValue("sha256:")).not.toBe("sha256:");
   });
 });

@@ -11,8 +11,8 @@
  *   `"input.account.id"`): `<handler>=<n>:<tenant>:<value>` — jobs with the same value of the same
  *   tenant share it. The value is the input as submitted (before the schema's defaults and
  *   transforms): a string as it is, anything else as JSON (`42` and `"42"` are one key); missing
- *   or `null` is the empty key `""`, a group of its own; one longer than 128 UTF-8 bytes is
- *   replaced by `sha256:<hex of its SHA-256>`.
+ *   or `null` is the empty key `""`, a group of its own; one longer than 128 UTF-8 bytes, or
+ *   one that starts with `sha256:`, is replaced by `sha256:<hex of its SHA-256>`.
  */
 import { MAX_RUN_LIMIT, type RunLimit } from "../store/port.ts";
 import type { HandlerDefinition } from "./handlers.ts";
@@ -22,6 +22,8 @@ export type ConcurrencyOption = number | { limit: number; key?: string };
 
 /** Longest limit key value kept as it is (UTF-8 bytes); a longer one is hashed. */
 export const MAX_LIMIT_VALUE_BYTES = 128;
+/** How a hashed key value starts. */
+const HASHED = "sha256:";
 
 /** Longest `key` path, and most segments in it. */
 const MAX_PATH_LENGTH = 200;
@@ -155,15 +157,18 @@ function valueAt(input: unknown, path: readonly string[]): unknown {
 
 /**
  * A key value as the limit key holds it: missing or `null` → `""`; a string as it is; anything
- * else as JSON; longer than {@link MAX_LIMIT_VALUE_BYTES} → `sha256:<hex>` of that text.
+ * else as JSON; longer than {@link MAX_LIMIT_VALUE_BYTES}, or starting with `sha256:` →
+ * `sha256:<hex>` of that text.
  */
 export async function limitValue(value: unknown): Promise<string> {
   if (value === undefined || value === null) return "";
   const text = typeof value === "string" ? value : (JSON.stringify(value) ?? "");
   const bytes = encoder.encode(text);
-  if (bytes.length <= MAX_LIMIT_VALUE_BYTES) return text;
+  // A text that starts as a hash does is hashed too, so that no literal value spells the hash of
+  // a long one (which would share its limit).
+  if (bytes.length <= MAX_LIMIT_VALUE_BYTES && !text.startsWith(HASHED)) return text;
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return `sha256:${Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+  return `${HASHED}${Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
 /**
