@@ -33,6 +33,19 @@ export class TickworkError extends Error {
   }
 }
 
+/**
+ * `error`, its details' paths put under `at` when it is a {@link TickworkError} that has any: a
+ * check of one job, made as part of a request that holds several (a flow's `children.0`).
+ */
+export function errorWithin(error: unknown, at: string): unknown {
+  if (!(error instanceof TickworkError) || !error.errors) return error;
+  (error as { errors: { path: string; message: string }[] }).errors = error.errors.map((e) => ({
+    path: e.path === "" ? at : `${at}.${e.path}`,
+    message: e.message,
+  }));
+  return error;
+}
+
 /** Input that is well-formed but cannot be accepted (unknown handler, invalid cron, bad time zone). */
 export class UnprocessableError extends TickworkError {
   override name = "UnprocessableError";

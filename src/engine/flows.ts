@@ -8,7 +8,7 @@
  * retry): each job's key derives from it, so what was stored is answered again and only the rest
  * is written.
  */
-import { InvalidRequestError, TickworkError } from "../core/errors.ts";
+import { errorWithin, InvalidRequestError, TickworkError } from "../core/errors.ts";
 import type { JobRecord } from "../core/model.ts";
 import { parseOrThrow, submitFlowSchema } from "../core/schemas.ts";
 import type { Actor } from "./actor.ts";
@@ -66,13 +66,17 @@ export async function submitFlow(
   const key = flow.idempotencyKey;
   // Checked before anything is written; the parent with stand-in ids (its real `after` comes
   // from the children as stored, which a replay answers with their first ids).
-  const prepared: PreparedSubmit[] = flow.children.map((child) => jobs.prepare(child, actor));
-  const parentJob = jobs.prepare(
+  const prepared: PreparedSubmit[] = flow.children.map((child, i) =>
+    prepareAt(jobs, child, actor, `children.${i}`),
+  );
+  const parentJob = prepareAt(
+    jobs,
     waitingFor(
       flow.parent,
       prepared.map((p) => p.job.id),
     ),
     actor,
+    "parent",
   ).job;
   // A key two jobs of the flow name would make the second a replay of the first (a parent that is
   // its own child).
@@ -113,7 +117,7 @@ export async function submitFlow(
     stored.push(early.get(i) ?? (await jobs.store(child, viaOf(i))));
   }
   const ids = stored.map((s) => s.job.id);
-  const parent = jobs.prepare(waitingFor(flow.parent, ids), actor);
+  const parent = prepareAt(jobs, waitingFor(flow.parent, ids), actor, "parent");
   const via = derivedKey(flow.parent, key, "parent");
   const top = await jobs.store(parent, trace ? { ...via, trace } : via);
   const submitted: FlowSubmitted = {
@@ -124,6 +128,15 @@ export async function submitFlow(
   const quota = [...stored, top].findLast((s) => s.quota !== undefined)?.quota;
   if (quota) submitted.quota = quota;
   return submitted;
+}
+
+/** `jobs.prepare` of the flow's job at `at`, whose errors name their paths from the flow's body. */
+function prepareAt(jobs: JobsBroker, body: unknown, actor: Actor, at: string): PreparedSubmit {
+  try {
+    return jobs.prepare(body, actor);
+  } catch (error) {
+    throw errorWithin(error, at);
+  }
 }
 
 /** The parent's body, waiting for `ids`; one that names `after` itself is refused. */

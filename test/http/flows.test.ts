@@ -99,6 +99,18 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
     const before = await snapshot(h.store);
     const good = { handler: "square", input: { n: 1 } };
     expectProblem(await flow({ children: [good, { handler: "nope" }], parent: good }), 422);
+    // A job's own checks name their paths from the flow's body: the job's place, then its field.
+    const badInput = await flow({
+      children: [good, { handler: "typed", input: { n: "x" } }],
+      parent: good,
+    });
+    expectProblem(badInput, 422);
+    expect(badInput.body.errors.map((e: { path: string }) => e.path)).toEqual([
+      "children.1.input.n",
+    ]);
+    const badParent = await flow({ children: [good], parent: { handler: "typed", input: [1] } });
+    expectProblem(badParent, 422);
+    expect(badParent.body.errors.map((e: { path: string }) => e.path)).toEqual(["parent.input"]);
     expectProblem(await flow({ children: [good], parent: { handler: "sum", priority: 99 } }), 400);
     expectProblem(await flow({ children: [], parent: good }), 400);
     expectProblem(await flow({ children: Array(101).fill(good), parent: good }), 400);
