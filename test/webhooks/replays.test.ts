@@ -182,7 +182,9 @@ describe.each(factories)("webhook replays and reserved keys on $name", (factory)
       },
     });
     expectProblem(child, 400);
-    expect(child.body.errors).toEqual([{ path: "idempotencyKey", message: expect.any(String) }]);
+    expect(child.body.errors).toEqual([
+      { path: "children.0.idempotencyKey", message: expect.any(String) },
+    ]);
     expect(await footprint(h.engine.store, handle.keys)).toEqual(before);
     // The genuine delivery is a new job, and its redelivery replays it.
     const body = stripe.body(eventId);
@@ -208,7 +210,7 @@ describe.each(factories)("webhook replays and reserved keys on $name", (factory)
     expect(job?.result).toEqual([
       { status: 400, path: "idempotencyKey" },
       { status: 400, path: "idempotencyKey" },
-      { status: 400, path: "idempotencyKey" },
+      { status: 400, path: "children.0.idempotencyKey" },
     ]);
     const jobs = await h.engine.store.listJobs({ tenant: "default", limit: 100 });
     expect(
