@@ -75,8 +75,14 @@ export async function call<T>(
   return { data: body as T, response };
 }
 
-/** A path segment for an id. */
+/**
+ * A path segment for an id. `.` and `..` are dot segments the URL parser removes (so are `%2e`
+ * and `%2E`: encoding them once is no help), so `/v1/schedules/./runs` would reach
+ * `/v1/schedules/runs`, another schedule. Their dots are sent percent-encoded twice: an id the
+ * server answers 404, as it does every id a create could never have made.
+ */
 export function seg(id: string): string {
+  if (id === "." || id === "..") return id.replaceAll(".", "%252E");
   return encodeURIComponent(id);
 }
 
