@@ -21,7 +21,7 @@ import {
 } from "../core/errors.ts";
 import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../core/model.ts";
 import type { Placement } from "../core/placement.ts";
-import { MIN_TIMEOUT_MS } from "../core/schemas.ts";
+import { MAX_DELAY_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import { type TraceContext, traceOfUnknown } from "../core/trace.ts";
 import type { FinishRunResult, RunOutcome, Store } from "../store/port.ts";
 import type { Delivery, Transport } from "../transport/port.ts";
@@ -404,7 +404,18 @@ export class Runner {
         return { ok: false, final: true, error: err };
       }
       if (error instanceof RetryAfterError) {
-        return { ok: false, final: exhausted, error: err, retryAfterMs: error.retryAfterMs };
+        // A wait that is no number of milliseconds (NaN, negative) is none: the queue's backoff.
+        // One past the longest delay (Infinity) is that delay: the job's watch, written at
+        // reapAfterMs + retryAfterMs, must stay a time the reaper reaches.
+        const ms = error.retryAfterMs;
+        if (!(typeof ms === "number" && ms >= 0))
+          return { ok: false, final: exhausted, error: err };
+        return {
+          ok: false,
+          final: exhausted,
+          error: err,
+          retryAfterMs: Math.min(ms, MAX_DELAY_MS),
+        };
       }
       return { ok: false, final: exhausted, error: err };
     } finally {

@@ -14,6 +14,7 @@ import { createEngine } from "../../engine/index.ts";
 import { type AppEnv, createApp } from "../../http/index.ts";
 import { RedisStore, type ScriptClient } from "../../store/redis/index.ts";
 import {
+  busyFloorWithin,
   CloudflareQueuesTransport,
   type ConsumeOptions,
   type ConsumeResult,
@@ -195,6 +196,9 @@ export function createTickwork(config: TickworkConfig): Tickwork {
       try {
         return await consumeQueueBatch(batch, (body) => engine.runner.runPulled(body), {
           ...config.consumer,
+          // A busy message must come back before its job's watch is due (reapAfterMs after the
+          // limit's wait), or the reaper re-dispatches a job that is only waiting.
+          busyFloor: config.consumer?.busyFloor ?? busyFloorWithin(engine.options.reapAfterMs),
           logger: engine.options.logger,
         });
       } finally {

@@ -22,7 +22,7 @@
  * one it drops anyway is not lost — its outbox watch brings it back (docs/adr/0010-reaper-watches.md).
  * A `busy` job (its handler's concurrency or rate limit, another delivery's run lease) is not
  * re-checked every second or two as on Redis Streams: each busy answer waits at least
- * {@link defaultBusyFloor} of the message's deliveries so far (1 s, 2 s, 4 s … up to 12 h), so a
+ * {@link defaultBusyFloor} of the message's deliveries so far (1 s, 2 s, 4 s … up to 30 min), so a
  * job behind a long-held limit does not spend the queue's `max_retries` within minutes.
  */
 import type { DeliveryOutcome } from "../../core/delivery.ts";
@@ -63,7 +63,7 @@ export interface ConsumeOptions {
   /**
    * The least wait before a `busy` message is delivered again (ms), from its deliveries before
    * this one: each delivery is one of the queue's `max_retries`, so the wait grows.
-   * @default defaultBusyFloor (1 s, 2 s, 4 s … up to 12 h)
+   * @default defaultBusyFloor (1 s, 2 s, 4 s … up to 30 min; `createTickwork`: at most half of `reapAfterMs`)
    */
   busyFloor?: ((retried: number) => number) | undefined;
   logger?: ConsumerLogger | undefined;
@@ -88,11 +88,27 @@ export const defaultQueueBackoff = (retried: number): number =>
   Math.min(1_000 * 2 ** Math.max(0, retried), 60_000);
 
 /**
- * The default least wait of a `busy` message: 1 s, 2 s, 4 s … up to 12 h (the queue's longest
- * delay). 100 deliveries (the most `max_retries` allows) take years at this rate, not minutes.
+ * The default least wait of a `busy` message: 1 s, 2 s, 4 s … up to {@link BUSY_FLOOR_CAP_MS}
+ * (30 min). 100 deliveries (the most `max_retries` allows) take about 45 h at this rate, not
+ * minutes.
  */
 export const defaultBusyFloor = (retried: number): number =>
-  Math.min(1_000 * 2 ** Math.min(Math.max(0, retried), 40), MAX_DELAY_SECONDS * 1000);
+  Math.min(1_000 * 2 ** Math.min(Math.max(0, retried), 40), BUSY_FLOOR_CAP_MS);
+
+/**
+ * The longest busy floor (30 min): half the engine's default `reapAfterMs`. A `limited` answer
+ * moves the job's outbox watch to `now + wait + reapAfterMs`; a message sent back for longer
+ * than that comes back after the watch is due, and the reaper re-dispatches a job that is only
+ * waiting (a second message, then a third …). Use {@link busyFloorWithin} for another
+ * `reapAfterMs`.
+ */
+export const BUSY_FLOOR_CAP_MS = 1_800_000;
+
+/** {@link defaultBusyFloor}, at most half of `reapAfterMs` (and at least 1 s). */
+export const busyFloorWithin =
+  (reapAfterMs: number) =>
+  (retried: number): number =>
+    Math.min(defaultBusyFloor(retried), Math.max(1_000, Math.floor(reapAfterMs / 2)));
 
 /**
  * Run every message of `batch` through `run` (at most `concurrency` at once) and ack or retry
@@ -109,7 +125,10 @@ export async function consumeQueueBatch(
   run: (body: string) => Promise<DeliveryOutcome>,
   options: ConsumeOptions = {},
 ): Promise<ConsumeResult> {
-  const concurrency = Math.max(1, Math.floor(options.concurrency ?? 10));
+  const asked = Math.floor(options.concurrency ?? 10);
+  // NaN (an unset variable through Number()) would start no lane: nothing answered, and the
+  // runtime acks every unanswered message of a batch that returns.
+  const concurrency = Number.isNaN(asked) ? 10 : Math.max(1, asked);
   const backoff = guarded(options.backoff, defaultQueueBackoff, options.logger);
   const busyFloor = guarded(options.busyFloor, defaultBusyFloor, options.logger);
   const result: ConsumeResult = { acked: 0, retried: 0, deferred: 0, failed: 0 };
@@ -215,10 +234,12 @@ export function answerFor(
 ): QueueAnswer {
   switch (outcome.kind) {
     case "retry": {
-      const waitMs = outcome.retryAfterMs ?? backoffMs;
+      // A wait that is no number of milliseconds (NaN, negative) is none: the backoff.
+      const asked = outcome.retryAfterMs;
+      const waitMs = asked !== undefined && asked >= 0 ? asked : backoffMs;
       // Longer than a queue message may wait: the job's watch (recoverAt = now + reapAfterMs +
       // retryAfterMs, written by finishRun) re-dispatches it, never sooner than asked.
-      if (outcome.retryAfterMs !== undefined && waitMs > MAX_DELAY_SECONDS * 1000) {
+      if (asked !== undefined && waitMs > MAX_DELAY_SECONDS * 1000) {
         return { kind: "ack" };
       }
       return { kind: "retry", delaySeconds: toDelaySeconds(waitMs, 0) };

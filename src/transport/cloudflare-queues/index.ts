@@ -6,6 +6,8 @@
  */
 export {
   answerFor,
+  BUSY_FLOOR_CAP_MS,
+  busyFloorWithin,
   type ConsumeOptions,
   type ConsumeResult,
   type ConsumerLogger,

@@ -3,6 +3,8 @@ import type { DeliveryOutcome } from "../../core/delivery.ts";
 import type { OutboxMessage } from "../../core/model.ts";
 import {
   answerFor,
+  BUSY_FLOOR_CAP_MS,
+  busyFloorWithin,
   CloudflareQueuesTransport,
   consumeQueueBatch,
   DEFER_MARGIN_MS,
@@ -195,12 +197,28 @@ describe("answerFor: the runner's outcome as a queue answer", () => {
   it.each(cases)("%j → %j", (outcome, backoff, answer) => {
     expect(answerFor(outcome, backoff)).toEqual(answer);
   });
-  it("waits at least the busy floor on busy, which grows with the deliveries up to 12 h", () => {
+  it("waits at least the busy floor on busy, which grows with the deliveries up to 30 min", () => {
     const busy: DeliveryOutcome = { kind: "busy", reason: "limited", retryAfterMs: 1_000 };
     expect(answerFor(busy, 1_000, defaultBusyFloor(3))).toEqual({ kind: "retry", delaySeconds: 8 });
     expect(defaultBusyFloor(0)).toBe(1_000);
-    expect(defaultBusyFloor(99)).toBe(MAX_DELAY_SECONDS * 1000);
-    expect(defaultBusyFloor(Number.MAX_SAFE_INTEGER)).toBe(MAX_DELAY_SECONDS * 1000);
+    expect(defaultBusyFloor(99)).toBe(BUSY_FLOOR_CAP_MS);
+    expect(defaultBusyFloor(Number.MAX_SAFE_INTEGER)).toBe(BUSY_FLOOR_CAP_MS);
+    expect(busyFloorWithin(600_000)(20)).toBe(300_000);
+    // A busy answer that asks for longer still gets it (at most 12 h).
+    const long: DeliveryOutcome = { kind: "busy", reason: "limited", retryAfterMs: 1e12 };
+    expect(answerFor(long, 1_000, defaultBusyFloor(99))).toEqual({
+      kind: "retry",
+      delaySeconds: MAX_DELAY_SECONDS,
+    });
+  });
+  it("treats a retryAfterMs that is NaN or negative as none: the backoff", () => {
+    const error = { name: "Error", message: "x" };
+    for (const retryAfterMs of [Number.NaN, -5]) {
+      expect(answerFor({ kind: "retry", id: "j", error, retryAfterMs }, 2_000)).toEqual({
+        kind: "retry",
+        delaySeconds: 2,
+      });
+    }
   });
 });
 
