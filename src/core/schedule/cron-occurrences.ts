@@ -13,7 +13,7 @@
  *   expressions run at both.
  */
 import { SECONDS_PER_DAY } from "./calendar.ts";
-import { type ZoneSegment, zoneSegment } from "./time-zone.ts";
+import { DATE_LIMIT_MS, type ZoneSegment, zoneSegment } from "./time-zone.ts";
 import type { ParsedCron } from "./types.ts";
 import {
   countWallSeconds,
@@ -48,7 +48,8 @@ function countWall(c: ParsedCron, from: number, to: number): number {
 /** First occurrence strictly after `t`, or `null` when there is none within 400 years. */
 export function cronNextAfter(c: ParsedCron, t: number): number | null {
   let lo = t;
-  while (lo - t < SEARCH_SPAN_MS) {
+  // No occurrence past the end of JavaScript's dates.
+  while (lo - t < SEARCH_SPAN_MS && lo < DATE_LIMIT_MS) {
     const seg = zoneSegment(c.tz, lo + 1);
     const o = seg.offset;
     // The gap's run is the earliest instant the segment has.
@@ -63,7 +64,7 @@ export function cronNextAfter(c: ParsedCron, t: number): number | null {
 /** Last occurrence strictly before `t`, or `null` when there is none within 400 years. */
 export function cronPrevBefore(c: ParsedCron, t: number): number | null {
   let hi = t;
-  while (t - hi < SEARCH_SPAN_MS) {
+  while (t - hi < SEARCH_SPAN_MS && hi > -DATE_LIMIT_MS) {
     const seg = zoneSegment(c.tz, hi - 1);
     const o = seg.offset;
     const w = prevWall(c, firstWall(c, seg), hi - 1 + o);
@@ -76,9 +77,10 @@ export function cronPrevBefore(c: ParsedCron, t: number): number | null {
 }
 
 /** Number of occurrences in `[from, to]`, without enumerating them. */
-export function cronCount(c: ParsedCron, from: number, to: number): number {
+export function cronCount(c: ParsedCron, from: number, until: number): number {
   let n = 0;
-  let lo = from;
+  let lo = Math.max(from, -DATE_LIMIT_MS);
+  const to = Math.min(until, DATE_LIMIT_MS);
   while (lo <= to) {
     const seg = zoneSegment(c.tz, lo);
     const o = seg.offset;

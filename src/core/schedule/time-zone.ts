@@ -12,6 +12,15 @@ import { ScheduleError } from "./errors.ts";
 
 /** Offset sampling step when looking for transitions. */
 const PROBE_STEP_MS = 7 * 86_400_000;
+/**
+ * JavaScript's dates end at ±8.64e15 ms (year 275760): `Intl` reads no offset past them, so the
+ * offset there is taken to hold beyond, and no instant past them is an occurrence.
+ */
+export const DATE_LIMIT_MS = 8.64e15;
+
+function clampToDates(t: number): number {
+  return Math.min(Math.max(t, -DATE_LIMIT_MS), DATE_LIMIT_MS);
+}
 
 /** A change of a zone's UTC offset; offsets are ms to add to UTC to get the wall clock. */
 export interface Transition {
@@ -76,8 +85,9 @@ export function assertTimeZone(tz: string): void {
 }
 
 /** UTC offset of `tz` at instant `t`, in ms (wall clock = `t + offset`). */
-export function offsetAt(tz: string, t: number): number {
+export function offsetAt(tz: string, instant: number): number {
   assertTimeZone(tz);
+  const t = clampToDates(instant);
   const parts = formatters.get(tz)!.formatToParts(t);
   const get = (type: Intl.DateTimeFormatPartTypes) =>
     Number(parts.find((p) => p.type === type)?.value);
@@ -92,8 +102,11 @@ export function offsetAt(tz: string, t: number): number {
   return wall - (t - (((t % 1000) + 1000) % 1000));
 }
 
+/** Jan 1 of `year`, UTC; just outside the dates for a year they do not reach. */
 function yearStart(year: number): number {
-  return Date.UTC(year, 0, 1);
+  const t = Date.UTC(year, 0, 1);
+  if (!Number.isNaN(t)) return t;
+  return year > 0 ? DATE_LIMIT_MS + 1 : -DATE_LIMIT_MS - 1;
 }
 
 function yearZone(tz: string, year: number): YearZone {
@@ -144,7 +157,7 @@ function bisect(tz: string, lo: number, hi: number, loOffset: number): number {
 
 /** The constant-offset segment of `tz` that holds instant `t`. */
 export function zoneSegment(tz: string, t: number): ZoneSegment {
-  const year = new Date(t).getUTCFullYear();
+  const year = new Date(clampToDates(t)).getUTCFullYear();
   const here = yearZone(tz, year);
   let start: Transition | undefined;
   let end: Transition | undefined;
