@@ -88,6 +88,14 @@ async function main(argv: string[], env: Env): Promise<number> {
       );
     }
 
+    // An empty value (`--prefix "$UNSET"`) would stand for no option at all and silently give
+    // the default, over the variable: refused instead.
+    for (const [name, given] of Object.entries(values)) {
+      const texts = Array.isArray(given) ? given : [given];
+      if (texts.some((text) => typeof text === "string" && text.trim() === "")) {
+        throw new UsageError(`--${name} needs a value, got an empty one`);
+      }
+    }
     // Each option stands for its environment variable, so one function reads them all.
     const overrides: Env = {
       ...(values.port !== undefined ? { PORT: values.port } : {}),

@@ -4,7 +4,7 @@
  * dev` and `start` look for without `--handlers`, and where `tickwork init` writes), and loading
  * TypeScript from the compiled CLI — natively where Node strips types, else through tsx.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, extname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -212,6 +212,11 @@ export function resolveHandlersModule(file: string | undefined, cwd: string): st
     if (!existsSync(path)) {
       throw new HandlersModuleError(
         `no handlers module at ${path}: pass --handlers <file> (it exports \`handlers\`)`,
+      );
+    }
+    if (!statSync(path).isFile()) {
+      throw new HandlersModuleError(
+        `${path} is not a file: pass --handlers <file> (a module that exports \`handlers\`)`,
       );
     }
     return path;

@@ -82,3 +82,37 @@ describe("PullWorker.start", () => {
     expect(worker.stats().pulled).toBe(0);
   });
 });
+
+describe("PullWorker during a queue outage", () => {
+  it("logs the first failed pull, not every retry, and says when pulls succeed again", async () => {
+    const { queue, counts } = idleQueue([]);
+    const idlePull = queue.pull.bind(queue);
+    let failing = 3;
+    let calls = 0;
+    queue.pull = (max, waitMs) => {
+      calls++;
+      if (failing-- > 0) return Promise.reject(new Error("ECONNREFUSED"));
+      // The first pull after the outage answers at once (nothing to deliver); the next waits.
+      if (failing === -1) return Promise.resolve([]);
+      return idlePull(max, waitMs);
+    };
+    const lines: string[] = [];
+    const logger = {
+      debug() {},
+      info: (msg: string) => lines.push(`info: ${msg}`),
+      warn: (msg: string) => lines.push(`warn: ${msg}`),
+      error: (msg: string) => lines.push(`error: ${msg}`),
+      child: () => logger,
+    };
+    const worker = new PullWorker({ runner, queue, idleWaitMs: 1_000, logger });
+    await worker.start();
+    // Three pulls failed, the fourth answered, the fifth waits for work: the outage is over.
+    await expect.poll(() => counts.pullsWaiting, { timeout: 10_000 }).toBe(1);
+    expect(calls).toBe(5);
+    expect(lines).toEqual([
+      "warn: could not pull from the queue; retrying",
+      "info: pulling from the queue again",
+    ]);
+    await worker.stop({ deadlineMs: 100 });
+  });
+});

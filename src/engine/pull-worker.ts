@@ -90,6 +90,9 @@ export interface PullWorkerStats {
   concurrency: number;
 }
 
+/** While pulls keep failing, a line about it at most this often. */
+const PULL_FAILURE_LOG_MS = 60_000;
+
 /** How long a stop waits for its last acknowledgements, past its deadline if need be. */
 const FINAL_ACK_MS = 2_000;
 
@@ -243,6 +246,9 @@ export class PullWorker {
 
   async #run(): Promise<void> {
     let failures = 0;
+    /** When a failed pull was last logged, and how many failed since (one line per outage). */
+    let loggedAt = 0;
+    let unlogged = 0;
     while (!this.#stopping) {
       // Free slots (and read-ahead), and no more than `concurrency` deliveries finishing besides.
       const free =
@@ -256,11 +262,23 @@ export class PullWorker {
       let messages: PulledMessage[];
       try {
         messages = await this.#queue.pull(free, this.#idleWaitMs);
+        if (failures > 0) this.#log("info", "pulling from the queue again", { failures });
         failures = 0;
       } catch (error) {
         if (this.#stopping) break;
         failures++;
-        this.#log("warn", "could not pull from the queue; retrying", { error: String(error) });
+        // Logged once per outage, then at most once a minute while it lasts (as the tick does).
+        const now = performance.now();
+        if (failures === 1 || now - loggedAt >= PULL_FAILURE_LOG_MS) {
+          this.#log("warn", "could not pull from the queue; retrying", {
+            error: String(error),
+            ...(unlogged > 0 ? { repeatedSinceLastLog: unlogged } : {}),
+          });
+          loggedAt = now;
+          unlogged = 0;
+        } else {
+          unlogged++;
+        }
         await this.#pause(Math.min(100 * 2 ** Math.min(failures, 6), 5_000));
         continue;
       }

@@ -13,6 +13,9 @@ import { redactRedisUrl } from "./banner.ts";
 import { coalesceWrites } from "./coalesce.ts";
 import { StartError } from "./errors.ts";
 
+/** How long closing waits for QUIT's answer before it drops the connection. */
+const QUIT_MS = 1_000;
+
 /** Options of {@link connectIoredis}. */
 export interface IoredisConnectOptions {
   /** The Redis to connect to. @example "redis://127.0.0.1:6379/3" */
@@ -78,25 +81,65 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
     if (connected && lastError) options.onRestored?.();
     lastError = undefined;
   });
-  try {
+  // The database the URL names (ioredis reads the path after the port as a number): one it
+  // cannot parse would crash the first connection, one Redis does not have would leave every
+  // command on database 0 (ioredis only reports the failed SELECT as an error event).
+  const db = (redis.options as { db?: number }).db ?? 0;
+  if (!Number.isInteger(db) || db < 0) {
+    throw new StartError(
+      `the database in ${redactRedisUrl(options.url)} must be a whole number (the path after the port, e.g. redis://host:6379/0)`,
+    );
+  }
+  const timeoutMs = options.connectTimeoutMs ?? 5_000;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let selecting = false;
+  const check = (async () => {
     await redis.connect();
     await redis.ping();
+    selecting = true;
+    if (db > 0) await redis.select(db);
+  })();
+  check.catch(() => {});
+  try {
+    // Bounded: a Redis that accepts the connection but never answers (paused, a partition, a
+    // proxy whose backend is gone) fails the start instead of hanging it without a word.
+    await Promise.race([
+      check,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
     connected = true;
   } catch (error) {
     redis.disconnect();
+    if (selecting && !(error instanceof Error && error.message.startsWith("no answer"))) {
+      throw new StartError(
+        `cannot use database ${db} of Redis at ${redactRedisUrl(options.url)}: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
     const reason = (lastError ?? (error as Error)).message;
     throw new StartError(`cannot reach Redis at ${redactRedisUrl(options.url)}: ${reason}`, {
       cause: error,
     });
+  } finally {
+    clearTimeout(timer);
   }
   let closing: Promise<void> | undefined;
   return {
     redis,
     close: () => {
-      closing ??= redis.quit().then(
-        () => undefined,
-        () => redis.disconnect(),
-      );
+      // Bounded too: QUIT waits for an answer a Redis that does not answer never gives.
+      let quitTimer: ReturnType<typeof setTimeout> | undefined;
+      closing ??= Promise.race([
+        redis.quit().catch(() => {}),
+        new Promise<void>((resolve) => {
+          quitTimer = setTimeout(resolve, QUIT_MS);
+        }),
+      ]).then(() => {
+        clearTimeout(quitTimer);
+        redis.disconnect();
+      });
       return closing;
     },
   };

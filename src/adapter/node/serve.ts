@@ -131,17 +131,23 @@ export async function serve(
   });
   const { port } = server.address() as AddressInfo;
 
+  const signals = options.signals === false ? [] : (options.signals ?? ["SIGINT", "SIGTERM"]);
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       controller.abort(new Error("server shutting down"));
-      await stopServer(server, timeoutMs);
-      await options.onShutdown?.();
+      try {
+        await stopServer(server, timeoutMs);
+        await options.onShutdown?.();
+      } finally {
+        // Listening until the whole shutdown is over (onShutdown's steps included), so a second
+        // signal always forces the exit: one that came as the HTTP server closed was lost.
+        for (const signal of signals) process.off(signal, onSignal);
+      }
     })();
     return closing;
   };
 
-  const signals = options.signals === false ? [] : (options.signals ?? ["SIGINT", "SIGTERM"]);
   const onSignal = (signal: NodeJS.Signals) => {
     if (closing) {
       log(`tickwork: ${signal} again, exiting now`);
@@ -157,12 +163,6 @@ export async function serve(
     );
   };
   for (const signal of signals) process.on(signal, onSignal);
-  controller.signal.addEventListener("abort", () => {
-    // Keep listening while shutting down, so a second signal can force the exit.
-    server.once("close", () => {
-      for (const signal of signals) process.off(signal, onSignal);
-    });
-  });
 
   const shownHost = hostname === "0.0.0.0" || hostname === "::" ? "127.0.0.1" : hostname;
   const urlHost = shownHost.includes(":") ? `[${shownHost}]` : shownHost;

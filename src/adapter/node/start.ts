@@ -289,15 +289,29 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   const cleanups: Array<() => unknown> = [closeStore, () => store.close?.()];
   let app: FetchApp = { fetch: () => new Response("starting", { status: 503 }) };
   let server: Awaited<ReturnType<typeof serve>>;
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000);
   try {
     server = await serve(() => app, {
       port,
       hostname: options.hostname ?? (dev ? "127.0.0.1" : "0.0.0.0"),
       signals: options.signals ?? ["SIGINT", "SIGTERM"],
-      shutdownTimeoutMs: options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000),
+      shutdownTimeoutMs,
       keepAliveTimeoutMs: options.keepAliveTimeoutMs,
       onShutdown: async () => {
-        for (const cleanup of [...cleanups].reverse()) await cleanup();
+        // Every step bounded, all of them together by the shutdown timeout: a Redis that stops
+        // answering (paused, a partition) leaves a tick, a heartbeat or a QUIT waiting for good.
+        // The store's connection is closed last whatever is left (its close is bounded itself).
+        const deadline = Date.now() + shutdownTimeoutMs;
+        for (const cleanup of [...cleanups].reverse()) {
+          if (cleanup === closeStore) continue;
+          const left = Math.max(STEP_MIN_MS, deadline - Date.now());
+          if (!(await within(cleanup, left))) {
+            logger.warn("tickwork: a shutdown step did not finish in time; going on", {
+              waitedMs: left,
+            });
+          }
+        }
+        await closeStore();
       },
     });
   } catch (error) {
@@ -366,7 +380,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
         });
         const pulling = worker;
         await pulling.start();
-        const shutdownMs = options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000);
+        const shutdownMs = shutdownTimeoutMs;
         // Stop pulling as soon as shutdown begins (alongside the HTTP drain, under the same
         // deadline), not after it: nothing new starts once SIGTERM has arrived.
         let stopped: Promise<unknown> | undefined;
@@ -426,6 +440,26 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   });
   if (options.print !== false) (options.print ?? console.log)(banner);
   return { url: server.url, port: server.port, engine, banner, close: server.close };
+}
+
+/** The least a shutdown step gets once the shutdown's deadline has passed. */
+const STEP_MIN_MS = 250;
+
+/** Run `step`; true when it settled within `ms` (its error is thrown), false when it did not. */
+async function within(step: () => unknown, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      Promise.resolve()
+        .then(step)
+        .then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The transport asked for, else the default (see `StartServerOptions.transport`). */
