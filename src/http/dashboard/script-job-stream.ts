@@ -35,11 +35,12 @@ export const JOB_STREAM_JS = `
     const me = { id, abort: new AbortController(), live: false };
     follow = me;
     const headers = { accept: "text/event-stream" };
-    const key = storedKey();
-    if (key) headers.authorization = "Bearer " + key;
     let failures = 0;
     let ended = false;
     while (follow === me && !ended && failures < 3) {
+      // The key as it is now, on every connection: a forgotten or replaced key is not sent again.
+      const key = storedKey();
+      if (key) headers.authorization = "Bearer " + key; else delete headers.authorization;
       try {
         const res = await fetch(BASE + "v1/jobs/" + encodeURIComponent(id) + "/stream", {
           headers, cache: "no-store", signal: me.abort.signal,

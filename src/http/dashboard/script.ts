@@ -365,10 +365,14 @@ ${HOOKS_JS}
     storeKey(key);
     $("auth").hidden = true;
     $("forget").hidden = !key;
+    // An open job is followed again with the new key (its old connection had the old one).
+    if (openJob) followJob(openJob);
     refresh();
   });
   $("forget").addEventListener("click", () => {
     storeKey("");
+    // The open job's stream holds the key on its connection: close it (the poll takes over).
+    stopFollowing();
     $("forget").hidden = true;
     refresh();
   });
