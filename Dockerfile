@@ -2,7 +2,7 @@
 # tickwork on Node: `tickwork start` — state in Redis (REDIS_URL, or Upstash over REST), jobs
 # through QStash or the in-process queue, roles chosen with `--role`. Build from the repository
 # root:  docker build -t tickwork .
-# Run:   docker run -e REDIS_URL=redis://… -e TICKWORK_API_KEY=… -p 8787:8787 tickwork
+# Run:   docker run --stop-timeout 30 -e REDIS_URL=redis://… -e TICKWORK_API_KEY=… -p 8787:8787 tickwork
 # Your handlers: an image FROM this one that copies yours over /app/src/tickwork/handlers.ts
 # (found there by convention), or `--handlers /app/path/to/handlers.ts`. infra/ has Compose and
 # Kubernetes files that use it.

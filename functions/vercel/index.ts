@@ -5,6 +5,8 @@
  * `vercel.json`: its cron calls `GET /v1/tick` every minute. Settings come from the project's
  * Environment Variables; `createVercelApp` lists them.
  */
+// Vercel's zero-config Hono support deploys an entry that imports "hono" (README, "Deploy on Vercel").
+import "hono";
 import { createVercelApp } from "tickwork/vercel";
 import { handlers } from "../handlers.ts";
 

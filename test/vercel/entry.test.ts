@@ -2,9 +2,10 @@
  * Vercel's zero-config Hono support deploys a Hono app only from an entry it recognises (Vercel's
  * Hono docs: a file named `app`, `index` or `server`, at the project's root or under `src/`, that
  * imports the `hono` package); a project without one fails its build ("No entrypoint found which
- * imports hono"). The README's Vercel entry and the one `tickwork init --platform vercel` writes
- * must both be such a file.
+ * imports hono"). The README's Vercel entry, the one `tickwork init --platform vercel` writes and
+ * the repository's example (`functions/vercel/index.ts`) must each be such a file.
  */
+import { readFileSync } from "node:fs";
 import { expect, test } from "vitest";
 import { vercelEntryTemplate } from "../../src/cli/templates.ts";
 import { readmeFiles } from "../support/consumer-app.ts";
@@ -37,4 +38,10 @@ test("the entry `tickwork init --platform vercel` writes is one Vercel deploys",
   for (const path of ["src/index.ts", "src/index.js"]) {
     expect(isVercelHonoEntry(path, vercelEntryTemplate("./tickwork/handlers.js"))).toBe(true);
   }
+});
+
+test("the repository's example entry, as src/index.ts of a Vercel project, is one Vercel deploys", () => {
+  const source = readFileSync(new URL("../../functions/vercel/index.ts", import.meta.url), "utf8");
+  expect(source).toContain("`src/index.ts` of a Vercel project");
+  expect(isVercelHonoEntry("src/index.ts", source)).toBe(true);
 });

@@ -11,6 +11,7 @@
  * - `QSTASH_TOKEN`, `QSTASH_CURRENT_SIGNING_KEY`, `QSTASH_NEXT_SIGNING_KEY` (+ `QSTASH_URL`) —
  *   required
  * - `TICKWORK_PUBLIC_URL` — where QStash delivers; default `https://$VERCEL_PROJECT_PRODUCTION_URL`
+ *   followed by the base path
  * - `CRON_SECRET` — required: Vercel Cron sends it, `/v1/tick` checks it
  * - `TICKWORK_API_KEY` — API key(s) for the API routes, comma-separated, each an admin key; required
  *   unless `TICKWORK_CONFIG` has tenant keys
@@ -26,6 +27,7 @@ import { TickworkConfigError } from "../../core/errors.ts";
 import type { Handlers } from "../../engine/handlers.ts";
 import { createEngine } from "../../engine/index.ts";
 import { type AppEnv, createApp, PROBLEM_JSON } from "../../http/index.ts";
+import { normalizeBasePath } from "../../http/options.ts";
 import { RedisStore } from "../../store/redis/index.ts";
 import { QStashTransport } from "../../transport/qstash/index.ts";
 import { resolveDeployment, splitApiKeys } from "../deployment.ts";
@@ -35,6 +37,11 @@ import { ConfigError } from "../node/errors.ts";
 
 /** Vercel Cron calls `/v1/tick` once a minute: dispatch a minute ahead, each at its time. */
 const TICK_HORIZON_MS = 60_000;
+/**
+ * Vercel Cron fires anywhere within its minute, so two ticks can be nearly two minutes apart:
+ * the look-ahead covers that (README, "Precision"), not only the 5 s margin `lookAheadFor` adds.
+ */
+const TICK_LOOK_AHEAD_MS = 120_000;
 
 /** What {@link createVercelApp} needs besides the environment. */
 export interface VercelAppOptions {
@@ -75,7 +82,11 @@ function buildApp(env: Env, { handlers, basePath }: VercelAppOptions): Hono<AppE
   const store = selectStore(env);
   const qstash = selectQStash(env);
   const production = env.VERCEL_PROJECT_PRODUCTION_URL;
-  const publicUrl = env.TICKWORK_PUBLIC_URL || (production ? `https://${production}` : undefined);
+  const base = basePath ?? env.TICKWORK_BASE_PATH;
+  // The default names the base path too: the delivery routes are served under it.
+  const publicUrl =
+    env.TICKWORK_PUBLIC_URL ||
+    (production ? `https://${production}${underBasePath(base)}` : undefined);
   const cronSecret = env.CRON_SECRET;
   const apiKeys = splitApiKeys(env.TICKWORK_API_KEY);
   const config = env.TICKWORK_CONFIG ? loadConfig(env.TICKWORK_CONFIG) : undefined;
@@ -100,11 +111,12 @@ function buildApp(env: Env, { handlers, basePath }: VercelAppOptions): Hono<AppE
     requirePublicUrl: true,
     queue: "qstash",
     roles: env.TICKWORK_ROLES,
-    basePath: basePath ?? env.TICKWORK_BASE_PATH,
+    basePath: base,
     apiKeys,
     config,
     tickSecret: cronSecret,
     horizonMs: TICK_HORIZON_MS,
+    engine: { tick: { horizonMs: TICK_LOOK_AHEAD_MS } },
     platform: "vercel",
   });
   const engine = createEngine({
@@ -118,6 +130,17 @@ function buildApp(env: Env, { handlers, basePath }: VercelAppOptions): Hono<AppE
     handlers,
   });
   return createApp({ ...deployment.app, engine });
+}
+
+/** The base path as a URL path suffix: `""` at the root, blank, or not a plain path (refused later). */
+function underBasePath(basePath: string | undefined): string {
+  if (basePath === undefined || basePath.trim() === "") return "";
+  try {
+    const path = normalizeBasePath(basePath);
+    return path === "/" ? "" : path;
+  } catch {
+    return "";
+  }
 }
 
 /** Every request: 500, with what to fix. */
