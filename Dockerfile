@@ -11,9 +11,8 @@
 FROM node:20-slim AS package
 WORKDIR /build
 COPY package.json package-lock.json ./
-# `npm ci` runs the package's `prepare` script, which generates the Redis store's Lua module
-# (src/store/redis/scripts.generated.ts, not committed) from these two; `npm run build` below
-# generates it again from the full sources.
+# `npm run build` below generates the Redis store's Lua module
+# (src/store/redis/scripts.generated.ts, not committed) from these two.
 COPY scripts/gen-lua.ts ./scripts/gen-lua.ts
 COPY src/store/redis/lua ./src/store/redis/lua
 RUN npm ci --no-audit --no-fund

@@ -502,11 +502,14 @@ function writtenResult(result: unknown): RunOutcome {
   }
 }
 
-/** What a job records of a thrown value, whatever it is (its `message` may not even be text). */
+/**
+ * What a job records of a thrown value, whatever it is (its `message` may not even be text): its
+ * name up to 200 characters, its message up to 2,000.
+ */
 function toJobError(error: unknown): JobError {
   try {
     if (error instanceof Error) {
-      const name = typeof error.name === "string" ? error.name : "Error";
+      const name = typeof error.name === "string" ? error.name.slice(0, 200) : "Error";
       const message = typeof error.message === "string" ? error.message : String(error.message);
       return { name, message: message.slice(0, 2000) };
     }

@@ -4,7 +4,8 @@
  * is a final `InvalidResult` failure (never a run again: on Redis the finish failed until the
  * lease lapsed and the queue ran the handler again; on memory the record broke every listing),
  * and a thrown value whose message is not text is recorded as well as it can be (the job stayed
- * `running` for its whole lease). Dependents are released either way.
+ * `running` for its whole lease), its name kept to 200 characters (it was stored at any length).
+ * Dependents are released either way.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { Handlers } from "../../src/engine/index.ts";
@@ -43,6 +44,10 @@ const handlers: Handlers = {
   throwsNumberMessage: {
     retries: 0,
     run: () => Promise.reject(Object.assign(new Error(), { message: 42 })),
+  },
+  throwsLongName: {
+    retries: 0,
+    run: () => Promise.reject(Object.assign(new Error("m"), { name: "N".repeat(100_000) })),
   },
 };
 
@@ -93,5 +98,14 @@ describe.each(storeFactories)("handler values on $name", (factory) => {
         error: { message },
       });
     }
+  });
+
+  it("a thrown error's name is kept to 200 characters, as its message is to 2,000", async () => {
+    const rig = await startRunnerRig(factory, handlers, 2);
+    cleanup = rig.cleanup;
+    const spec = await rig.submit("throwsLongName");
+    expect((await rig.deliver(spec)).status).toBe(489);
+    const job = await rig.engine.store.getJob(spec.id);
+    expect(job).toMatchObject({ status: "dead", error: { name: "N".repeat(200), message: "m" } });
   });
 });
