@@ -82,10 +82,17 @@ class JsonLogger implements Logger {
 
   private write(level: Level, msg: string, fields?: Record<string, unknown>): void {
     if (ORDER[level] < this.min) return;
-    this.sink(
-      JSON.stringify({ level, time: new Date().toISOString(), msg, ...this.base, ...fields }),
-      level,
-    );
+    const time = new Date().toISOString();
+    const line: Record<string, unknown> = { level, time, msg, ...this.base, ...fields };
+    // A call's fields add to the line; they never replace its level, time, msg or the fields its
+    // logger carries (a request's requestId, a job's jobId): a handler's `{ level: 5 }` is data.
+    if (fields !== undefined) {
+      line.level = level;
+      line.time = time;
+      line.msg = msg;
+      Object.assign(line, this.base);
+    }
+    this.sink(JSON.stringify(line), level);
   }
 }
 

@@ -103,9 +103,18 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
   let signature = "";
   let job: JobRecord | null = ctx.job;
 
+  /** The last progress value this connection sent, as JSON: a second value of the same ms differs. */
+  let sentProgress: string | undefined;
   const sendProgress = (record: JobRecord) => {
     const progress = record.progress;
-    if (!progress || progress.at <= pos.progressAt) return;
+    if (!progress || progress.at < pos.progressAt) return;
+    const json = JSON.stringify(progress.value);
+    // Same ms as the last one sent: sent again only when its value changed (a resumed stream does
+    // not know the value its client saw, and sends none).
+    if (progress.at === pos.progressAt && (sentProgress === undefined || sentProgress === json)) {
+      return;
+    }
+    sentProgress = json;
     pos.progressAt = progress.at;
     out.event("progress", positionId(pos), {
       jobId: record.id,
