@@ -210,6 +210,9 @@ export function retryDead(
   job.runAt = now;
   job.attemptBase = job.attempts;
   delete job.finishedAt;
+  // A cancel asked of an attempt the queue then gave up on is spent: the new dispatch is not
+  // cancelled by it.
+  delete job.cancelRequested;
   stored.dispatches = (stored.dispatches ?? 0) + 1;
   const message: OutboxMessage = {
     id,

@@ -45,7 +45,9 @@ job.attemptBase = job.attempts
 redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt, 'dispatches', dispatches,
   'attemptBase', job.attemptBase)
 -- Queued again, it enters the backlog index below: no longer `onStream` (include "metrics").
-redis.call('HDEL', key, 'finishedAt', 'onStream')
+-- A cancel asked of an attempt the queue then gave up on is spent: it does not cancel this one.
+redis.call('HDEL', key, 'finishedAt', 'onStream', 'cancelRequested')
+job.cancelRequested = nil
 
 local recoverAt = int(now + tonumber(ARGV[3]))
 local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. dispatches .. '"'
