@@ -35,7 +35,12 @@ export interface TickOptions {
   horizonMs?: number | undefined;
   /** Schedules read per chunk. @default 100 */
   chunk?: number | undefined;
-  /** Occurrences planned per schedule per chunk. @default 1_000 */
+  /**
+   * Occurrences planned per schedule per chunk. A schedule with more occurrences than this inside
+   * the look-ahead gets this many in a tick and the rest in later ticks, so keep it above what
+   * your densest schedule has in one look-ahead (a `1s` schedule: 65 on a once-a-minute cron).
+   * @default 1_000
+   */
   perScheduleLimit?: number | undefined;
   /** An occurrence older than `now - misfireGraceMs` counts as missed. @default 120_000 */
   misfireGraceMs?: number | undefined;
