@@ -15,8 +15,10 @@ const REST_TOKEN = `rest-${Math.random().toString(36).slice(2)}`;
 const API_KEY = "api-key-for-vercel-audit";
 const HOST = "tickwork-demo.vercel.app";
 
-describe("createVercelApp under a base path, default public URL", () => {
-  const prefix = `vca${Math.random().toString(36).slice(2, 10)}`;
+const CRON_SECRET = "cron-secret-0123456789abcdef";
+
+describe("createVercelApp with the default public URL", () => {
+  const prefixes: string[] = [];
   let bridge: RedisRestServer;
   let qstash: QStashDouble;
 
@@ -34,24 +36,33 @@ describe("createVercelApp under a base path, default public URL", () => {
   afterAll(async () => {
     await qstash?.close();
     await bridge?.close();
-    await deletePrefix(prefix);
+    await Promise.all(prefixes.map(deletePrefix));
   });
+
+  /** A Vercel project's environment, on a key prefix of its own. */
+  function projectEnv(extra: Record<string, string> = {}): Record<string, string> {
+    const prefix = `vc${Math.random().toString(36).slice(2, 10)}`;
+    prefixes.push(prefix);
+    return {
+      UPSTASH_REDIS_REST_URL: bridge.url,
+      UPSTASH_REDIS_REST_TOKEN: REST_TOKEN,
+      QSTASH_URL: qstash.url,
+      QSTASH_TOKEN: qstash.token,
+      QSTASH_CURRENT_SIGNING_KEY: qstash.currentSigningKey,
+      QSTASH_NEXT_SIGNING_KEY: qstash.nextSigningKey,
+      VERCEL_PROJECT_PRODUCTION_URL: HOST,
+      CRON_SECRET,
+      TICKWORK_API_KEY: API_KEY,
+      TICKWORK_PREFIX: prefix,
+      ...extra,
+    };
+  }
 
   for (const how of ["TICKWORK_BASE_PATH", "the basePath option"] as const) {
     it(`QStash is told to deliver under the base path (${how})`, async () => {
-      const env = {
-        UPSTASH_REDIS_REST_URL: bridge.url,
-        UPSTASH_REDIS_REST_TOKEN: REST_TOKEN,
-        QSTASH_URL: qstash.url,
-        QSTASH_TOKEN: qstash.token,
-        QSTASH_CURRENT_SIGNING_KEY: qstash.currentSigningKey,
-        QSTASH_NEXT_SIGNING_KEY: qstash.nextSigningKey,
-        VERCEL_PROJECT_PRODUCTION_URL: HOST,
-        CRON_SECRET: "cron-secret-0123456789abcdef",
-        TICKWORK_API_KEY: API_KEY,
-        TICKWORK_PREFIX: prefix,
-        ...(how === "TICKWORK_BASE_PATH" ? { TICKWORK_BASE_PATH: "/api/tickwork" } : {}),
-      };
+      const env = projectEnv(
+        how === "TICKWORK_BASE_PATH" ? { TICKWORK_BASE_PATH: "/api/tickwork" } : {},
+      );
       const app = createVercelApp(env, {
         handlers,
         ...(how === "the basePath option" ? { basePath: "/api/tickwork" } : {}),
@@ -77,62 +88,24 @@ describe("createVercelApp under a base path, default public URL", () => {
       expect(url).toBe(`https://${HOST}/api/tickwork/v1/worker`);
     });
   }
-});
 
-describe("createVercelApp's tick look-ahead", () => {
-  const prefix = `vcb${Math.random().toString(36).slice(2, 10)}`;
-  let bridge: RedisRestServer;
-  let qstash: QStashDouble;
-
-  beforeAll(async () => {
-    bridge = await serveRedisRest({
-      redisUrl: REDIS_URL,
-      token: REST_TOKEN,
-      port: 0,
-      signals: false,
-      log: () => {},
-    });
-    qstash = await startQStashDouble({ faults: { holdDeliveries: true } });
-  });
-
-  afterAll(async () => {
-    await qstash?.close();
-    await bridge?.close();
-    await deletePrefix(prefix);
-  });
-
-  // Vercel Cron fires "within the minute" (Pro), so two ticks can be up to ~2 minutes apart; the
-  // README (Performance, "Precision") says `tick.horizonMs: 120_000` is what keeps every
-  // occurrence ahead of its tick on Vercel.
+  // Vercel Cron fires "within the minute" (Pro), so two ticks can be up to ~2 minutes apart:
+  // createVercelApp looks 120 s ahead (README, Performance, "Precision").
   it("one cron tick dispatches what is due in the next 120 s, not 65 s", async () => {
-    const secret = "cron-secret-0123456789abcdef";
-    const app = createVercelApp(
-      {
-        UPSTASH_REDIS_REST_URL: bridge.url,
-        UPSTASH_REDIS_REST_TOKEN: REST_TOKEN,
-        QSTASH_URL: qstash.url,
-        QSTASH_TOKEN: qstash.token,
-        QSTASH_CURRENT_SIGNING_KEY: qstash.currentSigningKey,
-        QSTASH_NEXT_SIGNING_KEY: qstash.nextSigningKey,
-        VERCEL_PROJECT_PRODUCTION_URL: HOST,
-        CRON_SECRET: secret,
-        TICKWORK_API_KEY: API_KEY,
-        TICKWORK_PREFIX: prefix,
-      },
-      { handlers },
-    );
+    const env = projectEnv();
+    const app = createVercelApp(env, { handlers });
     const created = await app.fetch(
       new Request(`https://${HOST}/v1/schedules`, {
         method: "POST",
         headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
-        body: JSON.stringify({ id: `every-5s-${prefix}`, handler: "echo", schedule: "5s" }),
+        body: JSON.stringify({ id: "every-5s", handler: "echo", schedule: "5s" }),
       }),
     );
     expect(created.status).toBe(201);
     const at = Date.now();
     const tick = await app.fetch(
       new Request(`https://${HOST}/v1/tick`, {
-        headers: { authorization: `Bearer ${secret}`, "user-agent": "vercel-cron/1.0" },
+        headers: { authorization: `Bearer ${CRON_SECRET}`, "user-agent": "vercel-cron/1.0" },
       }),
     );
     expect(tick.status).toBe(200);
