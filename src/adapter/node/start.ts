@@ -380,12 +380,11 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
         });
         const pulling = worker;
         await pulling.start();
-        const shutdownMs = shutdownTimeoutMs;
         // Stop pulling as soon as shutdown begins (alongside the HTTP drain, under the same
         // deadline), not after it: nothing new starts once SIGTERM has arrived.
         let stopped: Promise<unknown> | undefined;
         const stopPulling = () =>
-          (stopped ??= pulling.stop({ deadlineMs: Math.max(0, shutdownMs - 500) }));
+          (stopped ??= pulling.stop({ deadlineMs: Math.max(0, shutdownTimeoutMs - 500) }));
         server.signal.addEventListener("abort", stopPulling, { once: true });
         cleanups.push(stopPulling);
       }
