@@ -118,6 +118,7 @@ export function describeDeadLetterContract(name: string, make: MakeContractStore
         expect(await store.markDead({ ...queued }, error)).toEqual(cancelled);
 
         const s = scheduleRecord({ overlap: "skip" });
+        await store.putSchedule(s);
         await run(occurrenceSpec(s, 1_800_000_000_000));
         const occ2 = occurrenceSpec(s, 1_800_000_060_000);
         const skipped = (await store.beginRun(occ2, 5_000)) as { job: JobRecord };
@@ -128,6 +129,7 @@ export function describeDeadLetterContract(name: string, make: MakeContractStore
 
       it("releases the schedule's overlap lease", async () => {
         const s = scheduleRecord({ overlap: "skip" });
+        await store.putSchedule(s);
         const occ1 = occurrenceSpec(s, 1_800_000_000_000);
         await run(occ1, 40);
         await sleep(60);

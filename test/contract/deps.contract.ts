@@ -7,7 +7,13 @@ import { describe, expect, it } from "vitest";
 import { TickworkError } from "../../src/core/errors.ts";
 import type { JobRecord, JobSpec, NewJob, OnFailure } from "../../src/core/model.ts";
 import type { Store } from "../../src/store/port.ts";
-import { jobSpec, type MakeContractStore, occurrenceSpec, uid } from "./fixtures.ts";
+import {
+  jobSpec,
+  type MakeContractStore,
+  occurrenceSpec,
+  scheduleRecord,
+  uid,
+} from "./fixtures.ts";
 import { useContractStore } from "./harness.ts";
 
 const FAIL = { name: "E", message: "boom" };
@@ -147,6 +153,7 @@ export function describeDepsContract(name: string, make: MakeContractStore): voi
           handler: "h",
           overlap: "skip" as const,
         };
+        await store.putSchedule(scheduleRecord(schedule));
         const now = await store.now();
         const first = occurrenceSpec(schedule, now - 2_000);
         const second = occurrenceSpec(schedule, now - 1_000, { placement: { group: "gpu" } });

@@ -247,7 +247,9 @@ export function describeStatsContract(name: string, make: MakeContractStore): vo
       expect(stats.backlog).toBe(0);
 
       // An occurrence that no commit counted does not drive `queued` below zero.
-      const stray = occurrenceSpec(scheduleRecord(), now - 500);
+      const straySchedule = scheduleRecord();
+      await store.putSchedule(straySchedule);
+      const stray = occurrenceSpec(straySchedule, now - 500);
       await run(stray);
       stats = await store.stats();
       expect(stats.jobs).toEqual({ queued: 1, running: 2, failed: 0, waiting: 0 });

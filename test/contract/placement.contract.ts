@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import type { JobSpec } from "../../src/core/model.ts";
 import type { Store } from "../../src/store/port.ts";
-import { fullJobSpec, type MakeContractStore, occurrenceSpec } from "./fixtures.ts";
+import { fullJobSpec, type MakeContractStore, occurrenceSpec, scheduleRecord } from "./fixtures.ts";
 import { asRun, useContractStore } from "./harness.ts";
 
 const gpu = { capabilities: { gpu: "nvidia" } };
@@ -76,6 +76,7 @@ export function describePlacementContract(name: string, make: MakeContractStore)
           handler: "report",
           overlap: "allow" as const,
         };
+        await store.putSchedule(scheduleRecord(schedule));
         const spec = occurrenceSpec(schedule, 1_700_000_060_000, { placement: gpu });
         expect(await refuse(spec)).toBe("queued");
         expect(await store.getJob(spec.id)).toMatchObject({

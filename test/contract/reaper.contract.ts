@@ -241,6 +241,7 @@ export function describeReaperContract(name: string, make: MakeContractStore): v
         await sleep(LEASE + 20);
         expect((await store.markDead(spec, ERR))?.status).toBe("dead");
         const s = scheduleRecord({ overlap: "skip" });
+        await store.putSchedule(s);
         const occ1 = occurrenceSpec(s, 1_800_000_000_000);
         const occ2 = occurrenceSpec(s, 1_800_000_060_000);
         await begin(occ1);
@@ -252,6 +253,7 @@ export function describeReaperContract(name: string, make: MakeContractStore): v
 
       it("a late ack of the message a tick published does not remove the watch that replaced it", async () => {
         const s = scheduleRecord();
+        await store.putSchedule(s);
         const occ = occurrenceSpec(s, 1_800_000_000_000);
         const published = outboxMessage(occ, { recoverAt: FAR });
         await writeOutbox([published]);

@@ -226,6 +226,7 @@ export function describeRunsContract(name: string, make: MakeContractStore): voi
 
       it("overlap skip: marks an occurrence skipped while another holds the schedule's run lease", async () => {
         const s = scheduleRecord({ overlap: "skip" });
+        await store.putSchedule(s);
         const occ1 = occurrenceSpec(s, 1_800_000_000_000);
         const occ2 = occurrenceSpec(s, 1_800_000_060_000);
         const occ3 = occurrenceSpec(s, 1_800_000_120_000);
@@ -252,6 +253,7 @@ export function describeRunsContract(name: string, make: MakeContractStore): voi
 
       it("overlap skip: the schedule's run lease expires with the run lease, and its holder may run again", async () => {
         const s = scheduleRecord({ overlap: "skip" });
+        await store.putSchedule(s);
         const occ1 = occurrenceSpec(s, 1_800_000_000_000);
         const occ2 = occurrenceSpec(s, 1_800_000_060_000);
         const occ3 = occurrenceSpec(s, 1_800_000_120_000);
@@ -273,6 +275,7 @@ export function describeRunsContract(name: string, make: MakeContractStore): voi
 
       it("overlap skip: a retry of a started occurrence is `busy`, not skipped, while another holds the lease", async () => {
         const s = scheduleRecord({ overlap: "skip" });
+        await store.putSchedule(s);
         const occ1 = occurrenceSpec(s, 1_800_000_000_000);
         const occ2 = occurrenceSpec(s, 1_800_000_060_000);
         const started = await run(occ2, 40);
@@ -294,8 +297,72 @@ export function describeRunsContract(name: string, make: MakeContractStore): voi
         expect(await store.listJobs({ limit: 10 })).toEqual({ items: [] });
       });
 
+      it("an occurrence not begun when its schedule is paused or deleted is skipped, not run", async () => {
+        const s = scheduleRecord();
+        const put = await store.putSchedule(s);
+        if (put.kind !== "ok") throw new Error("put refused");
+        const started = occurrenceSpec(s, 1_800_000_000_000);
+        const begun = await store.beginRun(started, 5_000);
+        expect(begun.kind).toBe("run");
+        const paused = await store.putSchedule(
+          { ...put.schedule, status: "paused" },
+          put.schedule.rev,
+        );
+        if (paused.kind !== "ok") throw new Error("pause refused");
+
+        const t0 = await store.now();
+        const skipped = await store.beginRun(occurrenceSpec(s, 1_800_000_060_000), 5_000);
+        const t1 = await store.now();
+        expect(skipped.kind).toBe("skipped");
+        if (skipped.kind !== "skipped") return;
+        expectBetween(skipped.job.finishedAt, t0, t1);
+        expect(skipped.job).toMatchObject({ status: "skipped", attempts: 0 });
+        expect(await store.getJob(skipped.job.id)).toEqual(skipped.job);
+        // Its delivery again changes nothing.
+        expect((await store.beginRun(occurrenceSpec(s, 1_800_000_060_000), 5_000)).kind).toBe(
+          "final",
+        );
+        // An attempt that began before the pause is retried as usual.
+        await store.finishRun(started.id, 1, {
+          ok: false,
+          error: { name: "E", message: "x" },
+          final: false,
+        });
+        expect((await store.beginRun(started, 5_000)).kind).toBe("run");
+
+        // Resumed: a later occurrence runs.
+        const resumed = await store.putSchedule(
+          { ...paused.schedule, status: "active" },
+          paused.schedule.rev,
+        );
+        if (resumed.kind !== "ok") throw new Error("resume refused");
+        expect((await store.beginRun(occurrenceSpec(s, 1_800_000_120_000), 5_000)).kind).toBe(
+          "run",
+        );
+
+        // Deleted: the next one is skipped too, and counted as skipped.
+        expect(await store.deleteSchedule(s.id)).toBe(true);
+        const before = (await store.stats()).totals.skipped;
+        expect((await store.beginRun(occurrenceSpec(s, 1_800_000_180_000), 5_000)).kind).toBe(
+          "skipped",
+        );
+        expect((await store.stats()).totals.skipped).toBe(before + 1);
+      });
+
+      it("an occurrence of a deleted schedule retried from the dead-letter list runs", async () => {
+        const s = scheduleRecord();
+        await store.putSchedule(s);
+        const spec = occurrenceSpec(s, 1_800_000_000_000);
+        // Dead before any attempt (its deliveries were lost and the reaper gave up).
+        await store.markDead(spec, { name: "E", message: "x" });
+        expect(await store.deleteSchedule(s.id)).toBe(true);
+        expect(await store.retryDead(spec.id, { recoverGraceMs: 0 })).not.toBeNull();
+        expect((await store.beginRun(spec, 5_000)).kind).toBe("run");
+      });
+
       it("overlap allow: occurrences of one schedule run side by side", async () => {
         const s = scheduleRecord({ overlap: "allow" });
+        await store.putSchedule(s);
         await run(occurrenceSpec(s, 1_800_000_000_000));
         expect((await run(occurrenceSpec(s, 1_800_000_060_000))).attempt).toBe(1);
       });
@@ -389,6 +456,7 @@ export function describeRunsContract(name: string, make: MakeContractStore): voi
 
       it("releases the schedule's overlap lease whatever the outcome", async () => {
         const s = scheduleRecord({ overlap: "skip" });
+        await store.putSchedule(s);
         const fires = [0, 1, 2, 3].map((i) => occurrenceSpec(s, 1_800_000_000_000 + i * 60_000));
         const outcomes = [
           { ok: true as const, result: 1 },

@@ -88,22 +88,18 @@ export function beginRun(
     cancelNow(s, stored, now);
     return { kind: "final", job: clone(job) };
   }
+  if (job.scheduleId !== undefined && job.attempts === 0 && job.attemptBase === undefined) {
+    // An occurrence that has not begun when its schedule was paused or deleted is not run (one
+    // retried from the dead-letter list was asked for again, and runs).
+    const schedule = s.schedules.get(job.scheduleId);
+    if (schedule === undefined || schedule.status === "paused") return skip(s, stored, now);
+  }
   if (job.overlap === "skip" && job.scheduleId !== undefined) {
     const holder = live(s.running, job.scheduleId, now);
     if (holder && holder.value !== job.id) {
       // Only an occurrence that never started may be skipped; a retry of a started one waits.
       if (job.attempts > 0) return wait({ kind: "busy", retryAfterMs: holder.expiresAt - now });
-      s.outbox.delete(job.id);
-      s.metrics.leave(job.id, job.status);
-      job.status = "skipped";
-      job.finishedAt = now;
-      delete stored.leaseUntil;
-      retain(s, stored, now);
-      s.metrics.totals.skipped += 1;
-      s.events.emit(now, { type: "job.skipped", ...jobFields(job) });
-      // Jobs waiting for it are released as by a failure (as a submit after it would be).
-      releaseDependents(s, job.id, false, now);
-      return { kind: "skipped", job: clone(job) };
+      return skip(s, stored, now);
     }
   }
   // Both limits are judged before either takes anything: one refused by either takes neither.
@@ -155,6 +151,23 @@ export function beginRun(
   s.events.emit(now, { type: "job.started", ...jobFields(job), attempt: job.attempts });
   rememberToken(s, token, now, String(job.attempts));
   return { kind: "run", attempt: job.attempts, job: clone(job) };
+}
+
+/** Marks an occurrence that never started `skipped` (its schedule's overlap lease is held, or the
+ * schedule was paused or deleted before it began). */
+function skip(s: MemoryState, stored: StoredJob, now: number): BeginRunResult {
+  const job = stored.record;
+  s.outbox.delete(job.id);
+  s.metrics.leave(job.id, job.status);
+  job.status = "skipped";
+  job.finishedAt = now;
+  delete stored.leaseUntil;
+  retain(s, stored, now);
+  s.metrics.totals.skipped += 1;
+  s.events.emit(now, { type: "job.skipped", ...jobFields(job) });
+  // Jobs waiting for it are released as by a failure (as a submit after it would be).
+  releaseDependents(s, job.id, false, now);
+  return { kind: "skipped", job: clone(job) };
 }
 
 export function finishRun(

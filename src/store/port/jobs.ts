@@ -98,7 +98,10 @@ export type BeginRunResult =
    * or until a start leaves the rate window, at least {@link LIMITED_MIN_RETRY_MS}.
    */
   | { kind: "limited"; retryAfterMs: number }
-  /** Overlap `skip`: a previous occurrence of the schedule still runs; this job was marked `skipped`. */
+  /**
+   * An occurrence that never started was marked `skipped`: its schedule was paused or deleted, or
+   * (overlap `skip`) a previous occurrence of the schedule still runs.
+   */
   | { kind: "skipped"; job: JobRecord }
   /**
    * The job is missing and has no `scheduleId`: a submitted job exists before it is published, so
@@ -221,6 +224,8 @@ export interface JobStore {
    * Then:
    * final status → `final` (its outbox message removed); `running` with an unexpired run lease →
    * `busy` (nothing written: the running attempt's watch stays);
+   * an occurrence that never started (`attempts == 0`, not retried from the dead-letter list)
+   * whose schedule is paused or no longer exists → job `skipped` (`finishedAt = now`);
    * overlap `skip` and another job of the same schedule holds the schedule's run lease → job
    * `skipped` (`finishedAt = now`) if it never started (`attempts == 0`), else `busy` (a retry of
    * a started occurrence waits for the lease); else `running`, `attempts + 1`, `startedAt = now`,

@@ -23,6 +23,29 @@
 -- before asking with a delivery of its own.
 local REPLAYED_WAIT_MS = 1000
 
+-- An occurrence that never started is skipped: its schedule's overlap lease is held, or the
+-- schedule was paused or deleted before it began. `leave` takes it out of the backlog (beginRunAt).
+local function skipOccurrence(a, n, id, key, job, retention, maxLen, now, m, leave)
+  local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
+  removeMessages(KEYS[2], KEYS[3], { id })
+  leave(job.status)
+  job.status, job.finishedAt = 'skipped', int(now)
+  redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
+  releaseRun(root, key, id, job)
+  retainJob(root, KEYS[4], id, job, now, retention)
+  mAdd(m, 't:skipped', 1)
+  emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
+  -- Jobs waiting for it (it existed, queued, before: a refused placement or a held begin) are
+  -- released as by a failure, as a submit after a skipped dependency is.
+  if job.dependents then
+    releaseDependents({ root = root, outbox = KEYS[2], messages = KEYS[3], pending = pending,
+      expiring = KEYS[4], metrics = metrics, events = events, maxLen = maxLen,
+      retention = retention, now = now }, id, false)
+  end
+  rememberToken(root, argAt(a, n, 13), argAt(a, n, 14), now, '-')
+  return jobJson(job, '{"kind":"skipped","job":')
+end
+
 local function beginRunAt(a, n, retention, maxLen, now, m)
   local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
   local token = argAt(a, n, 13)
@@ -103,6 +126,15 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
     return jobJson(job, '{"kind":"final","job":')
   end
 
+  if job.scheduleId and job.attempts == '0' and not job.attemptBase then
+    -- Not begun when its schedule was paused or deleted: not run (one retried from the
+    -- dead-letter list was asked for again, and runs).
+    local status = redis.call('HGET', scheduleKey(root, job.scheduleId), 'status')
+    if not status or status == 'paused' then
+      return skipOccurrence(a, n, id, key, job, retention, maxLen, now, m, leave)
+    end
+  end
+
   local leaseMs = numberOf(ARGV[a + 10])
   -- '' (Redis Streams): no outbox watch over the attempt (docs/adr/0033-no-watch-on-streams.md).
   local reapAfterMs = numberOf(argAt(a, n, 11))
@@ -116,23 +148,7 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
         remember('b')
         return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
       end
-      removeMessages(KEYS[2], KEYS[3], { id })
-      leave(job.status)
-      job.status, job.finishedAt = 'skipped', int(now)
-      redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
-      releaseRun(root, key, id, job)
-      retainJob(root, KEYS[4], id, job, now, retention)
-      mAdd(m, 't:skipped', 1)
-      emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
-      -- Jobs waiting for it (it existed, queued, before: a refused placement or a held begin)
-      -- are released as by a failure, as a submit after a skipped dependency is.
-      if job.dependents then
-        releaseDependents({ root = root, outbox = KEYS[2], messages = KEYS[3], pending = pending,
-          expiring = KEYS[4], metrics = metrics, events = events, maxLen = maxLen,
-          retention = retention, now = now }, id, false)
-      end
-      remember('-')
-      return jobJson(job, '{"kind":"skipped","job":')
+      return skipOccurrence(a, n, id, key, job, retention, maxLen, now, m, leave)
     end
   end
 
