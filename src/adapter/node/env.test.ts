@@ -31,6 +31,23 @@ describe("selectStore", () => {
     expect(selectStore({ REDIS_URL: "  " })).toEqual({ kind: "memory" });
   });
 
+  test("a REDIS_URL of another scheme is a ConfigError that quotes no password", () => {
+    for (const url of ["http://:hunter2@cache:6379", "HTTPS://default:hunter2@eu1-x.upstash.io"]) {
+      expect(() => selectStore({ REDIS_URL: url })).toThrow(ConfigError);
+      expect(() => selectStore({ REDIS_URL: url })).toThrow(/REDIS_URL must start with redis:\/\//);
+      expect(() => selectStore({ REDIS_URL: url })).not.toThrow(/hunter2/);
+    }
+    // What ioredis takes besides: rediss://, host:port, a socket path.
+    for (const url of [
+      "rediss://:p@cache:6380",
+      "REDIS://cache",
+      "cache:6379",
+      "/tmp/redis.sock",
+    ]) {
+      expect(selectStore({ REDIS_URL: url })).toEqual({ kind: "redis", url });
+    }
+  });
+
   test("a REST URL without its token, or not http(s), is a ConfigError", () => {
     expect(() => selectStore({ UPSTASH_REDIS_REST_URL: "https://x.upstash.io" })).toThrow(
       "UPSTASH_REDIS_REST_URL is set but UPSTASH_REDIS_REST_TOKEN is not",

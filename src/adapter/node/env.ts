@@ -239,7 +239,19 @@ export function selectStore(env: Env): StoreSelection {
     return { kind: "upstash", url: restUrl, token };
   }
   const redisUrl = value(env, "REDIS_URL");
-  if (redisUrl) return { kind: "redis", url: redisUrl };
+  if (redisUrl) {
+    // A URL of another scheme (an Upstash REST URL, `http://…`) reached ioredis, which took its
+    // host and failed later with a connection error that did not name the variable.
+    // Only the scheme is quoted: the rest may hold a password.
+    const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(redisUrl)?.[1]?.toLowerCase();
+    if (scheme !== undefined && scheme !== "redis" && scheme !== "rediss") {
+      throw new ConfigError(
+        `REDIS_URL must start with redis:// or rediss://, got ${scheme}://… (an Upstash REST URL goes in UPSTASH_REDIS_REST_URL)`,
+        { variable: "REDIS_URL" },
+      );
+    }
+    return { kind: "redis", url: redisUrl };
+  }
   return { kind: "memory" };
 }
 
