@@ -98,6 +98,22 @@ describe("standard (Standard Webhooks / Svix)", () => {
     });
   });
 
+  it("signatures sent as two header lines (joined with a comma) are read, as the library reads them", async () => {
+    const h = signed(NOW);
+    const headers = new Headers({ "webhook-id": id, "webhook-timestamp": String(NOW) });
+    // The matching signature first, then one by another key: fetch joins the lines with ", ".
+    headers.append("webhook-signature", h["webhook-signature"]);
+    headers.append("webhook-signature", signed(NOW, other)["webhook-signature"]);
+    const joined = headers.get("webhook-signature") as string;
+    expect(joined).toContain(", ");
+    const payload = new TextEncoder().encode(body);
+    expect(new Webhook(secret).verify(body, Object.fromEntries(headers))).toBeTruthy();
+    expect(await verifyWebhook(verifier, { body: payload, headers }, NOW_MS)).toMatchObject({
+      ok: true,
+      eventId: id,
+    });
+  });
+
   it("rotation: any secret against any v1 entry; v1a and unknown versions are ignored", async () => {
     const rotated = { scheme: "standard" as const, secrets: [other, secret] };
     expect(await verifyWebhook(rotated, request(body, signed(NOW)), NOW_MS)).toMatchObject({

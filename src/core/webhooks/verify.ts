@@ -193,7 +193,7 @@ type Of<S extends WebhookVerifier["scheme"]> = Extract<WebhookVerifier, { scheme
 
 /**
  * Standard Webhooks: `webhook-signature` holds space-separated `v1,<base64>` entries (others,
- * such as the asymmetric `v1a`, are ignored) over `${id}.${timestamp}.${body}`; `svix-*`
+ * such as the asymmetric `v1a`, are ignored; several header lines, joined by ", ", are read as one) over `${id}.${timestamp}.${body}`; `svix-*`
  * headers are read when the `webhook-*` ones are absent.
  */
 async function verifyStandard(v: Of<"standard">, req: WebhookRequest, nowMs: number) {
@@ -211,7 +211,12 @@ async function verifyStandard(v: Of<"standard">, req: WebhookRequest, nowMs: num
   const tsText = readHeader(req.headers, `${set}-timestamp`);
   const ts = parseTimestamp(tsText, `${set}-timestamp`);
   if (isRefusal(ts)) return ts;
-  const entries = value.split(" ").filter((entry) => entry !== "");
+  // Two header lines arrive joined by ", " (fetch's Headers): an entry's trailing comma is the
+  // join's, never base64's.
+  const entries = value
+    .split(" ")
+    .map((entry) => (entry.endsWith(",") ? entry.slice(0, -1) : entry))
+    .filter((entry) => entry !== "");
   if (entries.length > MAX_WEBHOOK_SIGNATURES) {
     return refuse("malformed", `more than ${MAX_WEBHOOK_SIGNATURES} signatures`);
   }
