@@ -187,6 +187,7 @@ describe("RedisStore keys", () => {
     try {
       await scenario(store);
       const overlap = schedule({ overlap: "skip" });
+      await store.putSchedule(overlap);
       const occ: JobSpec = {
         ...newJob({ scheduleId: overlap.id, overlap: "skip", fireAt: 5 }),
         createdAt: 5,
@@ -216,6 +217,7 @@ describe("RedisStore keys", () => {
         k.lease("tick"),
         k.lease("x"),
         k.schedule("42"),
+        k.schedule(overlap.id),
         k.schedule("43"),
         k.scheduleRunning(overlap.id),
         k.runs("42"),
