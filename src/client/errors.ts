@@ -116,7 +116,8 @@ export function apiError(response: Response, body: unknown): TickworkApiError {
 
 /**
  * The job ended without a result: `dead` (retries spent, or a non-retryable failure) or
- * `skipped` (an occurrence that overlapped its predecessor). `job.error` says why.
+ * `skipped` (an occurrence that overlapped its predecessor, or had not begun when its schedule was
+ * paused or deleted; it has no `error`). `job.error` says why a dead job failed.
  */
 export class JobFailedError extends Error {
   override name = "JobFailedError";

@@ -45,7 +45,10 @@ export class ScheduleHandle<H extends Handlers = Handlers> {
     return (await call<Schedule>(this.#caller, "GET", this.#path())).data;
   }
 
-  /** Stop firing until resumed. @example await s.pause(); */
+  /**
+   * Stop firing until resumed; an occurrence already dispatched that has not begun ends `skipped`.
+   * @example await s.pause();
+   */
   async pause(): Promise<Schedule> {
     return (await call<Schedule>(this.#caller, "POST", `${this.#path()}/pause`)).data;
   }
@@ -65,7 +68,10 @@ export class ScheduleHandle<H extends Handlers = Handlers> {
     return (await call<Schedule>(this.#caller, "PATCH", this.#path(), { body: patch })).data;
   }
 
-  /** Delete it; jobs already dispatched still run. @example await s.delete(); */
+  /**
+   * Delete it; an occurrence already dispatched that has not begun ends `skipped` (one already
+   * running finishes, with its retries). @example await s.delete();
+   */
   async delete(): Promise<{ id: string; status: "deleted" }> {
     return (await call<{ id: string; status: "deleted" }>(this.#caller, "DELETE", this.#path()))
       .data;

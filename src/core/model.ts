@@ -163,7 +163,10 @@ export interface ScheduleDef {
 /** A schedule as stored. */
 export interface ScheduleRecord extends ScheduleDef {
   status: ScheduleStatus;
-  /** Next nominal fire time still to be dispatched; `null` once completed. */
+  /**
+   * Next nominal fire time still to be dispatched; `null` once completed (or paused with nothing
+   * left to fire).
+   */
   nextRunAt: number | null;
   /** Nominal fire time of the last dispatched occurrence. */
   lastRunAt?: number;

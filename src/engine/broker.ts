@@ -208,7 +208,8 @@ export class Broker<H extends Handlers = Handlers> {
 
   /**
    * Delete a schedule, and with it the list of its runs (a schedule created again under the id
-   * starts with none); jobs it already dispatched still run.
+   * starts with none). An occurrence it dispatched that has not begun is skipped, not run; an
+   * attempt already begun keeps its retries.
    */
   deleteSchedule(userId: string, actor: Actor = {}): Promise<void> {
     return this.#schedules.deleteSchedule(userId, actor);

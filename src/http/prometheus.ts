@@ -31,7 +31,11 @@ const TOTALS: readonly [string, string, keyof StoreStats["totals"]][] = [
   ["job_attempts_failed_total", "Job attempts that failed (retryable or not).", "failed"],
   ["jobs_dead_total", "Jobs that went to the dead-letter list.", "dead"],
   ["jobs_cancelled_total", "Jobs cancelled before they started.", "cancelled"],
-  ["jobs_skipped_total", "Occurrences skipped because the previous one still ran.", "skipped"],
+  [
+    "jobs_skipped_total",
+    "Occurrences skipped: the previous one still ran (overlap skip), or their schedule was paused or deleted before they began.",
+    "skipped",
+  ],
   [
     "job_deliveries_limited_total",
     "Deliveries held back by a handler's concurrency or rate limit (not attempts).",

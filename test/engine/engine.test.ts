@@ -458,6 +458,33 @@ describe.each(storeFactories)("engine on $name", (factory) => {
       await expect(engine.broker.deleteSchedule("p")).rejects.toMatchObject({ status: 404 });
     });
 
+    it("a PATCH that leaves a paused schedule nothing to fire keeps it paused: what it dispatched before the pause is still skipped", async () => {
+      await engine.broker.createSchedule({
+        id: "bounded",
+        handler: "echo",
+        schedule: "1s",
+        maxRuns: 500,
+      });
+      await engine.ticker.tick();
+      const dispatched = queue.pending.map((p) => p.message.job);
+      expect(dispatched.length).toBeGreaterThan(1);
+      const paused = await engine.broker.pauseSchedule("bounded");
+      // Capped at what was dispatched (or ended now): nothing is left for it to fire.
+      const patched = await engine.broker.updateSchedule("bounded", { maxRuns: paused.runs });
+      expect(patched).toMatchObject({ status: "paused", nextRunAt: null });
+      const answer = await deliverRaw(dispatched[0]);
+      expect(await answer.json()).toMatchObject({ status: "skipped" });
+      expect(calls.filter((c) => c.scheduleId === "bounded")).toHaveLength(0);
+      // Resumed, it completes (its occurrences not yet begun then run).
+      expect(await engine.broker.resumeSchedule("bounded")).toMatchObject({
+        status: "completed",
+        nextRunAt: null,
+      });
+      expect(await (await deliverRaw(dispatched[1])).json()).toMatchObject({
+        status: "succeeded",
+      });
+    });
+
     it("resume does not re-dispatch (or re-count) occurrences already dispatched ahead", async () => {
       await engine.broker.createSchedule({
         id: "ahead",

@@ -144,6 +144,23 @@ describe("renderPrometheus", () => {
   });
 });
 
+describe("jobs_skipped_total", () => {
+  // An occurrence is skipped when its predecessor still runs (overlap `skip`), and also when its
+  // schedule was paused or deleted before it began: the HELP text and the README say both.
+  it("names both causes of a skip, in its HELP text and in the README", () => {
+    const families = parsePrometheus(
+      renderPrometheus(fc.sample(stats, { numRuns: 1, seed: 1 })[0]!),
+    );
+    const help = families.get("tickwork_jobs_skipped_total")?.help ?? "";
+    expect(help).toMatch(/overlap|previous|predecessor/i);
+    expect(help).toMatch(/paused/);
+    expect(help).toMatch(/deleted/);
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const row = readme.split("\n").find((line) => line.startsWith("| `jobs_cancelled_total`"));
+    expect(row).toMatch(/paused/);
+  });
+});
+
 describe("the README's metrics table", () => {
   it("lists exactly the metrics of the exposition", () => {
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");

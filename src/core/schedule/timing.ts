@@ -95,7 +95,8 @@ export function checkMinInterval(
 /**
  * Recompute status and `nextRunAt`: from `now` when the timing changed (or on resume), else keep
  * the pending `nextRunAt`. Completed when `maxRuns` is reached or nothing is left before `endAt`,
- * whether or not the timing changed.
+ * whether or not the timing changed; a paused schedule then stays paused (`nextRunAt` null) and
+ * completes on resume.
  */
 export function withTiming(
   record: ScheduleRecord,
@@ -115,7 +116,16 @@ export function withTiming(
   }
   // Nothing after `endAt`, nor past year 9999 (times are written with four-digit years).
   if (next !== null && next > Math.min(record.endAt ?? MAX_INSTANT_MS, MAX_INSTANT_MS)) next = null;
-  if (next === null) return { ...record, nextRunAt: null, status: "completed" };
+  // A paused schedule stays paused with nothing left to fire: what it dispatched before the
+  // pause and has not begun is still skipped (beginRun skips an occurrence of a paused schedule,
+  // not of a completed one); it completes when resumed.
+  if (next === null) {
+    return {
+      ...record,
+      nextRunAt: null,
+      status: record.status === "paused" ? "paused" : "completed",
+    };
+  }
   return {
     ...record,
     nextRunAt: next,

@@ -6,6 +6,9 @@
                                                       (g:queued with it)
     running with an unexpired run lease            -> busy (the queue retries later); the
                                                       running attempt's watch stays
+    an occurrence that never started (attempts 0, no attemptBase: not retried from the
+    dead-letter list) whose schedule (`<root>:s:<scheduleId>`) is paused or missing
+                                                   -> the job is `skipped` (and retained)
     overlap `skip` and another job of the schedule holds the schedule's run lease
                                                    -> the job is `skipped` (and retained) if it
                                                       never started (attempts 0), else busy
