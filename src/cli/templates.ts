@@ -106,7 +106,7 @@ main = "${main}"
 compatibility_date = "${compatibilityDate}"
 # No compatibility_flags: tickwork uses Web APIs only (no node:* modules, no nodejs_compat).
 
-# The tick: once a minute (UTC). Each tick dispatches what is due in the next 60 s (the engine's
+# The tick: once a minute (UTC). Each tick dispatches what is due in the next 65 s (the engine's
 # look-ahead), published with notBefore = fire time, so second-level schedules still run on time.
 [triggers]
 crons = ["* * * * *"]

@@ -67,8 +67,9 @@ export interface HandlerContext {
   progress(value: unknown): Promise<boolean>;
   /**
    * Append to the job's log (`GET /v1/jobs/:id/logs`; the last 100 entries are kept). An entry
-   * over 2 KiB as JSON is cut: its message shortened, then its fields dropped. Also written to
-   * `logger`. Resolves `false` when this attempt no longer holds the job's run lease (a no-op).
+   * over 2 KiB as JSON is cut: its fields become `{ truncated: true }`, then its message is
+   * shortened (ending in `…`). Also written to `logger`. Resolves `false` when this attempt no
+   * longer holds the job's run lease (a no-op).
    */
   log(message: string, fields?: Record<string, unknown>, level?: JobLogLevel): Promise<boolean>;
 }
