@@ -409,8 +409,26 @@ export class PullWorker {
             message.retried,
           );
           return;
+        case "bad-request":
+          // Not a job spec (someone else's XADD, a body damaged on the way): never runnable.
+          this.#log("warn", "dropped a delivery that is not a job spec", {
+            entry: message.id,
+            body: excerpt(message.body),
+          });
+          this.#ack(message.id);
+          return;
         default:
-          // done, give-up (the job is dead), bad-request or unauthorized (never runnable).
+          // done, give-up (the job is dead) or unauthorized (never runnable).
+          if (outcome.kind === "done" && outcome.status === "gone") {
+            this.#log(
+              "info",
+              "dropped a delivery of a job that does not exist (expired or never stored)",
+              {
+                entry: message.id,
+                jobId: outcome.id,
+              },
+            );
+          }
           this.#ack(message.id);
       }
     } catch (error) {
@@ -510,6 +528,11 @@ export class PullWorker {
       // Nowhere left to report it.
     }
   }
+}
+
+/** The start of a body, for a log line (a foreign one may be megabytes). */
+function excerpt(body: string): string {
+  return body.length > 200 ? `${body.slice(0, 200)}… (${body.length} characters)` : body;
 }
 
 /** The job id a delivery's body names, if it can be read. */

@@ -349,6 +349,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
             redis,
             target.kind === "redis" ? target.prefix : "tw",
             serves.worker ? (options.concurrency ?? 10) : undefined,
+            logger,
           )
         : await makeTransport(options, delivery);
     const { transport } = made;
@@ -487,8 +488,10 @@ function streamsTransport(
   prefix: string,
   /** How many deliveries this process runs at once; `undefined` without the worker role. */
   concurrency: number | undefined,
+  /** Where the queue says what it dropped or repaired (entries it did not write). */
+  logger: Logger,
 ): { transport: Transport; banner: BannerInfo["transport"] } {
-  const transport = new RedisStreams({ redis, prefix });
+  const transport = new RedisStreams({ redis, prefix, logger });
   return {
     transport,
     banner: { kind: "streams", consumer: transport.consumer, concurrency },

@@ -12,9 +12,13 @@
   A takeover that emptied a stopped consumer's pending list deletes it from the group
   (forgetConsumers, include "streams": idle ARGV[3] ms or more, nothing pending), so the group
   does not keep the name of every process that was killed.
+  With takeovers (ARGV[3] > 0), entries the group skipped go back on the stream, up to ARGV[1]
+  (requeueSkipped, include "streams"): a group created or moved at `$` by someone else, or made
+  again after XGROUP DESTROY, never delivers the entries before it, and nobody holds them.
   Output: { moved, next not-before ms of the delayed set (-1 = empty), claimed entries
             ({ id, { field, value, ... } } each, as XCLAIM answers), the server's now (ms),
-            deliveries pending in the group (this consumer's included) }
+            deliveries pending in the group (this consumer's included), members of the delayed
+            set dropped for a malformed body, entries put back on the stream (requeueSkipped) }
 ]]
 --@include "time"
 --@include "streams"
@@ -27,12 +31,15 @@ local now = nowMs()
 -- Each member leaves the delayed set as it moves, so an error part-way cannot move the earlier
 -- ones twice; a body not of the form `<retries> <spec>` (written by no script of ours) is dropped.
 local due = redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local dropped = {}
 for _, member in ipairs(due) do
   local body = redis.call('HGET', bodies, member)
   local space = body and string.find(body, ' ', 1, true)
   if space then
     redis.call('XADD', stream, '*', 'j', string.sub(body, space + 1), 'r',
       string.sub(body, 1, space - 1))
+  else
+    dropped[#dropped + 1] = member
   end
   redis.call('ZREM', delayed, member)
   redis.call('HDEL', bodies, member)
@@ -44,11 +51,15 @@ if first[2] then
   nextAt = tonumber(first[2])
 end
 
-local claimed, pending = {}, 0
-if redis.call('EXISTS', stream) == 1 then
-  local ok, summary = pcall(redis.call, 'XPENDING', stream, STREAM_GROUP)
-  if ok then
-    pending = summary[1]
+local claimed, pending, requeued = {}, 0, 0
+-- XLEN, not EXISTS: as cheap, and it tells whether any entry is not pending. (No stream, or no
+-- group: XPENDING fails, and nothing is pending.)
+local length = redis.call('XLEN', stream)
+local ok, summary = pcall(redis.call, 'XPENDING', stream, STREAM_GROUP)
+if ok then
+  pending = summary[1]
+  if length > pending and tonumber(ARGV[3]) > 0 then
+    requeued = requeueSkipped(stream, pending > 0 and summary[2] or nil, tonumber(ARGV[1]))
   end
   if pending > 0 and tonumber(ARGV[3]) > 0 then
     -- The stale ones anywhere in the pending list (XPENDING IDLE reads all of it), not only
@@ -72,4 +83,4 @@ if redis.call('EXISTS', stream) == 1 then
     end
   end
 end
-return { #due, nextAt, claimed, now, pending }
+return { #due, nextAt, claimed, now, pending, dropped, requeued }

@@ -62,6 +62,17 @@ export interface RedisStreamsOptions {
    * @default (retried) => Math.min(1000 * 2 ** retried, 60_000)
    */
   backoff?: ((retried: number) => number) | undefined;
+  /**
+   * Where it says what it dropped or repaired that it did not write itself: an entry on the
+   * stream that is neither a delivery nor a wake-up, a delayed body that is malformed, entries
+   * the consumer group skipped (put back on the stream). Any logger with `warn` (the engine's).
+   */
+  logger?: StreamsLogger | undefined;
+}
+
+/** What {@link RedisStreams} logs with (the engine's `Logger` fits). */
+export interface StreamsLogger {
+  warn(msg: string, fields?: Record<string, unknown>): void;
 }
 
 /** A pulled delivery (see `PullQueue` in `src/transport/port.ts`). */
@@ -117,13 +128,21 @@ export class RedisStreams {
   readonly keepAfterMs: number;
   readonly #maintainEveryMs: number;
   readonly #backoff: (retried: number) => number;
+  readonly #logger: StreamsLogger | undefined;
   #reader: ReturnType<StreamsClient["duplicate"]> | undefined;
+  /**
+   * When the last maintenance ran. This and the due times below are read on the monotonic clock
+   * (`performance.now()`): a wall clock stepped back (NTP) must not stop maintenance for as long.
+   */
   #lastMaintain = Number.NEGATIVE_INFINITY;
-  /** When the earliest delayed delivery is due (ms, this process's clock); Infinity: none. */
+  /** When the earliest delayed delivery is due (ms, monotonic); Infinity: none. */
   #nextDelayedAt = Number.NEGATIVE_INFINITY;
   /** Pending deliveries of other consumers were seen: keep checking for stale ones. */
   #othersPending = true;
   #claimedTotal = 0;
+  /** Skipped entries put back since the last line about it, and when that line was written. */
+  #requeuedUnlogged = 0;
+  #requeuedLoggedAt = Number.NEGATIVE_INFINITY;
   #interrupted = false;
   #closed = false;
   /**
@@ -131,7 +150,7 @@ export class RedisStreams {
    * process is reading then (see {@link RedisStreams.#armMover}).
    */
   #mover: ReturnType<typeof setTimeout> | undefined;
-  /** When {@link RedisStreams.#mover} fires (this process's clock); Infinity: not armed. */
+  /** When {@link RedisStreams.#mover} fires (ms, monotonic); Infinity: not armed. */
   #moverAt = Number.POSITIVE_INFINITY;
 
   constructor(options: RedisStreamsOptions) {
@@ -145,6 +164,7 @@ export class RedisStreams {
     this.keepAfterMs = Math.max(1, Math.floor(this.#claimIdleMs / 3));
     this.#maintainEveryMs = positive("maintainEveryMs", options.maintainEveryMs, 5_000);
     this.#backoff = options.backoff ?? ((n) => Math.min(1_000 * 2 ** n, 60_000));
+    this.#logger = options.logger;
   }
 
   /** This process's consumer name. */
@@ -194,13 +214,13 @@ export class RedisStreams {
   async pull(max: number, waitMs: number): Promise<StreamMessage[]> {
     this.#interrupted = false;
     const count = Math.max(1, Math.floor(max));
-    const now = Date.now();
+    const now = performance.now();
     if (now - this.#lastMaintain >= this.#maintainEveryMs || now >= this.#nextDelayedAt) {
       const claimed = await this.#maintain(count);
       if (claimed.length > 0) return claimed;
     }
     if (this.#interrupted || this.#closed) return [];
-    const after = Date.now();
+    const after = performance.now();
     let block = Math.min(waitMs, MAX_WAIT_MS, this.#nextDelayedAt - after);
     // Wake for the next maintenance: due maintainEveryMs after the last while anything is
     // pending, else claimIdleMs after it all the same — a wake-up entry read by a consumer that
@@ -209,8 +229,9 @@ export class RedisStreams {
     block = Math.min(block, this.#lastMaintain + maintainIn - after);
     block = Math.max(1, Math.ceil(block));
     const reply = await this.#read(count, block).catch(async (error: unknown) => {
-      // The stream or its group was deleted (a FLUSHDB, a key eviction): make them again.
-      if (!String((error as Error)?.message).includes("NOGROUP")) throw error;
+      // The stream or its group was deleted (a FLUSHDB, a key eviction, a DEL or XGROUP DESTROY
+      // under this blocked read, which Redis 7 ends with UNBLOCKED or NOGROUP): make them again.
+      if (!/NOGROUP|UNBLOCKED/.test(String((error as Error)?.message))) throw error;
       await this.open();
       return null;
     });
@@ -220,20 +241,37 @@ export class RedisStreams {
 
   /** Move due delayed deliveries onto the stream (no takeovers) and note the next one. */
   async #moveDue(): Promise<void> {
-    const asked = Date.now();
-    const reply = (await this.#run(scripts.streamMaintain, ["100", this.#consumer, "0", "0"])) as [
-      number,
-      number,
-      Entry[],
-      number,
-      number,
-    ];
+    const asked = performance.now();
+    const reply = (await this.#run(scripts.streamMaintain, [
+      "100",
+      this.#consumer,
+      "0",
+      "0",
+    ])) as MaintainReply;
     const [, nextAt, , serverNow] = reply;
+    this.#reportDropped(reply[5]);
     this.#nextDelayedAt =
       Number(nextAt) < 0
         ? Number.POSITIVE_INFINITY
         : asked + Math.max(0, Number(nextAt) - Number(serverNow));
     this.#armMover();
+  }
+
+  /** Delayed members whose body was malformed (streamMaintain dropped them): one line each. */
+  #reportDropped(members: string[] | undefined): void {
+    for (const member of members ?? []) {
+      this.#warn("dropped a delayed delivery whose body is malformed (not `<retries> <spec>`)", {
+        member,
+      });
+    }
+  }
+
+  #warn(msg: string, fields: Record<string, unknown>): void {
+    try {
+      this.#logger?.warn(msg, fields);
+    } catch {
+      // Nowhere left to report it.
+    }
   }
 
   /**
@@ -259,7 +297,7 @@ export class RedisStreams {
         // A failure leaves it to the next pull's maintenance (it runs once one is due).
         this.#moveDue().catch(() => {});
       },
-      Math.max(0, at - Date.now()),
+      Math.max(0, at - performance.now()),
     );
     // It keeps no process alive: a worker's pulls do, and a process done with its queue exits.
     if (typeof this.#mover === "object") this.#mover.unref?.();
@@ -295,11 +333,13 @@ export class RedisStreams {
   }
 
   async retryLater(message: StreamMessage, delayMs: number, retried: number): Promise<void> {
-    const spec = JSON.parse(message.body) as { id: string };
+    // The delayed set's member is the job id. A body that names none (a foreign entry handed
+    // back unread) goes under its entry id: back on the stream, its reader drops it and says so.
+    const member = jobIdOf(message.body) ?? message.id;
     // The server's clock decides due times: pass the delay, the script adds it to its now.
     await this.#run(scripts.streamRequeue, [
       message.id,
-      spec.id,
+      member,
       String(retried),
       String(Math.max(0, Math.ceil(delayMs))),
       message.body,
@@ -380,15 +420,31 @@ export class RedisStreams {
       this.#consumer,
       String(this.#claimIdleMs),
       String(count),
-    ])) as [number, number, Entry[], number, number];
-    this.#lastMaintain = Date.now();
+    ])) as MaintainReply;
+    this.#lastMaintain = performance.now();
     const [, nextAt, claimed, serverNow] = reply;
+    this.#reportDropped(reply[5]);
+    const requeued = Number(reply[6] ?? 0);
+    if (requeued > 0) {
+      // A line at most once a minute while it goes on (a batch a call), with the count since.
+      this.#requeuedUnlogged += requeued;
+      if (this.#lastMaintain - this.#requeuedLoggedAt >= 60_000) {
+        this.#warn(
+          "put entries the consumer group skipped back on the stream (the group was created, moved or made again after they were added)",
+          { count: this.#requeuedUnlogged },
+        );
+        this.#requeuedLoggedAt = this.#lastMaintain;
+        this.#requeuedUnlogged = 0;
+      }
+    }
     // Due times are the server's: turn them into this process's clock.
     this.#nextDelayedAt =
       Number(nextAt) < 0
         ? Number.POSITIVE_INFINITY
         : this.#lastMaintain + Math.max(0, Number(nextAt) - Number(serverNow));
     this.#othersPending = Number(reply[4]) > 0;
+    // Some were put back (at most a batch a call): the next pull looks for more at once.
+    if (requeued > 0) this.#lastMaintain = Number.NEGATIVE_INFINITY;
     this.#armMover();
     const messages = await this.#deliveries(claimed ?? [], true);
     this.#claimedTotal += messages.length;
@@ -408,6 +464,18 @@ export class RedisStreams {
       } else {
         // A wake-up: the earliest delayed delivery changed; re-read it before the next wait.
         if (f.w !== undefined) this.#nextDelayedAt = Number.NEGATIVE_INFINITY;
+        else if (fields && fields.length > 0) {
+          // Not written by tickwork (someone else's XADD): acknowledged and deleted, once. (No
+          // fields: an entry deleted while pending, as Redis 6.2 answers a claim of it.)
+          const names: string[] = [];
+          for (let i = 0; fields && i < fields.length && names.length < 10; i += 2) {
+            names.push(String(fields[i]).slice(0, 50));
+          }
+          this.#warn("dropped a stream entry that is neither a delivery nor a wake-up", {
+            entry: id,
+            fields: names,
+          });
+        }
         drop.push(id);
       }
     }
@@ -435,6 +503,9 @@ export class RedisStreams {
 
 type Entry = [string, string[] | null] | null;
 
+/** streamMaintain's answer (see its header). */
+type MaintainReply = [number, number, Entry[], number, number, string[]?, number?];
+
 function fieldsOf(fields: string[] | null): Record<string, string> {
   const out: Record<string, string> = {};
   if (!fields) return out;
@@ -443,6 +514,16 @@ function fieldsOf(fields: string[] | null): Record<string, string> {
     if (k === "j" || k === "r" || k === "w") out[k] = fields[i + 1] as string;
   }
   return out;
+}
+
+/** The job id a body's JSON names, or `undefined` (not JSON, no string id). */
+function jobIdOf(body: string): string | undefined {
+  try {
+    const id = (JSON.parse(body) as { id?: unknown } | null)?.id;
+    return typeof id === "string" && id !== "" ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {

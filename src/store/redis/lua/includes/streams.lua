@@ -28,6 +28,17 @@
     read for minIdle ms or more: what a process killed without leaving the group leaves behind.
     Deleting one holds no risk: it holds nothing, and a live one (idle in a long blocking read)
     is made again by its next read. Does nothing without a stream or group.
+
+  requeueSkipped(stream, minPending, max)
+    Puts back on the stream (XADD as a new entry, XDEL of the old one) up to `max` entries the
+    group will never deliver: at or before its last-delivered id and not pending. No script of
+    ours leaves one (an entry leaves the pending list only with its XDEL, in the same script), but
+    a group created or moved (XGROUP CREATE|SETID … $) after entries were added, or made again
+    after XGROUP DESTROY (the pending list goes with it), a read with NOACK or an XACK without
+    XDEL by someone else does. Looks only before the oldest pending entry (`minPending`, the
+    summary's; nil when none is pending), so it reads one entry while the head of the stream is
+    pending or unread; a skipped entry behind a pending one is put back once that one has gone.
+    Answers how many it put back.
 ]]
 --@include "keys"
 --@include "time"
@@ -93,4 +104,70 @@ local function forgetConsumers(stream, self, minIdle)
       redis.call('XGROUP', 'DELCONSUMER', stream, STREAM_GROUP, name)
     end
   end
+end
+
+-- Whether stream entry id `a` comes before `b` (ids compared as the two numbers they hold).
+local function streamIdBefore(a, b)
+  local ams, aseq = string.match(a, '^(%d+)-(%d+)$')
+  local bms, bseq = string.match(b, '^(%d+)-(%d+)$')
+  if #ams ~= #bms then
+    return #ams < #bms
+  end
+  if ams ~= bms then
+    return ams < bms
+  end
+  if #aseq ~= #bseq then
+    return #aseq < #bseq
+  end
+  return aseq < bseq
+end
+
+local function requeueSkipped(stream, minPending, max)
+  local head = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
+  if not head or (minPending and not streamIdBefore(head[1], minPending)) then
+    return 0
+  end
+  local last
+  for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+    local name, delivered
+    for i = 1, #g - 1, 2 do
+      if g[i] == 'name' then
+        name = g[i + 1]
+      elseif g[i] == 'last-delivered-id' then
+        delivered = g[i + 1]
+      end
+    end
+    if name == STREAM_GROUP then
+      last = delivered
+    end
+  end
+  -- The head not yet delivered: nothing before it was skipped.
+  if not last or streamIdBefore(last, head[1]) then
+    return 0
+  end
+  local upto = last
+  if minPending and streamIdBefore(minPending, last) then
+    upto = '(' .. minPending
+  end
+  local skipped = redis.call('XRANGE', stream, '-', upto, 'COUNT', max)
+  for _, entry in ipairs(skipped) do
+    -- The fields a delivery or a wake-up has (an entry with thousands of fields would not
+    -- unpack); one with none of them keeps its first, and the worker that reads it says so.
+    local fields, kept = entry[2] or {}, {}
+    for i = 1, #fields - 1, 2 do
+      local name = fields[i]
+      if name == 'j' or name == 'r' or name == 'w' then
+        kept[#kept + 1] = name
+        kept[#kept + 1] = fields[i + 1]
+      end
+    end
+    if #kept == 0 and #fields >= 2 then
+      kept = { fields[1], fields[2] }
+    end
+    if #kept > 0 then
+      redis.call('XADD', stream, '*', unpack(kept))
+    end
+    redis.call('XDEL', stream, entry[1])
+  end
+  return #skipped
 end
