@@ -5,6 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { CallBatch, MAX_IN_FLIGHT } from "./call-batch.ts";
+import { submitBatch } from "./jobs.ts";
+import { keys } from "./keys.ts";
 
 /** A stand-in for Redis: records each script call and answers it when the test says. */
 function fakeRedis() {
@@ -114,5 +116,25 @@ describe("CallBatch", () => {
     const pairs = await loops(2);
     expect(pairs.most).toBe(2);
     expect(pairs.groups.every((n) => n === 2)).toBe(true);
+  });
+});
+
+describe("the submits' CallBatch (submitBatch)", () => {
+  it("sends the pairs of a busy server's requests without waiting for 4 groups under way", async () => {
+    // Twenty requests' submits made in one turn, as an HTTP server under load makes them: each
+    // pair goes at once (none waits for a group under way to answer; docs/adr/0052).
+    const sent: string[][] = [];
+    const answers: (() => void)[] = [];
+    const run = (_script: unknown, _keys: string[], args: (string | number)[]) =>
+      new Promise<unknown>((resolve) => {
+        sent.push(args.map(String));
+        answers.push(() => resolve(args.length > 1 ? ["{}", "{}"] : "{}"));
+      });
+    const batch = submitBatch(run, keys("cb"));
+    const calls = Array.from({ length: 20 }, (_, i) => batch.call([`s${i}`]));
+    expect(sent).toHaveLength(10);
+    expect(sent.every((args) => args.length === 3)).toBe(true); // width, then a pair
+    for (const answer of answers) answer();
+    expect(await Promise.all(calls)).toHaveLength(20);
   });
 });

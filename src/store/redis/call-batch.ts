@@ -17,7 +17,7 @@ import { RedisStoreError } from "./errors.ts";
 /** The most calls in one batch script (a batch runs inside Redis without a break). */
 export const MAX_BATCH = 32;
 
-/** The most calls of one script under way at once. */
+/** The most calls of one script under way at once, unless its `CallBatch` says otherwise. */
 export const MAX_IN_FLIGHT = 4;
 
 /** A batch's answer for a call that raised an error inside the script: `!` and its text. */
@@ -39,6 +39,7 @@ export class CallBatch {
   readonly #one: (args: string[]) => Promise<unknown>;
   readonly #many: (args: string[], width: number) => Promise<unknown>;
   readonly #sendAt: number;
+  readonly #maxInFlight: number;
   #waiting: Waiting[] = [];
   #inFlight = 0;
   #scheduled = false;
@@ -49,30 +50,34 @@ export class CallBatch {
    * @param many runs the batch script for the calls' arguments, concatenated, each call's padded
    *   with `''` to `width` (the longest call's length: a script reads an absent argument as
    *   `''`); answers one value per call, in order
-   * @param sendAt a group goes as soon as this many calls wait, while fewer than
-   *   {@link MAX_IN_FLIGHT} are under way, without waiting for the end of the turn or for the
+   * @param sendAt a group goes as soon as this many calls wait, while fewer than `maxInFlight`
+   *   are under way, without waiting for the end of the turn or for the
    *   group under way (default: never). A few callers that each wait for their answer before
    *   their next call then form two groups that take turns, one with Redis while the other's
    *   callers make their next calls, instead of one group that leaves Redis idle while all of
    *   them do (docs/adr/0043-submits-in-groups.md).
+   * @param maxInFlight the most calls of the script under way at once (default
+   *   {@link MAX_IN_FLIGHT}); what arrives meanwhile waits for one of them
    */
   constructor(
     operation: string,
     one: (args: string[]) => Promise<unknown>,
     many: (args: string[], width: number) => Promise<unknown>,
     sendAt = Number.POSITIVE_INFINITY,
+    maxInFlight = MAX_IN_FLIGHT,
   ) {
     this.#operation = operation;
     this.#one = one;
     this.#many = many;
     this.#sendAt = sendAt;
+    this.#maxInFlight = maxInFlight;
   }
 
   /** Runs the script for `args`, alone or with other calls; answers what the script answered. */
   call(args: string[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ args, resolve, reject });
-      if (this.#waiting.length >= this.#sendAt && this.#inFlight < MAX_IN_FLIGHT) {
+      if (this.#waiting.length >= this.#sendAt && this.#inFlight < this.#maxInFlight) {
         this.#send();
         return;
       }
@@ -86,12 +91,12 @@ export class CallBatch {
   }
 
   /**
-   * Sends what waits, in groups of up to {@link MAX_BATCH}, while fewer than
-   * {@link MAX_IN_FLIGHT} are under way: a worker gets the first group's answers (and runs their
-   * handlers) while Redis still runs the next.
+   * Sends what waits, in groups of up to {@link MAX_BATCH}, while fewer than the most are under
+   * way: a worker gets the first group's answers (and runs their handlers) while Redis still runs
+   * the next.
    */
   #send(): void {
-    while (this.#inFlight < MAX_IN_FLIGHT && this.#waiting.length > 0) {
+    while (this.#inFlight < this.#maxInFlight && this.#waiting.length > 0) {
       const size = Math.min(MAX_BATCH, this.#waiting.length);
       this.#inFlight++;
       void this.#sendGroup(this.#waiting.splice(0, size)).finally(() => {
