@@ -286,18 +286,21 @@ describe("Redis Streams, the consumer group made or moved by someone else", () =
   });
 });
 
+/** Resolves once the connection named `name` is blocked in XREADGROUP (a worker's read). */
+async function blockedIn(name: string) {
+  await until(async () => {
+    const list = String(await admin.call("CLIENT", "LIST"));
+    return list.split("\n").some((l) => l.includes(`name=${name}`) && l.includes("cmd=xreadgroup"));
+  }, "the blocking read");
+}
+
 describe("Redis Streams, the stream and the clock under a running worker", () => {
   it("the stream deleted under a blocked worker: it makes it again without reporting a failed pull", async () => {
     const name = `hostile-${randomUUID().slice(0, 8)}`;
     const r = rig({ name, idleWaitMs: 60_000 });
     await r.worker.start();
     // Blocked in XREADGROUP (its read connection carries the same name).
-    await until(async () => {
-      const list = String(await admin.call("CLIENT", "LIST"));
-      return list
-        .split("\n")
-        .some((l) => l.includes(`name=${name}`) && l.includes("cmd=xreadgroup"));
-    }, "the blocking read");
+    await blockedIn(name);
     await admin.del(r.stream);
     const { job } = await r.engine.broker.submit({ handler: "ok", input: 1 });
     await until(
@@ -318,12 +321,7 @@ describe("Redis Streams, the stream and the clock under a running worker", () =>
     expect(await dead.pull(1, 50)).toHaveLength(1);
     await r.worker.start();
     // Its first maintenance done (too early for a takeover), it blocks on the stream.
-    await until(async () => {
-      const list = String(await admin.call("CLIENT", "LIST"));
-      return list
-        .split("\n")
-        .some((l) => l.includes(`name=${name}`) && l.includes("cmd=xreadgroup"));
-    }, "the blocking read");
+    await blockedIn(name);
     // NTP steps this host's clock back an hour.
     const real = Date.now.bind(Date);
     vi.spyOn(Date, "now").mockImplementation(() => real() - 3_600_000);

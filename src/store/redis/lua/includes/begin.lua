@@ -23,27 +23,29 @@
 -- before asking with a delivery of its own.
 local REPLAYED_WAIT_MS = 1000
 
--- An occurrence that never started is skipped: its schedule's overlap lease is held, or the
--- schedule was paused or deleted before it began. `leave` takes it out of the backlog (beginRunAt).
-local function skipOccurrence(a, n, id, key, job, retention, maxLen, now, m, leave)
+-- A job that ends here without running: `status` `skipped` (an occurrence that never started:
+-- its schedule's overlap lease is held, or the schedule was paused or deleted before it began)
+-- or `cancelled` (a cancel asked for, and the attempt's lease ran out before it finished). `leave`
+-- takes it out of the backlog (beginRunAt). Answers beginRun's `kind` `kind` with the job.
+local function endUnrun(a, n, id, key, job, status, kind, retention, maxLen, now, m, leave)
   local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
-  removeMessages(KEYS[2], KEYS[3], { id })
   leave(job.status)
-  job.status, job.finishedAt = 'skipped', int(now)
+  job.status, job.finishedAt = status, int(now)
   redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
   releaseRun(root, key, id, job)
+  removeMessages(KEYS[2], KEYS[3], { id })
   retainJob(root, KEYS[4], id, job, now, retention)
-  mAdd(m, 't:skipped', 1)
-  emitEvent(events, maxLen, jobEvent('job.skipped', now, id, job))
+  mAdd(m, 't:' .. status, 1)
+  emitEvent(events, maxLen, jobEvent('job.' .. status, now, id, job))
   -- Jobs waiting for it (it existed, queued, before: a refused placement or a held begin) are
-  -- released as by a failure, as a submit after a skipped dependency is.
+  -- released as by a failure, as a submit after a skipped or cancelled dependency is.
   if job.dependents then
     releaseDependents({ root = root, outbox = KEYS[2], messages = KEYS[3], pending = pending,
       expiring = KEYS[4], metrics = metrics, events = events, maxLen = maxLen,
       retention = retention, now = now }, id, false)
   end
   rememberToken(root, argAt(a, n, 13), argAt(a, n, 14), now, '-')
-  return jobJson(job, '{"kind":"skipped","job":')
+  return jobJson(job, '{"kind":"' .. kind .. '","job":')
 end
 
 local function beginRunAt(a, n, retention, maxLen, now, m)
@@ -109,21 +111,7 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   end
   if job.status == 'running' and job.cancelRequested then
     -- A cancel was asked for and the attempt's lease ran out before it finished: it ends here.
-    leave(job.status)
-    job.status, job.finishedAt = 'cancelled', int(now)
-    redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
-    releaseRun(root, key, id, job)
-    removeMessages(KEYS[2], KEYS[3], { id })
-    retainJob(root, KEYS[4], id, job, now, retention)
-    mAdd(m, 't:cancelled', 1)
-    emitEvent(events, maxLen, jobEvent('job.cancelled', now, id, job))
-    if job.dependents then
-      releaseDependents({ root = root, outbox = KEYS[2], messages = KEYS[3], pending = pending,
-        expiring = KEYS[4], metrics = metrics, events = events, maxLen = maxLen,
-        retention = retention, now = now }, id, false)
-    end
-    remember('-')
-    return jobJson(job, '{"kind":"final","job":')
+    return endUnrun(a, n, id, key, job, 'cancelled', 'final', retention, maxLen, now, m, leave)
   end
 
   if job.scheduleId and job.attempts == '0' and not job.attemptBase then
@@ -131,7 +119,7 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
     -- dead-letter list was asked for again, and runs).
     local status = redis.call('HGET', scheduleKey(root, job.scheduleId), 'status')
     if not status or status == 'paused' then
-      return skipOccurrence(a, n, id, key, job, retention, maxLen, now, m, leave)
+      return endUnrun(a, n, id, key, job, 'skipped', 'skipped', retention, maxLen, now, m, leave)
     end
   end
 
@@ -148,7 +136,7 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
         remember('b')
         return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
       end
-      return skipOccurrence(a, n, id, key, job, retention, maxLen, now, m, leave)
+      return endUnrun(a, n, id, key, job, 'skipped', 'skipped', retention, maxLen, now, m, leave)
     end
   end
 
