@@ -53,7 +53,11 @@ export class ScheduleHandle<H extends Handlers = Handlers> {
     return (await call<Schedule>(this.#caller, "POST", `${this.#path()}/pause`)).data;
   }
 
-  /** Fire again, from now on (occurrences that fell in the pause are not replayed). @example await s.resume(); */
+  /**
+   * Fire again, from now on (occurrences that fell in the pause are not replayed); one with nothing
+   * left to fire (`nextRunAt: null`: `maxRuns` reached, `endAt` passed) is `completed` instead.
+   * @example await s.resume();
+   */
   async resume(): Promise<Schedule> {
     return (await call<Schedule>(this.#caller, "POST", `${this.#path()}/resume`)).data;
   }

@@ -7,7 +7,8 @@
  *
  * Times are ISO-8601 strings, durations milliseconds under the API's field names (`timeout`,
  * `jitter`). An absent optional value is omitted, never `null` — except a schedule's
- * `nextRunAt`, which is `null` once it is completed. Pure types: no code, no imports at run time.
+ * `nextRunAt`, which is `null` once it is completed (or paused with nothing left to fire). Pure
+ * types: no code, no imports at run time.
  */
 import type {
   JobError,
@@ -111,7 +112,10 @@ export interface ScheduleResource {
   tags: string[];
   /** Where its occurrences may run. */
   placement?: Placement;
-  /** `null` once completed. */
+  /**
+   * `null` once completed, or paused with nothing left to fire (it completes when resumed). While
+   * paused, the time that was pending at the pause: a resume counts from then on.
+   */
   nextRunAt: string | null;
   lastRunAt?: string;
   /** Occurrences dispatched so far. */

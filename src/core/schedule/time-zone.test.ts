@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ScheduleError } from "./errors.ts";
 import { assertTimeZone, offsetAt, zoneSegment } from "./time-zone.ts";
 
@@ -60,5 +60,28 @@ describe("assertTimeZone", () => {
   it("accepts IANA names and rejects the rest", () => {
     expect(() => assertTimeZone("America/Argentina/Buenos_Aires")).not.toThrow();
     expect(() => assertTimeZone("Europe/Atlantis")).toThrow(ScheduleError);
+  });
+
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("keeps one zone's offsets however its name is spelled (no cache per spelling)", () => {
+    // `Intl` takes a name in any case (2^n spellings of an n-letter name) and under its aliases:
+    // a schedule's `tz` is any of them. Kept per spelling, each new one held a formatter and its
+    // zone's years (~37 KB of RSS, mostly ICU's): 5,000 PATCHes of one schedule's `tz`, each a new
+    // spelling of America/Argentina/ComodRivadavia, grew the server by 185 MB, never freed.
+    const name = "America/Argentina/ComodRivadavia";
+    const t = at("2024-06-01T00:00:00Z");
+    const expected = zoneSegment(name, t);
+    const spelling = (n: number) =>
+      [...name].map((c, i) => ((n >> i) & 1 ? c.toUpperCase() : c.toLowerCase())).join("");
+    const formatToParts = vi.spyOn(Intl.DateTimeFormat.prototype, "formatToParts");
+    for (let n = 1; n <= 100; n++) {
+      expect(zoneSegment(spelling(n), t)).toEqual(expected);
+      expect(offsetAt(spelling(n), t)).toBe(expected.offset);
+    }
+    // The zone's years were found once, for its first spelling: one read per offsetAt here.
+    expect(formatToParts.mock.calls.length).toBeLessThanOrEqual(100);
   });
 });

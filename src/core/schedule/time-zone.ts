@@ -51,30 +51,42 @@ interface YearZone {
   transitions: Transition[];
 }
 
+/**
+ * The caches are keyed by a zone's canonical name (`resolvedOptions().timeZone`), of which there
+ * are a few hundred: `Intl` takes a name in any case and under its aliases (`europe/berlin`,
+ * `EUROPE/Berlin`, …: 2^n spellings of an n-letter name), and a formatter and a zone's years kept
+ * per spelling (tens of KB each, mostly ICU's) let requests naming new spellings grow the process
+ * without bound. The spellings seen map to their canonical name in a bounded memo.
+ */
 const formatters = new Map<string, Intl.DateTimeFormat>();
 const years = new Map<string, Map<number, YearZone>>();
+const SPELLINGS_MEMO = 1_024;
+const spellings = new Map<string, string>();
+
+function formatter(timeZone: string): Intl.DateTimeFormat {
+  return new Intl.DateTimeFormat("en-US", {
+    timeZone,
+    hourCycle: "h23",
+    year: "numeric",
+    month: "numeric",
+    day: "numeric",
+    hour: "numeric",
+    minute: "numeric",
+    second: "numeric",
+  });
+}
 
 /**
- * Check that `tz` is a time zone `Intl` knows (IANA names such as `"Europe/Berlin"`, and `"UTC"`).
+ * The canonical name of `tz`, its formatter made once per canonical name.
  *
  * @throws {ScheduleError} `invalid_timezone`.
  */
-export function assertTimeZone(tz: string): void {
-  if (formatters.has(tz)) return;
+function zoneOf(tz: string): string {
+  const known = spellings.get(tz);
+  if (known !== undefined) return known;
+  let made: Intl.DateTimeFormat;
   try {
-    formatters.set(
-      tz,
-      new Intl.DateTimeFormat("en-US", {
-        timeZone: tz,
-        hourCycle: "h23",
-        year: "numeric",
-        month: "numeric",
-        day: "numeric",
-        hour: "numeric",
-        minute: "numeric",
-        second: "numeric",
-      }),
-    );
+    made = formatter(tz);
   } catch (error) {
     throw new ScheduleError(
       "invalid_timezone",
@@ -82,13 +94,26 @@ export function assertTimeZone(tz: string): void {
       { cause: error },
     );
   }
+  const name = made.resolvedOptions().timeZone;
+  if (!formatters.has(name)) formatters.set(name, name === tz ? made : formatter(name));
+  if (spellings.size >= SPELLINGS_MEMO) spellings.delete(spellings.keys().next().value!);
+  spellings.set(tz, name);
+  return name;
+}
+
+/**
+ * Check that `tz` is a time zone `Intl` knows (IANA names such as `"Europe/Berlin"`, and `"UTC"`).
+ *
+ * @throws {ScheduleError} `invalid_timezone`.
+ */
+export function assertTimeZone(tz: string): void {
+  zoneOf(tz);
 }
 
 /** UTC offset of `tz` at instant `t`, in ms (wall clock = `t + offset`). */
 export function offsetAt(tz: string, instant: number): number {
-  assertTimeZone(tz);
   const t = clampToDates(instant);
-  const parts = formatters.get(tz)!.formatToParts(t);
+  const parts = formatters.get(zoneOf(tz))!.formatToParts(t);
   const get = (type: Intl.DateTimeFormatPartTypes) =>
     Number(parts.find((p) => p.type === type)?.value);
   const wall = Date.UTC(
@@ -110,10 +135,11 @@ function yearStart(year: number): number {
 }
 
 function yearZone(tz: string, year: number): YearZone {
-  let zone = years.get(tz);
+  const name = zoneOf(tz);
+  let zone = years.get(name);
   if (!zone) {
     zone = new Map();
-    years.set(tz, zone);
+    years.set(name, zone);
   }
   let found = zone.get(year);
   if (!found) {

@@ -84,7 +84,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   <section aria-labelledby="h-schedules">
     <h2 id="h-schedules">Schedules</h2>
     <table aria-labelledby="h-schedules">
-      <thead><tr><th scope="col">ID</th><th scope="col">Handler</th><th scope="col">Schedule</th><th scope="col">Status</th><th scope="col">Next run</th><th scope="col">Last run</th><th scope="col">Runs</th><th scope="col"><span class="empty">Actions</span></th></tr></thead>
+      <thead><tr><th scope="col">ID</th><th scope="col">Handler</th><th scope="col">Schedule</th><th scope="col">Status</th><th scope="col">Next run</th><th scope="col" title="The fire time of the last occurrence dispatched (the tick dispatches ahead)">Dispatched up to</th><th scope="col" title="Occurrences dispatched so far, skipped ones too">Dispatched</th><th scope="col"><span class="empty">Actions</span></th></tr></thead>
       <tbody id="schedules"></tbody>
     </table>
   </section>

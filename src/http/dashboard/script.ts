@@ -256,27 +256,70 @@ export const DASHBOARD_JS = `
     $("updated").title = s.now;
   }
 
-  function renderSchedules(items) {
-    fillTable($("schedules"), items.map((s) => {
+  /** Schedule ids with an action under way (their buttons stay disabled until it answered). */
+  const acting = new Set();
+
+  /** What a pause or resume left the schedule as (the API answers the schedule). */
+  function statusSaid(id, verb) {
+    return (s) => s && s.status === "completed"
+      ? id + " is completed: nothing is left for it to fire"
+      : verb + " " + id;
+  }
+
+  /**
+   * When a schedule runs next. The tick dispatches occurrences ahead (by its horizon, 65 s for a
+   * once-a-minute cron): lastRunAt is the fire time of the last one dispatched, and while it is
+   * still ahead an occurrence runs by then (nextRunAt, the next not yet dispatched, comes after
+   * it). A paused schedule runs nothing until resumed (what it dispatched is skipped), and a resume
+   * counts from then on: its nextRunAt, what was pending at the pause, is not a time it runs at.
+   */
+  function nextRunCell(s) {
+    if (s.status === "paused") {
+      const td = node("td", "–");
+      td.title = "paused: it fires again once resumed";
+      return td;
+    }
+    const ahead = s.lastRunAt ? Date.parse(s.lastRunAt) - (Date.now() + skew) : 0;
+    if (ahead > 0) {
+      const td = node("td", "within " + duration(ahead));
+      td.title = "dispatched ahead: an occurrence runs by " + s.lastRunAt;
+      return td;
+    }
+    return timeCell(s.nextRunAt);
+  }
+
+  function renderSchedules(page) {
+    fillTable($("schedules"), page.items.map((s) => {
       const actions = node("td", null, "actions");
       if (s.status === "active") {
         actions.append(button("Pause", "Pause schedule " + s.id, () =>
-          act("POST", "v1/schedules/" + encodeURIComponent(s.id) + "/pause", "Paused " + s.id)));
+          act("POST", "v1/schedules/" + encodeURIComponent(s.id) + "/pause", statusSaid(s.id, "Paused"), s.id)));
       } else if (s.status === "paused") {
         actions.append(button("Resume", "Resume schedule " + s.id, () =>
-          act("POST", "v1/schedules/" + encodeURIComponent(s.id) + "/resume", "Resumed " + s.id)));
+          act("POST", "v1/schedules/" + encodeURIComponent(s.id) + "/resume", statusSaid(s.id, "Resumed"), s.id)));
       }
       actions.append(button("Delete", "Delete schedule " + s.id, () => {
         if (!confirm("Delete schedule " + s.id + "? Its history stays; it will not run again.")) return;
-        return act("DELETE", "v1/schedules/" + encodeURIComponent(s.id), "Deleted " + s.id);
+        return act("DELETE", "v1/schedules/" + encodeURIComponent(s.id), "Deleted " + s.id, s.id);
       }, true));
+      // A redraw while one of its actions is under way does not offer its buttons again.
+      if (acting.has(s.id)) for (const b of actions.querySelectorAll("button")) b.disabled = true;
       const status = node("td");
       status.append(badge(s.status));
       const tr = [node("td", s.id, "id"), node("td", s.handler),
         node("td", s.tz && s.tz !== "UTC" ? s.schedule + " (" + s.tz + ")" : s.schedule),
-        status, timeCell(s.nextRunAt), timeCell(s.lastRunAt), node("td", num(s.runs), "num"), actions];
+        status, nextRunCell(s), timeCell(s.lastRunAt), node("td", num(s.runs), "num"), actions];
       return tr;
     }), 8, "No schedules.");
+    // The table reads one page: say so when there are more, rather than look like all of them.
+    if (page.cursor) {
+      const tr = node("tr");
+      const td = node("td", "The newest " + num(page.items.length) +
+        " are shown; there are more (GET v1/schedules pages through them all).", "empty");
+      td.colSpan = 8;
+      tr.append(td);
+      $("schedules").append(tr);
+    }
   }
 
   function renderDead(items) {
@@ -318,8 +361,10 @@ ${JOB_STREAM_JS}
 ${JOB_EVENTS_JS}
 ${HOOKS_JS}
   // ── polling and actions ─────────────────────────────────────────────────
+  let refreshes = 0;
   async function refresh() {
     clearTimeout(timer);
+    const seq = ++refreshes;
     try {
       // The jobs list and the open job render themselves (a refused filter is shown in place).
       const [stats, nodes, schedules, dead, hooks] = await Promise.all([
@@ -332,14 +377,17 @@ ${HOOKS_JS}
         // A followed job's stream reads the detail as updates arrive (script-job-stream.ts).
         detailLive() ? undefined : loadDetail(),
       ]);
+      // A later refresh (an action's) began while this one waited: its answers are the newer, and
+      // it draws them (these could show a schedule as it was before a pause) and sets the timer.
+      if (seq !== refreshes) return;
       renderStats(stats);
       renderNodes(nodes);
-      renderSchedules(schedules.items);
+      renderSchedules(schedules);
       renderDead(dead.items);
       renderHooks(hooks);
       clearPollNotice();
     } catch (error) {
-      if (error instanceof Refused) return;
+      if (error instanceof Refused || seq !== refreshes) return;
       notice("Could not refresh: " + error.message, true, true);
     }
     // An action's refresh may overlap a poll: keep one timer.
@@ -347,13 +395,23 @@ ${HOOKS_JS}
     timer = setTimeout(refresh, POLL_MS);
   }
 
-  async function act(method, path, done) {
+  /**
+   * Calls the API, says "done" (or what "done" makes of the answer), and refreshes. With a key,
+   * one action per key at a time: another asked for while one is under way is dropped.
+   */
+  async function act(method, path, done, key) {
+    if (key !== undefined) {
+      if (acting.has(key)) return;
+      acting.add(key);
+    }
     try {
-      await api(method, path);
-      notice(done + ".", false);
+      const answer = await api(method, path);
+      notice((typeof done === "function" ? done(answer) : done) + ".", false);
     } catch (error) {
       if (error instanceof Refused) return;
       notice(error.message, true);
+    } finally {
+      if (key !== undefined) acting.delete(key);
     }
     await refresh();
   }
