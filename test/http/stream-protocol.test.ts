@@ -1,10 +1,11 @@
 /**
  * The realtime routes' protocol and edges over a real socket: the `text/event-stream` answer
  * (`retry:`, ids, event names, heartbeats), the time limit after which the server ends a stream
- * and `job.updates()` reconnects, a job whose events the log no longer holds, a schedule's runs
+ * and `job.updates()` reconnects, a client that reads nothing (its stream ended once 256 KiB wait for it), a job whose events the log no longer holds, a schedule's runs
  * (`GET /v1/schedules/:id/stream`), and the refusals — an unknown id or another tenant's job or
  * schedule 404, a malformed `Last-Event-ID` 400 problem+json — with nothing written.
  */
+import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   createClient,
@@ -21,7 +22,7 @@ import type { AppOptions } from "../../src/http/index.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import type { Store } from "../../src/store/port.ts";
 import type { StoreHandle } from "../support/stores.ts";
-import { call, expectProblem, type Harness, snapshot, startHarness } from "./harness.ts";
+import { call, expectProblem, type Harness, snapshot, startHarness, until } from "./harness.ts";
 import { streamStores } from "./stream-stores.ts";
 
 /** `wait` runs until the test calls `release()`; `echo` answers its input. */
@@ -165,6 +166,65 @@ describe("GET /v1/jobs/:id/stream", () => {
       else last.addEventListener("abort", () => resolve(), { once: true });
     });
     release();
+  });
+
+  it("ends the stream of a client that reads nothing, rather than queueing for it without bound", async () => {
+    // Polled (as over Upstash): a round every 10 ms, each with a new 4 KiB progress value.
+    const store = new MemoryStore();
+    (store as { waitForEvents?: unknown }).waitForEvents = undefined;
+    let stop = false;
+    const chatty = defineHandlers({
+      chatty: {
+        timeout: "5m",
+        run: async (_input: unknown, ctx) => {
+          for (let n = 0; !stop; n++) {
+            await ctx.progress({ n, pad: "x".repeat(4_000) });
+            await new Promise((resolve) => setTimeout(resolve, 2));
+          }
+        },
+      },
+    });
+    h = await startHarness({ store, handlers: chatty, app: { stream: { pollMs: 10 } } });
+    const job = await call(h.origin, "POST", "/v1/jobs", { json: { handler: "chatty" } });
+    // The stream's rounds: it reads the job each.
+    let lastRead = 0;
+    const getJob = store.getJob.bind(store);
+    store.getJob = (id, tenant) => {
+      if (id === job.body.id) lastRead = Date.now();
+      return getJob(id, tenant);
+    };
+    const { hostname, port } = new URL(h.origin);
+    const socket = connect(Number(port), hostname);
+    socket.on("error", () => {});
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(`GET /v1/jobs/${job.body.id}/stream HTTP/1.1\r\nhost: ${hostname}\r\n\r\n`);
+    socket.pause(); // never reads: the socket's buffers fill, then the stream's queue
+    try {
+      // Once it queues MAX_QUEUED_BYTES (after the sockets' buffers, some MiB) it ends; it went
+      // on for maxMs (4 minutes), its queue growing by each value, then held until the client
+      // closed the connection.
+      // Ended: no round for 5 s (a round comes every 10 ms while it lives; a busy machine delays
+      // one by far less).
+      await until(() => lastRead > 0 && Date.now() - lastRead > 5_000, 90_000);
+      // A client that reads again gets whole events, then the end of the answer, and resumes.
+      let text = "";
+      socket.setEncoding("latin1");
+      socket.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      socket.resume();
+      await until(() => text.endsWith("\r\n0\r\n\r\n"), 30_000);
+      const last = [...text.matchAll(/\nid: (\S+)\n/g)].at(-1)?.[1];
+      expect(last).toMatch(/^\d+-\d+\.\d+\.running$/);
+      const resumed = await fetch(`${h.origin}/v1/jobs/${job.body.id}/stream`, {
+        headers: { "last-event-id": last as string },
+      });
+      expect(resumed.status).toBe(200);
+      await resumed.body?.cancel();
+    } finally {
+      stop = true;
+      socket.destroy();
+    }
   });
 
   it("reads the status from the job when the log holds none of its events", async () => {

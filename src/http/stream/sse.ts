@@ -111,6 +111,13 @@ export function parseLastEventId(value: string | undefined): StreamPosition | un
   return position;
 }
 
+/**
+ * Bytes a stream queues for a client that does not take them (beyond what the connection's
+ * buffers hold): a stream further behind ends, as at `maxMs`, and the client resumes with
+ * `Last-Event-ID` when it reads again. An event is always queued whole, however large.
+ */
+export const MAX_QUEUED_BYTES = 262_144;
+
 /** What a stream's body writes to. */
 export interface SseWriter {
   /** One event: `data` is sent as one line of JSON. */
@@ -147,10 +154,22 @@ export function sseResponse(
   requestSignal.addEventListener("abort", stop, { once: true });
   const encoder = new TextEncoder();
   let lastWrite = Date.now();
-  const body = new ReadableStream<Uint8Array>({
+  const source: UnderlyingDefaultSource<Uint8Array> = {
     start(controller) {
       const write = (text: string) => {
         if (abort.signal.aborted) return;
+        // A client that stopped reading: what it does not take piles up here, for as long as the
+        // stream lives and then until the client closes the connection. Past the bound the
+        // stream ends, as at `maxMs`: the client resumes with the last id it read.
+        if ((controller.desiredSize ?? 0) < 0) {
+          abort.abort();
+          try {
+            controller.close();
+          } catch {
+            // Already closed by a cancel.
+          }
+          return;
+        }
         lastWrite = Date.now();
         try {
           controller.enqueue(encoder.encode(text));
@@ -186,6 +205,11 @@ export function sseResponse(
     cancel() {
       abort.abort();
     },
+  };
+  // Counted in bytes: `desiredSize` below 0 is more than MAX_QUEUED_BYTES waiting for the client.
+  const body = new ReadableStream(source, {
+    highWaterMark: MAX_QUEUED_BYTES,
+    size: (chunk) => chunk.byteLength,
   });
   return new Response(body, {
     status: 200,

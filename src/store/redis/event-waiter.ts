@@ -5,6 +5,9 @@
  * connection of its own (a duplicate of the store's: a blocking read would hold up every command
  * queued behind it on the shared one), and wakes every waiter whose id the new event is above. Any
  * number of open streams share that one blocking connection; it blocks only while someone waits.
+ * A read never starts past the log's end (`XREVRANGE … COUNT 1` when the lowest id waited on is
+ * past every event the reader has seen): a waiter that arrives below a running read's start is
+ * woken at once, which is right only when an event above its id exists.
  * Upstash over REST has no blocking reads: a store without a blocking client has no
  * `waitForEvents`, and the streams poll (docs/adr/0021-realtime-streams.md).
  */
@@ -46,6 +49,8 @@ export class EventWaiter {
   #connection: BlockingConnection | undefined;
   /** The id the running read waits above; `undefined` when no read runs. */
   #cursor: string | undefined;
+  /** The newest event id the reader knows the log holds (its own reads); `undefined`: none. */
+  #end: string | undefined;
   #reading = false;
   #closed = false;
 
@@ -93,19 +98,26 @@ export class EventWaiter {
     this.#reading = true;
     try {
       while (this.#waiters.size > 0 && !this.#closed) {
-        let cursor: string | undefined;
-        let lowest = false;
-        for (const { after } of this.#waiters) {
-          if (after === undefined) lowest = true;
-          else if (cursor === undefined || eventIdAbove(cursor, after)) cursor = after;
-        }
-        this.#cursor = lowest ? "0-0" : cursor;
         if (this.#connection === undefined) {
           this.#connection = this.#client.duplicate();
           // Without a listener ioredis prints every reconnect attempt of an outage to the console;
           // a failed read ends below, and the store's own connection reports the outage.
           this.#connection.on?.("error", () => {});
         }
+        let cursor = this.#lowest();
+        if (this.#end === undefined || eventIdAbove(cursor, this.#end)) {
+          // The lowest id waited on may lie past the log's end: a schedule's stream opened on a
+          // quiet log waits from "now", and a `Last-Event-ID` may name any id. A read from there
+          // would wake every later waiter below it at once, again and again until it ends (their
+          // streams reading the store every 100 ms): start at the log's end instead.
+          const end = lastId(
+            await this.#connection.call("XREVRANGE", this.#stream, "+", "-", "COUNT", 1),
+          );
+          this.#end = end;
+          cursor = this.#lowest();
+          if (eventIdAbove(cursor, end ?? "0-0")) cursor = end ?? "0-0";
+        }
+        this.#cursor = cursor;
         const reply = await this.#connection.call(
           "XREAD",
           "COUNT",
@@ -114,10 +126,11 @@ export class EventWaiter {
           this.#blockMs,
           "STREAMS",
           this.#stream,
-          this.#cursor ?? "0-0",
+          cursor,
         );
         const id = firstId(reply);
         if (id === undefined) continue;
+        if (this.#end === undefined || eventIdAbove(id, this.#end)) this.#end = id;
         for (const waiter of [...this.#waiters]) {
           if (eventIdAbove(id, waiter.after)) waiter.wake();
         }
@@ -125,12 +138,29 @@ export class EventWaiter {
     } catch {
       // The connection failed or was closed: wake everyone; they read the log themselves (and
       // fail there if Redis is down), and the next wait starts a new read.
+      this.#end = undefined;
       for (const waiter of [...this.#waiters]) waiter.wake();
     } finally {
       this.#reading = false;
       this.#cursor = undefined;
     }
   }
+
+  /** The lowest id waited on (`"0-0"`: a waiter for any event, or none). */
+  #lowest(): string {
+    let cursor: string | undefined;
+    for (const { after } of this.#waiters) {
+      if (after === undefined) return "0-0";
+      if (cursor === undefined || eventIdAbove(cursor, after)) cursor = after;
+    }
+    return cursor ?? "0-0";
+  }
+}
+
+/** The id of the entry of an `XREVRANGE … COUNT 1` reply (`[[id, fields]]`), if any. */
+function lastId(reply: unknown): string | undefined {
+  const id = Array.isArray(reply) ? (reply[0] as [string, unknown] | undefined)?.[0] : undefined;
+  return typeof id === "string" ? id : undefined;
 }
 
 /** The id of the first entry of an `XREAD` reply (`[[stream, [[id, fields], …]]]`), if any. */
