@@ -107,9 +107,9 @@ export class EventWaiter {
         let cursor = this.#lowest();
         if (this.#end === undefined || eventIdAbove(cursor, this.#end)) {
           // The lowest id waited on may lie past the log's end: a schedule's stream opened on a
-          // quiet log waits from the present, and a `Last-Event-ID` may name any id. A read from there
-          // would wake every later waiter below it at once, again and again until it ends (their
-          // streams reading the store every 100 ms): start at the log's end instead.
+          // quiet log waits from the present, and a `Last-Event-ID` may name any id. A read from
+          // there would wake every later waiter below it at once, again and again until it ends
+          // (their streams reading the store every 100 ms): start at the log's end instead.
           const end = lastId(
             await this.#connection.call("XREVRANGE", this.#stream, "+", "-", "COUNT", 1),
           );
