@@ -7,6 +7,12 @@
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 
+/**
+ * The longest delay a timer holds (2^31 - 1 ms, about 24.8 days): Node, browsers and workerd run
+ * a longer one (and a negative or NaN one) after about 1 ms.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 /** A duration: milliseconds or a string with a unit. */
 export type Duration = number | string;
 

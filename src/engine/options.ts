@@ -3,6 +3,7 @@
  * Engine settings with their defaults, resolved once.
  */
 
+import { MAX_TIMER_MS } from "../core/duration.ts";
 import { type NodeIdentity, nodeIdentityProblem } from "../core/placement.ts";
 import { MAX_DELAY_MS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import {
@@ -135,7 +136,8 @@ export interface EngineOptions {
    * While a handler runs, how often the runner asks the store whether the job was cancelled (one
    * cheap read, `src/engine/attempt.ts`), counted from the last store answer it had (a progress
    * or log call also answers it). A cancel of a running job is seen within this. `0`: never poll
-   * (a cancel is then seen only by a progress or log call, or at the attempt's end).
+   * (a cancel is then seen only by a progress or log call, or at the attempt's end). At most
+   * 2147483647 (a timer's longest delay).
    * @default 1_000
    */
   cancelCheckMs?: number | undefined;
@@ -307,7 +309,8 @@ function validate(o: ResolvedOptions): void {
   check("jobs.retries", o.jobs.retries, 0);
   check("jobs.priority", o.jobs.priority, 1, 10);
   check("leaseGraceMs", o.leaseGraceMs, 0);
-  check("cancelCheckMs", o.cancelCheckMs, 0);
+  // A timer's delay: past Node's limit the poll would run every millisecond.
+  check("cancelCheckMs", o.cancelCheckMs, 0, MAX_TIMER_MS);
   // Below the recover grace, an accepted message would be re-published on every tick.
   check("reapAfterMs", o.reapAfterMs, Math.max(1, o.tick.recoverGraceMs));
   check("maxReaps", o.maxReaps, 1);

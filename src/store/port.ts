@@ -96,7 +96,14 @@ export {
   MAX_RATE_PERIOD_MS,
   type RateLimit,
 } from "./port/rate.ts";
-export { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION, type StoreRetention } from "./port/retention.ts";
+export {
+  DEFAULT_REAP_AFTER_MS,
+  DEFAULT_RETENTION,
+  MAX_RETENTION_COUNT,
+  MAX_RETENTION_MS,
+  resolveRetention,
+  type StoreRetention,
+} from "./port/retention.ts";
 export type { ListSchedulesQuery, PutScheduleResult, ScheduleStore } from "./port/schedules.ts";
 export type { Store } from "./port/store.ts";
 export {

@@ -38,6 +38,16 @@ describe("engine options", () => {
     }
   });
 
+  it("refuses a cancelCheckMs past Node's timer limit, which polled every millisecond", () => {
+    // setTimeout(poll, 2^31) fires after 1 ms: each running job polled again every millisecond,
+    // with a TimeoutOverflowWarning on stderr each time.
+    for (const cancelCheckMs of [2 ** 31, 1e10, Number.MAX_SAFE_INTEGER]) {
+      expect(() => resolveOptions({ cancelCheckMs })).toThrow(/cancelCheckMs/);
+    }
+    expect(resolveOptions({ cancelCheckMs: 2 ** 31 - 1 }).cancelCheckMs).toBe(2 ** 31 - 1);
+    expect(resolveOptions({ cancelCheckMs: 0 }).cancelCheckMs).toBe(0);
+  });
+
   it("accepts every in-range tick setting", () => {
     fc.assert(
       fc.property(

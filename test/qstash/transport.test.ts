@@ -403,6 +403,14 @@ describe.each(senders)("QStashTransport failures never throw, through %s", (_, h
     expect(() => new QStashTransport({ ...base, workerUrl: "nope" })).toThrow(TypeError);
     expect(() => new QStashTransport({ ...base, flowControl: { x: {} } })).toThrow(RangeError);
     expect(() => new QStashTransport({ ...base, batchSize: 0 })).toThrow(RangeError);
+    // A publish timeout past Node's timer limit failed every publish after 1 ms ("gave no answer
+    // within Infinity ms"); an infinite response grace made every Upstash-Timeout "Infinity".
+    for (const publishTimeoutMs of [Number.POSITIVE_INFINITY, 2 ** 31, 1e300]) {
+      expect(() => new QStashTransport({ ...base, publishTimeoutMs })).toThrow(/publishTimeoutMs/);
+    }
+    for (const responseGraceMs of [Number.POSITIVE_INFINITY, 1e300, Number.NaN, -1]) {
+      expect(() => new QStashTransport({ ...base, responseGraceMs })).toThrow(/responseGraceMs/);
+    }
     expect(
       new QStashTransport({ ...base, workerUrl: "HTTPS://App.Example/v1/worker" }).workerUrl,
     ).toBe("https://app.example/v1/worker");

@@ -74,6 +74,7 @@ function rig(
     readAheadHoldMs?: number;
     name?: string;
     handlers?: Record<string, { run: (input: unknown) => unknown }>;
+    backoff?: (retried: number) => number;
   } = {},
 ) {
   const prefix = opts.prefix ?? `hostile-${randomUUID()}`;
@@ -88,6 +89,7 @@ function rig(
     prefix,
     claimIdleMs: opts.claimIdleMs ?? 300,
     maintainEveryMs: 50,
+    ...(opts.backoff ? { backoff: opts.backoff } : {}),
     logger,
   });
   const store = new RedisStore({ client: fromIoredis(redis), prefix, dispatch: "streams" });
@@ -210,6 +212,76 @@ describe("Redis Streams, foreign entries", () => {
     expect(r.lines.filter((l) => l.msg.includes("not a job spec"))).toHaveLength(1);
     expect(r.worker.stats().failed).toBe(0);
     void foreign;
+  });
+});
+
+describe("Redis Streams, hostile settings and waits", () => {
+  // The queue's `backoff` option answering no time: NaN reached the requeue script after it had
+  // acknowledged and deleted the entry, which then failed on ZADD: the job stayed `failed` with no
+  // delivery anywhere. Infinity parked the delivery in the delayed set at score `inf`, for good.
+  it.each([
+    ["NaN", () => Number.NaN],
+    ["Infinity", () => Number.POSITIVE_INFINITY],
+    [
+      "a throw",
+      () => {
+        throw new Error("no backoff today");
+      },
+    ],
+  ])(
+    "a backoff answering %s: the retry still runs after the default backoff, with one line",
+    async (_name, backoff) => {
+      let runs = 0;
+      const r = rig({
+        backoff,
+        claimIdleMs: 60_000,
+        handlers: {
+          flaky: {
+            run: () => {
+              runs++;
+              if (runs === 1) throw new Error("first attempt fails");
+            },
+          },
+        },
+      });
+      await r.worker.start();
+      const { job } = await r.engine.broker.submit({ handler: "flaky", input: null });
+      await until(async () => (await status(r.engine, job.id)) === "succeeded", "the retry");
+      expect(runs).toBe(2);
+      expect(await admin.zcard(`${r.stream}:delayed`)).toBe(0);
+      expect(naming(r.lines, "backoff")).toHaveLength(1);
+      expect(r.worker.stats().failed).toBe(0);
+    },
+  );
+
+  // A delivery delayed 30 days (a submit may ask for up to 365): the mover's timer for it was set
+  // past Node's limit (2^31 - 1 ms, about 24.8 days), fired after 1 ms, ran the maintenance script
+  // and set it again — about 800 scripts a second, and a TimeoutOverflowWarning each, for the
+  // whole month.
+  it("a delivery delayed past Node's timer limit arms no timer beyond it", async () => {
+    const r = rig();
+    const real = globalThis.setTimeout;
+    const long: number[] = [];
+    vi.spyOn(globalThis, "setTimeout").mockImplementation(((
+      fn: (...args: unknown[]) => void,
+      ms?: number,
+      ...rest: unknown[]
+    ) => {
+      if (typeof ms === "number" && ms > 1e9) long.push(ms);
+      return real(fn, ms, ...rest);
+    }) as typeof setTimeout);
+    await r.worker.start();
+    await r.engine.broker.submit({ handler: "ok", input: 1, delay: "30d" });
+    await until(() => long.length > 0, "a timer armed for the delayed delivery");
+    expect(Math.max(...long)).toBeLessThanOrEqual(2 ** 31 - 1);
+    expect(await admin.zcard(`${r.stream}:delayed`)).toBe(1);
+  });
+
+  it("refuses a claimIdleMs or maintainEveryMs past Node's timer limit", () => {
+    // claimIdleMs / 3 is the worker's keep interval: past the limit it ran every millisecond.
+    for (const option of ["claimIdleMs", "maintainEveryMs"]) {
+      expect(() => new RedisStreams({ redis: admin, [option]: 1e10 })).toThrow(new RegExp(option));
+    }
   });
 });
 

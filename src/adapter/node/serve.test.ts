@@ -131,3 +131,13 @@ test("refuses a keep-alive timeout that is not a whole number of ms", async () =
     );
   }
 });
+
+test("refuses a shutdown timeout that is not a whole number of ms a timer can hold", async () => {
+  // Each of these made the shutdown cut the connections in flight at once (a 1 ms timer).
+  const app = { fetch: () => new Response("ok") };
+  for (const shutdownTimeoutMs of [-1, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, 1e300]) {
+    await expect(serve(app, { port: 0, signals: false, shutdownTimeoutMs })).rejects.toThrow(
+      /shutdownTimeoutMs/,
+    );
+  }
+});

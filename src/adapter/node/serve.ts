@@ -38,7 +38,7 @@ export interface ServeOptions {
   signals?: readonly NodeJS.Signals[] | false | undefined;
   /**
    * How long requests in flight (long-polls included) may take to finish once shutdown starts;
-   * connections still open after it are cut.
+   * connections still open after it are cut. A whole number of ms from 0 to 2147483647.
    * @default 10_000
    */
   shutdownTimeoutMs?: number | undefined;
@@ -98,6 +98,13 @@ export async function serve(
   if (!(Number.isInteger(keepAliveMs) && keepAliveMs >= 0 && keepAliveMs <= 2_147_483_647)) {
     throw new RangeError(
       `keepAliveTimeoutMs must be a whole number of ms from 0 to 2147483647, got ${String(keepAliveMs)}`,
+    );
+  }
+  // The same for the shutdown timeout: a negative, NaN or too long one cut every connection in
+  // flight as soon as shutdown began.
+  if (!(Number.isInteger(timeoutMs) && timeoutMs >= 0 && timeoutMs <= 2_147_483_647)) {
+    throw new RangeError(
+      `shutdownTimeoutMs must be a whole number of ms from 0 to 2147483647, got ${String(timeoutMs)}`,
     );
   }
   const log = options.log ?? ((line: string) => console.error(line));

@@ -43,6 +43,28 @@ test.each<[string, Partial<StartServerOptions>, string]>([
   expect((failed as Error).message).toContain(message);
 });
 
+// Node runs a timer longer than 2^31 - 1 ms after 1 ms, and a negative or NaN one at once: a
+// tick timer of 3e9 ms ticked about every millisecond, and a shutdown timeout of -1, NaN or
+// Infinity cut the requests in flight as soon as shutdown began.
+test.each<[string, Partial<StartServerOptions>, string]>([
+  ["a tick period past Node's timer limit", { tickEveryMs: 3e9 }, "tickEveryMs"],
+  ["a tick period of 0", { tickEveryMs: 0 }, "tickEveryMs"],
+  ["a NaN tick period", { tickEveryMs: Number.NaN }, "tickEveryMs"],
+  ["a negative shutdown timeout", { shutdownTimeoutMs: -1 }, "shutdownTimeoutMs"],
+  ["a NaN shutdown timeout", { shutdownTimeoutMs: Number.NaN }, "shutdownTimeoutMs"],
+  ["an infinite shutdown timeout", { shutdownTimeoutMs: Infinity }, "shutdownTimeoutMs"],
+  [
+    "a shutdown timeout past Node's timer limit",
+    { shutdownTimeoutMs: 2 ** 31 },
+    "shutdownTimeoutMs",
+  ],
+])("refuses %s, naming it", async (_name, options, field) => {
+  const failed = await startServer({ ...base, ...options }).catch((error: unknown) => error);
+  expect(failed).toBeInstanceOf(StartError);
+  expect(failed).toMatchObject({ field });
+  expect((failed as Error).message).toContain(field);
+});
+
 test("a refusal names the field and the variable at fault", async () => {
   const failed = await startServer({ ...base, publicUrl: "jobs.example.com" }).catch(
     (error: unknown) => error,

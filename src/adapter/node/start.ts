@@ -9,6 +9,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Config } from "../../config/index.ts";
+import { MAX_TIMER_MS } from "../../core/duration.ts";
 import { TickworkConfigError } from "../../core/errors.ts";
 import type { Handlers } from "../../engine/handlers.ts";
 import { createEngine, type Engine, type EngineOptions } from "../../engine/index.ts";
@@ -139,7 +140,7 @@ export interface StartServerOptions {
   tickSecret?: string | undefined;
   /**
    * Period of the internal tick timer; the tick looks ahead `lookAheadFor` of it (2 s for 1 s) unless
-   * `engine.tick.horizonMs` says otherwise.
+   * `engine.tick.horizonMs` says otherwise. A whole number of ms from 1 to 2147483647.
    * @default 1_000
    */
   tickEveryMs?: number | undefined;
@@ -153,7 +154,10 @@ export interface StartServerOptions {
   signingKey?: string | undefined;
   /** Signals that shut the server down (see {@link serve}). @default ["SIGINT", "SIGTERM"] */
   signals?: readonly NodeJS.Signals[] | false | undefined;
-  /** How long requests in flight may finish at shutdown. @default 2_000 in dev, 10_000 otherwise */
+  /**
+   * How long requests in flight may finish at shutdown (0 to 2147483647 ms).
+   * @default 2_000 in dev, 10_000 otherwise
+   */
   shutdownTimeoutMs?: number | undefined;
   /**
    * How long an idle keep-alive connection stays open (`TICKWORK_KEEP_ALIVE_MS`; see
@@ -234,6 +238,11 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
 
 async function start(options: StartServerOptions): Promise<RunningServer> {
   const tickEveryMs = options.tickEveryMs ?? 1_000;
+  // Timer delays, checked before anything opens: Node runs a timer past 2^31 - 1 ms after 1 ms
+  // (a 3e9 ms tick period ticked every millisecond), and a negative or NaN one at once (a
+  // shutdown timeout of -1 or NaN cut the requests in flight as soon as shutdown began).
+  timerOption("tickEveryMs", options.tickEveryMs, 1);
+  timerOption("shutdownTimeoutMs", options.shutdownTimeoutMs, 0);
   const queue = transportOf(options);
   const deployment = resolveDeployment({
     dev: options.dev,
@@ -440,6 +449,20 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   });
   if (options.print !== false) (options.print ?? console.log)(banner);
   return { url: server.url, port: server.port, engine, banner, close: server.close };
+}
+
+/**
+ * `value` (when set) as a timer's delay: a whole number of ms from `min` to 2147483647.
+ * @throws StartError naming the option otherwise.
+ */
+function timerOption(field: "tickEveryMs" | "shutdownTimeoutMs", value: unknown, min: number) {
+  if (value === undefined) return;
+  if (!(Number.isInteger(value) && (value as number) >= min && (value as number) <= MAX_TIMER_MS)) {
+    throw new StartError(
+      `${field} must be a whole number of ms from ${min} to ${MAX_TIMER_MS}, got ${String(value)}`,
+      { field },
+    );
+  }
 }
 
 /** The least a shutdown step gets once the shutdown's deadline has passed. */

@@ -39,7 +39,12 @@ export function startTicker(
   everyMs = 1_000,
   options: TickerTimerOptions = {},
 ): TickerTimer {
-  if (!(everyMs > 0)) throw new RangeError("everyMs must be positive");
+  // At most a timer's longest delay: past it the timer fires after 1 ms, a tick every millisecond.
+  if (!(everyMs > 0 && everyMs <= 2_147_483_647)) {
+    throw new RangeError(
+      `everyMs must be a positive number of ms up to 2147483647, got ${everyMs}`,
+    );
+  }
   const logger = options.logger ?? engine.options.logger;
   const repeatEvery = options.repeatLogEveryMs ?? 60_000;
   let stopped = false;

@@ -69,7 +69,7 @@ import type {
   WebhookLog,
   WebhookOutcome,
 } from "../port.ts";
-import { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION } from "../port.ts";
+import { DEFAULT_REAP_AFTER_MS, resolveRetention } from "../port.ts";
 import * as batch from "./batch.ts";
 import * as jobs from "./jobs.ts";
 import * as nodes from "./nodes.ts";
@@ -90,8 +90,10 @@ export interface MemoryStoreOptions {
    */
   clock?: (() => number) | undefined;
   /**
-   * How long finished jobs and idempotency keys are kept.
-   * @default { jobMs: 7 days, idempotencyMs: 24 h }
+   * How long finished jobs and idempotency keys are kept, and how many finished jobs and runs:
+   * durations from 1 ms to ten years, caps from 0 to 1e9 or `Infinity` (0 and Infinity: none).
+   * A value out of range is a RangeError naming it (`resolveRetention`).
+   * @default { jobMs: 7 days, idempotencyMs: 24 h, maxFinishedJobs: 50_000, maxRunsPerSchedule: 100 }
    */
   retention?: Partial<StoreRetention> | undefined;
   /**
@@ -119,7 +121,8 @@ export class MemoryStore implements Store, NodeRegistry, WebhookLog {
   constructor(options: MemoryStoreOptions = {}) {
     this.#s = new MemoryState(
       options.clock ?? Date.now,
-      { ...DEFAULT_RETENTION, ...definedOnly(options.retention ?? {}) },
+      // Throws a RangeError naming an option out of range.
+      resolveRetention(options.retention),
       Math.max(0, Math.floor(options.eventsMaxLen ?? 10_000)),
     );
   }
@@ -351,8 +354,4 @@ export class MemoryStore implements Store, NodeRegistry, WebhookLog {
   async listNodes(): Promise<NodeRecord[]> {
     return nodes.listNodes(this.#s);
   }
-}
-
-function definedOnly<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -44,3 +44,44 @@ export const DEFAULT_RETENTION: StoreRetention = {
   maxFinishedJobs: 50_000,
   maxRunsPerSchedule: 100,
 };
+
+/** Ten years in ms: the longest a retention may be (as the configuration file's schema says). */
+export const MAX_RETENTION_MS = 10 * 365 * 24 * 60 * 60 * 1000;
+/** The most finished jobs or runs a cap may name (`Infinity`, like `0`, is no cap). */
+export const MAX_RETENTION_COUNT = 1_000_000_000;
+
+/**
+ * {@link DEFAULT_RETENTION} with `retention`'s defined values over it, each checked: `jobMs` and
+ * `idempotencyMs` whole numbers of ms from 1 to ten years, `maxFinishedJobs` and
+ * `maxRunsPerSchedule` whole numbers from 0 to 1e9, or `Infinity` (0 and Infinity: no cap).
+ *
+ * @throws RangeError naming the option, e.g. `retention.jobMs must be … got NaN`: on Redis such a
+ * value failed every submit at run time, or silently meant 1 ms or no cap.
+ */
+export function resolveRetention(retention: Partial<StoreRetention> = {}): StoreRetention {
+  const resolved: StoreRetention = { ...DEFAULT_RETENTION };
+  for (const key of ["jobMs", "idempotencyMs"] as const) {
+    const value = retention[key];
+    if (value === undefined) continue;
+    if (!(Number.isInteger(value) && value >= 1 && value <= MAX_RETENTION_MS)) {
+      throw new RangeError(
+        `retention.${key} must be a whole number of ms from 1 to ${MAX_RETENTION_MS} (ten years), got ${String(value)}`,
+      );
+    }
+    resolved[key] = value;
+  }
+  for (const key of ["maxFinishedJobs", "maxRunsPerSchedule"] as const) {
+    const value = retention[key];
+    if (value === undefined) continue;
+    const ok =
+      value === Number.POSITIVE_INFINITY ||
+      (Number.isInteger(value) && value >= 0 && value <= MAX_RETENTION_COUNT);
+    if (!ok) {
+      throw new RangeError(
+        `retention.${key} must be a whole number from 0 to ${MAX_RETENTION_COUNT} (0 or Infinity: no cap), got ${String(value)}`,
+      );
+    }
+    resolved[key] = value;
+  }
+  return resolved;
+}

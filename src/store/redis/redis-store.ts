@@ -66,7 +66,7 @@ import type {
   WebhookLog,
   WebhookOutcome,
 } from "../port.ts";
-import { DEFAULT_REAP_AFTER_MS, DEFAULT_RETENTION } from "../port.ts";
+import { DEFAULT_REAP_AFTER_MS, resolveRetention } from "../port.ts";
 import * as batch from "./batch.ts";
 import { retentionArg, toInt } from "./codec.ts";
 import type { RedisContext } from "./context.ts";
@@ -94,8 +94,10 @@ export interface RedisStoreOptions {
    */
   prefix?: string | undefined;
   /**
-   * How long finished jobs and idempotency keys are kept.
-   * @default { jobMs: 7 days, idempotencyMs: 24 h }
+   * How long finished jobs and idempotency keys are kept, and how many finished jobs and runs:
+   * durations from 1 ms to ten years, caps from 0 to 1e9 or `Infinity` (0 and Infinity: none).
+   * A value out of range is a RangeError naming it (`resolveRetention`).
+   * @default { jobMs: 7 days, idempotencyMs: 24 h, maxFinishedJobs: 50_000, maxRunsPerSchedule: 100 }
    */
   retention?: Partial<StoreRetention> | undefined;
   /**
@@ -144,13 +146,11 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
 
   constructor(options: RedisStoreOptions) {
     const client = options.client;
-    const retention = Object.fromEntries(
-      Object.entries(options.retention ?? {}).filter(([, v]) => v !== undefined),
-    );
     const keys = buildKeys(options.prefix);
     const run: RedisContext["run"] = (script, keys, args) => safeEval(client, script, keys, args);
     const dispatch = options.dispatch ?? "outbox";
-    const storeRetention = { ...DEFAULT_RETENTION, ...retention };
+    // Checked here: a NaN, Infinity or 1e300 duration failed every submit at run time.
+    const storeRetention = resolveRetention(options.retention);
     const eventsMaxLen = String(Math.max(0, Math.floor(options.eventsMaxLen ?? 10_000)));
     this.#c = {
       keys,

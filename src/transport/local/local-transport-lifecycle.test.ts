@@ -102,6 +102,12 @@ describe("LocalTransport lifecycle", () => {
     expect(
       () => new LocalTransport({ workerUrl: "http://x/w", signingKey, parallelism: 0 }),
     ).toThrow(RangeError);
+    // A request timeout past Node's timer limit aborted every attempt after 1 ms.
+    for (const requestTimeoutMs of [Number.POSITIVE_INFINITY, 2 ** 31, 1e300, Number.NaN]) {
+      expect(
+        () => new LocalTransport({ workerUrl: "http://x/w", signingKey, requestTimeoutMs }),
+      ).toThrow(/requestTimeoutMs/);
+    }
     for (const dedupMaxEntries of [0, 1.5, 2 ** 28 + 1]) {
       expect(
         () => new LocalTransport({ workerUrl: "http://x/w", signingKey, dedupMaxEntries }),

@@ -2,6 +2,7 @@
  * @module
  * Options of the local transport and their defaults.
  */
+import { MAX_TIMER_MS } from "../../core/duration.ts";
 import type { LocalDeliveryError } from "./errors.ts";
 
 /** Options of {@link LocalTransport}. */
@@ -54,7 +55,7 @@ export interface LocalTransportOptions {
   failureCallbackRetries?: number | undefined;
   /**
    * An attempt that has not answered by then is aborted and counts as failed (QStash's
-   * "max HTTP response duration").
+   * "max HTTP response duration"). At most 2147483647 (a timer's longest delay).
    * @default 900_000
    */
   requestTimeoutMs?: number | undefined;
@@ -121,6 +122,12 @@ export function resolveOptions(options: LocalTransportOptions): ResolvedOptions 
   };
   for (const key of ["dedupWindowMs", "requestTimeoutMs", "parallelism"] as const) {
     if (!(resolved[key] > 0)) throw new RangeError(`${key} must be positive`);
+  }
+  // A timer's delay: past its limit every attempt was aborted after 1 ms.
+  if (!(resolved.requestTimeoutMs <= MAX_TIMER_MS)) {
+    throw new RangeError(
+      `requestTimeoutMs must be a number of ms from 1 to ${MAX_TIMER_MS}, got ${resolved.requestTimeoutMs}`,
+    );
   }
   if (!Number.isInteger(resolved.failureCallbackRetries) || resolved.failureCallbackRetries < 0) {
     throw new RangeError("failureCallbackRetries must be a non-negative integer");

@@ -3,6 +3,8 @@
  * Options of the QStash transport, their defaults and their checks.
  */
 
+import { MAX_TIMER_MS } from "../../core/duration.ts";
+
 /** A duration as QStash's SDK accepts it: seconds, or `"<n>s" | "<n>m" | "<n>h" | "<n>d"`. */
 export type QStashDuration = number | `${bigint}${"s" | "m" | "h" | "d"}`;
 
@@ -106,7 +108,7 @@ export interface QStashTransportOptions {
   /**
    * How long one publish request may take before its messages are reported `ok: false` (they
    * stay in the outbox and are re-published under the same dedup id). The SDK cannot abort the
-   * request, so it may still complete; the dedup id makes that harmless.
+   * request, so it may still complete; the dedup id makes that harmless. At most 2147483647.
    * @default 10_000
    */
   publishTimeoutMs?: number | undefined;
@@ -218,8 +220,19 @@ export function resolveQStashOptions(options: QStashTransportOptions): ResolvedQ
     now: options.now ?? Date.now,
     http: options.http,
   };
-  if (!(resolved.responseGraceMs >= 0)) throw new RangeError("responseGraceMs must be ≥ 0");
-  if (!(resolved.publishTimeoutMs > 0)) throw new RangeError("publishTimeoutMs must be positive");
+  // Both at most a timer's longest delay: a publish timeout past it failed every publish after
+  // 1 ms, and an infinite grace made every delivery's timeout `Infinity`.
+  const { responseGraceMs, publishTimeoutMs } = resolved;
+  if (!(responseGraceMs >= 0 && responseGraceMs <= MAX_TIMER_MS)) {
+    throw new RangeError(
+      `responseGraceMs must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${responseGraceMs}`,
+    );
+  }
+  if (!(publishTimeoutMs > 0 && publishTimeoutMs <= MAX_TIMER_MS)) {
+    throw new RangeError(
+      `publishTimeoutMs must be a positive number of ms up to ${MAX_TIMER_MS}, got ${publishTimeoutMs}`,
+    );
+  }
   if (!(resolved.clockToleranceSec >= 0)) throw new RangeError("clockToleranceSec must be ≥ 0");
   if (!Number.isInteger(resolved.batchSize) || resolved.batchSize < 1) {
     throw new RangeError("batchSize must be a positive integer");

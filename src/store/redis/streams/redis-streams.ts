@@ -11,6 +11,7 @@
  * Not-yet-due deliveries (delays, retries after backoff) wait in a sorted set and are moved onto
  * the stream by the workers when due.
  */
+import { MAX_TIMER_MS } from "../../../core/duration.ts";
 import type { OutboxMessage } from "../../../core/model.ts";
 import { keys as buildKeys } from "../keys.ts";
 import {
@@ -58,7 +59,8 @@ export interface RedisStreamsOptions {
    */
   maintainEveryMs?: number | undefined;
   /**
-   * Wait before retry `n + 1` of a failed attempt (ms), unless the handler asked for a time.
+   * Wait before retry `n + 1` of a failed attempt (ms), unless the handler asked for a time. One
+   * that throws or answers no finite number is logged and the default's wait used instead.
    * @default (retried) => Math.min(1000 * 2 ** retried, 60_000)
    */
   backoff?: ((retried: number) => number) | undefined;
@@ -100,6 +102,8 @@ export interface StreamsStats {
 }
 
 const GROUP = "tickwork";
+/** The longest a delivery is put back for: a year, a submit's longest delay. */
+const MAX_REQUEUE_MS = 365 * 86_400_000;
 const MAX_WAIT_MS = 300_000;
 
 /**
@@ -163,7 +167,7 @@ export class RedisStreams {
     this.#claimIdleMs = positive("claimIdleMs", options.claimIdleMs, 30_000);
     this.keepAfterMs = Math.max(1, Math.floor(this.#claimIdleMs / 3));
     this.#maintainEveryMs = positive("maintainEveryMs", options.maintainEveryMs, 5_000);
-    this.#backoff = options.backoff ?? ((n) => Math.min(1_000 * 2 ** n, 60_000));
+    this.#backoff = guardedBackoff(options.backoff, (msg, fields) => this.#warn(msg, fields));
     this.#logger = options.logger;
   }
 
@@ -297,7 +301,9 @@ export class RedisStreams {
         // A failure leaves it to the next pull's maintenance (it runs once one is due).
         this.#moveDue().catch(() => {});
       },
-      Math.max(0, at - performance.now()),
+      // Never past a timer's limit (24.8 days): a longer one fires after 1 ms, and a delivery
+      // delayed a month ran the maintenance script every millisecond. Early, it re-arms.
+      Math.min(MAX_TIMER_MS, Math.max(0, at - performance.now())),
     );
     // It keeps no process alive: a worker's pulls do, and a process done with its queue exits.
     if (typeof this.#mover === "object") this.#mover.unref?.();
@@ -341,7 +347,8 @@ export class RedisStreams {
       message.id,
       member,
       String(retried),
-      String(Math.max(0, Math.ceil(delayMs))),
+      // A finite number of ms for the script: NaN is none, Infinity (or past it) a year.
+      String(Math.min(MAX_REQUEUE_MS, Math.max(0, Math.ceil(delayMs) || 0))),
       message.body,
     ]);
   }
@@ -528,8 +535,36 @@ function jobIdOf(body: string): string | undefined {
 
 function positive(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!(Number.isFinite(value) && value > 0)) {
-    throw new RangeError(`${name} must be a positive number of ms, got ${String(value)}`);
+  // At most a timer's longest delay: the pull worker's keep timer runs every claimIdleMs / 3.
+  if (!(Number.isFinite(value) && value > 0 && value <= MAX_TIMER_MS)) {
+    throw new RangeError(
+      `${name} must be a positive number of ms up to ${MAX_TIMER_MS}, got ${String(value)}`,
+    );
   }
   return value;
+}
+
+/** The default backoff: 1 s, 2 s, 4 s … up to a minute. */
+const defaultBackoff = (retried: number): number => Math.min(1_000 * 2 ** retried, 60_000);
+
+/**
+ * `custom`, falling back to {@link defaultBackoff} (with a line) when it throws or answers no
+ * finite number: NaN reached the requeue script after it had taken the entry off the stream, and
+ * failed there (the job stayed `failed`, delivered nowhere); Infinity parked the delivery for good.
+ */
+function guardedBackoff(
+  custom: ((retried: number) => number) | undefined,
+  warn: (msg: string, fields: Record<string, unknown>) => void,
+): (retried: number) => number {
+  if (!custom) return defaultBackoff;
+  return (retried) => {
+    try {
+      const ms = custom(retried);
+      if (typeof ms === "number" && Number.isFinite(ms)) return ms;
+      warn("streams backoff answered no finite number; using the default", { ms: String(ms) });
+    } catch (error) {
+      warn("streams backoff threw; using the default", { error: String(error) });
+    }
+    return defaultBackoff(retried);
+  };
 }
