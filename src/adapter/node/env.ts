@@ -5,6 +5,7 @@
  * nothing here touches `process.env`.
  */
 import { type Config, hasKeys } from "../../config/index.ts";
+import { MAX_TIMER_MS } from "../../core/duration.ts";
 import { parseRoles, routeSet } from "../../http/roles.ts";
 import { NODE_LIMITS } from "../../store/port.ts";
 import { splitApiKeys } from "../deployment.ts";
@@ -102,9 +103,9 @@ export function parseReadAhead(text: string | undefined): number | undefined {
  */
 export function parseKeepAlive(text: string | undefined): number | undefined {
   if (text === undefined || text === "") return undefined;
-  if (!/^\d{1,10}$/.test(text) || Number(text) > 2_147_483_647) {
+  if (!/^\d{1,10}$/.test(text) || Number(text) > MAX_TIMER_MS) {
     throw new ConfigError(
-      `TICKWORK_KEEP_ALIVE_MS must be a whole number of milliseconds from 0 to 2147483647, got "${text.slice(0, 40)}"`,
+      `TICKWORK_KEEP_ALIVE_MS must be a whole number of milliseconds from 0 to ${MAX_TIMER_MS}, got "${text.slice(0, 40)}"`,
       { variable: "TICKWORK_KEEP_ALIVE_MS", field: "keepAliveTimeoutMs" },
     );
   }

@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { MAX_TIMER_MS } from "../../core/duration.ts";
 import { directSubmitOf } from "../../http/direct-submit.ts";
 import { loadPeer } from "../peer.ts";
 import { answerDirect, takesDirect } from "./direct.ts";
@@ -95,16 +96,16 @@ export async function serve(
   const timeoutMs = options.shutdownTimeoutMs ?? 10_000;
   const keepAliveMs = options.keepAliveTimeoutMs ?? 65_000;
   // Node's timers hold at most 2^31 - 1 ms; a longer one would fire at once.
-  if (!(Number.isInteger(keepAliveMs) && keepAliveMs >= 0 && keepAliveMs <= 2_147_483_647)) {
+  if (!(Number.isInteger(keepAliveMs) && keepAliveMs >= 0 && keepAliveMs <= MAX_TIMER_MS)) {
     throw new RangeError(
-      `keepAliveTimeoutMs must be a whole number of ms from 0 to 2147483647, got ${String(keepAliveMs)}`,
+      `keepAliveTimeoutMs must be a whole number of ms from 0 to ${MAX_TIMER_MS}, got ${String(keepAliveMs)}`,
     );
   }
   // The same for the shutdown timeout: a negative, NaN or too long one cut every connection in
   // flight as soon as shutdown began.
-  if (!(Number.isInteger(timeoutMs) && timeoutMs >= 0 && timeoutMs <= 2_147_483_647)) {
+  if (!(Number.isInteger(timeoutMs) && timeoutMs >= 0 && timeoutMs <= MAX_TIMER_MS)) {
     throw new RangeError(
-      `shutdownTimeoutMs must be a whole number of ms from 0 to 2147483647, got ${String(timeoutMs)}`,
+      `shutdownTimeoutMs must be a whole number of ms from 0 to ${MAX_TIMER_MS}, got ${String(timeoutMs)}`,
     );
   }
   const log = options.log ?? ((line: string) => console.error(line));

@@ -4,6 +4,8 @@
  * "Topologies and roles"). Every replica
  * may run one: the tick lease picks the leader, an idle tick costs one round trip.
  */
+
+import { MAX_TIMER_MS } from "../../core/duration.ts";
 import type { Engine } from "../../engine/index.ts";
 import type { Logger } from "../../engine/logger.ts";
 
@@ -40,9 +42,9 @@ export function startTicker(
   options: TickerTimerOptions = {},
 ): TickerTimer {
   // At most a timer's longest delay: past it the timer fires after 1 ms, a tick every millisecond.
-  if (!(everyMs > 0 && everyMs <= 2_147_483_647)) {
+  if (!(everyMs > 0 && everyMs <= MAX_TIMER_MS)) {
     throw new RangeError(
-      `everyMs must be a positive number of ms up to 2147483647, got ${everyMs}`,
+      `everyMs must be a positive number of ms up to ${MAX_TIMER_MS}, got ${everyMs}`,
     );
   }
   const logger = options.logger ?? engine.options.logger;
