@@ -51,3 +51,28 @@ export type DeliveryOutcome =
     }
   | { kind: "unauthorized" }
   | { kind: "bad-request"; expected: "job" | "failure-callback" };
+
+/**
+ * A wait function the user gave (`custom`: a queue's backoff, a busy floor), made safe to call
+ * from a queue's loop: one that throws or answers no finite number is reported through `warn`
+ * (naming it `what`) and `fallback`'s wait is used instead. Without `custom`, `fallback`. (NaN or
+ * Infinity written as a delay stranded or parked the delivery for good.)
+ */
+export function guardedWait(
+  custom: ((retried: number) => number) | undefined,
+  fallback: (retried: number) => number,
+  what: string,
+  warn: (msg: string, fields: Record<string, unknown>) => void,
+): (retried: number) => number {
+  if (!custom) return fallback;
+  return (retried) => {
+    try {
+      const ms = custom(retried);
+      if (typeof ms === "number" && Number.isFinite(ms)) return ms;
+      warn(`${what} answered no finite number; using the default`, { ms: String(ms) });
+    } catch (error) {
+      warn(`${what} threw; using the default`, { error: String(error) });
+    }
+    return fallback(retried);
+  };
+}

@@ -25,7 +25,7 @@
  * {@link defaultBusyFloor} of the message's deliveries so far (1 s, 2 s, 4 s … up to 30 min), so a
  * job behind a long-held limit does not spend the queue's `max_retries` within minutes.
  */
-import type { DeliveryOutcome } from "../../core/delivery.ts";
+import { type DeliveryOutcome, guardedWait } from "../../core/delivery.ts";
 import { MAX_DELAY_SECONDS } from "./queues-transport.ts";
 
 /** One message of a batch, as the Workers runtime hands it to `queue()`. */
@@ -129,8 +129,10 @@ export async function consumeQueueBatch(
   // NaN (an unset variable through Number()) would start no lane: nothing answered, and the
   // runtime acks every unanswered message of a batch that returns.
   const concurrency = Number.isNaN(asked) ? 10 : Math.max(1, asked);
-  const backoff = guarded(options.backoff, defaultQueueBackoff, options.logger);
-  const busyFloor = guarded(options.busyFloor, defaultBusyFloor, options.logger);
+  const report = (msg: string, fields: Record<string, unknown>) =>
+    warn(options.logger, msg, fields);
+  const backoff = guardedWait(options.backoff, defaultQueueBackoff, "consumer backoff", report);
+  const busyFloor = guardedWait(options.busyFloor, defaultBusyFloor, "consumer busyFloor", report);
   const result: ConsumeResult = { acked: 0, retried: 0, deferred: 0, failed: 0 };
   const messages = [...batch.messages];
   let next = 0;
@@ -276,28 +278,6 @@ function bodyText(body: unknown): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * `custom`, falling back to `fallback` when it throws or answers no finite number (a backoff of
- * the user's must not make a batch throw).
- */
-function guarded(
-  custom: ((retried: number) => number) | undefined,
-  fallback: (retried: number) => number,
-  logger: ConsumerLogger | undefined,
-): (retried: number) => number {
-  if (!custom) return fallback;
-  return (retried) => {
-    try {
-      const ms = custom(retried);
-      if (typeof ms === "number" && Number.isFinite(ms)) return ms;
-      warn(logger, "consumer backoff answered no finite number; using the default", { ms });
-    } catch (error) {
-      warn(logger, "consumer backoff threw; using the default", { error: String(error) });
-    }
-    return fallback(retried);
-  };
 }
 
 function warn(

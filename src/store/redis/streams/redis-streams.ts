@@ -11,6 +11,7 @@
  * Not-yet-due deliveries (delays, retries after backoff) wait in a sorted set and are moved onto
  * the stream by the workers when due.
  */
+import { guardedWait } from "../../../core/delivery.ts";
 import { MAX_TIMER_MS } from "../../../core/duration.ts";
 import type { OutboxMessage } from "../../../core/model.ts";
 import { keys as buildKeys } from "../keys.ts";
@@ -167,7 +168,11 @@ export class RedisStreams {
     this.#claimIdleMs = positive("claimIdleMs", options.claimIdleMs, 30_000);
     this.keepAfterMs = Math.max(1, Math.floor(this.#claimIdleMs / 3));
     this.#maintainEveryMs = positive("maintainEveryMs", options.maintainEveryMs, 5_000);
-    this.#backoff = guardedBackoff(options.backoff, (msg, fields) => this.#warn(msg, fields));
+    // A backoff answering NaN failed the requeue script after it had taken the entry off the
+    // stream (the job stayed `failed`, delivered nowhere); Infinity parked it for good.
+    this.#backoff = guardedWait(options.backoff, defaultBackoff, "streams backoff", (msg, fields) =>
+      this.#warn(msg, fields),
+    );
     this.#logger = options.logger;
   }
 
@@ -546,25 +551,3 @@ function positive(name: string, value: number | undefined, fallback: number): nu
 
 /** The default backoff: 1 s, 2 s, 4 s … up to a minute. */
 const defaultBackoff = (retried: number): number => Math.min(1_000 * 2 ** retried, 60_000);
-
-/**
- * `custom`, falling back to {@link defaultBackoff} (with a line) when it throws or answers no
- * finite number: NaN reached the requeue script after it had taken the entry off the stream, and
- * failed there (the job stayed `failed`, delivered nowhere); Infinity parked the delivery for good.
- */
-function guardedBackoff(
-  custom: ((retried: number) => number) | undefined,
-  warn: (msg: string, fields: Record<string, unknown>) => void,
-): (retried: number) => number {
-  if (!custom) return defaultBackoff;
-  return (retried) => {
-    try {
-      const ms = custom(retried);
-      if (typeof ms === "number" && Number.isFinite(ms)) return ms;
-      warn("streams backoff answered no finite number; using the default", { ms: String(ms) });
-    } catch (error) {
-      warn("streams backoff threw; using the default", { error: String(error) });
-    }
-    return defaultBackoff(retried);
-  };
-}
