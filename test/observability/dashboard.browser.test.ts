@@ -7,13 +7,13 @@
  * under its own Content-Security-Policy; any script error or policy violation fails the test.
  */
 import { Hono } from "hono";
-import type { Browser, Request as BrowserRequest, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Request as BrowserRequest, Page } from "playwright-core";
+import { afterEach, describe, expect, it } from "vitest";
 import { hashKey } from "../../src/config/keys.ts";
 import type { TenantConfig } from "../../src/config/schema.ts";
 import { call, type Harness, startHarness, testHandlers, until } from "../http/harness.ts";
 import { type StoreHandle, storeFactories } from "../support/stores.ts";
-import { launchChromium, noBrowser } from "./browser.ts";
+import { noBrowser, useChromium } from "./browser.ts";
 
 const factories = storeFactories.filter((f) => f.name === "memory" || f.name === "redis");
 
@@ -22,20 +22,12 @@ if (noBrowser) {
 }
 
 describe.skipIf(noBrowser !== undefined)("the dashboard in headless Chromium", () => {
-  let browser: Browser;
+  const browser = useChromium();
   let handle: StoreHandle | undefined;
   let server: Harness | undefined;
   let page: Page | undefined;
   /** Script errors, console errors and CSP violations seen by the page. */
   let problems: string[] = [];
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  }, 30_000);
-
-  afterAll(async () => {
-    await browser?.close();
-  });
 
   afterEach(async () => {
     await page?.close();
@@ -53,7 +45,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard in headless Chromium", (
   /** Open the page at `url`, collecting problems; `onRequest` sees every request it makes. */
   async function openAt(url: string, onRequest?: (request: BrowserRequest) => void): Promise<Page> {
     problems = [];
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page = await browser().newPage({ viewport: { width: 1280, height: 900 } });
     if (onRequest) page.on("request", onRequest);
     page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
     page.on("console", (message) => {
@@ -107,7 +99,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard in headless Chromium", (
       json: { id: "under-base", handler: "echo", schedule: "5m" },
     });
     problems = [];
-    page = await browser.newPage();
+    page = await browser().newPage();
     page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
     await page.goto(`${base}/dashboard`);
     await page.getByRole("row", { name: /under-base/ }).waitFor();

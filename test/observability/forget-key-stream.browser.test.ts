@@ -4,24 +4,18 @@
  * opened and kept reconnecting with it (every `stream.maxMs`) after the key was forgotten or
  * replaced.
  */
-import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { call, type Harness, startHarness } from "../http/harness.ts";
-import { launchChromium, noBrowser } from "./browser.ts";
+import { noBrowser, useChromium } from "./browser.ts";
 
 describe.skipIf(noBrowser !== undefined)("the dashboard's Forget key", () => {
-  let browser: Browser;
+  const browser = useChromium();
   let server: Harness | undefined;
   let page: Page | undefined;
   let release: () => void = () => {};
 
-  beforeAll(async () => {
-    browser = await launchChromium();
-  }, 30_000);
-  afterAll(async () => {
-    await browser?.close();
-  });
   afterEach(async () => {
     release();
     await page?.close();
@@ -51,7 +45,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's Forget key", () => {
       )
       .toBe("running");
 
-    page = await browser.newPage();
+    page = await browser().newPage();
     const p = page;
     /** [phase, url, authorization] of every request the page makes. */
     const seen: { after: boolean; url: string; key: string | undefined }[] = [];

@@ -5,30 +5,22 @@
  * the page polls. A hostile event id is shown as text. The page runs under its own
  * Content-Security-Policy; any script error fails the test.
  */
-import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { call, type Harness, startHarness, testHandlers } from "../http/harness.ts";
 import { githubSender, stripeSender } from "../webhooks/senders.ts";
-import { launchChromium, noBrowser } from "./browser.ts";
+import { noBrowser, useChromium, watchProblems } from "./browser.ts";
 
 if (noBrowser) {
   console.warn(`webhooks dashboard browser tests skipped: ${noBrowser}`);
 }
 
 describe.skipIf(noBrowser !== undefined)("the dashboard's Webhooks in headless Chromium", () => {
-  let browser: Browser;
+  const browser = useChromium();
   let server: Harness | undefined;
   let page: Page | undefined;
   const problems: string[] = [];
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  }, 30_000);
-
-  afterAll(async () => {
-    await browser?.close();
-  });
 
   afterEach(async () => {
     await page?.close();
@@ -48,11 +40,8 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's Webhooks in headless C
         },
       },
     });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (message.type() === "error") problems.push(`console: ${message.text()}`);
-    });
+    page = await browser().newPage({ viewport: { width: 1280, height: 900 } });
+    watchProblems(page, problems);
     await page.goto(`${server.origin}/dashboard?refresh=1`);
     const rows = page.locator("#hooks tr");
     await page.waitForFunction(() => document.querySelectorAll("#hooks tr td.id").length > 0);

@@ -7,12 +7,12 @@
  * job is queued. Markup in an error or a placement is shown as text, never parsed. The page runs
  * under its own Content-Security-Policy; any script error or policy violation fails the test.
  */
-import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { accepted, jobSpec } from "../contract/fixtures.ts";
 import { call, type Harness, startHarness, testHandlers, until } from "../http/harness.ts";
-import { launchChromium, noBrowser } from "./browser.ts";
+import { noBrowser, useChromium, watchProblems } from "./browser.ts";
 
 if (noBrowser) {
   console.warn(`job events dashboard browser tests skipped: ${noBrowser}`);
@@ -21,18 +21,10 @@ if (noBrowser) {
 const MARKUP = "<img src=x onerror=window.__xss=1>";
 
 describe.skipIf(noBrowser !== undefined)("the dashboard's job events in headless Chromium", () => {
-  let browser: Browser;
+  const browser = useChromium();
   let server: Harness | undefined;
   let page: Page | undefined;
   let problems: string[] = [];
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  }, 30_000);
-
-  afterAll(async () => {
-    await browser?.close();
-  });
 
   afterEach(async () => {
     await page?.close();
@@ -54,11 +46,8 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's job events in headless
 
   async function open(h: Harness, requests?: string[]): Promise<Page> {
     problems = [];
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (message.type() === "error") problems.push(`console: ${message.text()}`);
-    });
+    page = await browser().newPage({ viewport: { width: 1280, height: 900 } });
+    watchProblems(page, problems);
     if (requests) {
       page.on("request", (r) => {
         if (r.resourceType() === "fetch") requests.push(r.url().slice(h.origin.length));

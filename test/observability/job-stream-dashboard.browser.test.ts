@@ -5,29 +5,21 @@
  * only its stream (`GET /v1/jobs/:id/stream`) can have told the page. Any script error or
  * Content-Security-Policy violation fails the test.
  */
-import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { afterEach, describe, expect, it } from "vitest";
 import type { HandlerContext } from "../../src/engine/handlers.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { call, type Harness, startHarness } from "../http/harness.ts";
-import { launchChromium, noBrowser } from "./browser.ts";
+import { noBrowser, useChromium, watchProblems } from "./browser.ts";
 
 if (noBrowser) {
   console.warn(`job stream dashboard browser tests skipped: ${noBrowser}`);
 }
 
 describe.skipIf(noBrowser !== undefined)("the dashboard's live job detail in Chromium", () => {
-  let browser: Browser;
+  const browser = useChromium();
   let server: Harness | undefined;
   let page: Page | undefined;
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  }, 30_000);
-
-  afterAll(async () => {
-    await browser?.close();
-  });
 
   afterEach(async () => {
     await page?.close();
@@ -62,12 +54,9 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's live job detail in Chr
 
     const problems: string[] = [];
     const streams: string[] = [];
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page = await browser().newPage({ viewport: { width: 1280, height: 900 } });
     const p = page;
-    p.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    p.on("console", (m) => {
-      if (m.type() === "error") problems.push(`console: ${m.text()}`);
-    });
+    watchProblems(p, problems);
     p.on("request", (r) => {
       if (r.url().endsWith("/stream")) streams.push(r.url().slice(h.origin.length));
     });

@@ -7,12 +7,12 @@
  * shown as text, never parsed (no element is created from it). The page runs under its own
  * Content-Security-Policy; any script error or policy violation fails the test.
  */
-import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Handlers } from "../../src/engine/handlers.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { call, type Harness, startHarness, testHandlers, until } from "../http/harness.ts";
-import { launchChromium, noBrowser } from "./browser.ts";
+import { noBrowser, useChromium } from "./browser.ts";
 
 if (noBrowser) {
   console.warn(`jobs dashboard browser tests skipped: ${noBrowser}`);
@@ -22,19 +22,11 @@ const FINAL = ["succeeded", "dead", "cancelled", "skipped"];
 const MARKUP = "<img src=x onerror=window.__xss=1>";
 
 describe.skipIf(noBrowser !== undefined)("the dashboard's jobs in headless Chromium", () => {
-  let browser: Browser;
+  const browser = useChromium();
   let server: Harness | undefined;
   let page: Page | undefined;
   let problems: string[] = [];
   let release: (() => void) | undefined;
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  }, 30_000);
-
-  afterAll(async () => {
-    await browser?.close();
-  });
 
   afterEach(async () => {
     await page?.close();
@@ -67,7 +59,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's jobs in headless Chrom
 
   async function open(h: Harness, requests?: string[]): Promise<Page> {
     problems = [];
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page = await browser().newPage({ viewport: { width: 1280, height: 900 } });
     page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
     page.on("console", (message) => {
       // A refused filter (400) is logged by the browser as a failed fetch: expected.

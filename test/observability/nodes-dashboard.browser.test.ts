@@ -4,12 +4,12 @@
  * follow a node going stale; on a serverless platform the table shows the route's note. The page
  * runs under its own Content-Security-Policy; any script error fails the test.
  */
-import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import type { NodeInfo } from "../../src/store/port.ts";
 import { type Harness, startHarness, testHandlers } from "../http/harness.ts";
-import { launchChromium, noBrowser } from "./browser.ts";
+import { noBrowser, useChromium, watchProblems } from "./browser.ts";
 
 if (noBrowser) {
   console.warn(`nodes dashboard browser tests skipped: ${noBrowser}`);
@@ -33,18 +33,10 @@ function nodeInfo(id: string, overrides: Partial<NodeInfo> = {}): NodeInfo {
 }
 
 describe.skipIf(noBrowser !== undefined)("the dashboard's Nodes in headless Chromium", () => {
-  let browser: Browser;
+  const browser = useChromium();
   let server: Harness | undefined;
   let page: Page | undefined;
   let problems: string[] = [];
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  }, 30_000);
-
-  afterAll(async () => {
-    await browser?.close();
-  });
 
   afterEach(async () => {
     await page?.close();
@@ -55,11 +47,8 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's Nodes in headless Chro
 
   async function open(h: Harness): Promise<Page> {
     problems = [];
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (message.type() === "error") problems.push(`console: ${message.text()}`);
-    });
+    page = await browser().newPage({ viewport: { width: 1280, height: 900 } });
+    watchProblems(page, problems);
     await page.goto(`${h.origin}/dashboard?refresh=1`);
     return page;
   }

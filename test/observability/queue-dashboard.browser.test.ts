@@ -6,32 +6,24 @@
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
 import { call, type Harness, startHarness, testHandlers } from "../http/harness.ts";
 import { REDIS_URL } from "../support/stores.ts";
-import { launchChromium, noBrowser } from "./browser.ts";
+import { noBrowser, useChromium, watchProblems } from "./browser.ts";
 
 if (noBrowser) {
   console.warn(`queue dashboard browser tests skipped: ${noBrowser}`);
 }
 
 describe.skipIf(noBrowser !== undefined)("the dashboard's Queue card in headless Chromium", () => {
-  let browser: Browser;
+  const browser = useChromium();
   let server: Harness | undefined;
   let page: Page | undefined;
   let problems: string[] = [];
   const cleanups: (() => Promise<void>)[] = [];
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  }, 30_000);
-
-  afterAll(async () => {
-    await browser?.close();
-  });
 
   afterEach(async () => {
     await page?.close();
@@ -43,11 +35,8 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's Queue card in headless
 
   async function open(h: Harness): Promise<Page> {
     problems = [];
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (message.type() === "error") problems.push(`console: ${message.text()}`);
-    });
+    page = await browser().newPage({ viewport: { width: 1280, height: 900 } });
+    watchProblems(page, problems);
     await page.goto(`${h.origin}/dashboard?refresh=1`);
     return page;
   }

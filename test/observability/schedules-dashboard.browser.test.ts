@@ -5,29 +5,21 @@
  * offer them again: a second Delete answered 404 after the first had deleted it). The page runs
  * under its own Content-Security-Policy; any script error or policy violation fails the test.
  */
-import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { call, type Harness, startHarness, testHandlers, until } from "../http/harness.ts";
-import { launchChromium, noBrowser } from "./browser.ts";
+import { noBrowser, useChromium, watchProblems } from "./browser.ts";
 
 if (noBrowser) {
   console.warn(`schedules dashboard browser tests skipped: ${noBrowser}`);
 }
 
 describe.skipIf(noBrowser !== undefined)("the dashboard's schedules in headless Chromium", () => {
-  let browser: Browser;
+  const browser = useChromium();
   let server: Harness | undefined;
   let page: Page | undefined;
   let problems: string[] = [];
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  }, 30_000);
-
-  afterAll(async () => {
-    await browser?.close();
-  });
 
   afterEach(async () => {
     await page?.close();
@@ -47,11 +39,8 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's schedules in headless 
 
   async function open(h: Harness): Promise<Page> {
     problems = [];
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (message.type() === "error") problems.push(`console: ${message.text()}`);
-    });
+    page = await browser().newPage({ viewport: { width: 1280, height: 900 } });
+    watchProblems(page, problems);
     page.on("dialog", (dialog) => void dialog.accept());
     await page.goto(`${h.origin}/dashboard?refresh=1`);
     return page;
