@@ -189,7 +189,9 @@ describe("Redis Streams, foreign entries", () => {
     const r = rig({
       concurrency: 1,
       readAhead: 2,
-      readAheadHoldMs: 100,
+      // Read-ahead runs while slots free in under a tenth of this on average: 300 ms leaves a
+      // loaded machine room (at 100 ms, slow quick jobs left it off and nothing was held ahead).
+      readAheadHoldMs: 3_000,
       handlers: { held: { run: () => gate }, fast: { run: () => null } },
     });
     // Quick deliveries first: they turn reading ahead on.
@@ -204,7 +206,11 @@ describe("Redis Streams, foreign entries", () => {
     await until(async () => (await status(r.engine, blocker.id)) === "running", "the held job");
     // Read ahead of the one slot, held past readAheadHoldMs, handed back.
     const foreign = (await admin.xadd(r.stream, "*", "j", "not json"))!;
-    await until(() => r.worker.stats().handedBack + r.worker.stats().failed === 1, "the hand-back");
+    await until(
+      () => r.worker.stats().handedBack + r.worker.stats().failed === 1,
+      "the hand-back",
+      30_000,
+    );
     expect(r.lines.filter((l) => l.msg.includes("could not hand"))).toEqual([]);
     open();
     await until(() => r.lines.some((l) => l.msg.includes("not a job spec")), "the drop");
