@@ -91,6 +91,51 @@ export function describePlacementContract(name: string, make: MakeContractStore)
         expect(asRun(await store.beginRun(spec, 5_000)).attempt).toBe(1);
       });
 
+      it("an occurrence not begun when its schedule is paused or deleted ends skipped at its refusal, as at its begin", async () => {
+        const s = scheduleRecord({ overlap: "allow" });
+        const put = await store.putSchedule(s);
+        if (put.kind !== "ok") throw new Error("put refused");
+        const waiting = occurrenceSpec(s, 1_800_000_000_000, { placement: gpu });
+        const retried = occurrenceSpec(s, 1_800_000_060_000, { placement: gpu });
+        expect(await refuse(waiting)).toBe("queued");
+        // An occurrence whose attempt began before the pause keeps its retries.
+        asRun(await store.beginRun(retried, 5_000));
+        await store.finishRun(retried.id, 1, {
+          ok: false,
+          final: false,
+          error: { name: "E", message: "x" },
+        });
+        const paused = await store.putSchedule(
+          { ...put.schedule, status: "paused" },
+          put.schedule.rev,
+        );
+        if (paused.kind !== "ok") throw new Error("pause refused");
+        const before = (await store.stats()).totals;
+
+        const t0 = await store.now();
+        expect(await refuse(waiting)).toBe("skipped");
+        const t1 = await store.now();
+        const skipped = await store.getJob(waiting.id);
+        expect(skipped).toMatchObject({ status: "skipped", attempts: 0 });
+        expect(skipped?.finishedAt).toBeGreaterThanOrEqual(t0);
+        expect(skipped?.finishedAt).toBeLessThanOrEqual(t1);
+        expect(await refuse(retried)).toBe("failed");
+        const after = (await store.stats()).totals;
+        expect(after.skipped).toBe(before.skipped + 1);
+        expect(after.unplaced).toBe(before.unplaced + 1);
+        // Refused again, or begun: it stays skipped.
+        expect(await refuse(waiting)).toBe("skipped");
+        expect((await store.beginRun(waiting, 5_000)).kind).toBe("final");
+        expect((await store.stats()).totals.skipped).toBe(before.skipped + 1);
+
+        // Deleted: an occurrence it dispatched and no node took is created skipped.
+        expect(await store.deleteSchedule(s.id)).toBe(true);
+        const later = occurrenceSpec(s, 1_800_000_120_000, { placement: gpu });
+        expect(await refuse(later)).toBe("skipped");
+        expect(await store.getJob(later.id)).toMatchObject({ status: "skipped", attempts: 0 });
+        expect((await store.stats()).totals.skipped).toBe(before.skipped + 2);
+      });
+
       it("an oversized reason is cut to 200 characters", async () => {
         const spec = await submitted();
         await store.refusePlacement?.(spec, { node: "n", reason: "x".repeat(5_000) }, 60_000);

@@ -6,6 +6,7 @@
 import type { JobSpec, JobStatus } from "../../core/model.ts";
 import { cutText, MAX_REFUSAL_REASON, type PlacementRefusal } from "../port.ts";
 import { jobOrCreate } from "./job-table.ts";
+import { skipStopped } from "./runs.ts";
 import type { MemoryState } from "./state.ts";
 
 export function refusePlacement(
@@ -16,9 +17,13 @@ export function refusePlacement(
 ): JobStatus | null {
   const now = s.now();
   // A missing occurrence is created, as its first beginRun would, so the refusal shows on it.
-  const job = jobOrCreate(s, spec, now)?.record;
-  if (!job) return null;
+  const stored = jobOrCreate(s, spec, now);
+  if (!stored) return null;
+  const job = stored.record;
   if (job.status !== "queued" && job.status !== "failed") return job.status;
+  // Not begun, and its schedule stopped: skipped here, as its begin would (it would otherwise be
+  // refused again for as long as no node matches).
+  if (skipStopped(s, stored, now)) return job.status;
   job.refused = {
     node: cutText(refusal.node, 200),
     reason: cutText(refusal.reason, MAX_REFUSAL_REASON),

@@ -88,12 +88,7 @@ export function beginRun(
     cancelNow(s, stored, now);
     return { kind: "final", job: clone(job) };
   }
-  if (job.scheduleId !== undefined && job.attempts === 0 && job.attemptBase === undefined) {
-    // An occurrence that has not begun when its schedule was paused or deleted is not run (one
-    // retried from the dead-letter list was asked for again, and runs).
-    const schedule = s.schedules.get(job.scheduleId);
-    if (schedule === undefined || schedule.status === "paused") return skip(s, stored, now);
-  }
+  if (scheduleStopped(s, job)) return skip(s, stored, now);
   if (job.overlap === "skip" && job.scheduleId !== undefined) {
     const holder = live(s.running, job.scheduleId, now);
     if (holder && holder.value !== job.id) {
@@ -151,6 +146,28 @@ export function beginRun(
   s.events.emit(now, { type: "job.started", ...jobFields(job), attempt: job.attempts });
   rememberToken(s, token, now, String(job.attempts));
   return { kind: "run", attempt: job.attempts, job: clone(job) };
+}
+
+/**
+ * `job` is an occurrence that has not begun and its schedule is paused or deleted: it is not to run
+ * (one retried from the dead-letter list was asked for again, and runs).
+ */
+function scheduleStopped(s: MemoryState, job: JobRecord): boolean {
+  if (job.scheduleId === undefined || job.attempts !== 0 || job.attemptBase !== undefined) {
+    return false;
+  }
+  const schedule = s.schedules.get(job.scheduleId);
+  return schedule === undefined || schedule.status === "paused";
+}
+
+/**
+ * A waiting job a node refused for its placement: skipped (see {@link skip}) when its schedule
+ * stopped before it began, as its begin would skip it; `false` otherwise.
+ */
+export function skipStopped(s: MemoryState, stored: StoredJob, now: number): boolean {
+  if (!scheduleStopped(s, stored.record)) return false;
+  skip(s, stored, now);
+  return true;
 }
 
 /** Marks an occurrence that never started `skipped` (its schedule's overlap lease is held, or the

@@ -33,8 +33,11 @@ export interface PlacementLog {
    * occurrence (as its first `beginRun` would), so the refusal is visible on it. While it is
    * `queued` or `failed` (waiting for a run): record the refusal on it as `refused: { node, reason,
    * at }` (the last one wins), count `totals.unplaced` and, like a `limited` begin, move the job's
-   * watch `reapAfterMs` ahead (it is alive, only waiting, so the reaper leaves it). Anything else
-   * is left as it is. Not an attempt: nothing else about the job changes.
+   * watch `reapAfterMs` ahead (it is alive, only waiting, so the reaper leaves it). An occurrence
+   * that has not begun and whose schedule is paused or deleted ends `skipped` instead, exactly as
+   * `beginRun` would end it (no node would run it, and a refusal would hand it back for as long as
+   * no node matches). Anything else is left as it is. Not an attempt: nothing else about the job
+   * changes.
    *
    * @returns the job's status, `null` when it is missing — so the runner can tell a finished
    * job (nothing left to run: acknowledge) from one still waiting for a matching node.

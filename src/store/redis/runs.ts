@@ -134,7 +134,8 @@ function withStoreSettings(c: RedisContext, args: string[]): string[] {
   return [retentionArg(c.retention), c.eventsMaxLen, ...args];
 }
 
-function beginKeys(k: Keys): string[] {
+/** beginRun's KEYS (refusePlacement takes the same, to skip as a begin does). */
+export function beginKeys(k: Keys): string[] {
   return [k.root, k.outbox, k.outboxMsg, k.expiring, k.pending, k.metrics, k.events];
 }
 

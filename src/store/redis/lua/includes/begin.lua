@@ -18,38 +18,14 @@
 --@include "metrics"
 --@include "events"
 --@include "deps"
+--@include "unrun"
 
 -- A delivery told to wait, sent again once the reason has gone: how long the queue waits (ms)
 -- before asking with a delivery of its own.
 local REPLAYED_WAIT_MS = 1000
 
--- A job that ends here without running: `status` `skipped` (an occurrence that never started:
--- its schedule's overlap lease is held, or the schedule was paused or deleted before it began)
--- or `cancelled` (a cancel asked for, and the attempt's lease ran out before it finished). `leave`
--- takes it out of the backlog (beginRunAt). Answers beginRun's `kind` `kind` with the job.
-local function endUnrun(a, n, id, key, job, status, kind, retention, maxLen, now, m, leave)
-  local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
-  leave(job.status)
-  job.status, job.finishedAt = status, int(now)
-  redis.call('HSET', key, 'status', job.status, 'finishedAt', job.finishedAt)
-  releaseRun(root, key, id, job)
-  removeMessages(KEYS[2], KEYS[3], { id })
-  retainJob(root, KEYS[4], id, job, now, retention)
-  mAdd(m, 't:' .. status, 1)
-  emitEvent(events, maxLen, jobEvent('job.' .. status, now, id, job))
-  -- Jobs waiting for it (it existed, queued, before: a refused placement or a held begin) are
-  -- released as by a failure, as a submit after a skipped or cancelled dependency is.
-  if job.dependents then
-    releaseDependents({ root = root, outbox = KEYS[2], messages = KEYS[3], pending = pending,
-      expiring = KEYS[4], metrics = metrics, events = events, maxLen = maxLen,
-      retention = retention, now = now }, id, false)
-  end
-  rememberToken(root, argAt(a, n, 13), argAt(a, n, 14), now, '-')
-  return jobJson(job, '{"kind":"' .. kind .. '","job":')
-end
-
 local function beginRunAt(a, n, retention, maxLen, now, m)
-  local root, pending, metrics, events = KEYS[1], KEYS[5], KEYS[6], KEYS[7]
+  local root, events = KEYS[1], KEYS[7]
   local token = argAt(a, n, 13)
   local used = tokenUse(root, token)
   if used then
@@ -80,28 +56,16 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
     return '{"kind":"missing"}'
   end
 
-  -- Leaves the backlog; the gauge of the status it leaves goes down (queued only if it was there;
-  -- a job queued outside the index counts out in s:out, include "metrics").
-  local function leave(status)
-    if status == 'queued' and job.onStream then
-      -- Queued outside the index (a Streams submit due at once): nothing to remove there.
-      mAdd(m, 's:out', 1)
-      return
-    end
-    local removed = redis.call('ZREM', pending, id)
-    if status == 'failed' then
-      mAdd(m, 'g:failed', -1)
-    elseif removed == 1 then
-      mAdd(m, 'g:queued', -1)
-    end
-    if status == 'running' then
-      mAdd(m, 'g:running', -1)
-    end
+  -- It ends here without running (include "unrun"); answers beginRun's `kind` `kind` with it.
+  local function unrun(status, kind)
+    endUnrun(id, key, job, status, retention, maxLen, now, m)
+    remember('-')
+    return jobJson(job, '{"kind":"' .. kind .. '","job":')
   end
 
   if FINAL_STATUSES[job.status] then
     removeMessages(KEYS[2], KEYS[3], { id })
-    leave(job.status)
+    leaveBacklog(m, id, job, job.status)
     remember('-')
     return jobJson(job, '{"kind":"final","job":')
   end
@@ -111,16 +75,12 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   end
   if job.status == 'running' and job.cancelRequested then
     -- A cancel was asked for and the attempt's lease ran out before it finished: it ends here.
-    return endUnrun(a, n, id, key, job, 'cancelled', 'final', retention, maxLen, now, m, leave)
+    return unrun('cancelled', 'final')
   end
 
-  if job.scheduleId and job.attempts == '0' and not job.attemptBase then
-    -- Not begun when its schedule was paused or deleted: not run (one retried from the
-    -- dead-letter list was asked for again, and runs).
-    local status = redis.call('HGET', scheduleKey(root, job.scheduleId), 'status')
-    if not status or status == 'paused' then
-      return endUnrun(a, n, id, key, job, 'skipped', 'skipped', retention, maxLen, now, m, leave)
-    end
+  if scheduleStopped(root, job) then
+    -- Not begun when its schedule was paused or deleted: not run.
+    return unrun('skipped', 'skipped')
   end
 
   local leaseMs = numberOf(ARGV[a + 10])
@@ -136,7 +96,7 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
         remember('b')
         return '{"kind":"busy","retryAfterMs":' .. math.max(ttl, 0) .. '}'
       end
-      return endUnrun(a, n, id, key, job, 'skipped', 'skipped', retention, maxLen, now, m, leave)
+      return unrun('skipped', 'skipped')
     end
   end
 
@@ -182,7 +142,7 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
     redis.call('SET', running, id, 'PX', leaseMs)
   end
 
-  leave(job.status)
+  leaveBacklog(m, id, job, job.status)
   local finished = job.finishedAt
   job.status, job.startedAt, job.finishedAt = 'running', int(now), nil
   local attempt = numberOf(job.attempts) + 1
