@@ -17,7 +17,8 @@ export const MAX_TIMER_MS = 2_147_483_647;
 export type Duration = number | string;
 
 /**
- * Parse a duration to milliseconds; `undefined` when it is not one.
+ * Parse a duration to milliseconds; `undefined` when it is not one (or is too large for a finite
+ * number).
  *
  * @example
  * parseDuration("5m"); // 300000
@@ -30,5 +31,7 @@ export function parseDuration(value: Duration): number | undefined {
   const match = DURATION.exec(value.trim());
   if (!match) return undefined;
   const unit = match[2] as keyof typeof UNIT_MS;
-  return Math.round(Number(match[1]) * UNIT_MS[unit]);
+  const ms = Math.round(Number(match[1]) * UNIT_MS[unit]);
+  // Digits too many for a double (or a product past one) are no duration, as such a number is.
+  return Number.isFinite(ms) ? ms : undefined;
 }

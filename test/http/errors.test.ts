@@ -131,11 +131,14 @@ describe.each(storeFactories)("error answers on $name", (factory) => {
     expectProblem(await call(h.origin, "GET", "/v1/schedules?status=queued"), 400);
     expectProblem(await call(h.origin, "GET", "/v1/schedules/s1/runs?limit=1000"), 400);
     expectProblem(await call(h.origin, "GET", "/v1/dlq?limit=x"), 400);
-    const wait = await call(h.origin, "GET", "/v1/jobs/j_any?wait=soon");
-    expectProblem(wait, 400);
-    expect(wait.body.errors).toEqual([
-      { path: "wait", message: expect.stringContaining("duration") },
-    ]);
+    // A number too large for a double is no duration, with a unit or without.
+    for (const wait of ["soon", "9".repeat(400), `${"9".repeat(400)}ms`, `${"9".repeat(400)}d`]) {
+      const answer = await call(h.origin, "GET", `/v1/jobs/j_any?wait=${wait}`);
+      expectProblem(answer, 400);
+      expect(answer.body.errors).toEqual([
+        { path: "wait", message: expect.stringContaining("duration") },
+      ]);
+    }
   });
 
   it("401: no or bad credentials (authorize seam, tick secret)", async () => {
