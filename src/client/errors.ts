@@ -12,7 +12,7 @@
  * `ConflictError`, `ForbiddenError`) as deprecated aliases of those: they never match an error
  * this client throws. Catch the client's errors with the classes of `tickwork/client`.
  */
-import type { Job, Problem } from "./types.ts";
+import type { Job, Problem, RateLimitState } from "./types.ts";
 
 /**
  * The API answered with an error status. `problem` is its problem+json body (synthesised from the
@@ -96,6 +96,22 @@ export class UnavailableError extends TickworkApiError {
     super(status, problem, requestId);
     this.retryAfter = retryAfter;
   }
+}
+
+/** The answer's `RateLimit-*` headers, or `undefined` when it has none (or they are not numbers). */
+export function rateLimitOf(headers: Headers): RateLimitState | undefined {
+  const limit = headerCount(headers.get("ratelimit-limit"));
+  const remaining = headerCount(headers.get("ratelimit-remaining"));
+  const resetSeconds = headerCount(headers.get("ratelimit-reset"));
+  if (limit === undefined || remaining === undefined || resetSeconds === undefined) {
+    return undefined;
+  }
+  return { limit, remaining, resetSeconds };
+}
+
+/** A header holding a whole number of at most 15 digits, or `undefined`. */
+function headerCount(value: string | null): number | undefined {
+  return value !== null && /^\d{1,15}$/.test(value.trim()) ? Number(value.trim()) : undefined;
 }
 
 /** The error for an error answer: the subclass of its status, else {@link TickworkApiError}. */

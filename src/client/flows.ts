@@ -53,7 +53,7 @@ export class FlowsApi<H extends Handlers = Handlers> {
    */
   async submit(
     body: SubmitFlowRequest<H>,
-    options: { signal?: AbortSignal } = {},
+    options: { signal?: AbortSignal | undefined } = {},
   ): Promise<SubmittedFlow> {
     const { data, response } = await call<Omit<SubmittedFlow, "replayed">>(
       this.#caller,

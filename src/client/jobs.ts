@@ -5,7 +5,7 @@
 import type { BatchResource } from "../core/batch.ts";
 import { parseDuration } from "../core/duration.ts";
 import type { HandlerName, Handlers } from "../engine/handlers.ts";
-import { JobCancelledError, JobFailedError, ResultTimeoutError } from "./errors.ts";
+import { JobCancelledError, JobFailedError, ResultTimeoutError, rateLimitOf } from "./errors.ts";
 import { PagedList } from "./paginate.ts";
 import { type Caller, call, seg } from "./request.ts";
 import type {
@@ -19,6 +19,7 @@ import type {
   Page,
   PageQuery,
   Problem,
+  RateLimitState,
   SubmitJobRequest,
   SubmitManyItem,
 } from "./types.ts";
@@ -39,6 +40,11 @@ export interface SubmittedMany {
   accepted: number;
   replayed: number;
   failed: number;
+  /**
+   * Where the tenant's submit quota stands after the batch (`undefined` without a quota): after
+   * items refused with 429, `resetSeconds` says when to send them again.
+   */
+  rateLimit: RateLimitState | undefined;
 }
 
 /** Longest single `?wait=` asked for; the server caps waits (30 s by default) anyway. */
@@ -52,9 +58,9 @@ export interface ResultOptions {
    * Give up after this long with a {@link ResultTimeoutError}.
    * @default "30s"
    */
-  timeout?: Duration;
+  timeout?: Duration | undefined;
   /** Abort the wait (the pending request is aborted too). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -71,13 +77,25 @@ export class JobHandle<R = unknown> {
   readonly submitted: JobSummary | undefined;
   /** True when the submit's idempotency key was already used: this is the first job. */
   readonly replayed: boolean;
+  /**
+   * Where the tenant's submit quota stood after the submit that made this handle (`undefined`
+   * without a quota, or on a handle not made by a submit).
+   */
+  readonly rateLimit: RateLimitState | undefined;
   readonly #caller: Caller;
 
-  constructor(caller: Caller, id: string, submitted?: JobSummary, replayed = false) {
+  constructor(
+    caller: Caller,
+    id: string,
+    submitted?: JobSummary,
+    replayed = false,
+    rateLimit?: RateLimitState,
+  ) {
     this.#caller = caller;
     this.id = id;
     this.submitted = submitted;
     this.replayed = replayed;
+    this.rateLimit = rateLimit;
   }
 
   /**
@@ -200,14 +218,20 @@ export class JobsApi<H extends Handlers = Handlers> {
    */
   async submit<K extends HandlerName<H>>(
     body: SubmitJobRequest<H, K>,
-    options: { signal?: AbortSignal } = {},
+    options: { signal?: AbortSignal | undefined } = {},
   ): Promise<JobHandle<HandlerResult<H, K>>> {
     const { data, response } = await call<JobSummary>(this.#caller, "POST", "/v1/jobs", {
       body,
       ...(options.signal ? { signal: options.signal } : {}),
     });
     const replayed = response.headers.get("idempotent-replayed") === "true";
-    return new JobHandle<HandlerResult<H, K>>(this.#caller, data.id, data, replayed);
+    return new JobHandle<HandlerResult<H, K>>(
+      this.#caller,
+      data.id,
+      data,
+      replayed,
+      rateLimitOf(response.headers),
+    );
   }
 
   /**
@@ -225,9 +249,9 @@ export class JobsApi<H extends Handlers = Handlers> {
    */
   async submitMany(
     jobs: readonly SubmitManyItem<H>[],
-    options: { signal?: AbortSignal } = {},
+    options: { signal?: AbortSignal | undefined } = {},
   ): Promise<SubmittedMany> {
-    const { data } = await call<BatchResource>(this.#caller, "POST", "/v1/jobs/batch", {
+    const { data, response } = await call<BatchResource>(this.#caller, "POST", "/v1/jobs/batch", {
       body: { jobs },
       ...(options.signal ? { signal: options.signal } : {}),
     });
@@ -243,7 +267,13 @@ export class JobsApi<H extends Handlers = Handlers> {
         ? { outcome: "accepted", status: 202, job: handle }
         : { outcome: "replayed", status: 200, job: handle };
     });
-    return { items, accepted: data.accepted, replayed: data.replayed, failed: data.failed };
+    return {
+      items,
+      accepted: data.accepted,
+      replayed: data.replayed,
+      failed: data.failed,
+      rateLimit: rateLimitOf(response.headers),
+    };
   }
 
   /**

@@ -23,7 +23,7 @@ export interface CallOptions {
   body?: unknown;
   /** Bearer token for this call instead of the API key (the tick's secret). */
   bearer?: string;
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** A parsed success answer and the response it came in (for status and headers). */

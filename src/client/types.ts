@@ -47,38 +47,39 @@ export type Instant = string | number | Date;
 /** `POST /v1/jobs` body but `handler` and `input`. */
 export interface SubmitJobOptions {
   /** 1–10 (1–3 low, 4–7 normal, 8–10 high). @default 5 */
-  priority?: number;
+  priority?: number | undefined;
   /** Run after this long. Exclusive with `runAt`. */
-  delay?: Duration;
+  delay?: Duration | undefined;
   /** Run at this time. Exclusive with `delay`. */
-  runAt?: Instant | null;
+  runAt?: Instant | null | undefined;
   /** Handler timeout. @default the handler's, else "60s" */
-  timeout?: Duration;
+  timeout?: Duration | undefined;
   /** Retries after the first attempt. @default the handler's, else 3 */
-  retries?: number;
-  tags?: string[];
+  retries?: number | undefined;
+  tags?: string[] | undefined;
   /** The same key again (per tenant, 24 h) answers the first job instead of submitting. */
-  idempotencyKey?: string;
+  idempotencyKey?: string | undefined;
   /**
    * Ids of jobs (of the same tenant, at most 100) to wait for: the job is `waiting`, and runs once
    * they all succeeded (an unknown id answers 422 `unknown_dependencies`).
    */
-  after?: string[];
+  after?: string[] | undefined;
   /** When a dependency ends dead, cancelled or skipped: cancel this job too, or run it anyway. @default "cancel" */
-  onFailure?: "cancel" | "run";
+  onFailure?: "cancel" | "run" | undefined;
   /** Where it may run: a worker group, capabilities, allowed or forbidden nodes. */
-  placement?: Placement;
+  placement?: Placement | undefined;
 }
 
 /**
  * `POST /v1/jobs` body. Only `handler` is required — unless the handler's schema requires input.
  * With a handler map (`createClient<typeof handlers>()`), `handler` is one of its names and
- * `input` is typed by that handler's schema; without one, any name and any input.
+ * `input` is typed by that handler's schema; without one, any name and any input. A `handler`
+ * typed as a union of names takes the input of whichever it is (each name with its own input).
  */
 export type SubmitJobRequest<
   H extends Handlers = Handlers,
   K extends HandlerName<H> = HandlerName<H>,
-> = SubmitJobOptions & { handler: K } & InputField<HandlerInput<H, K>>;
+> = K extends unknown ? SubmitJobOptions & { handler: K } & InputField<HandlerInput<H, K>> : never;
 
 /**
  * One job of `POST /v1/jobs/batch` (`client.jobs.submitMany`): a {@link SubmitJobRequest} for
@@ -87,6 +88,19 @@ export type SubmitJobRequest<
 export type SubmitManyItem<H extends Handlers = Handlers> = {
   [K in HandlerName<H>]: SubmitJobRequest<H, K>;
 }[HandlerName<H>];
+
+/**
+ * Where the tenant's quota stands after a request it counted (the answer's `RateLimit-*`
+ * headers); absent when the tenant has no quota for it.
+ */
+export interface RateLimitState {
+  /** What the tightest window of the quota admits (`RateLimit-Limit`). */
+  limit: number;
+  /** Left in it now (`RateLimit-Remaining`). */
+  remaining: number;
+  /** Seconds until it admits more (`RateLimit-Reset`). */
+  resetSeconds: number;
+}
 
 /** A job, as `GET /v1/jobs/:id` and the listings show it (`progress` once its handler reported some). */
 export type Job = JobResource;
@@ -102,46 +116,48 @@ export type CancelResult = CancelResource;
 
 /** `GET /v1/jobs` filters. */
 export interface ListJobsQuery {
-  status?: JobStatus;
-  handler?: string;
-  scheduleId?: string;
+  status?: JobStatus | undefined;
+  handler?: string | undefined;
+  scheduleId?: string | undefined;
   /** Page size, 1–100. @default 20 */
-  limit?: number;
+  limit?: number | undefined;
   /** Start after this page (from a previous page's `cursor`). */
-  cursor?: string;
+  cursor?: string | undefined;
 }
 
 /** `POST /v1/schedules` body but `handler` and `input`. */
 export interface CreateScheduleOptions {
   /** Your id; creating with an existing id replaces that schedule. @default generated */
-  id?: string;
+  id?: string | undefined;
   /** Cron (5 or 6 fields, `@hourly`, `L`, `W`, `#`) or an interval (`"30s"`, `"5m"`, `"1h"`, `"1d"`). */
   schedule: string;
   /** IANA time zone of the cron expression. @default "UTC" */
-  tz?: string;
-  priority?: number;
-  timeout?: Duration;
-  retries?: number;
+  tz?: string | undefined;
+  priority?: number | undefined;
+  timeout?: Duration | undefined;
+  retries?: number | undefined;
   /** Complete after this many occurrences. */
-  maxRuns?: number | null;
-  startAt?: Instant | null;
-  endAt?: Instant | null;
+  maxRuns?: number | null | undefined;
+  startAt?: Instant | null | undefined;
+  endAt?: Instant | null | undefined;
   /** What to do with occurrences missed while nothing ticked. @default "once" */
-  misfire?: "skip" | "once" | "all";
+  misfire?: "skip" | "once" | "all" | undefined;
   /** `skip`: an occurrence whose predecessor still runs is recorded as `skipped`. @default "allow" */
-  overlap?: "allow" | "skip";
+  overlap?: "allow" | "skip" | undefined;
   /** Upper bound of a per-occurrence delay. @default 0 */
-  jitter?: Duration;
-  tags?: string[];
+  jitter?: Duration | undefined;
+  tags?: string[] | undefined;
   /** Where its occurrences may run. `{}` in an update removes it. */
-  placement?: Placement;
+  placement?: Placement | undefined;
 }
 
 /** `POST /v1/schedules` body, typed by a handler map like {@link SubmitJobRequest}. */
 export type CreateScheduleRequest<
   H extends Handlers = Handlers,
   K extends HandlerName<H> = HandlerName<H>,
-> = CreateScheduleOptions & { handler: K } & InputField<HandlerInput<H, K>>;
+> = K extends unknown
+  ? CreateScheduleOptions & { handler: K } & InputField<HandlerInput<H, K>>
+  : never;
 
 /**
  * `PATCH /v1/schedules/:id` body: any field but `id`; `null` clears `maxRuns`, `startAt`, `endAt`.
@@ -156,16 +172,16 @@ export type Schedule = ScheduleResource;
 
 /** `GET /v1/schedules` filters. */
 export interface ListSchedulesQuery {
-  status?: ScheduleStatus;
-  handler?: string;
-  limit?: number;
-  cursor?: string;
+  status?: ScheduleStatus | undefined;
+  handler?: string | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
 }
 
 /** `?limit=&cursor=` of the other listings. */
 export interface PageQuery {
-  limit?: number;
-  cursor?: string;
+  limit?: number | undefined;
+  cursor?: string | undefined;
 }
 
 /** One page of a listing; `cursor` is absent on the last page. */
@@ -181,12 +197,49 @@ export type Nodes = NodesResource;
 export type RegisteredNode = NodeResource;
 
 /**
- * What handler `K` of `H` returns (its `run`'s result, awaited): the type of a typed job handle's
+ * What handler `K` of `H` returns (its `run`'s result, awaited), as it is stored and answered:
+ * its JSON ({@link Jsonified}: a `Date` is its ISO text). The type of a typed job handle's
  * `result()` and of its final update's `job.result`; `unknown` for an untyped map.
  */
 export type HandlerResult<H extends Handlers, K extends HandlerName<H>> = H[K] extends {
   // biome-ignore lint/suspicious/noExplicitAny: any input, any context: only the result matters.
   run(...args: any[]): infer O;
 }
-  ? Awaited<O>
+  ? Jsonified<Awaited<O>>
   : unknown;
+
+/** Values JSON leaves out of an object (and writes as `null` in an array). */
+// biome-ignore lint/suspicious/noExplicitAny: any function.
+type Unwritten = undefined | symbol | ((...args: any[]) => unknown);
+
+/** An array element after a JSON round trip: what JSON leaves out of an object is `null` here. */
+type JsonifiedElement<E> = E extends Unwritten ? null : Jsonified<E>;
+
+/**
+ * What a value of type `T` reads as after a JSON round trip (`JSON.parse(JSON.stringify(v))`), as
+ * a job's result comes back: what has `toJSON` is what that answers (a `Date` its ISO text),
+ * functions, symbols and `undefined` leave an object (and are `null` in an array), a `Map` or
+ * `Set` is `{}`. Numbers stay `number` (JSON writes `NaN` and `Infinity` as `null`).
+ */
+export type Jsonified<T> = T extends string | number | boolean | null
+  ? T
+  : // biome-ignore lint/suspicious/noExplicitAny: any arguments.
+    T extends { toJSON(...args: any[]): infer J }
+    ? Jsonified<J>
+    : T extends Unwritten
+      ? undefined
+      : T extends bigint
+        ? never
+        : T extends ReadonlyMap<unknown, unknown> | ReadonlySet<unknown>
+          ? Record<string, never>
+          : T extends readonly unknown[]
+            ? { [I in keyof T]: JsonifiedElement<T[I]> }
+            : T extends object
+              ? {
+                  [P in keyof T as P extends string
+                    ? T[P] extends Unwritten
+                      ? never
+                      : P
+                    : never]: Jsonified<T[P]>;
+                }
+              : unknown;

@@ -25,7 +25,7 @@ export type JobUpdate<R = unknown> =
 /** Options of `job.updates()`. */
 export interface UpdatesOptions {
   /** Stop: the iterator ends and the request is aborted. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Resume after this event (an update's `id`): nothing before it is sent again. */
   lastEventId?: string;
   /**

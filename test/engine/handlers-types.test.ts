@@ -28,6 +28,17 @@ const handlers = defineHandlers({
   },
   free: { run: (input) => input },
   maybe: { input: z.object({ n: z.number() }).optional(), run: (input) => input?.n },
+  stamp: {
+    input: z.object({ label: z.string() }),
+    run: ({ label }) => ({
+      at: new Date(),
+      label,
+      note: label === "" ? undefined : label,
+      format: () => label,
+      list: [new Date(), undefined],
+      seen: new Set([label]),
+    }),
+  },
 });
 
 describe("handler definitions", () => {
@@ -35,7 +46,7 @@ describe("handler definitions", () => {
     const one = defineHandler({ input: z.string(), run: (s) => s.toUpperCase() });
     expectTypeOf(one.run).parameter(0).toEqualTypeOf<string>();
     const all: Handlers = { ...handlers, one };
-    expect(Object.keys(all)).toEqual(["add", "free", "maybe", "one"]);
+    expect(Object.keys(all)).toEqual(["add", "free", "maybe", "stamp", "one"]);
   });
 
   it("keep each schema's input type (before defaults)", () => {
@@ -101,6 +112,18 @@ describe("the handler map types the client", () => {
       // @ts-expect-error a patch names registered handlers only
       tw.schedules.handle("s").update({ handler: "nope" }),
     ];
+    // A name typed as a union takes the input of whichever name it is, not any of theirs.
+    const either = (name: "add" | "stamp") => [
+      // @ts-expect-error add's input given where the name may be stamp
+      tw.jobs.submit({ handler: name, input: { a: 1 } }),
+      // @ts-expect-error the same for a schedule
+      tw.schedules.create({ handler: name, schedule: "1h", input: { label: "x" } }),
+    ];
+    expect(typeof either).toBe("function");
+    // Optional fields take `undefined` (exactOptionalPropertyTypes), as the client sends them.
+    const maybe = (key: string | undefined, signal: AbortSignal | undefined) =>
+      tw.jobs.submit({ handler: "free", idempotencyKey: key, delay: undefined }, { signal });
+    expect(typeof maybe).toBe("function");
     expect(typeof never).toBe("function");
     const untyped = createClient({ url: "http://127.0.0.1:1" });
     expectTypeOf(untyped.jobs.submit).toBeCallableWith({ handler: "anything", input: 1 });
@@ -110,6 +133,15 @@ describe("the handler map types the client", () => {
     expectTypeOf<HandlerResult<typeof handlers, "add">>().toEqualTypeOf<number>();
     expectTypeOf<HandlerResult<typeof handlers, "maybe">>().toEqualTypeOf<number | undefined>();
     expectTypeOf<HandlerResult<typeof handlers, "free">>().toEqualTypeOf<unknown>();
+    // As stored and answered: its JSON (a Date is its ISO text, a function and undefined leave
+    // an object and are null in an array, a Set is {}).
+    expectTypeOf<HandlerResult<typeof handlers, "stamp">>().toEqualTypeOf<{
+      at: string;
+      label: string;
+      note: string | undefined;
+      list: (string | null)[];
+      seen: Record<string, never>;
+    }>();
     // A handler defined apart with defineHandler keeps its result in the map.
     const apart = defineHandler({ input: z.string(), run: async (s) => s.length });
     const mixed = defineHandlers({ apart, add: handlers.add });

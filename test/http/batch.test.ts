@@ -295,6 +295,33 @@ describe("POST /v1/jobs/batch", () => {
     expect(next.headers.get("ratelimit-remaining")).toBe("0");
     expect(Number(next.headers.get("ratelimit-reset"))).toBeGreaterThan(0);
     expect((await store.stats()).totals.submitted).toBe(5);
+    // The client says when the refused items may go again; with no quota, it says nothing.
+    const tw = createClient({ url: origin, headers });
+    const refused = await tw.jobs.submitMany([{ handler: "echo" }]);
+    expect(refused.failed).toBe(1);
+    expect(refused.rateLimit).toMatchObject({ limit: 5, remaining: 0 });
+    expect(refused.rateLimit?.resetSeconds).toBeGreaterThan(0);
+    expect(refused.rateLimit?.resetSeconds).toBeLessThanOrEqual(60);
+    const free = await createClient({ url: origin }).jobs.submitMany([{ handler: "echo" }]);
+    expect(free.accepted).toBe(1);
+    expect(free.rateLimit).toBeUndefined();
+  });
+
+  it("a single submit's handle tells where the quota stands", async () => {
+    const { origin } = await start();
+    const actor = {
+      tenant: "metered",
+      scopes: ["jobs:write"],
+      manifest: { quotas: { submit: { perMinute: 5 } } },
+    };
+    const tw = createClient({ url: origin, headers: { "x-test-actor": JSON.stringify(actor) } });
+    const first = await tw.jobs.submit({ handler: "echo" });
+    expect(first.rateLimit).toMatchObject({ limit: 5, remaining: 4 });
+    const second = await tw.jobs.submit({ handler: "echo" });
+    expect(second.rateLimit).toMatchObject({ limit: 5, remaining: 3 });
+    expect((await createClient({ url: origin }).jobs.submit({ handler: "echo" })).rateLimit).toBe(
+      undefined,
+    );
   });
 
   describe("hostile requests: one problem, nothing written", () => {
