@@ -2,6 +2,7 @@
  * @module
  * `createClient`: the typed client of the tickwork HTTP API.
  */
+import { MAX_TIMER_MS, parseDuration } from "../core/duration.ts";
 import type { Handlers } from "../engine/handlers.ts";
 import { DlqApi } from "./dlq.ts";
 import { FlowsApi } from "./flows.ts";
@@ -10,7 +11,7 @@ import { JobsApi } from "./jobs.ts";
 import { NodesApi } from "./nodes.ts";
 import { type Caller, call } from "./request.ts";
 import { SchedulesApi } from "./schedules.ts";
-import type { TickResult } from "./types.ts";
+import type { Duration, TickResult } from "./types.ts";
 
 /** Options of {@link createClient}. */
 export interface ClientOptions {
@@ -31,6 +32,14 @@ export interface ClientOptions {
   // What `new Headers(…)` takes, named without the DOM library (Node's own types have no
   // global `HeadersInit`).
   headers?: ConstructorParameters<typeof Headers>[0] | undefined;
+  /**
+   * The longest one request waits for its answer (ms, or `"30s"`…): past it the request is
+   * aborted and the call rejects with a `RequestTimeoutError`. A long-poll (`job.result()`) gets
+   * it on top of the wait it asks the server for; an update stream (`job.updates()`) until it
+   * opens (a stream that does not open in time counts as a failed connection and is tried again).
+   * @default none: as long as `fetch` waits
+   */
+  timeout?: Duration | undefined;
 }
 
 /** The client. */
@@ -81,12 +90,22 @@ export function createClient<H extends Handlers = Handlers>(
   if (base.protocol !== "http:" && base.protocol !== "https:") {
     throw new TypeError(`url must be http(s), got ${base.protocol}`);
   }
+  let timeoutMs: number | undefined;
+  if (options.timeout !== undefined) {
+    timeoutMs = parseDuration(options.timeout);
+    if (timeoutMs === undefined || timeoutMs < 1 || timeoutMs > MAX_TIMER_MS) {
+      throw new RangeError(
+        `timeout must be a duration from 1 ms to ${MAX_TIMER_MS} ms, got ${String(options.timeout)}`,
+      );
+    }
+  }
   const caller: Caller = {
     base: `${base.origin}${base.pathname.replace(/\/+$/, "")}`,
     apiKey: options.apiKey,
     // Bound: some runtimes reject a detached `fetch` ("Illegal invocation").
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     headers: new Headers(options.headers),
+    timeoutMs,
   };
   return {
     jobs: new JobsApi<H>(caller),

@@ -114,6 +114,21 @@ function headerCount(value: string | null): number | undefined {
   return value !== null && /^\d{1,15}$/.test(value.trim()) ? Number(value.trim()) : undefined;
 }
 
+/**
+ * No answer within the client's `timeout` (`createClient`): the request was aborted. Not an
+ * answer of the server's, so not a {@link TickworkApiError}; a submit that timed out may still
+ * have been stored (send it again with the same `idempotencyKey`).
+ */
+export class RequestTimeoutError extends Error {
+  override name = "RequestTimeoutError";
+  /** How long it waited (ms). */
+  readonly timeoutMs: number;
+  constructor(what: string, timeoutMs: number) {
+    super(`${what}: no answer within ${timeoutMs} ms (the client's timeout)`);
+    this.timeoutMs = timeoutMs;
+  }
+}
+
 /** The error for an error answer: the subclass of its status, else {@link TickworkApiError}. */
 export function apiError(response: Response, body: unknown): TickworkApiError {
   const { status } = response;

@@ -45,6 +45,7 @@ export {
   JobFailedError,
   NotFoundError,
   RateLimitedError,
+  RequestTimeoutError,
   ResultTimeoutError,
   TickworkApiError,
   UnauthorizedError,

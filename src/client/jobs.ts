@@ -126,6 +126,7 @@ export class JobHandle<R = unknown> {
       const started = Date.now();
       const { data: job } = await call<Job>(this.#caller, "GET", `/v1/jobs/${seg(this.id)}`, {
         query: { wait: asked },
+        waitMs: asked,
         ...(options.signal ? { signal: options.signal } : {}),
       });
       switch (job.status) {

@@ -4,7 +4,7 @@
  * turned into typed errors. Web APIs only (Node, Workers, browsers).
  */
 import { bodyIssues } from "../core/json-values.ts";
-import { apiError } from "./errors.ts";
+import { apiError, RequestTimeoutError } from "./errors.ts";
 
 /** What every call needs; built once by `createClient`. */
 export interface Caller {
@@ -13,6 +13,8 @@ export interface Caller {
   apiKey: string | undefined;
   fetch: typeof globalThis.fetch;
   headers: Headers;
+  /** The longest a request may wait for its answer (ms), or `undefined` for no limit. */
+  timeoutMs: number | undefined;
 }
 
 /** One call's parts. */
@@ -24,6 +26,51 @@ export interface CallOptions {
   /** Bearer token for this call instead of the API key (the tick's secret). */
   bearer?: string;
   signal?: AbortSignal | undefined;
+  /** How long the server is asked to hold the answer (a long-poll): added to the timeout. */
+  waitMs?: number;
+}
+
+/** A request's signal under the client's timeout (see {@link requestLimit}). */
+export interface RequestLimit {
+  /** Aborts when the caller's signal does, or when the time is up; `undefined`: neither can. */
+  signal: AbortSignal | undefined;
+  /** The error to throw instead of the abort's, when the time was up. */
+  timedOut(): RequestTimeoutError | undefined;
+  /** The answer is in: the timer stops. */
+  done(): void;
+}
+
+/**
+ * The signal of one request: the caller's `signal`, and with the client's timeout one that also
+ * aborts once `timeoutMs + extraMs` have passed (`what` names the request in the error).
+ */
+export function requestLimit(
+  caller: Caller,
+  signal: AbortSignal | undefined,
+  extraMs: number,
+  what: string,
+): RequestLimit {
+  if (caller.timeoutMs === undefined) {
+    return { signal, timedOut: () => undefined, done: () => {} };
+  }
+  const ms = caller.timeoutMs + extraMs;
+  const abort = new AbortController();
+  let timedOut: RequestTimeoutError | undefined;
+  const follow = () => abort.abort(signal?.reason);
+  if (signal?.aborted) follow();
+  else signal?.addEventListener("abort", follow, { once: true });
+  const timer = setTimeout(() => {
+    timedOut = new RequestTimeoutError(what, ms);
+    abort.abort(timedOut);
+  }, ms);
+  return {
+    signal: abort.signal,
+    timedOut: () => timedOut,
+    done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", follow);
+    },
+  };
 }
 
 /** A parsed success answer and the response it came in (for status and headers). */
@@ -66,10 +113,18 @@ export async function call<T>(
     headers.set("content-type", "application/json");
     init.body = JSON.stringify(options.body);
   }
-  if (options.signal) init.signal = options.signal;
-
-  const response = await caller.fetch(url, init);
-  const text = await response.text();
+  const limit = requestLimit(caller, options.signal, options.waitMs ?? 0, `${method} ${path}`);
+  if (limit.signal) init.signal = limit.signal;
+  let response: Response;
+  let text: string;
+  try {
+    response = await caller.fetch(url, init);
+    text = await response.text();
+  } catch (error) {
+    throw limit.timedOut() ?? error;
+  } finally {
+    limit.done();
+  }
   const body = parseJson(text);
   if (!response.ok) throw apiError(response, body === undefined ? text : body);
   return { data: body as T, response };

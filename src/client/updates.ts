@@ -6,7 +6,7 @@
  * with `Last-Event-ID` when a connection drops or the server ends it, and ends after a job's
  * `done` (docs/api.md "Realtime updates").
  */
-import { apiError, TickworkApiError, UnavailableError } from "./errors.ts";
+import { apiError, RequestTimeoutError, TickworkApiError, UnavailableError } from "./errors.ts";
 import type { Caller } from "./request.ts";
 import type { Job, JobProgressUpdate, JobStatusUpdate } from "./types.ts";
 
@@ -88,10 +88,24 @@ export async function* streamUpdates<R>(
       if (lastId !== undefined) headers.set("last-event-id", lastId);
       let cut: unknown;
       try {
-        const response = await caller.fetch(new URL(caller.base + path), {
-          headers,
-          signal: abort.signal,
-        });
+        // The client's timeout holds until the stream opens (a stream open for long is no
+        // fault): one that does not open in time is cut, and tried again as a failure.
+        const ms = caller.timeoutMs;
+        const opening =
+          ms === undefined
+            ? undefined
+            : setTimeout(() => abort.abort(new RequestTimeoutError(`GET ${path}`, ms)), ms);
+        let response: Response;
+        try {
+          response = await caller.fetch(new URL(caller.base + path), {
+            headers,
+            signal: abort.signal,
+          });
+        } catch (error) {
+          throw abort.signal.reason instanceof RequestTimeoutError ? abort.signal.reason : error;
+        } finally {
+          clearTimeout(opening);
+        }
         if (!response.ok || !response.body) {
           const text = await response.text();
           const error = apiError(response, parseJson(text) ?? text);

@@ -88,6 +88,14 @@ describe.concurrent("client against the dev server", () => {
     expect(polls.length).toBeGreaterThanOrEqual(3);
   });
 
+  test("a client timeout shorter than a long-poll's wait: the poll gets its wait on top", async () => {
+    const c = createClient({ url: server.url, timeout: 400 });
+    const job = await c.jobs.submit({ handler: "sleep", input: { ms: 1_500 } });
+    // One poll holds ~1.5 s, far past 400 ms: it is not cut, and the result comes.
+    expect(await job.result({ timeout: "10s" })).toEqual({ slept: 1_500 });
+    expect(job.rateLimit).toBeUndefined();
+  });
+
   test("result() gives up after its timeout with the last state seen", async () => {
     const job = await client.jobs.submit({ handler: "sleep", input: { ms: 4_000 } });
     // Once it runs (a busy machine may take a while to start it), it runs for 4 s more.
