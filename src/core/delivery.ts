@@ -48,6 +48,12 @@ export type DeliveryOutcome =
       kind: "busy";
       reason: "attempt-running" | "limited" | "unplaced" | "lease-lapsed" | "still-running";
       retryAfterMs: number;
+      /**
+       * The least it must wait, when that is known (a rate limit's window: it cannot begin
+       * sooner). A pull queue is told to look again after `retryAfterMs`, sooner than a limit's
+       * wait; a queue whose redeliveries cost (Cloudflare Queues) waits at least this.
+       */
+      minWaitMs?: number;
     }
   | { kind: "unauthorized" }
   | { kind: "bad-request"; expected: "job" | "failure-callback" };

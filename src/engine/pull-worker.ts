@@ -405,7 +405,7 @@ export class PullWorker {
           this.#stats.deferred++;
           await this.#queue.retryLater(
             message,
-            Math.max(250, outcome.retryAfterMs),
+            Math.max(250, outcome.retryAfterMs, outcome.minWaitMs ?? 0),
             message.retried,
           );
           return;

@@ -150,11 +150,14 @@ export class Runner {
         return { kind: "busy", reason: "attempt-running", retryAfterMs: begun.retryAfterMs };
       case "limited":
         // Not an attempt. A push queue waits until a slot is free at the latest (each 409 spends
-        // one of its retries); a pull queue's redelivery costs no retry, so it looks again sooner.
+        // one of its retries); a pull queue's redelivery costs no retry, so it looks again sooner
+        // (a slot may free before the lease that holds it ends). A rate limit alone waits for
+        // its window, which nothing shortens: that wait is the least (`minWaitMs`).
         return {
           kind: "busy",
           reason: "limited",
           retryAfterMs: pulled ? Math.min(begun.retryAfterMs, pullRecheckMs()) : begun.retryAfterMs,
+          ...(rate !== undefined && limit === undefined ? { minWaitMs: begun.retryAfterMs } : {}),
         };
       case "missing":
         // Expired after it was cancelled or finished: nothing to run, and the queue must stop.

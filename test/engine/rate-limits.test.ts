@@ -2,7 +2,8 @@
  * A handler's `rateLimit` through the runner, on every store: a push delivery over the limit is
  * answered 409 `concurrency_limited` (the one "limited" answer, for either limit) with
  * `Retry-After` until a start leaves the window, and is not an attempt; a pulled one is deferred
- * (busy, `limited`) and looks again within 1.5 s; a limit per input key holds each key apart; with
+ * (busy, `limited`) and looks again within 1.5 s, with its window's wait as the least
+ * (`minWaitMs`, which the pull worker and the Queues consumer wait); a limit per input key holds each key apart; with
  * `concurrency` too, a delivery refused by one takes nothing from the other. Then end to end over
  * the real local queue (HTTP, `Retry-After` honoured): a burst of jobs all succeed, each at its
  * first attempt, and no more than `limit` of them begin in any window.
@@ -63,6 +64,11 @@ describe.each(storeFactories)("rate limits through the runner on $name", (factor
       expect(limited).toMatchObject({ kind: "busy", reason: "limited" });
       expect(limited.kind === "busy" && limited.retryAfterMs).toBeGreaterThanOrEqual(250);
       expect(limited.kind === "busy" && limited.retryAfterMs).toBeLessThanOrEqual(1_500);
+      // …but it cannot begin before its window lets it: a queue whose redeliveries cost (Redis
+      // Streams' worker and Cloudflare Queues' consumer) waits that long.
+      const minWaitMs = limited.kind === "busy" ? limited.minWaitMs : undefined;
+      expect(minWaitMs).toBeGreaterThan(3_500_000);
+      expect(minWaitMs).toBeLessThanOrEqual(3_600_000);
       // Pushed instead, it waits for the window: about an hour.
       const pushed = await t.deliver(b);
       expect(Number(pushed.headers.get("retry-after"))).toBeGreaterThan(3_500);

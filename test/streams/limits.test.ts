@@ -3,7 +3,7 @@
  * with their own connections and consumers, 8 slots each) drain 20 jobs of a handler with
  * `concurrency: 2`. Never more than 2 run at once across both, all 20 succeed on their first
  * attempt (a delivery held back by the limit is deferred, not retried), and the store counted the
- * deliveries it held back.
+ * deliveries it held back. A rate limit alone parks a held delivery for its window's wait.
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
@@ -102,4 +102,39 @@ describe("Redis Streams transport with a concurrency limit", () => {
       if (keys.length > 0) await redis.del(...keys);
     }
   }, 60_000);
+
+  it("a rate limit alone: a held delivery is parked for its window's wait, not re-read every second", async () => {
+    const prefix = `streams-rate-${randomUUID()}`;
+    const redis = new Redis(REDIS_URL);
+    clients.push(redis);
+    const store = new RedisStore({ client: fromIoredis(redis), prefix, dispatch: "streams" });
+    const streams = new RedisStreams({ redis, prefix, maintainEveryMs: 100 });
+    const handlers = { hourly: { rateLimit: { limit: 1, period: "1h" }, run: () => "ran" } };
+    const engine = createEngine({ store, transport: streams, handlers, logger: silentLogger });
+    const worker = new PullWorker({ runner: engine.runner, queue: streams, idleWaitMs: 1_000 });
+    try {
+      const first = (await engine.broker.submit({ handler: "hourly" })).job.id;
+      const second = (await engine.broker.submit({ handler: "hourly" })).job.id;
+      await worker.start();
+      await until(() => worker.stats().deferred === 1, "the second to be held back");
+      const before = Date.now();
+      expect((await engine.stats()).totals).toMatchObject({ succeeded: 1, limited: 1 });
+      expect(await engine.broker.getJob(first)).toMatchObject({ status: "succeeded" });
+      expect(await engine.broker.getJob(second)).toMatchObject({ status: "queued", attempts: 0 });
+      // Parked until its window lets it begin, about an hour from now.
+      const [delayed] = await redis.keys(`{${prefix}}*:delayed`);
+      if (!delayed) throw new Error("no delayed set");
+      const entries = await redis.zrange(delayed, 0, -1, "WITHSCORES");
+      expect(entries).toHaveLength(2);
+      expect(entries[0]).toContain(second);
+      const due = Number(entries[1]);
+      expect(due - before).toBeGreaterThan(3_500_000);
+      expect(due - before).toBeLessThanOrEqual(3_600_000);
+    } finally {
+      await worker.stop({ deadlineMs: 1_000 });
+      await streams.close();
+      const keys = await redis.keys(`{${prefix}}*`);
+      if (keys.length > 0) await redis.del(...keys);
+    }
+  });
 });

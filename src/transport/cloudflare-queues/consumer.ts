@@ -247,10 +247,15 @@ export function answerFor(
       return { kind: "retry", delaySeconds: toDelaySeconds(waitMs, 0) };
     }
     case "busy":
-      // Not an attempt: whatever holds the job is re-checked by the next delivery's beginRun.
+      // Not an attempt: whatever holds the job is re-checked by the next delivery's beginRun,
+      // never before it could begin (a rate limit's window): each delivery is billed and spends
+      // one of the queue's retries.
       return {
         kind: "retry",
-        delaySeconds: toDelaySeconds(Math.max(outcome.retryAfterMs, busyFloorMs), 1),
+        delaySeconds: toDelaySeconds(
+          Math.max(outcome.retryAfterMs, outcome.minWaitMs ?? 0, busyFloorMs),
+          1,
+        ),
       };
     default:
       // done; give-up (the job is dead in tickwork's dead letters); bad-request, unauthorized.
