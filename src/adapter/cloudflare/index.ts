@@ -8,11 +8,14 @@
 export type { ExecutionContext } from "hono";
 export { TickworkConfigError } from "../../core/errors.ts";
 export {
+  busyFloorWithin,
   CloudflareQueuesTransport,
   type CloudflareQueuesTransportOptions,
   type ConsumeOptions,
   type ConsumeResult,
   consumeQueueBatch,
+  defaultBusyFloor,
+  defaultQueueBackoff,
   type QueueBatch,
   type QueueMessage,
   type QueueProducer,

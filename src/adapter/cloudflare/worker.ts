@@ -9,7 +9,11 @@ import { Redis } from "@upstash/redis/cloudflare";
 import type { ExecutionContext } from "hono";
 import type { Handlers } from "../../engine/handlers.ts";
 import type { EngineOptions } from "../../engine/options.ts";
-import type { ConsumeResult, QueueBatch } from "../../transport/cloudflare-queues/index.ts";
+import type {
+  ConsumeOptions,
+  ConsumeResult,
+  QueueBatch,
+} from "../../transport/cloudflare-queues/index.ts";
 import { assertEnv, selectWorkerTransport, type TickworkEnv } from "./env.ts";
 import { createTickwork, type Tickwork } from "./tickwork.ts";
 
@@ -22,6 +26,12 @@ export interface WorkerOptions {
    * (`crons = ["* * * * *"]`): set `tick.horizonMs` to `lookAheadFor(period)` for another period.
    */
   engine?: EngineOptions | undefined;
+  /**
+   * The Cloudflare Queues consumer's settings (`concurrency`, `backoff`, `busyFloor`), as
+   * `createTickwork` takes them; unset, its defaults (the busy floor within half of the engine's
+   * `reapAfterMs`).
+   */
+  consumer?: Omit<ConsumeOptions, "logger"> | undefined;
 }
 
 /** The Worker: what `export default` hands to the runtime. */
@@ -76,6 +86,7 @@ export function createWorker(options: WorkerOptions): TickworkWorker {
       tickSecret: env.CRON_SECRET,
       basePath: env.TICKWORK_BASE_PATH,
       engine: options.engine,
+      consumer: options.consumer,
     });
     return tickwork;
   };

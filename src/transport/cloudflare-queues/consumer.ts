@@ -210,8 +210,9 @@ function answerMessage(
       result.acked++;
     } else message.retry({ delaySeconds: answer.delaySeconds });
   } catch (error) {
-    // The runtime refused the answer: the message is delivered again, and the job's own state
-    // decides what that delivery does.
+    // The runtime refused the answer (every delay written is whole seconds within 0–12 h, so
+    // this is not expected): a message left unanswered when `queue()` returns counts as
+    // acknowledged, and the job's outbox watch re-dispatches it (the job's state decides then).
     warn(logger, "could not answer a queue message", {
       messageId: message.id,
       error: String(error),

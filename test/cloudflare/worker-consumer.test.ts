@@ -1,0 +1,111 @@
+/**
+ * `createWorker({ consumer })`: the Worker's `queue()` handler runs with the consumer settings
+ * given (here a busy floor), as `createTickwork` does with its own; before, `createWorker` had no
+ * way to pass them and always used the defaults. Real Redis behind the Upstash REST bridge; the
+ * queue binding is a double of Queues' producer, and `queue()` gets a batch shaped as the
+ * runtime's.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createWorker } from "../../src/adapter/cloudflare/index.ts";
+import { type RedisRestServer, serveRedisRest } from "../../src/tools/redis-rest/index.ts";
+import type { QueueSendRequest } from "../../src/transport/cloudflare-queues/index.ts";
+import { deletePrefix, REDIS_URL } from "../dev/server.ts";
+
+const REST_TOKEN = `rest-${Math.random().toString(36).slice(2)}`;
+const PREFIX = `cfw${Math.random().toString(36).slice(2, 8)}`;
+let bridge: RedisRestServer;
+
+beforeAll(async () => {
+  bridge = await serveRedisRest({
+    redisUrl: REDIS_URL,
+    token: REST_TOKEN,
+    port: 0,
+    signals: false,
+    log: () => {},
+  });
+});
+afterAll(async () => {
+  await bridge?.close();
+  await deletePrefix(PREFIX);
+});
+
+describe("createWorker's consumer settings", () => {
+  it("a busy floor given to createWorker is the one its queue() uses", async () => {
+    const sent: string[] = [];
+    const env = {
+      UPSTASH_REDIS_REST_URL: bridge.url,
+      UPSTASH_REDIS_REST_TOKEN: REST_TOKEN,
+      TICKWORK_API_KEY: "k",
+      CRON_SECRET: "c",
+      TICKWORK_PREFIX: PREFIX,
+      TICKWORK_QUEUE: {
+        send: async () => {},
+        sendBatch: async (messages: Iterable<QueueSendRequest>) => {
+          for (const m of messages) sent.push(String(m.body));
+        },
+      },
+    };
+    const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let running: () => void = () => {};
+    const started = new Promise<void>((resolve) => {
+      running = resolve;
+    });
+    const worker = createWorker({
+      handlers: {
+        one: {
+          concurrency: 1,
+          run: () => {
+            running();
+            return held;
+          },
+        },
+      },
+      consumer: { busyFloor: () => 42_000 },
+    });
+    for (const n of [1, 2]) {
+      const res = await worker.fetch(
+        new Request("http://w/v1/jobs", {
+          method: "POST",
+          headers: { authorization: "Bearer k", "content-type": "application/json" },
+          body: JSON.stringify({ handler: "one", input: { n } }),
+        }),
+        env as never,
+        ctx as never,
+      );
+      expect(res.status).toBe(202);
+    }
+    await new Promise<void>((resolve, reject) => {
+      const check = () => (sent.length >= 2 ? resolve() : setTimeout(check, 10));
+      setTimeout(() => reject(new Error("nothing published")), 10_000).unref();
+      check();
+    });
+    const answers: string[] = [];
+    const message = (body: string, id: string) => ({
+      id,
+      body,
+      attempts: 1,
+      timestamp: new Date(),
+      ack: () => answers.push(`${id} ack`),
+      retry: (o?: { delaySeconds?: number }) => answers.push(`${id} retry ${o?.delaySeconds}`),
+    });
+    // The first holds the one slot; the second is limited and sent back after the floor, 42 s.
+    const first = worker.queue(
+      { queue: "tickwork-jobs", messages: [message(sent[0]!, "m1")] } as never,
+      env as never,
+      ctx as never,
+    );
+    await started;
+    await worker.queue(
+      { queue: "tickwork-jobs", messages: [message(sent[1]!, "m2")] } as never,
+      env as never,
+      ctx as never,
+    );
+    release();
+    await first;
+    expect(answers.sort()).toEqual(["m1 ack", "m2 retry 42"]);
+  });
+});
