@@ -334,6 +334,45 @@ describe("Redis Streams, the consumer group made or moved by someone else", () =
     expect(r.ran.sort()).toEqual(["held", "later", "unread"]);
   });
 
+  it("an entry skipped before the one another worker holds as the group's last: only the skipped one goes back", async () => {
+    const r = rig();
+    await r.streams.open();
+    const skipped = (await r.engine.broker.submit({ handler: "ok", input: "skipped" })).job;
+    // Read without being held (NOACK, as someone else's reader might): skipped.
+    await admin.call(
+      "XREADGROUP",
+      "GROUP",
+      "tickwork",
+      "x",
+      "NOACK",
+      "COUNT",
+      1,
+      "STREAMS",
+      r.stream,
+      ">",
+    );
+    const held = (await r.engine.broker.submit({ handler: "ok", input: "held" })).job;
+    // Another worker holds the newest entry: the oldest pending is the group's last delivered.
+    const taken = (await admin.call(
+      "XREADGROUP",
+      "GROUP",
+      "tickwork",
+      "other",
+      "COUNT",
+      1,
+      "STREAMS",
+      r.stream,
+      ">",
+    )) as [string, [string, string[]][]][];
+    expect(taken[0]![1][0]![1].join(" ")).toContain(held.id);
+    // Maintenance puts back the skipped entry only; the held one stays where it is, once.
+    const pulled = await r.streams.pull(10, 50);
+    expect(pulled.map((m) => (JSON.parse(m.body) as { id: string }).id)).toEqual([skipped.id]);
+    const stats = await r.streams.stats();
+    expect(stats).toMatchObject({ length: 2, pending: 2 });
+    expect(r.lines.filter((l) => l.msg.includes("skipped back"))).toHaveLength(1);
+  });
+
   it("the group moved to `$` (XGROUP SETID) while the worker's slot is taken: what it skipped still runs", async () => {
     let open!: () => void;
     const gate = new Promise<void>((resolve) => {

@@ -145,8 +145,9 @@ local function requeueSkipped(stream, minPending, max)
   if not last or streamIdBefore(last, head[1]) then
     return 0
   end
+  -- Up to the oldest entry a consumer holds, never including it (it may be the last delivered).
   local upto = last
-  if minPending and streamIdBefore(minPending, last) then
+  if minPending and not streamIdBefore(last, minPending) then
     upto = '(' .. minPending
   end
   local skipped = redis.call('XRANGE', stream, '-', upto, 'COUNT', max)
