@@ -204,6 +204,7 @@ const READ_COMMANDS = new Set(
     "EXISTS GET MGET STRLEN TYPE TTL PTTL TIME HGET HMGET HGETALL HEXISTS HLEN HKEYS HVALS HSCAN",
     "ZCARD ZCOUNT ZRANGE ZRANGEBYSCORE ZREVRANGE ZREVRANGEBYSCORE ZRANK ZREVRANK ZSCORE ZMSCORE",
     "ZSCAN LINDEX LLEN LRANGE SCARD SISMEMBER SMEMBERS SSCAN XLEN XRANGE XREVRANGE XPENDING",
+    "XINFO",
   ]
     .join(" ")
     .split(" "),
@@ -211,12 +212,13 @@ const READ_COMMANDS = new Set(
 
 /**
  * Whether every `redis.call`/`redis.pcall` in `source` names, as a literal, a command of
- * {@link READ_COMMANDS}. A call with a computed command name counts as a write. Such a script is
- * registered with the `no-writes` flag, so Redis runs it when over `maxmemory` (an unflagged
- * function is refused there) and would refuse any write it tried.
+ * {@link READ_COMMANDS}, called directly or through `pcall(redis.call, …)`. A call with a
+ * computed command name counts as a write. Such a script is registered with the `no-writes`
+ * flag, so Redis runs it when over `maxmemory` (an unflagged function is refused there) and
+ * would refuse any write it tried.
  */
 export function readsOnly(source: string): boolean {
-  for (const [, first] of source.matchAll(/redis\.p?call\(\s*([^,)]*)/g)) {
+  for (const [, first] of source.matchAll(/redis\.p?call(?:\(|\s*,)\s*([^,)]*)/g)) {
     const literal = /^'([A-Za-z]+)'$/.exec(first!.trim());
     if (!literal || !READ_COMMANDS.has(literal[1]!.toUpperCase())) return false;
   }

@@ -76,9 +76,12 @@ export interface QueueStats {
   oldestPendingMs: number;
   /** Deliveries waiting for their not-before time (delays, retries after backoff). */
   delayed: number;
-  /** Consumers (workers) the queue knows, including stopped ones it still holds deliveries of. */
+  /**
+   * Consumers (workers) the queue knows, including stopped ones until a takeover or another
+   * worker's stop deletes them (docs/streams.md).
+   */
   consumers: number;
-  /** Deliveries this process took over from stopped consumers since it started (a counter). */
+  /** Deliveries taken over from stopped consumers, by every worker of the deployment (a counter). */
   claimed: number;
 }
 

@@ -188,7 +188,7 @@ describe("queue stats on the Redis Streams transport", () => {
     });
   });
 
-  it("counts the deliveries this process took over from a stopped consumer", async () => {
+  it("counts the deliveries taken over from a stopped consumer, the same in every process", async () => {
     const a = rig();
     await submit(a.app, {});
     await submit(a.app, {});
@@ -205,9 +205,13 @@ describe("queue stats on the Redis Streams transport", () => {
     const seenByB = (await stats(b.app)).queue;
     expect(seenByB).toMatchObject({ length: 2, pending: 2, consumers: 1, claimed: 2 });
     expect(sampleValue(await metrics(b.app), "tickwork_queue_claimed_total")).toBe(2);
-    // The counter is each process's own: `a` took nothing over.
-    expect((await stats(a.app)).queue).toMatchObject({ pending: 2, consumers: 1, claimed: 0 });
-    expect(sampleValue(await metrics(a.app), "tickwork_queue_claimed_total")).toBe(0);
+    // The counter is the deployment's: `a` took nothing over, and a process that only serves
+    // the API (`--role api`: it never pulls) reads the same as `b`.
+    expect((await stats(a.app)).queue).toMatchObject({ pending: 2, consumers: 1, claimed: 2 });
+    expect(sampleValue(await metrics(a.app), "tickwork_queue_claimed_total")).toBe(2);
+    const api = rig(a.prefix);
+    expect((await stats(api.app)).queue).toMatchObject({ claimed: 2 });
+    expect(sampleValue(await metrics(api.app), "tickwork_queue_claimed_total")).toBe(2);
   });
 });
 

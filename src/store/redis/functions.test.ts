@@ -89,13 +89,17 @@ describe("over maxmemory (noeviction)", () => {
     try {
       const client = fromIoredis(redis);
       // Loaded while there is room; then every byte is over the limit.
-      for (const script of [scripts.getJob, scripts.now]) {
+      for (const script of [scripts.getJob, scripts.now, scripts.streamStats]) {
         await redis.function("LOAD", "REPLACE", functionLibrary(script));
       }
+      await redis.xadd("{tw}:q", "*", "w", "1");
+      await redis.xgroup("CREATE", "{tw}:q", "tickwork", "0");
       await redis.config("SET", "maxmemory", "1");
       const before = await commandsExecuted(redis);
       expect(await safeEval(client, scripts.getJob, ["tw"], ["nope"])).toBeNull();
       expect(await callsSince(redis, before)).toMatchObject({ fcall: 1 });
+      // The queue's figures too, when a growing backlog has filled Redis.
+      expect(await safeEval(client, scripts.streamStats, ["{tw}"], [])).toEqual([1, 0, 0, 0, 0, 0]);
       // A function that may write is refused as a whole, as Redis refuses any unflagged one.
       const writer: LuaScript = {
         name: "writer",

@@ -173,10 +173,16 @@ return redis.call('HGETALL', KEYS[1])`;
     // A computed command name may be anything.
     expect(readsOnly("local cmd = 'ZREM'\nreturn redis.call(cmd, KEYS[1], 'm')")).toBe(false);
     expect(readsOnly('return redis.call("GET", KEYS[1])')).toBe(false);
+    // Through pcall too: a write called so is a write (it was not looked at).
+    expect(readsOnly("local ok = pcall(redis.call, 'SET', KEYS[1], 1)")).toBe(false);
+    expect(readsOnly("local ok, s = pcall(redis.call, 'XPENDING', KEYS[1], 'g')")).toBe(true);
+    expect(readsOnly("return redis.call('XINFO', 'GROUPS', KEYS[1])")).toBe(true);
     const flagged = Object.values(scripts)
       .filter((s) => (s as LuaScript).readOnly)
       .map((s) => s.name);
-    expect(flagged).toEqual(expect.arrayContaining(["getJob", "getSchedule", "readLogs", "now"]));
+    expect(flagged).toEqual(
+      expect.arrayContaining(["getJob", "getSchedule", "readLogs", "now", "streamStats"]),
+    );
     expect(flagged).not.toContain("submitJob");
   });
 

@@ -11,7 +11,8 @@
     ARGV[4] most to take over
   A takeover that emptied a stopped consumer's pending list deletes it from the group
   (forgetConsumers, include "streams": idle ARGV[3] ms or more, nothing pending), so the group
-  does not keep the name of every process that was killed.
+  does not keep the name of every process that was killed. The deliveries taken over are counted
+  for the whole deployment in the metrics hash (`<root>:metrics`, field s:claimed).
   With takeovers (ARGV[3] > 0), entries the group skipped go back on the stream, up to ARGV[1]
   (requeueSkipped, include "streams"): a group created or moved at `$` by someone else, or made
   again after XGROUP DESTROY, never delivers the entries before it, and nobody holds them.
@@ -25,6 +26,17 @@
 
 local root = KEYS[1]
 local stream = streamKey(root)
+
+-- An entry holding a delivery (a `j` field), not a wake-up or someone else's.
+local function isDelivery(entry)
+  local fields = entry[2] or {}
+  for i = 1, #fields - 1, 2 do
+    if fields[i] == 'j' then
+      return true
+    end
+  end
+  return false
+end
 local delayed, bodies = stream .. ':delayed', stream .. ':bodies'
 local now = nowMs()
 
@@ -74,10 +86,19 @@ if ok then
       end
       -- Claimed only if still idle that long (checked again, atomically); an entry deleted
       -- while pending is dropped from the list (Redis 7) or answered nil (6.2): skipped.
+      local deliveries = 0
       for _, entry in ipairs(redis.call('XCLAIM', unpack(args))) do
         if entry then
           claimed[#claimed + 1] = entry
+          if isDelivery(entry) then
+            deliveries = deliveries + 1
+          end
         end
+      end
+      -- Counted for the whole deployment (include "metrics": s:claimed), not by this process
+      -- alone: the processes that serve /metrics may be others than those that take over.
+      if deliveries > 0 then
+        redis.call('HINCRBY', root .. ':metrics', 's:claimed', deliveries)
       end
       forgetConsumers(stream, ARGV[2], tonumber(ARGV[3]))
     end

@@ -3,7 +3,8 @@
   Input:
     KEYS[1] root
   Output: { stream length, pending in the group, age of the oldest pending delivery (ms; 0 when
-            none), delayed deliveries, consumers in the group }
+            none), delayed deliveries, consumers in the group, deliveries taken over from stopped
+            consumers since the metrics began (`<root>:metrics` s:claimed, by every worker) }
 ]]
 --@include "time"
 --@include "streams"
@@ -35,4 +36,5 @@ if length > 0 or redis.call('EXISTS', stream) == 1 then
     end
   end
 end
-return { length, pending, oldest, delayed, consumers }
+local claimed = tonumber(redis.call('HGET', KEYS[1] .. ':metrics', 's:claimed')) or 0
+return { length, pending, oldest, delayed, consumers, claimed }

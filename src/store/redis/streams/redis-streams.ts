@@ -98,7 +98,10 @@ export interface StreamsStats {
   delayed: number;
   /** Consumers the group knows (including killed ones until they are deleted: docs/streams.md). */
   consumers: number;
-  /** Deliveries this process took over from stopped consumers. */
+  /**
+   * Deliveries every worker of the deployment took over from stopped consumers (a counter kept
+   * in the store's metrics hash, so any process reads the same).
+   */
   claimed: number;
 }
 
@@ -144,7 +147,6 @@ export class RedisStreams {
   #nextDelayedAt = Number.NEGATIVE_INFINITY;
   /** Pending deliveries of other consumers were seen: keep checking for stale ones. */
   #othersPending = true;
-  #claimedTotal = 0;
   /** Skipped entries put back since the last line about it, and when that line was written. */
   #requeuedUnlogged = 0;
   #requeuedLoggedAt = Number.NEGATIVE_INFINITY;
@@ -405,14 +407,14 @@ export class RedisStreams {
   /** Queue length, pending deliveries and their age, delayed ones and consumers. */
   async stats(): Promise<StreamsStats> {
     const raw = (await this.#run(scripts.streamStats, [])) as number[];
-    const [length, pending, oldestPendingMs, delayed, consumers] = raw.map(Number);
+    const [length, pending, oldestPendingMs, delayed, consumers, claimed] = raw.map(Number);
     return {
       length: length ?? 0,
       pending: pending ?? 0,
       oldestPendingMs: oldestPendingMs ?? 0,
       delayed: delayed ?? 0,
       consumers: consumers ?? 0,
-      claimed: this.#claimedTotal,
+      claimed: claimed ?? 0,
     };
   }
 
@@ -459,7 +461,6 @@ export class RedisStreams {
     if (requeued > 0) this.#lastMaintain = Number.NEGATIVE_INFINITY;
     this.#armMover();
     const messages = await this.#deliveries(claimed ?? [], true);
-    this.#claimedTotal += messages.length;
     return messages;
   }
 

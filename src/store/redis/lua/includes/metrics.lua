@@ -13,6 +13,8 @@
                    g:queued and the backlog (include "streams": dueBacklog;
                    src/store/redis/observability.ts,
                    docs/adr/0041-streams-submit-outside-the-backlog.md)
+    s:claimed      deliveries Redis Streams workers took over from stopped consumers
+                   (streamMaintain; read by streamStats)
     <h>:<i>, <h>:sum   histogram h (lag, dur, tick, acq): bucket i (0-based; i = #bounds is
                    +Inf; HISTOGRAM_BOUNDS mirrors HISTOGRAM_BOUNDS_MS, scripts.test.ts checks it),
                    and the sum of observations; the count is the sum of the buckets
