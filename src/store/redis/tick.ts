@@ -17,7 +17,16 @@ import type {
   ScheduleCommit,
 } from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS, FLAP_WINDOW_MS, TICK_LEASE } from "../port.ts";
-import { ackArgs, errorCodeOf, fromJson, optionalArg, policyArg, toInt, ttlArg } from "./codec.ts";
+import {
+  ackArgs,
+  errorCodeOf,
+  fromJson,
+  optionalArg,
+  policyArg,
+  retentionArg,
+  toInt,
+  ttlArg,
+} from "./codec.ts";
 import { expectNoCode, type RedisContext } from "./context.ts";
 import { ErrorCode } from "./errors.ts";
 import { scripts } from "./scripts.generated.ts";
@@ -91,6 +100,7 @@ export async function beginTick(c: RedisContext, opts: BeginTickOptions): Promis
       String(FLAP_WINDOW_MS),
       policyArg(opts.degradation),
       String(opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS),
+      retentionArg(c.retention),
     ],
   );
   const r = fromJson<RawBeginTick>(raw);

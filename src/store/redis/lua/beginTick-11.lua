@@ -30,6 +30,10 @@
     ARGV[8] flap window ms
     ARGV[9] degradation policy ('' = none; see include "degrade")
     ARGV[10] reapAfterMs
+    ARGV[11] retention (as the store's other scripts take it)
+  The outbox member `deps:todo` (include "deps": a release of dependents capped at its budget)
+  is no message: the leader continues that release instead (releaseDependents), and the member
+  is put back, due now, while some is left.
   Output: JSON text
     {"kind":"idle"|"busy","now":ms,"leaseRemainingMs":ms}
     {"kind":"leader","now":ms,"token":n,"degradation":level,"leaderChanged"?:{"previous":..},
@@ -47,6 +51,7 @@
 --@include "members"
 --@include "outbox"
 --@include "streams"
+--@include "deps"
 
 local root, due, outbox, messages, lease, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now = nowMs()
@@ -109,6 +114,16 @@ local recover = {}
 local recoverLimit = tonumber(ARGV[4])
 if hasRecover and recoverLimit > 0 then
   local ids = redis.call('ZRANGEBYSCORE', outbox, '-inf', int(now), 'LIMIT', 0, recoverLimit)
+  for i, id in ipairs(ids) do
+    if id == DEPS_TODO then
+      table.remove(ids, i)
+      redis.call('ZREM', outbox, DEPS_TODO)
+      releaseDependents({ root = root, outbox = outbox, messages = messages, pending = KEYS[7],
+        expiring = root .. ':expiring', metrics = KEYS[8], events = KEYS[9],
+        maxLen = tonumber(ARGV[6]), retention = ARGV[11], now = now }, nil, false)
+      break
+    end
+  end
   local recoverAt = int(now + tonumber(ARGV[5]))
   local watchAt = int(now + tonumber(ARGV[10]))
   for from = 1, #ids, 500 do

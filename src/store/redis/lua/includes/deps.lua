@@ -4,8 +4,13 @@
 
   Keys and fields:
     <root>:deps:<id>   set: ids of the `waiting` jobs that wait for job <id>
-    <root>:deps:todo   set: `1:<id>` / `0:<id>`, dependencies whose dependents a capped release
-                       left for the next release (1 = it succeeded, 0 = it failed)
+    <root>:deps:todo   set: `1:<set>` / `0:<set>`, dependents a capped release left for later
+                       (1 = their dependency succeeded, 0 = it failed), <set> naming the set
+                       `<root>:deps:<set>` that holds them: `<id>#<n>`, the dependency's set as
+                       it was then (renamed, so dependents added after the dependency is retried
+                       from the dead-letter list are not released by this outcome)
+    <root>:deps:seq    counter for those names
+    outbox member `deps:todo` (never a job id): asks the next tick to go on (beginTick)
     job hash fields    dependents = 1 on a job some waiting job waits for (readJob reads it, so a
                        job without dependents costs no command here); on a waiting job: waits
                        (unfinished dependencies), onFailure ('run'; absent = cancel) and
@@ -18,7 +23,9 @@
     tick publishes, or its delivery on the stream), entering the pending backlog. Failure with
     onFailure 'cancel' -> `cancelled` (retained, counted, `job.cancelled`), and its own dependents
     are released the same way (a cascade). At most DEPS_BUDGET dependents are changed per call; the
-    rest is remembered in <root>:deps:todo and continued by the next release.
+    rest is remembered in <root>:deps:todo and continued by the next release or, at the latest,
+    the next tick (the outbox member DEPS_TODO, due now, makes it take the lease). `id` nil: only
+    continue what is remembered (the tick).
     `c`: { root, outbox, messages, pending, expiring, metrics, events, maxLen, retention, now }.
 ]]
 --@include "keys"
@@ -31,6 +38,10 @@
 --@include "streams"
 
 local DEPS_BUDGET = 1000
+
+-- The outbox member that asks the next tick to continue a capped release; no job id has this
+-- shape, and it has no message.
+local DEPS_TODO = 'deps:todo'
 
 local function depsKey(root, id)
   return root .. ':deps:' .. id
@@ -66,23 +77,22 @@ end
 
 local function releaseDependents(c, id, ok)
   local todo = c.root .. ':deps:todo'
-  local queue = { { id, ok } }
-  for _, entry in ipairs(redis.call('SPOP', todo, 100)) do
+  local queue = {}
+  if id then
+    queue[1] = { id, ok }
+  end
+  local remembered = redis.call('SPOP', todo, 100)
+  for _, entry in ipairs(remembered) do
     queue[#queue + 1] = { string.sub(entry, 3), string.sub(entry, 1, 1) == '1' }
   end
   local m = newMetrics()
-  local budget, head = DEPS_BUDGET, 1
+  local budget, head, left = DEPS_BUDGET, 1, false
   while head <= #queue do
     local depId, depOk = queue[head][1], queue[head][2]
     head = head + 1
-    if budget <= 0 then
-      redis.call('SADD', todo, (depOk and '1:' or '0:') .. depId)
-    else
-      local set = depsKey(c.root, depId)
+    local set = depsKey(c.root, depId)
+    if budget > 0 then
       local members = redis.call('SPOP', set, budget)
-      if redis.call('EXISTS', set) == 1 then
-        redis.call('SADD', todo, (depOk and '1:' or '0:') .. depId)
-      end
       for _, w in ipairs(members) do
         budget = budget - 1
         local job = readJob(jobKey(c.root, w))
@@ -102,6 +112,22 @@ local function releaseDependents(c, id, ok)
         end
       end
     end
+    if redis.call('EXISTS', set) == 1 then
+      -- Left for later, under a name of its own: the dependency's set as it is now.
+      if not string.find(depId, '#', 1, true) then
+        local kept = depId .. '#' .. redis.call('INCR', c.root .. ':deps:seq')
+        redis.call('RENAME', set, depsKey(c.root, kept))
+        depId = kept
+      end
+      redis.call('SADD', todo, (depOk and '1:' or '0:') .. depId)
+      left = true
+    end
+  end
+  -- More than this call took on (a capped release, or remembered ones it did not read): the next
+  -- tick goes on, if no release comes first.
+  if left or #remembered == 100 then
+    redis.call('ZADD', c.outbox, 'NX', int(c.now), DEPS_TODO)
   end
   metricsFlush(c.metrics, m)
 end
+
