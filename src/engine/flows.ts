@@ -139,10 +139,13 @@ function prepareAt(jobs: JobsBroker, body: unknown, actor: Actor, at: string): P
   }
 }
 
-/** The parent's body, waiting for `ids`; one that names `after` itself is refused. */
+/**
+ * The parent's body, waiting for `ids`; one that names `after` itself is refused (an `after`
+ * left undefined names none, as an `idempotencyKey` left undefined names no key).
+ */
 function waitingFor(parent: unknown, ids: string[]): unknown {
   if (typeof parent !== "object" || parent === null || Array.isArray(parent)) return parent;
-  if ("after" in parent) {
+  if ((parent as { after?: unknown }).after !== undefined) {
     throw new InvalidRequestError("invalid flow", [
       {
         path: "parent.after",

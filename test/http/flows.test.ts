@@ -173,12 +173,14 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
     expect((await job(first.body.parent.id)).result).toBe(25 + 36);
   });
 
-  it("in process, a job whose idempotencyKey is undefined gets the flow's key: submitted again, the same jobs", async () => {
+  it("in process, a job whose idempotencyKey (or parent's after) is undefined gets the flow's key: submitted again, the same jobs", async () => {
     // A body built as `{ handler, input, idempotencyKey: maybeKey }` with no key at hand.
     const none: string | undefined = undefined;
+    const noAfter: string[] | undefined = undefined;
     const body = {
       children: [{ handler: "square", input: { n: 3 }, idempotencyKey: none }],
-      parent: { handler: "sum", idempotencyKey: none },
+      // An `after` left undefined is no `after`, as a key left undefined is no key.
+      parent: { handler: "sum", idempotencyKey: none, after: noAfter },
       idempotencyKey: "in-process",
     };
     const first = await h.engine.broker.submitFlow(body);
