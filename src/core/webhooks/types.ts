@@ -116,3 +116,21 @@ export const SENDER_RETRY_WINDOW_MS: Record<WebhookScheme, number> = {
   // A generic sender's schedule is unknown: as long as the longest common one (Stripe's).
   hmac: 3 * DAY_MS,
 };
+
+/**
+ * How long an endpoint's idempotency record for an event must live: its sender's retry window
+ * ({@link SENDER_RETRY_WINDOW_MS}), or longer when one signed delivery stays acceptable longer. A
+ * timestamp may be up to `toleranceSec` old and (Stripe, Slack) {@link WEBHOOK_FUTURE_SKEW_SEC}
+ * or (Standard Webhooks, `hmac`) `toleranceSec` ahead when first accepted, so the same request
+ * passes for that whole span after it: a resend within it must find the record and replay.
+ */
+export function webhookDedupeMs(v: WebhookVerifier): number {
+  const window = SENDER_RETRY_WINDOW_MS[v.scheme];
+  let spanSec = 0;
+  if (v.scheme === "stripe" || v.scheme === "slack") {
+    spanSec = (v.toleranceSec ?? DEFAULT_WEBHOOK_TOLERANCE_SEC) + WEBHOOK_FUTURE_SKEW_SEC;
+  } else if (v.scheme === "standard" || (v.scheme === "hmac" && v.timestampHeader)) {
+    spanSec = 2 * (v.toleranceSec ?? DEFAULT_WEBHOOK_TOLERANCE_SEC);
+  }
+  return Math.max(window, spanSec * SECOND_MS);
+}

@@ -17,7 +17,7 @@ import {
   QuotaExceededError,
   TickworkError,
 } from "../../core/errors.ts";
-import { SENDER_RETRY_WINDOW_MS, verifyWebhook } from "../../core/webhooks/index.ts";
+import { verifyWebhook, webhookDedupeMs } from "../../core/webhooks/index.ts";
 import type { WebhookEndpointList, WebhookEndpointResource } from "../../core/webhooks/wire.ts";
 import type { Actor } from "../../engine/broker.ts";
 import { traceVia } from "../../engine/tracing.ts";
@@ -114,7 +114,7 @@ async function receive(
       config.engine.broker.submit({ handler: endpoint.handler, input }, actor, {
         // Beside the body: no body may name a `hook:` key (src/core/schemas.ts).
         ...(idempotencyKey !== undefined
-          ? { idempotencyKey, idempotencyMs: SENDER_RETRY_WINDOW_MS[endpoint.verifier.scheme] }
+          ? { idempotencyKey, idempotencyMs: webhookDedupeMs(endpoint.verifier) }
           : {}),
         webhook: { endpoint: endpoint.name, ...(shown !== undefined ? { eventId: shown } : {}) },
         ...traceVia(c.req.raw.headers),
