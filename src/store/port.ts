@@ -128,4 +128,5 @@ export {
   type WebhookLog,
   type WebhookOutcome,
   type WebhookSubmit,
+  webhookLogId,
 } from "./port/webhooks.ts";

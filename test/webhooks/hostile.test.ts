@@ -12,6 +12,7 @@ import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../src/client/index.ts";
 import { hashKey } from "../../src/config/keys.ts";
+import { webhookLogId } from "../../src/store/port.ts";
 import { call, expectProblem, type Harness, startHarness, until } from "../http/harness.ts";
 import { parsePrometheus } from "../observability/prometheus-parser.ts";
 import { makeRedisStore, type StoreHandle, storeFactories } from "../support/stores.ts";
@@ -300,7 +301,11 @@ describe.each(factories)("hostile webhook requests on $name", (factory) => {
     expect(second.headers.get("ratelimit-limit")).toBe("1");
     expect(await stored()).toEqual(before);
     const counts = await h.engine.store.webhookCounts!();
-    expect(Object.fromEntries(counts.get("globex.every")!)).toEqual({ accepted: 1, limited: 1 });
+    // Kept under the endpoint's tenant and name.
+    expect(Object.fromEntries(counts.get(webhookLogId("globex", "globex.every"))!)).toEqual({
+      accepted: 1,
+      limited: 1,
+    });
     const job = await h.engine.store.getJob(firstId);
     expect(job).toMatchObject({ tenant: "globex" });
     expect(job?.idempotencyKey).toBeUndefined();

@@ -26,6 +26,7 @@ import {
   WEBHOOK_HISTORY,
   type WebhookDelivery,
   type WebhookOutcome,
+  webhookLogId,
 } from "../../store/port.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readBytes } from "../middleware/body.ts";
@@ -73,7 +74,7 @@ async function receive(
     body = await readBytes(c, config.bodyLimitBytes);
   } catch (error) {
     if (error instanceof TickworkError && error.status === 413) {
-      await count(c, config, endpoint.name, "too_large");
+      await count(c, config, webhookLogId(endpoint.tenant, endpoint.name), "too_large");
     }
     throw error;
   }
@@ -83,7 +84,7 @@ async function receive(
     await count(
       c,
       config,
-      endpoint.name,
+      webhookLogId(endpoint.tenant, endpoint.name),
       verified.reason === "stale_timestamp" ? "stale" : "unauthorized",
     );
     throw new TickworkError(401, `webhook_${verified.reason}`, verified.detail);
@@ -116,13 +117,19 @@ async function receive(
         ...(idempotencyKey !== undefined
           ? { idempotencyKey, idempotencyMs: webhookDedupeMs(endpoint.verifier) }
           : {}),
-        webhook: { endpoint: endpoint.name, ...(shown !== undefined ? { eventId: shown } : {}) },
+        webhook: {
+          endpoint: endpoint.name,
+          // Kept under the tenant and the name: a name another tenant's endpoint takes later
+          // starts with no history and no counts.
+          log: webhookLogId(endpoint.tenant, endpoint.name),
+          ...(shown !== undefined ? { eventId: shown } : {}),
+        },
         ...traceVia(c.req.raw.headers),
       }),
     );
   } catch (error) {
     const outcome = refusalOutcome(error);
-    if (outcome) await count(c, config, endpoint.name, outcome);
+    if (outcome) await count(c, config, webhookLogId(endpoint.tenant, endpoint.name), outcome);
     throw error;
   }
   const { job, replayed, quota } = submitted;
@@ -217,7 +224,7 @@ export function hookListRoutes(config: AppConfig): Hono<AppEnv> {
     const history =
       store.webhookDeliveries && mine.length > 0
         ? await store.webhookDeliveries(
-            mine.map((e) => e.name),
+            mine.map((e) => webhookLogId(e.tenant, e.name)),
             WEBHOOK_HISTORY,
           )
         : new Map<string, WebhookDelivery[]>();
@@ -225,7 +232,7 @@ export function hookListRoutes(config: AppConfig): Hono<AppEnv> {
       name: e.name,
       scheme: e.verifier.scheme,
       handler: e.handler,
-      deliveries: (history.get(e.name) ?? []).map((d) => ({
+      deliveries: (history.get(webhookLogId(e.tenant, e.name)) ?? []).map((d) => ({
         at: new Date(d.at).toISOString(),
         ...(d.eventId !== undefined ? { eventId: d.eventId } : {}),
         outcome: d.outcome,

@@ -16,7 +16,7 @@ import { scheduleUserId } from "../../core/model.ts";
 import { isJobId, parseOrThrow, wellFormed } from "../../core/schemas.ts";
 import { scopedTenant } from "../../engine/actor.ts";
 import { sees } from "../../engine/broker.ts";
-import { UNKNOWN_WEBHOOK_ENDPOINT } from "../../store/port/webhooks.ts";
+import { UNKNOWN_WEBHOOK_ENDPOINT, webhookLogId } from "../../store/port/webhooks.ts";
 import type {
   DegradationState,
   EventType,
@@ -144,18 +144,22 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
     // The deployment's figures are everyone's; webhook endpoints are a tenant's own: a tenant's
     // key sees its endpoints' counts only, as `GET /v1/hooks` lists only its endpoints (and the
     // requests to no endpoint, `_unknown`, which are no tenant's).
+    // Counts are kept under each endpoint's tenant and name (webhookLogId): shown under the names
+    // of the endpoints configured now, so a name that passed to another tenant shows its own.
     const actor = c.get("actor");
     const endpoints = [...config.webhooks.values()]
       .filter((e) => sees(actor, e.tenant))
       .map((e) => e.name);
-    const hooks =
-      counts && actor.scopes !== undefined
-        ? new Map(
-            [...counts].filter(
-              ([name]) => name === UNKNOWN_WEBHOOK_ENDPOINT || endpoints.includes(name),
-            ),
-          )
-        : counts;
+    let hooks: typeof counts;
+    if (counts) {
+      hooks = new Map();
+      const unknown = counts.get(UNKNOWN_WEBHOOK_ENDPOINT);
+      if (unknown) hooks.set(UNKNOWN_WEBHOOK_ENDPOINT, unknown);
+      for (const e of config.webhooks.values()) {
+        const mine = counts.get(webhookLogId(e.tenant, e.name));
+        if (mine && sees(actor, e.tenant)) hooks.set(e.name, mine);
+      }
+    }
     const text =
       renderPrometheus(stats, queue) +
       (nodes ? renderNodeMetrics(nodes) : "") +

@@ -45,9 +45,10 @@ export function recordWebhookSubmit(
   jobId: string,
   now: number,
 ): void {
-  countWebhook(s, webhook.endpoint, outcome);
+  const log = webhook.log ?? webhook.endpoint;
+  countWebhook(s, log, outcome);
   const history = stateOf(s).history;
-  const list = history.get(webhook.endpoint) ?? [];
+  const list = history.get(log) ?? [];
   list.unshift({
     at: now,
     ...(webhook.eventId !== undefined ? { eventId: webhook.eventId } : {}),
@@ -55,7 +56,7 @@ export function recordWebhookSubmit(
     jobId,
   });
   list.length = Math.min(list.length, WEBHOOK_HISTORY);
-  history.set(webhook.endpoint, list);
+  history.set(log, list);
 }
 
 /** `webhookCounts`: copies of every counter. */

@@ -45,8 +45,14 @@ export const MAX_WEBHOOK_ENDPOINT = 64;
  * to the `job.created` event.
  */
 export interface WebhookSubmit {
-  /** The endpoint's name (at most {@link MAX_WEBHOOK_ENDPOINT} characters). */
+  /** The endpoint's name (at most {@link MAX_WEBHOOK_ENDPOINT} characters), as events show it. */
   endpoint: string;
+  /**
+   * What its count and history are kept under (default: `endpoint`). The HTTP route gives the
+   * endpoint's tenant and name ({@link webhookLogId}), so a name that passes from one tenant's
+   * endpoint to another's does not carry the first one's deliveries along.
+   */
+  log?: string;
   /** The sender's event id, when it has one (at most 256 characters). */
   eventId?: string;
 }
@@ -67,8 +73,9 @@ export interface WebhookDelivery {
 export interface WebhookLog {
   /**
    * Add 1 to `endpoint`'s `outcome` counter (the store's metrics, shared by every replica). One
-   * round trip; the caller bounds `endpoint` to configured names or
-   * {@link UNKNOWN_WEBHOOK_ENDPOINT}.
+   * round trip; the caller bounds `endpoint` to configured endpoints or
+   * {@link UNKNOWN_WEBHOOK_ENDPOINT}. Here and below `endpoint` is what the counts and histories
+   * are kept under, to the store an opaque text: the HTTP route passes {@link webhookLogId}.
    */
   countWebhook(endpoint: string, outcome: WebhookOutcome): Promise<void>;
   /**
@@ -96,4 +103,12 @@ export interface SubmitTiming {
   idempotencyMs?: number;
   /** The webhook delivery the job comes from (see {@link WebhookSubmit}). */
   webhook?: WebhookSubmit;
+}
+
+/**
+ * What a tenant's endpoint's count and history are kept under: its tenant and name
+ * (length-prefixed, so no two pairs meet), never {@link UNKNOWN_WEBHOOK_ENDPOINT}.
+ */
+export function webhookLogId(tenant: string, endpoint: string): string {
+  return `${tenant.length}:${tenant}:${endpoint}`;
 }

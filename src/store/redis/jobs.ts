@@ -114,7 +114,7 @@ export async function submitJob(
     job.onFailure === "run" ? "run" : "",
     // Any key of its own, even a shorter one: the record must outlive the key (the cap skips it).
     job.idempotencyKey !== undefined && timing.idempotencyMs !== undefined ? ttlArg(keyMs) : "",
-    timing.webhook?.endpoint ?? "",
+    timing.webhook ? (timing.webhook.log ?? timing.webhook.endpoint) : "",
     timing.webhook?.eventId ?? "",
     timing.webhook ? String(WEBHOOK_HISTORY) : "",
   ];
