@@ -159,4 +159,34 @@ describe.each([
     expect(await held(store, root, job.id)).toEqual(before);
     expect(before.jobs.waiting).toBe(1);
   });
+
+  it.each([
+    ["succeeded", true],
+    ["dead", false],
+  ] as const)(
+    "a job stored waiting whose dependency then %s answers waiting again, with nothing to publish",
+    async (_outcome, ok) => {
+      const { store, root } = makeStore("outbox");
+      const dep = newJob({ retries: 0 });
+      const submitted = await submit(store, dep);
+      if (!("job" in submitted)) throw new Error("dependency refused");
+      const job = newJob({ after: [dep.id] });
+      expect(await submit(store, job)).toMatchObject({ job: { status: "waiting" } });
+      // The dependency ends before the second run: the job is queued (or cancelled) by then.
+      const begun = await store.beginRun(specOf(submitted.job), 5_000);
+      if (begun.kind !== "run") throw new Error(`not begun: ${begun.kind}`);
+      await store.finishRun(
+        dep.id,
+        begun.attempt,
+        ok
+          ? { ok: true, result: null }
+          : { ok: false, final: true, error: { name: "E", message: "x" } },
+      );
+      const before = await held(store, root, job.id);
+      const again = await submit(store, job);
+      expect(again).toMatchObject({ job: { id: job.id, status: "waiting" } });
+      expect("message" in again ? again.message : undefined).toBeUndefined();
+      expect(await held(store, root, job.id)).toEqual(before);
+    },
+  );
 });

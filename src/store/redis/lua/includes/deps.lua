@@ -14,7 +14,9 @@
     job hash fields    dependents = 1 on a job some waiting job waits for (readJob reads it, so a
                        job without dependents costs no command here); on a waiting job: waits
                        (unfinished dependencies), onFailure ('run'; absent = cancel) and
-                       dispatch ('streams' when it goes to the stream once released)
+                       dispatch ('streams' when it goes to the stream once released); held =
+                       waiting on a job stored waiting, kept once it is released or cancelled
+                       (a re-sent submit answers as stored: include "job", submittedBefore)
 
   releaseDependents(c, id, ok)
     Job <id> reached a final state (ok = succeeded). Each waiting dependent: success, or failure

@@ -152,12 +152,14 @@ local function createJob(root, id, job, runsScore, listed)
 end
 
 local function submittedBefore(root, id)
-  local f = redis.call('HMGET', jobKey(root, id), 'createdAt', 'runAt', 'status', 'finishedAt')
+  local f = redis.call('HMGET', jobKey(root, id), 'createdAt', 'runAt', 'status', 'finishedAt',
+    'held')
   if not f[1] then
     return nil
   end
   local out = '{"createdAt":' .. f[1] .. ',"runAt":' .. f[2]
-  if f[3] == 'waiting' then
+  -- Stored waiting (`held`, kept once released or cancelled), or waiting now.
+  if f[5] == 'waiting' or f[3] == 'waiting' then
     out = out .. ',"status":"waiting"'
   elseif f[3] == 'cancelled' and f[4] == f[1] then
     out = out .. ',"status":"cancelled","finishedAt":' .. f[4]

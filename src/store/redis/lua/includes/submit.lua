@@ -150,7 +150,8 @@ local function holdJob(root, id, job, now, unfinished, depFailed, runOnFailure, 
     return '"status":"cancelled","finishedAt":' .. job.finishedAt
   end
   job.status = 'waiting'
-  local fields = { 'status', 'waiting', 'waits', #unfinished }
+  -- `held` stays when it is released or cancelled: a re-sent submit answers as stored.
+  local fields = { 'status', 'waiting', 'waits', #unfinished, 'held', 'waiting' }
   if runOnFailure then
     fields[#fields + 1], fields[#fields + 2] = 'onFailure', 'run'
   end
