@@ -29,6 +29,26 @@ afterAll(async () => {
   await deletePrefix(PREFIX);
 });
 
+describe("createWorker's bindings", () => {
+  it("an UPSTASH_REDIS_REST_URL the client refuses is a TickworkConfigError naming it", () => {
+    const worker = createWorker({ handlers: { one: { run: () => 1 } } });
+    const env = {
+      UPSTASH_REDIS_REST_URL: "redis://127.0.0.1:6379",
+      UPSTASH_REDIS_REST_TOKEN: "t",
+      TICKWORK_API_KEY: "k",
+      CRON_SECRET: "c",
+      TICKWORK_QUEUE: { send: async () => {}, sendBatch: async () => {} },
+    };
+    const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
+    expect(() => worker.fetch(new Request("http://w/v1/jobs"), env as never, ctx as never)).toThrow(
+      expect.objectContaining({
+        name: "TickworkConfigError",
+        variable: "UPSTASH_REDIS_REST_URL",
+      }),
+    );
+  });
+});
+
 describe("createWorker's consumer settings", () => {
   it("a busy floor given to createWorker is the one its queue() uses", async () => {
     const sent: string[] = [];

@@ -55,6 +55,17 @@ describe("assertEnv", () => {
     } catch (error) {
       expect((error as MissingEnvError).missing).toEqual(["TICKWORK_QUEUE"]);
     }
+    // Set, but as text (a [vars] entry, not a [[queues.producers]] binding): said so.
+    for (const asText of [
+      { ...env, TICKWORK_QUEUE: "tickwork-jobs" },
+      { ...unbound, TICKWORK_QUEUE: "tickwork-jobs" },
+    ]) {
+      expect(() => assertEnv(asText)).toThrow(
+        expect.objectContaining({
+          message: expect.stringContaining("TICKWORK_QUEUE is set but is no Queue binding"),
+        }),
+      );
+    }
   });
 });
 

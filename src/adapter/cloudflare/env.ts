@@ -168,12 +168,17 @@ export function assertEnv(env: object): asserts env is TickworkEnv {
   if (queues && !isQueueProducer(values.TICKWORK_QUEUE)) missing.push("TICKWORK_QUEUE");
   // Neither transport configured (QStash is then the default): name the other way out too.
   const neither = !queues && missing.includes("QSTASH_TOKEN") && !set("TICKWORK_TRANSPORT");
+  // A queue name where the binding belongs (a [vars] entry): not a binding, so not "missing" only.
+  const asText = values.TICKWORK_QUEUE !== undefined && !isQueueProducer(values.TICKWORK_QUEUE);
   if (missing.length > 0) {
     throw new MissingEnvError(
       missing,
-      neither
-        ? "Or bind TICKWORK_QUEUE (a Queue producer) to use Cloudflare Queues instead of QStash"
-        : "",
+      asText
+        ? "TICKWORK_QUEUE is set but is no Queue binding: bind the queue under [[queues.producers]] " +
+            '(binding = "TICKWORK_QUEUE") in wrangler.toml, not under [vars]'
+        : neither
+          ? "Or bind TICKWORK_QUEUE (a Queue producer) to use Cloudflare Queues instead of QStash"
+          : "",
     );
   }
 }

@@ -7,6 +7,7 @@
  */
 import { Redis } from "@upstash/redis/cloudflare";
 import type { ExecutionContext } from "hono";
+import { TickworkConfigError } from "../../core/errors.ts";
 import type { Handlers } from "../../engine/handlers.ts";
 import type { EngineOptions } from "../../engine/options.ts";
 import type {
@@ -77,7 +78,7 @@ export function createWorker(options: WorkerOptions): TickworkWorker {
           };
     tickwork = createTickwork({
       handlers: options.handlers,
-      redis: new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
+      redis: upstashRedis(env),
       prefix: env.TICKWORK_PREFIX,
       ...transport,
       publicUrl: env.TICKWORK_PUBLIC_URL || undefined,
@@ -101,4 +102,16 @@ export function createWorker(options: WorkerOptions): TickworkWorker {
       return tickworkFor(env).queue(batch, env, ctx);
     },
   };
+}
+
+/** The Upstash client of the bindings; a URL it refuses is a `TickworkConfigError` naming it. */
+function upstashRedis(env: TickworkEnv): Redis {
+  try {
+    return new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
+  } catch (error) {
+    throw new TickworkConfigError(
+      `tickwork: UPSTASH_REDIS_REST_URL is not an Upstash REST URL (https://…): ${(error as Error).message}`,
+      { variable: "UPSTASH_REDIS_REST_URL", cause: error },
+    );
+  }
 }
