@@ -3,6 +3,7 @@
  * One API call over `fetch`: URL under the base path, bearer key, JSON in and out, error answers
  * turned into typed errors. Web APIs only (Node, Workers, browsers).
  */
+import { MAX_TIMER_MS } from "../core/duration.ts";
 import { bodyIssues } from "../core/json-values.ts";
 import { apiError, RequestTimeoutError } from "./errors.ts";
 
@@ -59,10 +60,14 @@ export function requestLimit(
   const follow = () => abort.abort(signal?.reason);
   if (signal?.aborted) follow();
   else signal?.addEventListener("abort", follow, { once: true });
-  const timer = setTimeout(() => {
-    timedOut = new RequestTimeoutError(what, ms);
-    abort.abort(timedOut);
-  }, ms);
+  const timer = setTimeout(
+    () => {
+      timedOut = new RequestTimeoutError(what, ms);
+      abort.abort(timedOut);
+    },
+    // A timer past 2^31 - 1 ms fires at once: the longest timeout plus a long-poll's wait is one.
+    Math.min(ms, MAX_TIMER_MS),
+  );
   return {
     signal: abort.signal,
     timedOut: () => timedOut,

@@ -3,6 +3,7 @@
  * TCP: a call is cut and rejects with `RequestTimeoutError`; an update stream that never opens
  * is cut each time and, its retries spent, throws the same; the caller's own signal still wins.
  */
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type Socket } from "node:net";
 import { createClient, RequestTimeoutError } from "tickwork/client";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -57,6 +58,23 @@ describe.concurrent("the client's timeout", () => {
     const updates = tw.jobs.handle("j_any").updates({ maxRetries: 1 });
     const error = await updates.next().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RequestTimeoutError);
+  });
+
+  test("the longest timeout allowed, with a long-poll's wait on top, still waits (a timer past 2^31 - 1 ms fires at once)", async () => {
+    const job = { id: "j_any", status: "succeeded", result: { ok: true } };
+    const answering = createHttpServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(job));
+    });
+    await new Promise<void>((resolve) => answering.listen(0, "127.0.0.1", resolve));
+    try {
+      const address = answering.address();
+      if (address === null || typeof address === "string") throw new Error("no port");
+      const tw = createClient({ url: `http://127.0.0.1:${address.port}`, timeout: 2 ** 31 - 1 });
+      expect(await tw.jobs.handle("j_any").result({ timeout: "10s" })).toEqual({ ok: true });
+    } finally {
+      await new Promise<void>((resolve) => answering.close(() => resolve()));
+    }
   });
 
   test("a timeout that is no duration, or past a timer's limit, is refused", () => {
