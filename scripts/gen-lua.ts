@@ -218,8 +218,11 @@ const READ_COMMANDS = new Set(
  * would refuse any write it tried.
  */
 export function readsOnly(source: string): boolean {
-  for (const [, first] of source.matchAll(/redis\.p?call(?:\(|\s*,)\s*([^,)]*)/g)) {
-    const literal = /^'([A-Za-z]+)'$/.exec(first!.trim());
+  for (const match of source.matchAll(/redis\.p?call\b/g)) {
+    // Called at once (`redis.call(…)`, `redis.call (…)`) or through `pcall(redis.call, …)`, with a
+    // literal command first; anything else (`local c = redis.call`) may call anything.
+    const rest = source.slice(match.index! + match[0].length);
+    const literal = /^\s*[(,]\s*'([A-Za-z]+)'\s*[,)]/.exec(rest);
     if (!literal || !READ_COMMANDS.has(literal[1]!.toUpperCase())) return false;
   }
   return true;

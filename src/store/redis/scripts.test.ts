@@ -177,6 +177,10 @@ return redis.call('HGETALL', KEYS[1])`;
     expect(readsOnly("local ok = pcall(redis.call, 'SET', KEYS[1], 1)")).toBe(false);
     expect(readsOnly("local ok, s = pcall(redis.call, 'XPENDING', KEYS[1], 'g')")).toBe(true);
     expect(readsOnly("return redis.call('XINFO', 'GROUPS', KEYS[1])")).toBe(true);
+    // A space before the parenthesis, or the function kept under another name.
+    expect(readsOnly("return redis.call ('SET', KEYS[1], 1)")).toBe(false);
+    expect(readsOnly("return redis.call ('GET', KEYS[1])")).toBe(true);
+    expect(readsOnly("local c = redis.call\nreturn c('SET', KEYS[1], 1)")).toBe(false);
     const flagged = Object.values(scripts)
       .filter((s) => (s as LuaScript).readOnly)
       .map((s) => s.name);
