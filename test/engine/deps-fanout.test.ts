@@ -6,8 +6,9 @@
  * none of its cancelled dependents runs when the retried job succeeds. Memory and Redis stores.
  */
 import { describe, expect, it } from "vitest";
+import type { Handlers } from "../../src/engine/index.ts";
 import { startRunnerRig } from "../support/runner-rig.ts";
-import { storeFactories } from "../support/stores.ts";
+import { makeRedisStore, storeFactories } from "../support/stores.ts";
 
 /** More than one release changes (1,000). */
 const DEPENDENTS = 1_200;
@@ -74,3 +75,68 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
     }, 60_000);
   },
 );
+
+/**
+ * What the previous version left: a capped release remembered as `<ok>:<id>`, naming the
+ * dependency's live set, and no outbox member asking the tick to go on. Made here from the new
+ * form (the leftover set renamed back, its entry rewritten, the member removed). Such a leftover
+ * moves at the next release of any job with dependents, as it did before (that release gives what
+ * it leaves a set of its own and asks the tick to go on); a retry of its dead dependency from the
+ * dead-letter list gives it a set of its own first.
+ */
+describe("a release left over by the previous version, on Redis", () => {
+  async function rig(handlers: Handlers) {
+    let made: Awaited<ReturnType<typeof makeRedisStore>> | undefined;
+    const factory = {
+      name: "redis",
+      make: async () => {
+        made = await makeRedisStore();
+        return made;
+      },
+    };
+    const t = await startRunnerRig(factory, handlers, 7);
+    const { redis, prefix } = made!;
+    const root = `{${prefix}}`;
+    /** Rewrite every leftover of the new form `<ok>:<id>#<n>` as the old `<ok>:<id>`. */
+    const asOld = async () => {
+      for (const entry of await redis.smembers(`${root}:deps:todo`)) {
+        const [flagged, _n] = entry.split("#") as [string, string];
+        await redis.rename(`${root}:deps:${entry.slice(2)}`, `${root}:deps:${flagged.slice(2)}`);
+        await redis.srem(`${root}:deps:todo`, entry);
+        await redis.sadd(`${root}:deps:todo`, flagged);
+      }
+      await redis.zrem(`${root}:outbox`, "deps:todo");
+      expect(await redis.smembers(`${root}:deps:todo`)).toHaveLength(1);
+    };
+    return { t, asOld };
+  }
+
+  it("a dependent added after the dead dependency's retry is not cancelled by its leftover", async () => {
+    const { t, asOld } = await rig({
+      flaky: {
+        retries: 0,
+        run: () => {
+          throw new Error("fails");
+        },
+      },
+      ok: { run: () => "ok" },
+    });
+    try {
+      const a = await t.submit("flaky");
+      const jobs = Array.from({ length: DEPENDENTS }, () => ({ handler: "ok", after: [a.id] }));
+      for (let i = 0; i < jobs.length; i += 500)
+        await t.engine.broker.submitMany(jobs.slice(i, i + 500));
+      expect((await t.deliver(a)).status).toBe(489);
+      await asOld();
+      await t.engine.broker.retryDead(a.id);
+      const { job: later } = await t.engine.broker.submit({ handler: "ok", after: [a.id] });
+      await t.engine.ticker.tick();
+      expect((await t.engine.broker.getJob(later.id)).status).toBe("waiting");
+      const { jobs: gauges, totals } = await t.engine.stats();
+      expect(totals.cancelled).toBe(DEPENDENTS);
+      expect(gauges.waiting).toBe(1);
+    } finally {
+      await t.cleanup();
+    }
+  }, 60_000);
+});

@@ -112,15 +112,15 @@ end
 
 local recover = {}
 local recoverLimit = tonumber(ARGV[4])
+-- A capped release of dependents to go on with (include "deps"), asked by the outbox member.
+local continued = false
 if hasRecover and recoverLimit > 0 then
   local ids = redis.call('ZRANGEBYSCORE', outbox, '-inf', int(now), 'LIMIT', 0, recoverLimit)
   for i, id in ipairs(ids) do
     if id == DEPS_TODO then
       table.remove(ids, i)
       redis.call('ZREM', outbox, DEPS_TODO)
-      releaseDependents({ root = root, outbox = outbox, messages = messages, pending = KEYS[7],
-        expiring = root .. ':expiring', metrics = KEYS[8], events = KEYS[9],
-        maxLen = tonumber(ARGV[6]), retention = ARGV[11], now = now }, nil, false)
+      continued = true
       break
     end
   end
@@ -164,6 +164,12 @@ if hasRecover and recoverLimit > 0 then
       redis.call('HSET', messages, unpack(counted))
     end
   end
+end
+
+if continued then
+  releaseDependents({ root = root, outbox = outbox, messages = messages, pending = KEYS[7],
+    expiring = root .. ':expiring', metrics = KEYS[8], events = KEYS[9],
+    maxLen = tonumber(ARGV[6]), retention = ARGV[11], now = now }, nil, false)
 end
 
 local m = newMetrics()

@@ -4,7 +4,8 @@
   from the dead-letter list, with a message under a fresh dedup id `<id>~r<n>` in the
   outbox, n counting the job's dispatches from the dead-letter list (hash field `dispatches`).
   The job enters the pending backlog (score now); counts t:retried and g:queued and writes
-  `job.retried`.
+  `job.retried`. A release of its dependents left over from its death in the previous version's
+  form is given a set of its own first (include "deps").
   Input:
     KEYS[1] root
     KEYS[2] outbox
@@ -29,6 +30,7 @@
 --@include "job"
 --@include "metrics"
 --@include "events"
+--@include "deps"
 
 local root, id, idJson = KEYS[1], ARGV[1], ARGV[2]
 local key = jobKey(root, id)
@@ -48,6 +50,17 @@ redis.call('HSET', key, 'status', job.status, 'runAt', job.runAt, 'dispatches', 
 -- A cancel asked of an attempt the queue then gave up on is spent: it does not cancel this one.
 redis.call('HDEL', key, 'finishedAt', 'onStream', 'cancelRequested')
 job.cancelRequested = nil
+-- A release of its dependents its death left for later, in the form before such leftovers had a
+-- set of their own (`0:<id>`, naming the live set): given one now, so what waits for this retry
+-- is not released by the dead one's outcome (include "deps"). Only a job with dependents looks.
+if job.dependents and redis.call('SREM', root .. ':deps:todo', '0:' .. id) == 1 then
+  local kept = id .. '#' .. redis.call('INCR', root .. ':deps:seq')
+  if redis.call('EXISTS', depsKey(root, id)) == 1 then
+    redis.call('RENAME', depsKey(root, id), depsKey(root, kept))
+  end
+  redis.call('SADD', root .. ':deps:todo', '0:' .. kept)
+  redis.call('ZADD', KEYS[2], 'NX', int(now), DEPS_TODO)
+end
 
 local recoverAt = int(now + tonumber(ARGV[3]))
 local dedupJson = string.sub(idJson, 1, -2) .. '~r' .. dispatches .. '"'
