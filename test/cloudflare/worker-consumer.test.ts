@@ -5,29 +5,13 @@
  * queue binding is a double of Queues' producer, and `queue()` gets a batch shaped as the
  * runtime's.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { createWorker } from "../../src/adapter/cloudflare/index.ts";
-import { type RedisRestServer, serveRedisRest } from "../../src/tools/redis-rest/index.ts";
 import type { QueueSendRequest } from "../../src/transport/cloudflare-queues/index.ts";
-import { deletePrefix, REDIS_URL } from "../dev/server.ts";
+import { BRIDGE_TOKEN, deletePrefix, freshPrefix, sharedBridge } from "../redis-rest/harness.ts";
 
-const REST_TOKEN = `rest-${Math.random().toString(36).slice(2)}`;
-const PREFIX = `cfw${Math.random().toString(36).slice(2, 8)}`;
-let bridge: RedisRestServer;
-
-beforeAll(async () => {
-  bridge = await serveRedisRest({
-    redisUrl: REDIS_URL,
-    token: REST_TOKEN,
-    port: 0,
-    signals: false,
-    log: () => {},
-  });
-});
-afterAll(async () => {
-  await bridge?.close();
-  await deletePrefix(PREFIX);
-});
+const PREFIX = freshPrefix("cfw");
+afterAll(() => deletePrefix(PREFIX));
 
 describe("createWorker's bindings", () => {
   it("an UPSTASH_REDIS_REST_URL the client refuses is a TickworkConfigError naming it", () => {
@@ -53,8 +37,8 @@ describe("createWorker's consumer settings", () => {
   it("a busy floor given to createWorker is the one its queue() uses", async () => {
     const sent: string[] = [];
     const env = {
-      UPSTASH_REDIS_REST_URL: bridge.url,
-      UPSTASH_REDIS_REST_TOKEN: REST_TOKEN,
+      UPSTASH_REDIS_REST_URL: (await sharedBridge()).url,
+      UPSTASH_REDIS_REST_TOKEN: BRIDGE_TOKEN,
       TICKWORK_API_KEY: "k",
       CRON_SECRET: "c",
       TICKWORK_PREFIX: PREFIX,

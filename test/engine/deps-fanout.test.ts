@@ -6,12 +6,32 @@
  * none of its cancelled dependents runs when the retried job succeeds. Memory and Redis stores.
  */
 import { describe, expect, it } from "vitest";
-import type { Handlers } from "../../src/engine/index.ts";
+import type { Engine, Handlers } from "../../src/engine/index.ts";
 import { startRunnerRig } from "../support/runner-rig.ts";
 import { makeRedisStore, storeFactories } from "../support/stores.ts";
 
 /** More than one release changes (1,000). */
 const DEPENDENTS = 1_200;
+
+/** `flaky` dies at its first attempt; `ok` succeeds. */
+const DYING: Handlers = {
+  flaky: {
+    retries: 0,
+    run: () => {
+      throw new Error("fails");
+    },
+  },
+  ok: { run: () => "ok" },
+};
+
+/** {@link DEPENDENTS} `ok` jobs after job `id`, in batches. */
+async function submitDependents(engine: Engine, id: string): Promise<void> {
+  const jobs = Array.from({ length: DEPENDENTS }, () => ({ handler: "ok", after: [id] }));
+  for (let i = 0; i < jobs.length; i += 500) {
+    const { items } = await engine.broker.submitMany(jobs.slice(i, i + 500));
+    expect(items.filter((item) => item.outcome !== "accepted")).toEqual([]);
+  }
+}
 
 describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
   "fan-out past one release on $name",
@@ -20,11 +40,7 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
       const t = await startRunnerRig(factory, { ok: { run: () => "ok" } }, 5);
       try {
         const a = await t.submit("ok");
-        const jobs = Array.from({ length: DEPENDENTS }, () => ({ handler: "ok", after: [a.id] }));
-        for (let i = 0; i < jobs.length; i += 500) {
-          const { items } = await t.engine.broker.submitMany(jobs.slice(i, i + 500));
-          expect(items.filter((item) => item.outcome !== "accepted")).toEqual([]);
-        }
+        await submitDependents(t.engine, a.id);
         expect((await t.engine.stats()).jobs.waiting).toBe(DEPENDENTS);
         expect((await t.deliver(a)).status).toBe(200);
         await t.engine.ticker.tick();
@@ -37,25 +53,10 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
     }, 60_000);
 
     it("a release left over from a dead job is its own: a dependent added after a retry from the dead-letter list is not cancelled by it", async () => {
-      const t = await startRunnerRig(
-        factory,
-        {
-          flaky: {
-            retries: 0,
-            run: () => {
-              throw new Error("fails");
-            },
-          },
-          ok: { run: () => "ok" },
-        },
-        6,
-      );
+      const t = await startRunnerRig(factory, DYING, 6);
       try {
         const a = await t.submit("flaky");
-        const jobs = Array.from({ length: DEPENDENTS }, () => ({ handler: "ok", after: [a.id] }));
-        for (let i = 0; i < jobs.length; i += 500) {
-          await t.engine.broker.submitMany(jobs.slice(i, i + 500));
-        }
+        await submitDependents(t.engine, a.id);
         // Dead (489: the queue is told not to retry): its dependents are cancelled (on Redis,
         // the first 1,000 at once).
         expect((await t.deliver(a)).status).toBe(489);
@@ -112,20 +113,10 @@ describe("a release left over by the previous version, on Redis", () => {
   }
 
   it("a dependent added after the dead dependency's retry is not cancelled by its leftover", async () => {
-    const { t, asOld } = await rig({
-      flaky: {
-        retries: 0,
-        run: () => {
-          throw new Error("fails");
-        },
-      },
-      ok: { run: () => "ok" },
-    });
+    const { t, asOld } = await rig(DYING);
     try {
       const a = await t.submit("flaky");
-      const jobs = Array.from({ length: DEPENDENTS }, () => ({ handler: "ok", after: [a.id] }));
-      for (let i = 0; i < jobs.length; i += 500)
-        await t.engine.broker.submitMany(jobs.slice(i, i + 500));
+      await submitDependents(t.engine, a.id);
       expect((await t.deliver(a)).status).toBe(489);
       await asOld();
       await t.engine.broker.retryDead(a.id);
