@@ -211,4 +211,25 @@ describe.concurrent("tickwork start: signals", () => {
     expect(second, c.output()).toBe(130);
     expect(c.output()).toContain("SIGTERM again, exiting now");
   }, 60_000);
+
+  test("a job still running at the shutdown's deadline is left pending, and a line says so", async () => {
+    const { createClient } = await import("../../src/client/index.ts");
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    const c = tickwork(["start", "--host", "127.0.0.1"], {
+      REDIS_URL,
+      TICKWORK_PREFIX: prefix,
+      TICKWORK_API_KEY: "k",
+    });
+    await c.until(/answers 200/);
+    const url = /listening on (http:\/\/\S+)/.exec(c.output())?.[1] as string;
+    const tw = createClient({ url, apiKey: "k" });
+    const job = await tw.jobs.submit({ handler: "sleep", input: { ms: 30_000 } });
+    while ((await job.status()).status !== "running") {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    process.kill(c.child.pid as number, "SIGTERM");
+    expect(await exitWithin(c, 30_000), c.output()).toBe(0);
+    expect(c.output()).toMatch(/shutdown left jobs running.*"left":1/);
+  }, 60_000);
 });

@@ -394,7 +394,17 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
         // deadline), not after it: nothing new starts once SIGTERM has arrived.
         let stopped: Promise<unknown> | undefined;
         const stopPulling = () =>
-          (stopped ??= pulling.stop({ deadlineMs: Math.max(0, shutdownTimeoutMs - 500) }));
+          (stopped ??= pulling
+            .stop({ deadlineMs: Math.max(0, shutdownTimeoutMs - 500) })
+            .then(({ left }) => {
+              // Still running at the deadline: left pending, taken over by another worker once
+              // idle past its claim time (their attempt is spent).
+              if (left > 0) {
+                logger.warn("shutdown left jobs running; another worker takes them over", {
+                  left,
+                });
+              }
+            }));
         server.signal.addEventListener("abort", stopPulling, { once: true });
         cleanups.push(stopPulling);
       }
