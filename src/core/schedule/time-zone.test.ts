@@ -84,4 +84,18 @@ describe("assertTimeZone", () => {
     // The zone's years were found once, for its first spelling: one read per offsetAt here.
     expect(formatToParts.mock.calls.length).toBeLessThanOrEqual(100);
   });
+
+  it("keeps a bounded number of a zone's years (a write may name any year up to 9999)", () => {
+    const name = "Australia/Lord_Howe";
+    const june = (year: number) => Date.UTC(year, 5, 1);
+    for (let year = 3000; year < 3200; year++) zoneSegment(name, june(year));
+    const formatToParts = vi.spyOn(Intl.DateTimeFormat.prototype, "formatToParts");
+    // The years asked about last are still kept: no probe.
+    zoneSegment(name, june(3199));
+    expect(formatToParts).not.toHaveBeenCalled();
+    // The first ones were dropped: asked again, the year is probed again (the same answer).
+    const again = zoneSegment(name, june(3000));
+    expect(formatToParts).toHaveBeenCalled();
+    expect(again.offset).toBe(offsetAt(name, june(3000)));
+  });
 });
