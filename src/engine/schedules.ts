@@ -342,6 +342,20 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
         if (def[key] === undefined) delete base[key];
       }
       const record = withTiming(base, now, timingChanged);
+      // Nothing to fire with no end set: a cron expression whose every match falls in the
+      // zone's yearly daylight-saving gap (a cadence skips gap times), which the wall-clock check
+      // of the expression cannot see. Refused as an expression that matches no date is.
+      if (
+        timingChanged &&
+        record.nextRunAt === null &&
+        record.endAt === undefined &&
+        (record.maxRuns === undefined || record.runs < record.maxRuns)
+      ) {
+        throw new UnprocessableError(
+          "never_fires",
+          `"${def.schedule}" never fires in ${def.tz}: every time it matches is skipped by a daylight-saving change (or lies past year 9999)`,
+        );
+      }
       if (!existing && !upsert) throw new NotFoundError("schedule", userId);
       const admission = quota ? { quota } : undefined;
       // A create writes only while the id is still free (`0`): one that lost a race with another

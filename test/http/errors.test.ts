@@ -317,6 +317,8 @@ describe.each(storeFactories)("error answers on $name", (factory) => {
       { handler: "nope" },
       { schedule: "61 * * * *" },
       { schedule: "0 0 30 2 *" },
+      // Matches only in the zone's yearly daylight-saving gap (a cadence skips gap times).
+      { schedule: "30 0/24 * 4 5L", tz: "Africa/Cairo" },
       { schedule: "0 9 * * *", tz: "Mars/Olympus_Mons" },
       { schedule: "0s" },
       { schedule: "400d" },
@@ -333,6 +335,12 @@ describe.each(storeFactories)("error answers on $name", (factory) => {
       }),
       422,
     );
+    const gapOnly = await call(h.origin, "POST", "/v1/schedules", {
+      json: { ...schedule, id: "gap-only", schedule: "30 0/24 * 4 5L", tz: "Africa/Cairo" },
+    });
+    expectProblem(gapOnly, 422);
+    expect(gapOnly.body.type).toBe("urn:tickwork:problem:never_fires");
+    expect((await call(h.origin, "GET", "/v1/schedules/gap-only")).status).toBe(404);
   });
 
   it("429: quota exceeded (a seam error) carries Retry-After", async () => {
