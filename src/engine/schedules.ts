@@ -13,6 +13,7 @@ import {
   scheduleStoreId,
   scheduleUserId,
 } from "../core/model.ts";
+import { firstRunAt } from "../core/schedule/occurrences.ts";
 import {
   checkMinInterval,
   defOf,
@@ -342,18 +343,20 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
         if (def[key] === undefined) delete base[key];
       }
       const record = withTiming(base, now, timingChanged);
-      // Nothing to fire with no end set: a cron expression whose every match falls in the
-      // zone's yearly daylight-saving gap (a cadence skips gap times), which the wall-clock check
-      // of the expression cannot see. Refused as an expression that matches no date is.
+      // Nothing to fire with no end set, and no occurrence at all (not one past year 9999, which
+      // leaves the schedule completed): a cron expression whose every match falls in the zone's
+      // yearly daylight-saving gap (a cadence skips gap times), which the wall-clock check of the
+      // expression cannot see. Refused as an expression that matches no date is.
       if (
         timingChanged &&
         record.nextRunAt === null &&
         record.endAt === undefined &&
-        (record.maxRuns === undefined || record.runs < record.maxRuns)
+        (record.maxRuns === undefined || record.runs < record.maxRuns) &&
+        firstRunAt(parsed, Math.max(now, (record.lastRunAt ?? -1) + 1), record.startAt) === null
       ) {
         throw new UnprocessableError(
           "never_fires",
-          `"${def.schedule}" never fires in ${def.tz}: every time it matches is skipped by a daylight-saving change (or lies past year 9999)`,
+          `"${def.schedule}" never fires in ${def.tz}: every time it matches is skipped by a daylight-saving change`,
         );
       }
       if (!existing && !upsert) throw new NotFoundError("schedule", userId);
