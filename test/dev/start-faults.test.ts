@@ -188,7 +188,8 @@ describe.concurrent("tickwork start: Redis that stops answering", () => {
 });
 
 describe.concurrent("tickwork start: signals", () => {
-  test("a second SIGTERM during the shutdown exits at once (130, with its note)", async () => {
+  /** A started server on a prefix of its own, and a client of it. */
+  async function startedWithClient() {
     const { createClient } = await import("../../src/client/index.ts");
     const prefix = randomPrefix();
     prefixes.push(prefix);
@@ -199,8 +200,13 @@ describe.concurrent("tickwork start: signals", () => {
     });
     await c.until(/answers 200/);
     const url = /listening on (http:\/\/\S+)/.exec(c.output())?.[1] as string;
+    return { c, tw: createClient({ url, apiKey: "k" }) };
+  }
+
+  test("a second SIGTERM during the shutdown exits at once (130, with its note)", async () => {
+    const { c, tw } = await startedWithClient();
     // A long job: the worker's part of the shutdown waits up to 9.5 s for it.
-    await createClient({ url, apiKey: "k" }).jobs.submit({
+    await tw.jobs.submit({
       handler: "sleep",
       input: { ms: 20_000 },
     });
@@ -213,17 +219,7 @@ describe.concurrent("tickwork start: signals", () => {
   }, 60_000);
 
   test("a job still running at the shutdown's deadline is left pending, and a line says so", async () => {
-    const { createClient } = await import("../../src/client/index.ts");
-    const prefix = randomPrefix();
-    prefixes.push(prefix);
-    const c = tickwork(["start", "--host", "127.0.0.1"], {
-      REDIS_URL,
-      TICKWORK_PREFIX: prefix,
-      TICKWORK_API_KEY: "k",
-    });
-    await c.until(/answers 200/);
-    const url = /listening on (http:\/\/\S+)/.exec(c.output())?.[1] as string;
-    const tw = createClient({ url, apiKey: "k" });
+    const { c, tw } = await startedWithClient();
     const job = await tw.jobs.submit({ handler: "sleep", input: { ms: 30_000 } });
     while ((await job.status()).status !== "running") {
       await new Promise((resolve) => setTimeout(resolve, 20));
