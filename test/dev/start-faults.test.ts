@@ -2,7 +2,8 @@
  * `tickwork start` as a self-hosted user runs it: configuration refused at start (a database
  * Redis does not have, or one that is not a number; an empty option value; `--handlers` naming a
  * directory), and a Redis that stops answering (at start, and during a SIGTERM's shutdown), and a
- * second SIGTERM during the shutdown. Each child runs the compiled CLI (`bin/tickwork.js`, i.e.
+ * second SIGTERM during the shutdown, and a SIGTERM during the start (its node registration under
+ * way). Each child runs the compiled CLI (`bin/tickwork.js`, i.e.
  * `dist/`) with a clean environment; readiness is the banner's first line, an end is the child's
  * `close`.
  */
@@ -227,5 +228,91 @@ describe.concurrent("tickwork start: signals", () => {
     process.kill(c.child.pid as number, "SIGTERM");
     expect(await exitWithin(c, 30_000), c.output()).toBe(0);
     expect(c.output()).toMatch(/shutdown left jobs running.*"left":1/);
+  }, 60_000);
+});
+
+/**
+ * A proxy in front of the shared Redis that lets a client's first write whose text matches `hold`
+ * reach Redis and holds every reply on that connection from then on, until `release()`: a command
+ * Redis has carried out whose answer is still on its way.
+ */
+async function holdingProxy(hold: (text: string) => boolean) {
+  const { createServer, connect } = await import("node:net");
+  let onHeld: () => void = () => {};
+  const held = new Promise<void>((resolve) => {
+    onHeld = resolve;
+  });
+  const releases: Array<() => void> = [];
+  let released = false;
+  const sockets = new Set<import("node:net").Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(6379, "127.0.0.1");
+    sockets.add(client).add(upstream);
+    let replies: Buffer[] | undefined;
+    client.on("data", (chunk: Buffer) => {
+      if (!replies && !released && hold(chunk.toString("latin1"))) {
+        replies = [];
+        releases.push(() => {
+          for (const reply of replies ?? []) client.write(reply);
+          replies = undefined;
+        });
+        onHeld();
+      }
+      upstream.write(chunk);
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      if (replies) replies.push(chunk);
+      else client.write(chunk);
+    });
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+    client.on("close", () => upstream.end());
+    upstream.on("close", () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as import("node:net").AddressInfo;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    held,
+    release() {
+      released = true;
+      for (const release of releases.splice(0)) release();
+    },
+    close() {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe.concurrent("tickwork start: a SIGTERM during the start", () => {
+  test("while the node's first heartbeat is under way: no banner after it, no node left registered, exit 0", async () => {
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    const proxy = await holdingProxy(
+      (text) => text.includes("heartbeatNode") && !/FUNCTION|LOAD/i.test(text),
+    );
+    try {
+      const c = tickwork(["start", "--host", "127.0.0.1"], {
+        REDIS_URL: proxy.url,
+        TICKWORK_PREFIX: prefix,
+        TICKWORK_API_KEY: "k",
+      });
+      await proxy.held;
+      process.kill(c.child.pid as number, "SIGTERM");
+      await c.until(/SIGTERM, shutting down/);
+      proxy.release();
+      expect(await exitWithin(c, 30_000), c.output()).toBe(0);
+      expect(c.output()).not.toMatch(BANNER);
+      const redis = new Redis(REDIS_URL);
+      try {
+        // The node registry (src/store/redis/keys.ts `nodes`): the node left it at the shutdown.
+        expect(await redis.hkeys(`{${prefix}}:nodes`), c.output()).toEqual([]);
+      } finally {
+        redis.disconnect();
+      }
+    } finally {
+      await proxy.close();
+    }
   }, 60_000);
 });

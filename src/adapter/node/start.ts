@@ -299,6 +299,13 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   let app: FetchApp = { fetch: () => new Response("starting", { status: 503 }) };
   let server: Awaited<ReturnType<typeof serve>>;
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000);
+  // A shutdown that begins while the start is still under way (a SIGTERM during its round trips
+  // to Redis) waits for the start to settle first, within its deadline: what the start sets up
+  // after the signal (the pull worker, the node's registration) is undone with the rest.
+  let startSettled: () => void = () => {};
+  const starting = new Promise<void>((resolve) => {
+    startSettled = resolve;
+  });
   try {
     server = await serve(() => app, {
       port,
@@ -311,6 +318,9 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
         // answering (paused, a partition) leaves a tick, a heartbeat or a QUIT waiting for good.
         // The store's connection is closed last whatever is left (its close is bounded itself).
         const deadline = Date.now() + shutdownTimeoutMs;
+        if (!(await within(() => starting, Math.max(STEP_MIN_MS, deadline - Date.now())))) {
+          logger.warn("tickwork: the start did not finish in time for the shutdown; going on");
+        }
         for (const cleanup of [...cleanups].reverse()) {
           if (cleanup === closeStore) continue;
           const left = Math.max(STEP_MIN_MS, deadline - Date.now());
@@ -405,7 +415,8 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
                 });
               }
             }));
-        server.signal.addEventListener("abort", stopPulling, { once: true });
+        if (server.signal.aborted) void stopPulling();
+        else server.signal.addEventListener("abort", stopPulling, { once: true });
         cleanups.push(stopPulling);
       }
     }
@@ -415,6 +426,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
       cleanups.push(() => ticker.stop());
     }
   } catch (error) {
+    startSettled();
     await server.close();
     throw error instanceof RangeError || error instanceof TypeError
       ? new StartError(error.message, { cause: error })
@@ -436,6 +448,11 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   });
   // Pushed last, so undone first: the node leaves the registry as soon as shutdown begins.
   if (node) cleanups.push(() => node.stop());
+  startSettled();
+  // A shutdown began during the start: it undoes all of the above, so no banner says otherwise.
+  if (server.signal.aborted) {
+    return { url: server.url, port: server.port, engine, banner: "", close: server.close };
+  }
 
   const banner = formatBanner({
     mode: dev ? "dev" : "start",
