@@ -21,7 +21,7 @@ export function jobStreamHandler(config: AppConfig) {
     const actor = c.get("actor");
     const job = await engine.broker.getJob(id, actor);
     return sseResponse(
-      c.req.raw.signal,
+      c.req.raw,
       config.stream.retryMs,
       (out, signal) =>
         runJobStream({ engine, config: config.stream, actor, id, job, resume, out, signal }),
@@ -41,7 +41,7 @@ export function scheduleStreamHandler(config: AppConfig) {
     // Fixed before the answer: a client that has the headers misses no run after them.
     const start = resume ?? startNow(await engine.store.now());
     return sseResponse(
-      c.req.raw.signal,
+      c.req.raw,
       config.stream.retryMs,
       (out, signal) =>
         runScheduleStream({

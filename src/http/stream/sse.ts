@@ -136,19 +136,24 @@ export interface SseWriter {
 /**
  * A `text/event-stream` response whose body `run` writes. The stream ends when `run` returns or
  * throws (a client reconnects with the last id it saw), and `run`'s signal aborts when the
- * client goes away (`requestSignal`, or the body being cancelled).
+ * client goes away (`request`'s signal, or the body being cancelled). A `HEAD` request gets the
+ * headers alone and `run` never starts: Hono answers `HEAD` with the `GET` route's response and
+ * drops its body without cancelling it, which would leave the stream reading the store for its
+ * whole `maxMs` with nobody to read it.
  *
  * @example
- * return sseResponse(c.req.raw.signal, 1_000, async (out, signal) => {
+ * return sseResponse(c.req.raw, 1_000, async (out, signal) => {
  *   out.event("status", "1-0.0", { status: "queued" });
  * });
  */
 export function sseResponse(
-  requestSignal: AbortSignal,
+  request: Request,
   retryMs: number,
   run: (out: SseWriter, signal: AbortSignal) => Promise<void>,
   onError: (error: unknown) => void,
 ): Response {
+  if (request.method === "HEAD") return new Response(null, { status: 200, headers: SSE_HEADERS });
+  const requestSignal = request.signal;
   const abort = new AbortController();
   const stop = () => abort.abort();
   requestSignal.addEventListener("abort", stop, { once: true });
@@ -211,16 +216,15 @@ export function sseResponse(
     highWaterMark: MAX_QUEUED_BYTES,
     size: (chunk) => chunk.byteLength,
   });
-  return new Response(body, {
-    status: 200,
-    headers: {
-      "Content-Type": "text/event-stream; charset=utf-8",
-      "Cache-Control": "no-store",
-      // Tell nginx-style proxies not to buffer the stream.
-      "X-Accel-Buffering": "no",
-    },
-  });
+  return new Response(body, { status: 200, headers: SSE_HEADERS });
 }
+
+const SSE_HEADERS = {
+  "Content-Type": "text/event-stream; charset=utf-8",
+  "Cache-Control": "no-store",
+  // Tell nginx-style proxies not to buffer the stream.
+  "X-Accel-Buffering": "no",
+};
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
 export function pause(ms: number, signal: AbortSignal): Promise<void> {
