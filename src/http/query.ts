@@ -1,11 +1,14 @@
 /**
  * @module
  * Query parameters of the listings and the long-poll, validated: anything malformed is a 400 with
- * `errors[]`, never a 500. Unknown parameters are ignored.
+ * `errors[]`, never a 500. Unknown parameters are ignored; a known one given more than once is a
+ * 400 too (reading its first value, as before, answered `?status=dead&status=queued` with the dead
+ * jobs alone, and a proxy that reads the last value saw another request than the server did).
  */
 import type { Context } from "hono";
 import * as z from "zod";
 import { parseDuration } from "../core/duration.ts";
+import { InvalidRequestError } from "../core/errors.ts";
 import type { JobStatus } from "../core/model.ts";
 import { handlerName, parseOrThrow, userId, wellFormed } from "../core/schemas.ts";
 import type { AppEnv } from "./options.ts";
@@ -86,5 +89,21 @@ export const waitQuery = z.object({
  * const { limit, cursor } = parseQuery(c, pageQuery);
  */
 export function parseQuery<S extends z.ZodType>(c: Context<AppEnv>, schema: S): z.output<S> {
+  if (schema instanceof z.ZodObject) {
+    const given = c.req.queries();
+    const repeated = Object.keys(schema.shape).filter((name) => (given[name]?.length ?? 0) > 1);
+    if (repeated.length > 0) {
+      throw new InvalidRequestError(
+        "invalid query",
+        repeated.map((name) => ({
+          path: name,
+          message:
+            name === "type"
+              ? "given more than once: name several types in one, comma-separated"
+              : "given more than once",
+        })),
+      );
+    }
+  }
   return parseOrThrow(schema, c.req.query(), "query");
 }

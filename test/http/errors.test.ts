@@ -141,6 +141,30 @@ describe.each(storeFactories)("error answers on $name", (factory) => {
     }
   });
 
+  it("400: a known query parameter given twice, whichever value comes first", async () => {
+    for (const [path, name] of [
+      ["/v1/jobs?status=dead&status=queued", "status"],
+      ["/v1/jobs?status=bogus&status=queued", "status"],
+      ["/v1/jobs?limit=5&limit=500", "limit"],
+      ["/v1/jobs/j_any?wait=1s&wait=1h", "wait"],
+      ["/v1/schedules?cursor=&cursor=x", "cursor"],
+      ["/v1/dlq?limit=1&limit=1", "limit"],
+      ["/v1/events?type=job.created&type=job.succeeded", "type"],
+    ] as const) {
+      const answer = await call(h.origin, "GET", path);
+      expectProblem(answer, 400);
+      expect(answer.body.errors, path).toEqual([
+        { path: name, message: expect.stringContaining("given more than once") },
+      ]);
+    }
+    // Unknown parameters are still ignored, repeated or not (a cache buster, say).
+    expect((await call(h.origin, "GET", "/v1/jobs?_=1&_=2")).status).toBe(200);
+    // Several event types are one comma-separated value.
+    expect((await call(h.origin, "GET", "/v1/events?type=job.created,job.succeeded")).status).toBe(
+      200,
+    );
+  });
+
   it("401: no or bad credentials (authorize seam, tick secret)", async () => {
     expectProblem(
       await call(h.origin, "GET", "/v1/jobs", { headers: { "x-test-role": "anonymous" } }),

@@ -13,7 +13,7 @@ import { Hono } from "hono";
 import * as z from "zod";
 import { parseInstant } from "../../core/instant.ts";
 import { scheduleUserId } from "../../core/model.ts";
-import { isJobId, parseOrThrow, wellFormed } from "../../core/schemas.ts";
+import { isJobId, wellFormed } from "../../core/schemas.ts";
 import { scopedTenant } from "../../engine/actor.ts";
 import { sees } from "../../engine/broker.ts";
 import { UNKNOWN_WEBHOOK_ENDPOINT, webhookLogId } from "../../store/port/webhooks.ts";
@@ -35,6 +35,7 @@ import {
   renderPrometheus,
   renderWebhookMetrics,
 } from "../prometheus.ts";
+import { parseQuery } from "../query.ts";
 import { nodeCounts } from "./nodes.ts";
 
 /** Every event type, as `?type=` accepts them. */
@@ -176,7 +177,7 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
   });
 
   routes.get("/v1/events", ...guard, async (c) => {
-    const query = parseOrThrow(eventsQuery, c.req.query(), "query");
+    const query = parseQuery(c, eventsQuery);
     const actor = c.get("actor");
     const tenant = scopedTenant(actor);
     const page = await engine.store.events({
