@@ -14,6 +14,8 @@
  * - `unauthorized` → 401 problem; `bad-request` → 489 `not_a_job` (+ non-retryable: a body that is
  *   not a job never will be) on the worker route, 400 `invalid_request` for a failure callback.
  *
+ * A store that cannot be reached is answered by {@link unavailableDelivery}.
+ *
  * Problem bodies are built by `problem()` (src/http/problem.ts), like every other error answer.
  */
 import type { DeliveryOutcome } from "../core/delivery.ts";
@@ -77,6 +79,21 @@ export function deliveryResponse(outcome: DeliveryOutcome): Response {
         ? problemAnswer(489, "delivery body is not a tickwork job", "not_a_job", NON_RETRYABLE)
         : problemAnswer(400, "not a failure callback for a tickwork job", "invalid_request");
   }
+}
+
+/**
+ * The answer to a delivery or failure callback the store could not take (unreachable): 503
+ * `store_unavailable` without the `Retry-After` other routes send, so the queue retries on its own
+ * backoff (QStash: about 12 s, 2.5 min, 30 min, …). QStash honours a `Retry-After` on any answer:
+ * with the 5 s an API client is told, a job's retries were spent within about 20 s of an outage,
+ * and its failure callback, once the store was back, dead-lettered a job that never ran.
+ */
+export function unavailableDelivery(): Response {
+  return problemAnswer(
+    503,
+    "the store is unreachable; the queue's backoff retries this delivery",
+    "store_unavailable",
+  );
 }
 
 /** The longest `Retry-After` a push queue honours (QStash: one day). */

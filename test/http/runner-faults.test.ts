@@ -77,6 +77,54 @@ describe.each(storeFactories)("runner under faults on $name", (factory) => {
     expect((await handle.store.listDead({ limit: 10 })).items.map((j) => j.id)).toEqual([body.id]);
   });
 
+  it("a store that cannot be reached: the queue routes answer 503 without Retry-After, the API routes with it", async () => {
+    const queue = new ChaosQueue(prng(4));
+    const outage = { on: false };
+    // Every call fails as an unreachable Redis does while the outage lasts.
+    const store = new Proxy(handle.store, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) =>
+          outage.on
+            ? Promise.reject(
+                Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }),
+              )
+            : value.apply(target, args);
+      },
+    });
+    const t = testHandlers();
+    const h = await startHarness({ store, handlers: t.handlers, transport: queue });
+    servers.push(h);
+    const { body } = await call(h.origin, "POST", "/v1/jobs", {
+      json: { handler: "echo", input: 1 },
+    });
+    const spec = queue.pending[0]!.message.job;
+    outage.on = true;
+    // QStash honours a Retry-After on any answer: 5 s would spend the job's retries within an
+    // outage of 20 s. Without one it backs off on its own (12 s, 2.5 min, 30 min, …).
+    for (const [path, payload] of [
+      ["/v1/worker", JSON.stringify(spec)],
+      ["/v1/dead", failureCallback(spec)],
+    ] as const) {
+      const answer = await call(h.origin, "POST", path, { body: payload, headers: SIGNED });
+      expectProblem(answer, 503);
+      expect(answer.body.code ?? answer.body.type, path).toMatch(/store_unavailable/);
+      expect(answer.headers.get("retry-after"), path).toBeNull();
+    }
+    const read = await call(h.origin, "GET", `/v1/jobs/${body.id}`);
+    expectProblem(read, 503);
+    expect(read.headers.get("retry-after")).toBe("5");
+    outage.on = false;
+    // Nothing was lost: the queue's next try runs it.
+    const delivered = await call(h.origin, "POST", "/v1/worker", {
+      body: JSON.stringify(spec),
+      headers: SIGNED,
+    });
+    expect(delivered.status).toBe(200);
+    expect((await handle.store.getJob(body.id))?.status).toBe("succeeded");
+  });
+
   it("an outcome the store failed to record is retried while the lease holds: the handler runs once", async () => {
     const queue = new ChaosQueue(prng(3));
     let failures = 1;

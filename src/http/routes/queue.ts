@@ -4,7 +4,8 @@
  * `/v1/dead` (the failure callback) and the dead-letter list `/v1/dlq`.
  */
 import { type Context, Hono } from "hono";
-import { deliveryResponse } from "../delivery.ts";
+import type { DeliveryOutcome } from "../../core/delivery.ts";
+import { deliveryResponse, unavailableDelivery } from "../delivery.ts";
 import { authorizeRequest, requireTickSecret } from "../middleware/auth.ts";
 import { readText } from "../middleware/body.ts";
 import { requireScope } from "../middleware/scope.ts";
@@ -12,6 +13,7 @@ import type { AppConfig, AppEnv } from "../options.ts";
 import { jobPathId } from "../path-ids.ts";
 import { pageQuery, parseQuery } from "../query.ts";
 import { jobResource, jobSummary, pageResource, tickResource } from "../serialize.ts";
+import { isStoreUnavailable } from "../unavailable.ts";
 
 /**
  * The queue routes, to mount at `/v1`, as far as the roles serve them: `/v1/tick` (`tick`),
@@ -42,21 +44,19 @@ export function queueRoutes(config: AppConfig): Hono<AppEnv> {
     // retry): see ../delivery.ts.
     routes.post("/worker", async (c) => {
       const body = await readText(c, config.deliveryLimitBytes);
-      const outcome = await engine.runner.deliver(
-        { url: deliveredTo(c, "/v1/worker"), headers: c.req.raw.headers, body },
-        c.get("logger"),
+      return answerDelivery(() =>
+        engine.runner.deliver(
+          { url: deliveredTo(c, "/v1/worker"), headers: c.req.raw.headers, body },
+          c.get("logger"),
+        ),
       );
-      return deliveryResponse(outcome);
     });
 
     routes.post("/dead", async (c) => {
       const body = await readText(c, config.deliveryLimitBytes);
-      const outcome = await engine.runner.dead({
-        url: deliveredTo(c, "/v1/dead"),
-        headers: c.req.raw.headers,
-        body,
-      });
-      return deliveryResponse(outcome);
+      return answerDelivery(() =>
+        engine.runner.dead({ url: deliveredTo(c, "/v1/dead"), headers: c.req.raw.headers, body }),
+      );
     });
   }
 
@@ -85,4 +85,17 @@ export function queueRoutes(config: AppConfig): Hono<AppEnv> {
   }
 
   return routes;
+}
+
+/**
+ * The runner's outcome as the queue's answer; an unreachable store is a 503 the queue retries on
+ * its own backoff (../delivery.ts `unavailableDelivery`), anything else goes to `onError`.
+ */
+async function answerDelivery(run: () => Promise<DeliveryOutcome>): Promise<Response> {
+  try {
+    return deliveryResponse(await run());
+  } catch (error) {
+    if (isStoreUnavailable(error)) return unavailableDelivery();
+    throw error;
+  }
 }
