@@ -222,6 +222,25 @@ describe.each(senders)("QStashTransport.publish through %s", (_, http) => {
     expect(await transport.verify(asDelivery(callback!, workerUrl))).toBe(false);
   });
 
+  it("a job with retries: 0 still gets its failure callback retried (at least 3 times)", async () => {
+    // The callback's first answers fail (the reported attempt still holds its lease: 409; the
+    // store is unreachable: 503). QStash gives a callback the message's own retries unless told:
+    // none for retries: 0, and the job stayed `running` until the reaper.
+    const { endpoint, qstash, transport } = await setup(
+      {
+        "/v1/worker": () => ({ status: 489, headers: { "Upstash-NonRetryable-Error": "true" } }),
+        "/v1/dead": (_, index) => (index < 3 ? { status: 503 } : { status: 200, body: "{}" }),
+      },
+      {},
+      // QStash's backoff (12 s, 2.5 min, 30 min) in milliseconds.
+      { defaultBackoffScale: 0.001 },
+    );
+    await transport.publish([message({ retries: 0 })]);
+    await qstash.idle();
+    expect(endpoint.at("/v1/worker")).toHaveLength(1);
+    expect(endpoint.at("/v1/dead")).toHaveLength(4);
+  });
+
   it("configures flow control per handler (key defaults to the handler name)", async () => {
     const { endpoint, qstash, transport } = await setup(
       { "/v1/worker": () => ({ status: 200, delayMs: 30 }) },

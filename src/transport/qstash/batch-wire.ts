@@ -54,6 +54,7 @@ const MESSAGE_HEADERS = [
   "content-type",
   "upstash-deduplication-id",
   "upstash-failure-callback",
+  "upstash-failure-callback-retries",
   "upstash-flow-control-key",
   "upstash-flow-control-value",
   "upstash-method",
@@ -63,6 +64,13 @@ const MESSAGE_HEADERS = [
   "upstash-timeout",
 ] as const;
 type MessageHeader = (typeof MESSAGE_HEADERS)[number];
+
+/** The per-message header a request `headers` name written by toPublishRequest stands for. */
+function givenHeader(name: string): MessageHeader | undefined {
+  if (name === "Content-Type") return "content-type";
+  if (name === "Upstash-Failure-Callback-Retries") return "upstash-failure-callback-retries";
+  return undefined;
+}
 
 /** A header value `Headers` stores as is: printable ASCII, not starting or ending with a space. */
 const PLAIN_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
@@ -112,15 +120,16 @@ export class BatchWire {
     const out: Partial<Record<MessageHeader, string>> = { "upstash-method": "POST" };
     const given = r.headers;
     if (given !== undefined) {
-      // Only the `{ "Content-Type": ... }` toPublishRequest sets: anything else is forwarded
-      // (`Upstash-Forward-…`) or merged by rules not repeated here.
+      // Only the headers toPublishRequest sets (`Content-Type`, `Upstash-Failure-Callback-Retries`):
+      // anything else is forwarded (`Upstash-Forward-…`) or merged by rules not repeated here.
       if (given === null || typeof given !== "object" || Array.isArray(given)) return undefined;
       if (given instanceof Headers) return undefined;
       for (const name in given) {
-        if (name !== "Content-Type") return undefined;
+        const header = givenHeader(name);
+        if (header === undefined) return undefined;
         const value = (given as Record<string, unknown>)[name];
         if (typeof value !== "string" || !PLAIN_VALUE.test(value)) return undefined;
-        out["content-type"] = value;
+        out[header] = value;
       }
     }
     if (r.notBefore !== undefined) {

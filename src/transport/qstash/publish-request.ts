@@ -47,22 +47,33 @@ export function toPublishRequest(
   if (!message.dedupId) throw new RangeError("dedupId must be a non-empty string");
   const notBefore = notBeforeSeconds(message.notBefore, nowMs);
   const flow = options.flowControl[job.handler];
+  const callback = options.failureCallbackUrl;
   return {
     url: options.workerGroups.get(job.placement?.group ?? DEFAULT_GROUP) ?? options.workerUrl,
     // Exactly what the worker parses and what the signature's body hash covers.
     body: jobJson(job),
-    headers: { "Content-Type": "application/json" },
+    // A failure callback gets the message's retries unless told otherwise: none for a job with
+    // `retries: 0`, whose callback may have to be retried (a 409 while the reported attempt still
+    // holds its lease, a 503 while the store is unreachable).
+    headers:
+      callback === undefined
+        ? { "Content-Type": "application/json" }
+        : {
+            "Content-Type": "application/json",
+            "Upstash-Failure-Callback-Retries": String(Math.max(MIN_CALLBACK_RETRIES, job.retries)),
+          },
     deduplicationId: message.dedupId,
     retries: job.retries,
     timeout: Math.ceil((job.timeoutMs + options.responseGraceMs) / 1000),
     ...(notBefore !== undefined ? { notBefore } : {}),
-    ...(options.failureCallbackUrl !== undefined
-      ? { failureCallback: options.failureCallbackUrl }
-      : {}),
+    ...(callback !== undefined ? { failureCallback: callback } : {}),
     ...(options.retryDelay !== undefined ? { retryDelay: options.retryDelay } : {}),
     ...(flow ? { flowControl: toFlowControl(job.handler, flow) } : {}),
   };
 }
+
+/** The fewest retries a failure callback gets (QStash's default for a message). */
+const MIN_CALLBACK_RETRIES = 3;
 
 function toFlowControl(handler: string, flow: FlowControlOption): FlowControl {
   // Options are checked at construction: at least one of parallelism and rate is set.

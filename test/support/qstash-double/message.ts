@@ -65,6 +65,7 @@ export function parseMessage(
   options: { now: number; defaultRetries: number },
 ): MessageSpec {
   const url = checkUrl(destination, "destination");
+  const retries = integerHeader(headers, "upstash-retries") ?? options.defaultRetries;
   const method = (headers.get("upstash-method") ?? "POST").toUpperCase();
   if (!METHODS.has(method)) throw new PublishRejection(`invalid Upstash-Method: ${method}`);
   const forward: [string, string][] = [];
@@ -91,11 +92,11 @@ export function parseMessage(
     forward,
     notBefore: notBefore(headers, options.now),
     dedupKey: dedupKey(headers, url, body, contentType, forward),
-    retries: integerHeader(headers, "upstash-retries") ?? options.defaultRetries,
+    retries,
     retryDelay,
     retryDelayExpression,
     timeoutMs: durationHeader(headers, "upstash-timeout"),
-    failureCallback: failureCallback(headers),
+    failureCallback: failureCallback(headers, retries),
     flow: flow(headers),
   };
 }
@@ -125,7 +126,12 @@ function dedupKey(
   return `content:${hash.digest("hex")}`;
 }
 
-function failureCallback(headers: HeaderLookup): FailureCallbackSpec | undefined {
+/**
+ * The failure callback a publish asks for. Its retries are `Upstash-Failure-Callback-Retries`, or
+ * else the message's own (QStash's openapi.yaml: "Failure callbacks will use the retry setting
+ * from the original request").
+ */
+function failureCallback(headers: HeaderLookup, retries: number): FailureCallbackSpec | undefined {
   const value = headers.get("upstash-failure-callback");
   if (value === null || value === "") return undefined;
   const forward: [string, string][] = [];
@@ -139,7 +145,7 @@ function failureCallback(headers: HeaderLookup): FailureCallbackSpec | undefined
   return {
     url: checkUrl(value, "Upstash-Failure-Callback"),
     method,
-    retries: integerHeader(headers, "upstash-failure-callback-retries") ?? 3,
+    retries: integerHeader(headers, "upstash-failure-callback-retries") ?? retries,
     timeoutMs: durationHeader(headers, "upstash-failure-callback-timeout"),
     forward,
   };
