@@ -184,6 +184,40 @@ describe("loading", () => {
     expect(Object.keys(handlers)).toEqual(["echo"]);
   });
 
+  test("where Node strips types, the project's tsx goes first; without one, Node's own", async () => {
+    const dir = project({ "src/tickwork/handlers.ts": MJS });
+    const calls: string[] = [];
+    const bases: string[][] = [];
+    const apis = { esm: "file:///native/tsx/esm/api.mjs", cjs: "file:///native/tsx/cjs/api.mjs" };
+    const importModule = async (url: string) => {
+      calls.push(url);
+      if (url.startsWith("file:///native/")) return { register: () => calls.push("register") };
+      return { handlers: { echo: { run: () => null } } };
+    };
+    const file = join(dir, "src/tickwork/handlers.ts");
+    await loadHandlersModule(file, {
+      cwd: dir,
+      typescript: "native",
+      findTsx: (tried) => {
+        bases.push([...tried]);
+        return apis;
+      },
+      importModule,
+    });
+    expect(calls).toEqual([apis.esm, "register", apis.cjs, "register", pathToFileURL(file).href]);
+    // The project alone: tickwork's own tsx would not be the project's choice.
+    expect(bases).toEqual([[join(dir, "package.json")]]);
+    calls.length = 0;
+    const handlers = await loadHandlersModule(file, {
+      cwd: dir,
+      typescript: "native",
+      findTsx: () => undefined,
+      importModule,
+    });
+    expect(Object.keys(handlers)).toEqual(["echo"]);
+    expect(calls).toEqual([pathToFileURL(file).href]);
+  });
+
   test("a module without handlers is named", async () => {
     const dir = project({ "tickwork.handlers.mjs": "export const nothing = 1;\n" });
     await expect(

@@ -125,12 +125,13 @@ export interface LoadHandlersOptions {
   /** The project directory: tsx is looked for from here first. */
   cwd: string;
   /**
-   * Whether this process imports TypeScript as it is: Node strips types
-   * (`process.features.typescript`), or the CLI itself runs from its TypeScript sources (under
-   * tsx or vitest).
+   * How this process imports TypeScript: `true` when the CLI itself runs from its TypeScript
+   * sources (under tsx or vitest: nothing to register), `"native"` when Node strips types
+   * (`process.features.typescript`: the project's tsx is still preferred), `false` when it
+   * cannot without tsx.
    * @default detected
    */
-  typescript?: boolean;
+  typescript?: boolean | "native";
   /**
    * Finds tsx's registration APIs from the given base files.
    * @default {@link findTsxApis}
@@ -140,10 +141,14 @@ export interface LoadHandlersOptions {
   importModule?: (url: string) => Promise<unknown>;
 }
 
-/** True when Node strips TypeScript types itself, or this CLI already runs from `.ts` sources. */
-export function importsTypeScript(): boolean {
+/**
+ * `true` when this CLI already runs from `.ts` sources, `"native"` when Node strips TypeScript
+ * types itself, else `false`.
+ */
+export function importsTypeScript(): boolean | "native" {
+  if (import.meta.url.endsWith(".ts")) return true;
   const features = process.features as { typescript?: unknown };
-  return Boolean(features.typescript) || import.meta.url.endsWith(".ts");
+  return features.typescript ? "native" : false;
 }
 
 /** The tsx APIs registered in this process: once is enough, its hooks serve every later import. */
@@ -151,8 +156,8 @@ const registered = new Set<string>();
 
 /**
  * Import the handlers module at `path` (absolute) and return its `handlers` (or default) export.
- * `.js`/`.mjs` load as they are; `.ts`/`.mts` load natively where Node strips types, else through
- * tsx, found from the project first and then from tickwork's own location.
+ * `.js`/`.mjs` load as they are; `.ts`/`.mts` through the project's tsx, else natively where Node
+ * strips types, else through a tsx found from tickwork's own location.
  *
  * @throws TypeScriptLoaderError when TypeScript cannot be loaded; HandlersModuleError when the
  * module exports no handlers.
@@ -167,10 +172,18 @@ export async function loadHandlersModule(
   const shown = displayPath(path, options.cwd);
   const ext = extname(path);
   const typescript = ext === ".ts" || ext === ".mts" || ext === ".cts";
-  if (typescript && !(options.typescript ?? importsTypeScript())) {
+  const loads = options.typescript ?? importsTypeScript();
+  if (typescript && loads !== true) {
     const findTsx = options.findTsx ?? ((bases) => findTsxApis(bases));
-    const apis = findTsx([join(options.cwd, "package.json"), fileURLToPath(import.meta.url)]);
-    if (apis === undefined) {
+    // Where Node strips types itself, the project's own tsx still goes first: Node's stripping
+    // follows the package's module type (a `.ts` file in a CommonJS package cannot `import`), maps
+    // no `./x.js` import to `./x.ts` and refuses enums, and tsx does all three. Without one in the
+    // project, Node's own; without either, tickwork's tsx, if it can find one.
+    const apis =
+      loads === "native"
+        ? findTsx([join(options.cwd, "package.json")])
+        : findTsx([join(options.cwd, "package.json"), fileURLToPath(import.meta.url)]);
+    if (apis === undefined && loads !== "native") {
       throw new TypeScriptLoaderError(
         `cannot load ${shown}: Node ${process.versions.node} does not strip TypeScript types and ` +
           "tsx is not installed; run `npm install -D tsx` (or use Node 22.18 or newer, or a " +
@@ -178,7 +191,7 @@ export async function loadHandlersModule(
       );
     }
     // Kept for the life of the process: handlers may import more TypeScript while jobs run.
-    for (const api of [apis.esm, apis.cjs]) {
+    for (const api of apis ? [apis.esm, apis.cjs] : []) {
       if (registered.has(api)) continue;
       const { register } = (await importModule(api)) as { register: () => unknown };
       register();

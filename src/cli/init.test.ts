@@ -23,7 +23,7 @@ const paths = (plan: ReturnType<typeof planInit>) => plan.files.map((file) => fi
 
 describe("planInit", () => {
   test("node, no TypeScript: .mjs handlers where dev looks first, .env.example", () => {
-    const plan = planInit(project(), "node", { nativeTypeScript: false });
+    const plan = planInit(project(), "node", {});
     expect(plan.typescript).toBe(false);
     expect(paths(plan)).toEqual(["src/tickwork/handlers.mjs", ".env.example"]);
     expect(plan.install).toEqual({
@@ -32,20 +32,14 @@ describe("planInit", () => {
     });
   });
 
-  test("a tsconfig.json (or typescript in package.json) means TypeScript, and tsx without type stripping", () => {
-    const withTsconfig = planInit(project({ "tsconfig.json": "{}" }), "node", {
-      nativeTypeScript: false,
-    });
+  test("a tsconfig.json (or typescript in package.json) means TypeScript, and tsx (also where Node strips types)", () => {
+    const withTsconfig = planInit(project({ "tsconfig.json": "{}" }), "node", {});
     expect(paths(withTsconfig)[0]).toBe("src/tickwork/handlers.ts");
     expect(withTsconfig.install.dev).toEqual(["tsx"]);
     const pkg = JSON.stringify({ devDependencies: { typescript: "^5", tsx: "^4" } });
-    const withPackage = planInit(project({ "package.json": pkg }), "node", {
-      nativeTypeScript: false,
-    });
+    const withPackage = planInit(project({ "package.json": pkg }), "node", {});
     expect(withPackage.typescript).toBe(true);
     expect(withPackage.install.dev).toEqual([]);
-    const native = planInit(project({ "tsconfig.json": "{}" }), "node", { nativeTypeScript: true });
-    expect(native.install.dev).toEqual([]);
   });
 
   test("cloudflare: the Worker imports the handlers, wrangler.toml has the cron and the entry", () => {
@@ -53,7 +47,7 @@ describe("planInit", () => {
       "tsconfig.json": "{}",
       "package.json": JSON.stringify({ name: "@acme/Jobs_API", dependencies: { hono: "^4" } }),
     });
-    const plan = planInit(dir, "cloudflare", { nativeTypeScript: true, today: "2026-05-01" });
+    const plan = planInit(dir, "cloudflare", { today: "2026-05-01" });
     expect(paths(plan)).toEqual([
       "src/tickwork/handlers.ts",
       "src/worker.ts",
@@ -79,11 +73,11 @@ describe("planInit", () => {
       expect(file(".dev.vars.example")).toContain(`${secret}=`);
     }
     expect(plan.install.runtime).toEqual(["tickwork", "zod", "@upstash/redis", "@upstash/qstash"]);
-    expect(plan.install.dev).toEqual(["wrangler", "@hono/node-server"]);
+    expect(plan.install.dev).toEqual(["wrangler", "@hono/node-server", "tsx"]);
   });
 
   test("vercel: src/index exports createVercelApp(process.env, { handlers }); vercel.json's cron ticks", () => {
-    const plan = planInit(project(), "vercel", { nativeTypeScript: false });
+    const plan = planInit(project(), "vercel", {});
     expect(paths(plan)).toEqual([
       "src/tickwork/handlers.mjs",
       "src/index.mjs",
@@ -102,7 +96,7 @@ describe("planInit", () => {
 
   test("an existing handlers module is kept and imported, in its language", () => {
     const dir = project({ "tickwork.handlers.ts": "export const handlers = {};\n" });
-    const plan = planInit(dir, "vercel", { nativeTypeScript: false });
+    const plan = planInit(dir, "vercel", {});
     expect(plan.handlersExisted).toBe(true);
     expect(plan.handlers).toBe("tickwork.handlers.ts");
     expect(paths(plan)).toEqual(["src/index.ts", "vercel.json", ".env.example"]);
@@ -111,7 +105,7 @@ describe("planInit", () => {
 
   test("a wrangler.jsonc is the configuration: no wrangler.toml beside it", () => {
     const dir = project({ "wrangler.jsonc": "{}" });
-    const plan = planInit(dir, "cloudflare", { nativeTypeScript: false });
+    const plan = planInit(dir, "cloudflare", {});
     const result = writePlan(plan);
     expect(result.skipped.map(({ file, reason }) => [file.path, reason])).toEqual([
       [
@@ -134,7 +128,6 @@ describe("runInitCommand", () => {
     const code = await runInitCommand([], {
       cwd: dir,
       out: (t) => out.push(t),
-      nativeTypeScript: false,
     });
     expect(code).toBe(0);
     expect(readFileSync(join(dir, ".env.example"), "utf8")).toBe("MINE=1\n");
@@ -146,7 +139,7 @@ describe("runInitCommand", () => {
 
   test("nothing left to write: exit 1, and the report says why", async () => {
     const dir = project();
-    const quiet = { cwd: dir, out: () => {}, nativeTypeScript: false };
+    const quiet = { cwd: dir, out: () => {} };
     expect(await runInitCommand([], quiet)).toBe(0);
     const out: string[] = [];
     expect(await runInitCommand([], { ...quiet, out: (t) => out.push(t) })).toBe(1);
@@ -170,7 +163,7 @@ describe("runInitCommand", () => {
     const dir = project({
       "package.json": JSON.stringify({ dependencies: { tickwork: "^0.1", zod: "^4" } }),
     });
-    const plan = planInit(dir, "node", { nativeTypeScript: false });
+    const plan = planInit(dir, "node", {});
     const report = formatReport(plan, { written: plan.files, skipped: [] });
     expect(report).toContain("\n  npm install hono @hono/node-server ioredis\n");
     expect(report).toContain("\n  npx tickwork dev");

@@ -58,8 +58,6 @@ export interface InitPlan {
 
 /** Inputs of {@link planInit} besides the directory and platform, injectable for tests. */
 export interface PlanOptions {
-  /** Whether the Node running the CLI strips types itself (then TypeScript needs no tsx). */
-  nativeTypeScript: boolean;
   /** The `compatibility_date` of `wrangler.toml` (`YYYY-MM-DD`). @default today (UTC) */
   today?: string;
 }
@@ -93,7 +91,7 @@ interface PackageJson {
  * packages still to install and the next steps.
  *
  * @example
- * const plan = planInit("/app", "cloudflare", { nativeTypeScript: false });
+ * const plan = planInit("/app", "cloudflare", {});
  * plan.files.map((f) => f.path); // ["src/tickwork/handlers.ts", "src/worker.ts", "wrangler.toml", ".dev.vars.example"]
  */
 export function planInit(dir: string, platform: Platform, options: PlanOptions): InitPlan {
@@ -173,8 +171,10 @@ export function planInit(dir: string, platform: Platform, options: PlanOptions):
       (deps) => deps !== undefined && typeof deps === "object" && name in deps,
     );
   const dev = [...DEV_PEERS[platform]];
-  // TypeScript handlers load through tsx where Node does not strip types.
-  if (typescript && !options.nativeTypeScript) dev.push("tsx");
+  // TypeScript handlers load through tsx, also where Node strips types itself: its stripping
+  // follows the package's module type, maps no `./x.js` import to `./x.ts` and refuses enums
+  // (`tickwork dev` prefers the project's tsx; src/cli/handlers-module.ts).
+  if (typescript) dev.push("tsx");
   return {
     dir,
     platform,
@@ -264,8 +264,6 @@ export interface InitIo {
   out?: (text: string) => void;
   /** @default console.error */
   err?: (text: string) => void;
-  /** @default whether this Node strips TypeScript types */
-  nativeTypeScript?: boolean;
 }
 
 /**
@@ -304,10 +302,7 @@ export async function runInitCommand(argv: string[], io: InitIo = {}): Promise<n
     return 2;
   }
   const dir = resolve(io.cwd ?? process.cwd(), values.dir ?? ".");
-  const features = process.features as { typescript?: unknown };
-  const plan = planInit(dir, platform as Platform, {
-    nativeTypeScript: io.nativeTypeScript ?? Boolean(features.typescript),
-  });
+  const plan = planInit(dir, platform as Platform, {});
   const result = writePlan(plan);
   out(formatReport(plan, result));
   return result.written.length > 0 ? 0 : 1;

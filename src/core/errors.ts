@@ -171,6 +171,22 @@ function describeWindow(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
+// A handler's error is recognised by a brand its prototype carries (`Symbol.for`, the same in
+// every copy of tickwork), not by `instanceof` alone: an app can load two copies of the package
+// (a CommonJS project whose TypeScript handlers tsx compiles to `require`, two versions in
+// node_modules), and an error thrown with one copy's class is no instance of the other's.
+const NON_RETRYABLE = Symbol.for("tickwork.NonRetryableError");
+const RETRY_AFTER = Symbol.for("tickwork.RetryAfterError");
+const CANCELLED = Symbol.for("tickwork.CancelledError");
+
+function branded(error: unknown, brand: symbol): boolean {
+  return (
+    typeof error === "object" &&
+    error !== null &&
+    (error as Record<symbol, unknown>)[brand] === true
+  );
+}
+
 /**
  * Throw from a handler to fail the job at once, without retries.
  *
@@ -179,6 +195,17 @@ function describeWindow(ms: number): string {
  */
 export class NonRetryableError extends Error {
   override name = "NonRetryableError";
+}
+Object.defineProperty(NonRetryableError.prototype, NON_RETRYABLE, { value: true });
+
+/**
+ * Whether `error` is a {@link NonRetryableError}, of this copy of tickwork or another one.
+ *
+ * @example
+ * isNonRetryableError(new NonRetryableError("no")); // true
+ */
+export function isNonRetryableError(error: unknown): error is NonRetryableError {
+  return error instanceof NonRetryableError || branded(error, NON_RETRYABLE);
 }
 
 /**
@@ -195,6 +222,12 @@ export class RetryAfterError extends Error {
     this.retryAfterMs = retryAfterMs;
   }
 }
+Object.defineProperty(RetryAfterError.prototype, RETRY_AFTER, { value: true });
+
+/** Whether `error` is a {@link RetryAfterError}, of this copy of tickwork or another one. */
+export function isRetryAfterError(error: unknown): error is RetryAfterError {
+  return error instanceof RetryAfterError || branded(error, RETRY_AFTER);
+}
 
 /** A handler ran past its timeout; its `AbortSignal` was aborted. */
 export class TimeoutError extends Error {
@@ -207,6 +240,12 @@ export class TimeoutError extends Error {
  */
 export class CancelledError extends Error {
   override name = "CancelledError";
+}
+Object.defineProperty(CancelledError.prototype, CANCELLED, { value: true });
+
+/** Whether `error` is a {@link CancelledError}, of this copy of tickwork or another one. */
+export function isCancelledError(error: unknown): error is CancelledError {
+  return error instanceof CancelledError || branded(error, CANCELLED);
 }
 
 /**

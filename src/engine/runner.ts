@@ -14,9 +14,9 @@
 import * as z from "zod";
 import type { DeliveryOutcome } from "../core/delivery.ts";
 import {
-  CancelledError,
-  NonRetryableError,
-  RetryAfterError,
+  isCancelledError,
+  isNonRetryableError,
+  isRetryAfterError,
   TimeoutError,
 } from "../core/errors.ts";
 import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../core/model.ts";
@@ -403,10 +403,10 @@ export class Runner {
       return writtenResult(result);
     } catch (error) {
       const err = toJobError(error);
-      if (error instanceof NonRetryableError || error instanceof CancelledError) {
+      if (isNonRetryableError(error) || isCancelledError(error)) {
         return { ok: false, final: true, error: err };
       }
-      if (error instanceof RetryAfterError) {
+      if (isRetryAfterError(error)) {
         // A wait that is no number of milliseconds (NaN, negative) is none: the queue's backoff.
         // One past the longest delay (Infinity) is that delay: the job's watch, written at
         // reapAfterMs + retryAfterMs, must stay a time the reaper reaches.

@@ -13,6 +13,13 @@ import { type StoreHandle, storeFactories } from "../support/stores.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// The error classes of a second copy of the module, as an app gets when it loads tickwork twice
+// (TypeScript handlers in a CommonJS project, compiled by tsx into a copy of their own).
+const secondCopy = new URL("../../src/core/errors.ts?second-copy", import.meta.url).href;
+const other = (await import(
+  /* @vite-ignore */ secondCopy
+)) as typeof import("../../src/core/errors.ts");
+
 /** Holds the `hold` handler's first run: `running` resolves once it began, `open()` ends it. */
 function newLatch() {
   let began!: () => void;
@@ -61,6 +68,8 @@ describe.each(storeFactories)("engine on $name", (factory) => {
     },
     fatal: { run: () => Promise.reject(new NonRetryableError("bad data")) },
     later: { run: () => Promise.reject(new RetryAfterError("slow down", 7_000)) },
+    fatalCopy: { run: () => Promise.reject(new other.NonRetryableError("bad data")) },
+    laterCopy: { run: () => Promise.reject(new other.RetryAfterError("slow down", 7_000)) },
     slow: {
       timeout: "1s",
       run: (_input, ctx) =>
@@ -246,6 +255,19 @@ describe.each(storeFactories)("engine on $name", (factory) => {
       const res = await deliverRaw(queue.pending[0]!.message.job);
       expect(res.status).toBe(500);
       expect(res.headers.get("Retry-After")).toBe("7");
+    });
+
+    it("NonRetryableError and RetryAfterError of another copy of tickwork act as they do", async () => {
+      expect(new other.NonRetryableError("x")).not.toBeInstanceOf(NonRetryableError);
+      const { job } = await engine.broker.submit({ handler: "fatalCopy", retries: 5 });
+      const fatal = await deliverRaw(queue.pending[0]!.message.job);
+      expect(fatal.status).toBe(489);
+      expect(await engine.store.getJob(job.id)).toMatchObject({ status: "dead", attempts: 1 });
+      queue.pending.length = 0;
+      await engine.broker.submit({ handler: "laterCopy" });
+      const later = await deliverRaw(queue.pending[0]!.message.job);
+      expect(later.status).toBe(500);
+      expect(later.headers.get("Retry-After")).toBe("7");
     });
 
     it("aborts a handler at its timeout through ctx.signal", async () => {
