@@ -84,7 +84,7 @@ describe("deliveryResponse", () => {
     });
   });
 
-  it("bad-request: 489 non-retryable for a body that is not a job, 400 for a callback", async () => {
+  it("bad-request: 489 non-retryable for a body that is not a job, or a callback of none", async () => {
     expect(await wire({ kind: "bad-request", expected: "job" })).toEqual({
       status: 489,
       headers: { ...PROBLEM_TYPE, "upstash-nonretryable-error": "true" },
@@ -96,12 +96,12 @@ describe("deliveryResponse", () => {
       }),
     });
     expect(await wire({ kind: "bad-request", expected: "failure-callback" })).toEqual({
-      status: 400,
-      headers: PROBLEM_TYPE,
+      status: 489,
+      headers: { ...PROBLEM_TYPE, "upstash-nonretryable-error": "true" },
       body: JSON.stringify({
-        type: "urn:tickwork:problem:invalid_request",
-        title: "Bad Request",
-        status: 400,
+        type: "urn:tickwork:problem:not_a_job",
+        title: "Not Retryable",
+        status: 489,
         detail: "not a failure callback for a tickwork job",
       }),
     });

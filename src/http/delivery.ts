@@ -11,8 +11,10 @@
  *   stops retrying and calls the failure callback;
  * - `busy` → 409 problem (`attempt_running`, `concurrency_limited`, `placement_mismatch`, `lease_lapsed`) +
  *   `Retry-After`;
- * - `unauthorized` → 401 problem; `bad-request` → 489 `not_a_job` (+ non-retryable: a body that is
- *   not a job never will be) on the worker route, 400 `invalid_request` for a failure callback.
+ * - `unauthorized` → 401 problem; `bad-request` → 489 `not_a_job` + non-retryable, on the worker
+ *   route and for a failure callback alike: a body that is not a job (or a callback of one) never
+ *   will be, and any other answer is retried (a 400 to the callback of a body that was no job
+ *   came back once per retry).
  *
  * A store that cannot be reached is answered by {@link unavailableDelivery}.
  *
@@ -75,9 +77,14 @@ export function deliveryResponse(outcome: DeliveryOutcome): Response {
     case "unauthorized":
       return problemAnswer(401, "invalid or missing delivery signature", "unauthorized");
     case "bad-request":
-      return outcome.expected === "job"
-        ? problemAnswer(489, "delivery body is not a tickwork job", "not_a_job", NON_RETRYABLE)
-        : problemAnswer(400, "not a failure callback for a tickwork job", "invalid_request");
+      return problemAnswer(
+        489,
+        outcome.expected === "job"
+          ? "delivery body is not a tickwork job"
+          : "not a failure callback for a tickwork job",
+        "not_a_job",
+        NON_RETRYABLE,
+      );
   }
 }
 
