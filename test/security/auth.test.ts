@@ -139,6 +139,35 @@ describe.each(storeFactories)("auth on $name", (factory) => {
     }
   });
 
+  it("a schedules:write key's writes answer without the schedule's input (no read through a no-op write)", async () => {
+    const created = await call(h.origin, "POST", "/v1/schedules", {
+      json: { id: "billing", handler: "echo", schedule: "1h", input: { apiToken: "SECRET" } },
+      headers: bearer(acme.keys.admin!),
+    });
+    expect(created.status).toBe(201);
+    const writeOnly = bearer(acme.keys["schedules:write"]!);
+    for (const [method, path, json] of [
+      ["PATCH", "/v1/schedules/billing", {}],
+      ["PATCH", "/v1/schedules/billing", { priority: 6 }],
+      ["POST", "/v1/schedules/billing/pause", undefined],
+      ["POST", "/v1/schedules/billing/pause", undefined],
+      ["POST", "/v1/schedules/billing/resume", undefined],
+    ] as const) {
+      const answer = await call(h.origin, method, path, {
+        ...(json === undefined ? {} : { json }),
+        headers: writeOnly,
+      });
+      expect(answer.status, `${method} ${path}`).toBe(200);
+      expect(answer.body.id).toBe("billing");
+      expect(JSON.stringify(answer.body), `${method} ${path}`).not.toContain("SECRET");
+    }
+    // A key that may read gets the whole schedule, input included.
+    const admin = await call(h.origin, "POST", "/v1/schedules/billing/pause", {
+      headers: bearer(acme.keys.admin!),
+    });
+    expect(admin.body.input).toEqual({ apiToken: "SECRET" });
+  });
+
   it("X-Api-Key works like the bearer token; a client key submits and polls", async () => {
     const submitted = await call(h.origin, "POST", "/v1/jobs", {
       json: { handler: "echo", delay: "1h" },

@@ -4,8 +4,10 @@
  * Reads need the `read` scope, every change `schedules:write`; a tenant's key sees only its own
  * schedules.
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
+import type { ScheduleRecord } from "../../core/model.ts";
 import type { CreateScheduleInput, PatchScheduleInput } from "../../core/schemas.ts";
+import { hasScope } from "../../core/scopes.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readJson } from "../middleware/body.ts";
 import { setRateLimitHeaders, withRateLimitHeaders } from "../middleware/rate-limit.ts";
@@ -73,6 +75,19 @@ export function scheduleRoutes(config: AppConfig): Hono<AppEnv> {
       return c.json(scheduleResource(schedule), created ? 201 : 200);
     });
 
+    /**
+     * A write's answer: the schedule it left, without its `input` for a key that may not read
+     * (a PATCH of nothing, or a pause of a paused schedule, changes nothing and would otherwise
+     * read any schedule's input, where secrets live, with `schedules:write` alone).
+     */
+    const written = (c: Context<AppEnv>, schedule: ScheduleRecord) => {
+      const resource = scheduleResource(schedule);
+      const actor = c.get("actor");
+      if (actor?.scopes === undefined || hasScope(actor.scopes, "read")) return c.json(resource);
+      const { input: _input, ...withoutInput } = resource;
+      return c.json(withoutInput);
+    };
+
     routes.patch("/:id", write, async (c) => {
       const body = await readJson(c, config.bodyLimitBytes);
       const { schedule, quota } = await withRateLimitHeaders(c, () =>
@@ -83,22 +98,20 @@ export function scheduleRoutes(config: AppConfig): Hono<AppEnv> {
         ),
       );
       if (quota) setRateLimitHeaders(c, quota);
-      return c.json(scheduleResource(schedule));
+      return written(c, schedule);
     });
 
     routes.post("/:id/pause", write, async (c) =>
-      c.json(
-        scheduleResource(
-          await engine.broker.pauseSchedule(schedulePathId(c.req.param("id")), c.get("actor")),
-        ),
+      written(
+        c,
+        await engine.broker.pauseSchedule(schedulePathId(c.req.param("id")), c.get("actor")),
       ),
     );
 
     routes.post("/:id/resume", write, async (c) =>
-      c.json(
-        scheduleResource(
-          await engine.broker.resumeSchedule(schedulePathId(c.req.param("id")), c.get("actor")),
-        ),
+      written(
+        c,
+        await engine.broker.resumeSchedule(schedulePathId(c.req.param("id")), c.get("actor")),
       ),
     );
 
