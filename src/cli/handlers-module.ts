@@ -2,7 +2,8 @@
  * @module
  * Finding and importing the user's handlers module: the conventional locations (what `tickwork
  * dev` and `start` look for without `--handlers`, and where `tickwork init` writes), and loading
- * TypeScript from the compiled CLI — natively where Node strips types, else through tsx.
+ * TypeScript from the compiled CLI — through the project's tsx, else natively where Node strips
+ * types, else through a tsx found from tickwork's own location.
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";

@@ -111,8 +111,8 @@ dashboard and metrics URLs and two curl lines to try, for a registered handler.
 
 The handlers come from --handlers, else from the first that exists of
   ${wrap(describeHandlersLocations(), 2, 80)}
-(\`npx tickwork init\` writes one). TypeScript loads as it is where Node strips
-types (22.18 or newer), else through tsx (npm install -D tsx).
+(\`npx tickwork init\` writes one). TypeScript loads through the project's tsx
+(npm install -D tsx), else as it is where Node strips types (22.18 or newer).
 
 Options:
 ${PORT_OPTION}

@@ -97,7 +97,8 @@ export interface ScheduleResource {
   schedule: string;
   tz: string;
   status: ScheduleStatus;
-  input: unknown;
+  /** Left out of a write's answer to a key without the `read` scope. */
+  input?: unknown;
   priority: number;
   /** ms */
   timeout: number;

@@ -3,7 +3,7 @@
  * `tickwork/http`: the Hono app serving the HTTP API (docs/api.md) over an engine.
  */
 export { createApp } from "./app.ts";
-export { deliveryResponse } from "./delivery.ts";
+export { deliveryResponse, unavailableDelivery } from "./delivery.ts";
 export { tenantAuthorize } from "./middleware/auth.ts";
 export { type RateLimitInfo, setRateLimitHeaders } from "./middleware/rate-limit.ts";
 export { requireScope } from "./middleware/scope.ts";

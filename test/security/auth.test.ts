@@ -55,7 +55,7 @@ const SCOPES: Scope[] = ["read", "jobs:write", "schedules:write", "admin"];
 
 describe.each(storeFactories)("auth on $name", (factory) => {
   let handle: StoreHandle;
-  let h: Harness;
+  let h: Awaited<ReturnType<typeof securedApp>>;
   let acme: TestTenant;
   let globex: TestTenant;
   /** A queued job and a schedule of acme's, made before each test. */
@@ -163,6 +163,29 @@ describe.each(storeFactories)("auth on $name", (factory) => {
     }
     // A key that may read gets the whole schedule, input included.
     const admin = await call(h.origin, "POST", "/v1/schedules/billing/pause", {
+      headers: bearer(acme.keys.admin!),
+    });
+    expect(admin.body.input).toEqual({ apiToken: "SECRET" });
+  });
+
+  it("a jobs:write key's cancel of a running job answers without its input", async () => {
+    const submitted = await call(h.origin, "POST", "/v1/jobs", {
+      json: { handler: "echo", input: { apiToken: "SECRET" } },
+      headers: bearer(acme.keys.admin!),
+    });
+    expect(submitted.status).toBe(202);
+    const spec = h.queue.pending.find((p) => p.message.job.id === submitted.body.id)!.message.job;
+    // A worker began it: the cancel asks it to stop (202) and answers the job as it is.
+    expect((await handle.store.beginRun(spec, 60_000)).kind).toBe("run");
+    for (let i = 0; i < 2; i++) {
+      const cancel = await call(h.origin, "DELETE", `/v1/jobs/${spec.id}`, {
+        headers: bearer(acme.keys["jobs:write"]!),
+      });
+      expect(cancel.status).toBe(202);
+      expect(cancel.body.id).toBe(spec.id);
+      expect(JSON.stringify(cancel.body)).not.toContain("SECRET");
+    }
+    const admin = await call(h.origin, "DELETE", `/v1/jobs/${spec.id}`, {
       headers: bearer(acme.keys.admin!),
     });
     expect(admin.body.input).toEqual({ apiToken: "SECRET" });

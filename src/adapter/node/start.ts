@@ -436,16 +436,23 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     logger.warn("tickwork: in-memory store outside dev: state is lost on restart");
   }
   // The node registry: the first heartbeat before the banner, then one every `everyMs`.
-  const node = await registerServer({
-    ...nodeOptions,
-    store,
-    id: engine.options.instanceId,
-    roles,
-    handlers: Object.keys(options.handlers),
-    transport: queue,
-    worker: () => worker,
-    logger,
-  });
+  let node: Awaited<ReturnType<typeof registerServer>>;
+  try {
+    node = await registerServer({
+      ...nodeOptions,
+      store,
+      id: engine.options.instanceId,
+      roles,
+      handlers: Object.keys(options.handlers),
+      transport: queue,
+      worker: () => worker,
+      logger,
+    });
+  } catch (error) {
+    startSettled();
+    await server.close();
+    throw error;
+  }
   // Pushed last, so undone first: the node leaves the registry as soon as shutdown begins.
   if (node) cleanups.push(() => node.stop());
   startSettled();

@@ -56,3 +56,20 @@ export function checkActorScope(
     `this API key lacks the "${scope}" scope (it has: ${actor?.scopes?.join(", ") || "none"})`,
   );
 }
+
+/**
+ * `resource` as a write answers it to `actor`: whole to a key that may read, without its `input`
+ * to one that may not. A write that changes nothing (cancelling a running job again, pausing a
+ * paused schedule, an empty PATCH) would otherwise read any record's input, where secrets live.
+ *
+ * @example
+ * return c.json(forWriter(c.get("actor"), scheduleResource(schedule)));
+ */
+export function forWriter<T extends { input?: unknown }>(
+  actor: Actor | undefined,
+  resource: T,
+): T | Omit<T, "input"> {
+  if (hasScope(actor?.scopes, "read")) return resource;
+  const { input: _input, ...withoutInput } = resource;
+  return withoutInput;
+}

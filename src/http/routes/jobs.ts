@@ -12,7 +12,7 @@ import { waitForFinal } from "../long-poll.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readBytes } from "../middleware/body.ts";
 import { jsonAnswer } from "../middleware/request-id.ts";
-import { requireScope } from "../middleware/scope.ts";
+import { forWriter, requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { jobPathId } from "../path-ids.ts";
 import { listJobsQuery, logsQuery, parseQuery, waitQuery } from "../query.ts";
@@ -84,8 +84,12 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
 
     routes.delete("/:id", requireScope("jobs:write"), async (c) => {
       const job = await engine.broker.cancel(jobPathId(c.req.param("id")), c.get("actor"));
-      // Running: asked to stop; it ends `cancelled` once its runner sees the request.
-      if (job.status !== "cancelled") return c.json(jobResource(job) as CancelResource, 202);
+      // Running: asked to stop; it ends `cancelled` once its runner sees the request. A key that
+      // may not read gets it without its input (cancelling again changes nothing and would read
+      // any running job's input).
+      if (job.status !== "cancelled") {
+        return c.json(forWriter(c.get("actor"), jobResource(job)) as CancelResource, 202);
+      }
       return c.json({ id: job.id, status: job.status } as CancelResource);
     });
   }

@@ -7,11 +7,10 @@
 import { type Context, Hono } from "hono";
 import type { ScheduleRecord } from "../../core/model.ts";
 import type { CreateScheduleInput, PatchScheduleInput } from "../../core/schemas.ts";
-import { hasScope } from "../../core/scopes.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readJson } from "../middleware/body.ts";
 import { setRateLimitHeaders, withRateLimitHeaders } from "../middleware/rate-limit.ts";
-import { requireScope } from "../middleware/scope.ts";
+import { forWriter, requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { schedulePathId } from "../path-ids.ts";
 import { listSchedulesQuery, pageQuery, parseQuery } from "../query.ts";
@@ -75,18 +74,9 @@ export function scheduleRoutes(config: AppConfig): Hono<AppEnv> {
       return c.json(scheduleResource(schedule), created ? 201 : 200);
     });
 
-    /**
-     * A write's answer: the schedule it left, without its `input` for a key that may not read
-     * (a PATCH of nothing, or a pause of a paused schedule, changes nothing and would otherwise
-     * read any schedule's input, where secrets live, with `schedules:write` alone).
-     */
-    const written = (c: Context<AppEnv>, schedule: ScheduleRecord) => {
-      const resource = scheduleResource(schedule);
-      const actor = c.get("actor");
-      if (actor?.scopes === undefined || hasScope(actor.scopes, "read")) return c.json(resource);
-      const { input: _input, ...withoutInput } = resource;
-      return c.json(withoutInput);
-    };
+    /** A write's answer: the schedule it left (without its input for a key that may not read). */
+    const written = (c: Context<AppEnv>, schedule: ScheduleRecord) =>
+      c.json(forWriter(c.get("actor"), scheduleResource(schedule)));
 
     routes.patch("/:id", write, async (c) => {
       const body = await readJson(c, config.bodyLimitBytes);
