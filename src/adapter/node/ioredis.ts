@@ -61,13 +61,17 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
   // Loaded only when asked for: a setup without Redis over TCP needs no Redis client installed.
   const { Redis } = await loadPeer("ioredis", options.purpose, () => import("ioredis"));
   let connected = false;
-  const redis = new Redis(options.url, {
+  const connectOptions = {
+    // RESP2, as ioredis 5 speaks it: ioredis 6 speaks RESP3 by default, where some replies take
+    // other shapes (XREADGROUP's; src/store/redis/read-reply.ts reads both).
+    protocol: 2,
     lazyConnect: true,
     maxRetriesPerRequest: options.maxRetriesPerRequest,
     connectTimeout: options.connectTimeoutMs ?? 5_000,
     // No retries before the first connection (a wrong URL fails the start at once); then back off.
-    retryStrategy: (times) => (connected ? Math.min(times * 100, 2_000) : null),
-  });
+    retryStrategy: (times: number) => (connected ? Math.min(times * 100, 2_000) : null),
+  };
+  const redis = new Redis(options.url, connectOptions);
   // The commands of one event-loop turn (the submits of concurrent requests) go out in one socket
   // write instead of one each: a write is a system call (docs/adr/0039-coalesced-writes.md).
   coalesceWrites(redis);

@@ -12,6 +12,7 @@
  * `waitForEvents`, and the streams poll (docs/adr/0021-realtime-streams.md).
  */
 import { eventIdAbove } from "../port.ts";
+import { entriesOfRead } from "./read-reply.ts";
 
 /** The connection the reader blocks on: an ioredis connection of its own. */
 export interface BlockingConnection {
@@ -165,8 +166,6 @@ function lastId(reply: unknown): string | undefined {
 
 /** The id of the first entry of an `XREAD` reply (`[[stream, [[id, fields], …]]]`), if any. */
 function firstId(reply: unknown): string | undefined {
-  if (!Array.isArray(reply)) return undefined;
-  const entries = (reply[0] as [string, [string, unknown][]] | undefined)?.[1];
-  const id = entries?.[0]?.[0];
+  const id = entriesOfRead<[string, unknown]>(reply)[0]?.[0];
   return typeof id === "string" ? id : undefined;
 }

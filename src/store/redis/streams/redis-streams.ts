@@ -15,6 +15,7 @@ import { guardedWait } from "../../../core/delivery.ts";
 import { MAX_TIMER_MS } from "../../../core/duration.ts";
 import type { OutboxMessage } from "../../../core/model.ts";
 import { keys as buildKeys } from "../keys.ts";
+import { entriesOfRead } from "../read-reply.ts";
 import {
   fromIoredis,
   type IoredisScripting,
@@ -246,7 +247,7 @@ export class RedisStreams {
       await this.open();
       return null;
     });
-    const entries = (reply as [string, Entry[]][] | null)?.[0]?.[1] ?? [];
+    const entries = entriesOfRead<Entry>(reply);
     return this.#deliveries(entries, false);
   }
 
