@@ -388,6 +388,35 @@ describe.each(senders)("QStashTransport failures never throw, through %s", (_, h
     expect(again.map((o) => o.ok && o.deduplicated)).toEqual([true, true]);
   });
 
+  it("a message due past the plan's longest delay stays in the outbox (deferred), one within it goes", async () => {
+    const HOUR = 3_600_000;
+    // QStash refuses a delay past the plan's longest; so does the double, told the plan's.
+    const { qstash, transport } = await setup({}, { maxDelayMs: HOUR }, { maxDelayMs: HOUR });
+    const now = Date.now();
+    const far = message({ notBefore: now + 2 * HOUR });
+    const near = message({ notBefore: now + HOUR / 2 });
+    const [farOutcome, nearOutcome] = await transport.publish([far, near]);
+    expect(nearOutcome?.ok).toBe(true);
+    expect(farOutcome).toMatchObject({ ok: false, deferred: true });
+    expect(((farOutcome as { error: unknown }).error as QStashPublishError).reason).toBe(
+      "beyond-max-delay",
+    );
+    // Offered again once within the delay (a minute's margin for the clocks).
+    const retryAt = (farOutcome as { retryAt: number }).retryAt;
+    expect(retryAt).toBe(far.notBefore - HOUR + 60_000);
+    expect(retryAt).toBeLessThan(far.notBefore);
+    expect(qstash.counters.messages).toBe(1);
+  });
+
+  it("maxDelayMs defaults to the Free plan's 7 days and refuses less than 2 minutes", async () => {
+    const { transport } = await setup({});
+    const [outcome] = await transport.publish([
+      message({ notBefore: Date.now() + 8 * 86_400_000 }),
+    ]);
+    expect(outcome).toMatchObject({ ok: false, deferred: true });
+    await expect(setup({}, { maxDelayMs: 60_000 })).rejects.toThrow(/maxDelayMs/);
+  });
+
   it("a network error (nothing listening) gives ok: false", async () => {
     const closed = await startEndpoint({});
     await closed.close();

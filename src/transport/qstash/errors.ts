@@ -12,7 +12,9 @@ export type QStashPublishFailure =
   /** The publish request did not answer within `publishTimeoutMs`. */
   | "timeout"
   /** QStash answered the request but refused this message (a per-entry error of the batch). */
-  | "rejected";
+  | "rejected"
+  /** Due further ahead than the plan's longest delay (`maxDelayMs`): kept for a later tick. */
+  | "beyond-max-delay";
 
 /**
  * QStash did not accept a message. The message stays in the outbox and is re-published by a later

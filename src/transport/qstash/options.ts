@@ -113,6 +113,13 @@ export interface QStashTransportOptions {
    */
   publishTimeoutMs?: number | undefined;
   /**
+   * The longest delay the QStash plan takes (Free: 7 days; pay-as-you-go: a year). QStash refuses
+   * a message due later; such a message stays in the outbox instead (`deferred`) and a tick
+   * publishes it once it is within this delay.
+   * @default 604_800_000 (7 days, the Free plan's)
+   */
+  maxDelayMs?: number | undefined;
+  /**
    * Messages per `/v2/batch` request (QStash documents no maximum; 100 is conservative).
    * @default 100
    */
@@ -156,6 +163,7 @@ export interface ResolvedQStashOptions {
   flowControl: Record<string, FlowControlOption>;
   responseGraceMs: number;
   publishTimeoutMs: number;
+  maxDelayMs: number;
   batchSize: number;
   retry: PublishRetry;
   clockToleranceSec: number;
@@ -184,6 +192,15 @@ export interface QStashHttpResponse {
  * `retry` option and turns a non-2xx answer into a failed publish.
  */
 export type QStashHttp = (request: QStashHttpRequest) => Promise<QStashHttpResponse>;
+
+/** The Free plan's longest delay (7 days): {@link QStashTransportOptions.maxDelayMs}. */
+export const DEFAULT_MAX_DELAY_MS = 604_800_000;
+
+/**
+ * How much later than "`maxDelayMs` before its time" a deferred message is offered again: room
+ * for the store's clock and QStash's to differ.
+ */
+export const DEFER_MARGIN_MS = 60_000;
 
 /** QStash's production endpoint. */
 export const DEFAULT_QSTASH_URL = "https://qstash.upstash.io";
@@ -214,6 +231,7 @@ export function resolveQStashOptions(options: QStashTransportOptions): ResolvedQ
     flowControl: options.flowControl ?? {},
     responseGraceMs: options.responseGraceMs ?? 5_000,
     publishTimeoutMs: options.publishTimeoutMs ?? 10_000,
+    maxDelayMs: options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS,
     batchSize: options.batchSize ?? 100,
     retry: options.retry ?? { retries: 2 },
     clockToleranceSec: options.clockToleranceSec ?? 0,
@@ -234,6 +252,13 @@ export function resolveQStashOptions(options: QStashTransportOptions): ResolvedQ
     );
   }
   if (!(resolved.clockToleranceSec >= 0)) throw new RangeError("clockToleranceSec must be ≥ 0");
+  // At least a minute past the deferral's margin, so a deferred message is due for publishing
+  // before it is due to run.
+  if (!(Number.isSafeInteger(resolved.maxDelayMs) && resolved.maxDelayMs >= 2 * DEFER_MARGIN_MS)) {
+    throw new RangeError(
+      `maxDelayMs must be a whole number of ms of at least ${2 * DEFER_MARGIN_MS}, got ${resolved.maxDelayMs}`,
+    );
+  }
   if (!Number.isInteger(resolved.batchSize) || resolved.batchSize < 1) {
     throw new RangeError("batchSize must be a positive integer");
   }

@@ -11,6 +11,7 @@ import { deliveryToken } from "../signing.ts";
 import { BatchWire, type WireEntry } from "./batch-wire.ts";
 import { QStashPublishError } from "./errors.ts";
 import {
+  DEFER_MARGIN_MS,
   type PublishRetry,
   type QStashHttp,
   type QStashHttpResponse,
@@ -86,7 +87,23 @@ export class QStashTransport implements Transport {
     const outcomes: PublishOutcome[] = new Array(messages.length);
     const pending: Pending[] = [];
     const now = this.#options.now();
+    const { maxDelayMs } = this.#options;
     messages.forEach((message, index) => {
+      // QStash refuses a delay past the plan's longest: kept in the outbox, offered again by the
+      // tick once within it (`retryAt`), instead of refused and retried only after its time.
+      if (message.notBefore - now > maxDelayMs) {
+        outcomes[index] = {
+          id: message.id,
+          ok: false,
+          error: new QStashPublishError(
+            "beyond-max-delay",
+            `job ${message.job.id} is due in ${Math.ceil((message.notBefore - now) / 1000)} s, beyond QStash's longest delay (maxDelayMs ${maxDelayMs}): kept in the outbox for a later tick`,
+          ),
+          deferred: true,
+          retryAt: message.notBefore - maxDelayMs + DEFER_MARGIN_MS,
+        };
+        return;
+      }
       try {
         pending.push({ index, message, request: toPublishRequest(message, this.#options, now) });
       } catch (error) {

@@ -62,7 +62,7 @@ export function parseMessage(
   destination: string,
   headers: HeaderLookup,
   body: Buffer,
-  options: { now: number; defaultRetries: number },
+  options: { now: number; defaultRetries: number; maxDelayMs?: number },
 ): MessageSpec {
   const url = checkUrl(destination, "destination");
   const retries = integerHeader(headers, "upstash-retries") ?? options.defaultRetries;
@@ -84,13 +84,17 @@ export function parseMessage(
       throw new PublishRejection(`invalid Upstash-Retry-Delay: ${(error as Error).message}`);
     }
   }
+  const due = notBefore(headers, options.now);
+  if (options.maxDelayMs !== undefined && due - options.now > options.maxDelayMs) {
+    throw new PublishRejection("delay exceeds the maximum delay allowed by your plan");
+  }
   return {
     url,
     method,
     body,
     contentType,
     forward,
-    notBefore: notBefore(headers, options.now),
+    notBefore: due,
     dedupKey: dedupKey(headers, url, body, contentType, forward),
     retries,
     retryDelay,

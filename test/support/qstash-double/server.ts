@@ -48,6 +48,11 @@ export interface QStashDoubleOptions {
   dedupWindowMs?: number;
   /** `Upstash-Retries` when a publish does not say. @default 3 */
   defaultRetries?: number;
+  /**
+   * The plan's longest delay: a publish due later is refused, as QStash refuses it (Free: 7 days,
+   * pay-as-you-go: a year). @default none
+   */
+  maxDelayMs?: number;
   /** Attempt timeout when a publish sets no `Upstash-Timeout`. @default 900_000 */
   maxTimeoutMs?: number;
   /** Randomness for the reorder fault. @default Math.random */
@@ -161,7 +166,11 @@ export async function startQStashDouble(options: QStashDoubleOptions = {}): Prom
   }
 
   function parse(destination: string, headers: HeaderLookup, body: Buffer) {
-    return parseMessage(destination, headers, body, { now: Date.now(), defaultRetries });
+    return parseMessage(destination, headers, body, {
+      now: Date.now(),
+      defaultRetries,
+      ...(options.maxDelayMs !== undefined ? { maxDelayMs: options.maxDelayMs } : {}),
+    });
   }
 
   async function handle(req: IncomingMessage, body: Buffer): Promise<Reply> {
