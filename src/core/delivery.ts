@@ -33,7 +33,9 @@ import type { JobError, JobStatus } from "./model.ts";
  *   the rate's period; the job is
  *   unchanged, its attempts included — a pull queue redelivers it without counting a retry, a
  *   push queue after `Retry-After`); `unplaced`: this node may not run the job (its placement,
- *   docs/adr/0017-placement.md; not an attempt); `lease-lapsed`: the run lease ran out before the handler
+ *   docs/adr/0017-placement.md; not an attempt); `unknown-handler`: this node has no handler of
+ *   the job's name, which a node of another version does (not an attempt, for a while: see
+ *   `UNKNOWN_HANDLER_GRACE_MS` in src/engine/runner.ts); `lease-lapsed`: the run lease ran out before the handler
  *   could start; `still-running` (failure callback): the reported attempt is still running
  *   under its lease.
  * - `unauthorized` — the delivery's signature (or token) does not verify.
@@ -46,7 +48,13 @@ export type DeliveryOutcome =
   | { kind: "give-up"; id: string; error: JobError }
   | {
       kind: "busy";
-      reason: "attempt-running" | "limited" | "unplaced" | "lease-lapsed" | "still-running";
+      reason:
+        | "attempt-running"
+        | "limited"
+        | "unplaced"
+        | "unknown-handler"
+        | "lease-lapsed"
+        | "still-running";
       retryAfterMs: number;
       /**
        * The least it must wait, when that is known (a rate limit's window: it cannot begin

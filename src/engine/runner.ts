@@ -65,6 +65,15 @@ const failureCallbackSchema = z.object({
  * const outcome = await runner.deliver({ url, headers: req.headers, body: await req.text() });
  * return deliveryResponse(outcome); // src/http/delivery.ts: the queue's HTTP answer
  */
+/**
+ * How long after a job became due a delivery of a handler this node does not have is handed back
+ * (not an attempt) rather than recorded dead: long enough for a rolling deploy to finish.
+ */
+export const UNKNOWN_HANDLER_GRACE_MS = 600_000;
+
+/** When a push queue tries such a delivery again (each try spends one of QStash's retries). */
+const UNKNOWN_HANDLER_PUSH_RETRY_MS = 10_000;
+
 export class Runner {
   constructor(private readonly deps: RunnerDeps) {}
 
@@ -111,13 +120,28 @@ export class Runner {
     const mismatch = deliveryMismatch(spec.placement, options.node);
     if (mismatch !== undefined)
       return refuseDelivery(store, options, spec, mismatch, logger, pulled);
+    const definition = handlerOf(this.deps.handlers, spec.handler);
+    // A handler this node does not have, while a rolling deploy runs two versions (or a worker
+    // pool serves fewer handlers than the API): handed back, not an attempt, so a node that has
+    // it runs the job. Not for ever: past the grace, the attempt records it dead, as before.
+    if (
+      definition === undefined &&
+      Date.now() - Math.max(spec.createdAt, spec.runAt) < UNKNOWN_HANDLER_GRACE_MS
+    ) {
+      logger.warn("no handler of this name on this node; handed back", {
+        jobId: spec.id,
+        handler: spec.handler,
+      });
+      // A pull queue's redelivery costs no retry: looked at again soon, as a placement refusal.
+      const retryAfterMs = pulled ? pullRecheckMs() : UNKNOWN_HANDLER_PUSH_RETRY_MS;
+      return { kind: "busy", reason: "unknown-handler", retryAfterMs };
+    }
     // A queue whose not-before times are whole seconds (QStash) delivers a job due at a
     // sub-second time up to a second early: wait out the rest, so the handler starts on time.
     const early = spec.runAt - Date.now();
     if (early > 0 && early <= EARLY_WAIT_MS) await waitUntil(spec.runAt);
     const leaseMs = spec.timeoutMs + options.leaseGraceMs;
     // A handler with `concurrency`: the store admits the run only while a slot of its key is free.
-    const definition = handlerOf(this.deps.handlers, spec.handler);
     // Awaited only when the handler has such a limit: most have none.
     const limit =
       definition?.concurrency === undefined

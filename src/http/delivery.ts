@@ -36,6 +36,10 @@ const BUSY = {
     code: "placement_mismatch",
     detail: "this node may not run the job (its placement); not an attempt",
   },
+  "unknown-handler": {
+    code: "handler_unknown",
+    detail: "this node has no handler of the job's name (another version may); not an attempt",
+  },
   "lease-lapsed": {
     code: "lease_lapsed",
     detail: "the run lease ran out before the handler started",

@@ -214,6 +214,34 @@ describe("Redis Streams transport", () => {
     await until(async () => (await streams.stats()).length === 0, "acknowledged");
   });
 
+  it("a worker without the job's handler hands it back; a worker with it runs it (a rolling deploy)", {
+    timeout: 90_000,
+  }, async () => {
+    // The older version: no `report.v2`. The newer one submits it and has it.
+    const older = rig(defineHandlers({ count: { run: async () => 1 } }));
+    let ran = 0;
+    const newer = rig(defineHandlers({ "report.v2": { run: async () => void ran++ } }), {
+      prefix: older.prefix,
+    });
+    await older.worker.start();
+    const { job } = await newer.engine.broker.submit({ handler: "report.v2", retries: 0 });
+    // The older worker pulled it and handed it back, not as an attempt: it waits, queued.
+    await until(async () => (await older.streams.stats()).delayed === 1, "handed back");
+    expect(await newer.engine.broker.getJob(job.id)).toMatchObject({
+      status: "queued",
+      attempts: 0,
+    });
+    await newer.worker.start();
+    await until(
+      async () => (await newer.engine.broker.getJob(job.id)).status === "succeeded",
+      "run by the newer worker",
+      // Handed back for about a second (a pulled delivery's recheck), then due for any worker.
+      60_000,
+    );
+    expect(ran).toBe(1);
+    expect(await newer.engine.broker.getJob(job.id)).toMatchObject({ attempts: 1 });
+  });
+
   it("refuses pushed deliveries: verify is false for any request", async () => {
     const { streams } = rig(defineHandlers({}));
     expect(await streams.verify()).toBe(false);
