@@ -99,7 +99,7 @@ describe("resolveDeployment", () => {
       field: "apiKeys",
     });
     expect(refusal({ ...base, publicUrl: "jobs.example.com" })).toMatchObject({
-      message: 'publicUrl (TICKWORK_PUBLIC_URL) is not a URL: "jobs.example.com"',
+      message: "publicUrl (TICKWORK_PUBLIC_URL) is not a URL (it needs its scheme: https://…)",
       variable: "TICKWORK_PUBLIC_URL",
       field: "publicUrl",
     });

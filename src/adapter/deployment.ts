@@ -138,6 +138,7 @@ const VARIABLES = {
   basePath: "TICKWORK_BASE_PATH",
   apiKeys: "TICKWORK_API_KEY",
   config: "TICKWORK_CONFIG",
+  tickSecret: "CRON_SECRET",
 } as const;
 
 function configError(setting: keyof typeof VARIABLES, message: string, cause?: unknown) {
@@ -188,6 +189,15 @@ export function resolveDeployment(settings: DeploymentSettings): Deployment {
   const publicUrl = normalizePublicUrl(settings.publicUrl);
   checkDeliveries(settings, serves, publicUrl);
   const basePath = resolveBasePath(settings.basePath);
+  // A secret with a space inside can never be sent as one `Bearer` token: every tick would be a
+  // 401 and the cron would stop without a word. (Blank ones and surrounding space are trimmed
+  // by each platform's entry.)
+  if (typeof settings.tickSecret === "string" && /\s/.test(settings.tickSecret)) {
+    throw configError(
+      "tickSecret",
+      "CRON_SECRET must be one token without spaces or line breaks (it is sent as `Authorization: Bearer <secret>`)",
+    );
+  }
 
   const engine: EngineOptions = {
     ...(config?.degradation !== undefined ? { degradation: config.degradation } : {}),
@@ -275,7 +285,12 @@ export function normalizePublicUrl(url: string | undefined): string | undefined 
   try {
     return new URL(url).href.replace(/\/+$/, "");
   } catch (error) {
-    throw configError("publicUrl", `publicUrl (TICKWORK_PUBLIC_URL) is not a URL: "${url}"`, error);
+    // The value is not shown: a credential pasted into the wrong variable would be.
+    throw configError(
+      "publicUrl",
+      `publicUrl (TICKWORK_PUBLIC_URL) is not a URL${url.includes("://") ? "" : " (it needs its scheme: https://…)"}`,
+      error,
+    );
   }
 }
 
@@ -345,6 +360,25 @@ function checkDeliveries(
       `the local queue delivers to ${publicUrl}/v1/worker, which may be another server, and ` +
         "deliveries are checked with the receiver's signing key: set the same " +
         "TICKWORK_SIGNING_KEY (or signingKey) on every server, e.g. $(openssl rand -hex 32).",
+    );
+  }
+}
+
+/**
+ * An Upstash client made by `make`; a URL the client refuses (`https:/host`, one slash, passes
+ * `new URL`) is a `TickworkConfigError` naming `variable`, not a stack at import.
+ *
+ * @example
+ * const redis = upstashClient(() => new Redis({ url, token }), "UPSTASH_REDIS_REST_URL");
+ */
+export function upstashClient<R>(make: () => R, variable: string): R {
+  try {
+    return make();
+  } catch (error) {
+    throw new TickworkConfigError(
+      // Not the client's own message: it may quote the value.
+      `tickwork: ${variable} is not an Upstash REST URL (https://<name>.upstash.io; its value is not shown)`,
+      { variable, cause: error },
     );
   }
 }

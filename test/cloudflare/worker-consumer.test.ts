@@ -33,6 +33,59 @@ describe("createWorker's bindings", () => {
   });
 });
 
+describe("createWorker's bindings, malformed or of the wrong type", () => {
+  const QSTASH = {
+    UPSTASH_REDIS_REST_URL: "https://eu1-example.upstash.io",
+    UPSTASH_REDIS_REST_TOKEN: "t",
+    QSTASH_TOKEN: "q",
+    QSTASH_CURRENT_SIGNING_KEY: "c",
+    QSTASH_NEXT_SIGNING_KEY: "n",
+    TICKWORK_PUBLIC_URL: "https://w.workers.dev",
+    TICKWORK_API_KEY: "k",
+    CRON_SECRET: "cron-secret",
+  };
+  const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
+
+  it.each([
+    ["QSTASH_URL", "qstash eu1"],
+    ["QSTASH_URL", "AXyzTOKENvalueSECRET"],
+    ["QSTASH_URL", 1],
+    ["TICKWORK_BASE_PATH", 7],
+  ])("%s = %j is a TickworkConfigError naming it, without its value", (name, value) => {
+    const worker = createWorker({ handlers: { one: { run: () => 1 } } });
+    let thrown: unknown;
+    try {
+      worker.fetch(
+        new Request("http://w/health"),
+        { ...QSTASH, [name]: value } as never,
+        ctx as never,
+      );
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toMatchObject({ name: "TickworkConfigError", variable: name });
+    expect((thrown as Error).message).not.toContain(String(value));
+  });
+
+  it("a CRON_SECRET stored with its line break still accepts the cron's bearer", async () => {
+    const worker = createWorker({ handlers: { one: { run: () => 1 } } });
+    const env = {
+      ...QSTASH,
+      UPSTASH_REDIS_REST_URL: (await sharedBridge()).url,
+      UPSTASH_REDIS_REST_TOKEN: BRIDGE_TOKEN,
+      TICKWORK_PREFIX: PREFIX,
+      CRON_SECRET: "cron-secret\n",
+    };
+    const tick = new Request("https://w.workers.dev/v1/tick", {
+      method: "POST",
+      headers: { authorization: "Bearer cron-secret" },
+    });
+    const res = await worker.fetch(tick, env as never, ctx as never);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ leader: true });
+  });
+});
+
 describe("createWorker's consumer settings", () => {
   it("a busy floor given to createWorker is the one its queue() uses", async () => {
     const sent: string[] = [];

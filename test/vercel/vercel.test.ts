@@ -15,6 +15,12 @@ import { handlers } from "../../functions/handlers.ts";
 import { createClient } from "../../src/client/index.ts";
 import { type RedisRestServer, serveRedisRest } from "../../src/tools/redis-rest/index.ts";
 import { deletePrefix, REDIS_URL } from "../dev/server.ts";
+import {
+  BRIDGE_TOKEN,
+  deletePrefix as deleteBridgePrefix,
+  freshPrefix,
+  sharedBridge,
+} from "../redis-rest/harness.ts";
 import { type QStashDouble, startQStashDouble } from "../support/qstash-double/index.ts";
 
 const REST_TOKEN = `rest-${Math.random().toString(36).slice(2)}`;
@@ -217,6 +223,90 @@ describe("the Vercel entry, misconfigured", () => {
       expect(errors).toHaveBeenCalledTimes(1);
     } finally {
       errors.mockRestore();
+    }
+  });
+
+  const CONFIGURED = {
+    UPSTASH_REDIS_REST_URL: "https://eu1-example.upstash.io",
+    UPSTASH_REDIS_REST_TOKEN: "t",
+    QSTASH_TOKEN: "q",
+    QSTASH_CURRENT_SIGNING_KEY: "c",
+    QSTASH_NEXT_SIGNING_KEY: "n",
+    TICKWORK_PUBLIC_URL: DEPLOYMENT,
+    CRON_SECRET,
+    TICKWORK_API_KEY: API_KEY,
+  };
+
+  /** The detail of the 500 an unauthenticated `GET /health` gets from an app built on `env`. */
+  async function misconfiguredDetail(env: Record<string, string>): Promise<string> {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const app = createVercelApp(env, { handlers });
+      const res = await app.fetch(new Request(`${DEPLOYMENT}/health`));
+      expect(res.status).toBe(500);
+      const detail = ((await res.json()) as { detail: string }).detail;
+      // Logged once, without the value either.
+      expect(String(errors.mock.calls[0]?.[0])).toContain(detail);
+      return detail;
+    } finally {
+      errors.mockRestore();
+    }
+  }
+
+  it.each([
+    // The TCP connection string the Upstash console shows beside the REST URL, pasted instead.
+    ["rediss://default:SuperSecretPw@eu1-x.upstash.io:6379", "SuperSecretPw"],
+    // The URL and the token swapped.
+    ["AXyzTOKENvalueSECRET", "AXyzTOKENvalueSECRET"],
+  ])("UPSTASH_REDIS_REST_URL=%s: named, its value never shown", async (url, secret) => {
+    const detail = await misconfiguredDetail({ ...CONFIGURED, UPSTASH_REDIS_REST_URL: url });
+    expect(detail).toContain("UPSTASH_REDIS_REST_URL");
+    expect(detail).not.toContain(secret);
+  });
+
+  it("QSTASH_URL and TICKWORK_PUBLIC_URL holding a credential: named, never shown", async () => {
+    for (const name of ["QSTASH_URL", "TICKWORK_PUBLIC_URL"]) {
+      const detail = await misconfiguredDetail({ ...CONFIGURED, [name]: "sk_live_SECRETVALUE" });
+      expect(detail).toContain(name);
+      expect(detail).not.toContain("SECRETVALUE");
+    }
+  });
+
+  it("an UPSTASH_REDIS_REST_URL the Upstash client refuses (one slash) is named, not a crash at import", async () => {
+    const detail = await misconfiguredDetail({
+      ...CONFIGURED,
+      UPSTASH_REDIS_REST_URL: "https:/eu1-x.upstash.io",
+    });
+    expect(detail).toContain("UPSTASH_REDIS_REST_URL");
+  });
+
+  it("a blank CRON_SECRET is missing, and one with a space inside is refused", async () => {
+    expect(await misconfiguredDetail({ ...CONFIGURED, CRON_SECRET: "   " })).toContain(
+      "CRON_SECRET",
+    );
+    expect(await misconfiguredDetail({ ...CONFIGURED, CRON_SECRET: "two words" })).toContain(
+      "CRON_SECRET must be one token",
+    );
+  });
+
+  it("a CRON_SECRET stored with its line break (echo s | vercel env add) still accepts Vercel Cron's bearer", async () => {
+    const prefix = freshPrefix("vcs");
+    try {
+      const app = createVercelApp(
+        {
+          ...CONFIGURED,
+          UPSTASH_REDIS_REST_URL: (await sharedBridge()).url,
+          UPSTASH_REDIS_REST_TOKEN: BRIDGE_TOKEN,
+          TICKWORK_PREFIX: prefix,
+          CRON_SECRET: `${CRON_SECRET}\n`,
+        },
+        { handlers },
+      );
+      const res = await app.fetch(cronRequest(`Bearer ${CRON_SECRET}`));
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ leader: true });
+    } finally {
+      await deleteBridgePrefix(prefix);
     }
   });
 

@@ -15,6 +15,7 @@ import type {
   ConsumeResult,
   QueueBatch,
 } from "../../transport/cloudflare-queues/index.ts";
+import { upstashClient } from "../deployment.ts";
 import { assertEnv, selectWorkerTransport, type TickworkEnv } from "./env.ts";
 import { createTickwork, type Tickwork } from "./tickwork.ts";
 
@@ -71,7 +72,7 @@ export function createWorker(options: WorkerOptions): TickworkWorker {
         : {
             qstash: {
               token: env.QSTASH_TOKEN as string,
-              baseUrl: env.QSTASH_URL || undefined,
+              baseUrl: qstashUrl(env),
               currentSigningKey: env.QSTASH_CURRENT_SIGNING_KEY as string,
               nextSigningKey: env.QSTASH_NEXT_SIGNING_KEY as string,
             },
@@ -84,8 +85,9 @@ export function createWorker(options: WorkerOptions): TickworkWorker {
       publicUrl: env.TICKWORK_PUBLIC_URL || undefined,
       apiKeys: env.TICKWORK_API_KEY,
       config: env.TICKWORK_CONFIG || undefined,
-      tickSecret: env.CRON_SECRET,
-      basePath: env.TICKWORK_BASE_PATH,
+      // Trimmed (a secret stored with its line break never matched the cron's bearer).
+      tickSecret: optionalText(env, "CRON_SECRET")?.trim() || undefined,
+      basePath: optionalText(env, "TICKWORK_BASE_PATH"),
       engine: options.engine,
       consumer: options.consumer,
     });
@@ -106,12 +108,42 @@ export function createWorker(options: WorkerOptions): TickworkWorker {
 
 /** The Upstash client of the bindings; a URL it refuses is a `TickworkConfigError` naming it. */
 function upstashRedis(env: TickworkEnv): Redis {
+  return upstashClient(
+    () => new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
+    "UPSTASH_REDIS_REST_URL",
+  );
+}
+
+/**
+ * An optional text binding, or `undefined`; a binding of another type (a number in `[vars]`) is a
+ * `TickworkConfigError` naming it, not a `TypeError` deep in the setup.
+ */
+function optionalText(env: TickworkEnv, name: keyof TickworkEnv & string): string | undefined {
+  const value = (env as unknown as Record<string, unknown>)[name];
+  if (value === undefined || value === null || value === "") return undefined;
+  if (typeof value !== "string") {
+    throw new TickworkConfigError(`tickwork: ${name} must be text, got a ${typeof value}`, {
+      variable: name,
+    });
+  }
+  return value;
+}
+
+/** `QSTASH_URL` checked: an http(s) URL, or `undefined` (QStash's own). */
+function qstashUrl(env: TickworkEnv): string | undefined {
+  const text = optionalText(env, "QSTASH_URL")?.trim();
+  if (!text) return undefined;
+  let protocol: string | undefined;
   try {
-    return new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
-  } catch (error) {
+    protocol = new URL(text).protocol;
+  } catch {
+    // Not shown: a credential pasted into the wrong binding would be.
+  }
+  if (protocol !== "http:" && protocol !== "https:") {
     throw new TickworkConfigError(
-      `tickwork: UPSTASH_REDIS_REST_URL is not an Upstash REST URL (https://…): ${(error as Error).message}`,
-      { variable: "UPSTASH_REDIS_REST_URL", cause: error },
+      "tickwork: QSTASH_URL must be an http:// or https:// URL (its value is not shown)",
+      { variable: "QSTASH_URL" },
     );
   }
+  return text;
 }

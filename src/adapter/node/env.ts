@@ -422,15 +422,23 @@ function qstashIncomplete(missing: string[]): ConfigError {
   );
 }
 
+/**
+ * Throws unless `text` is a URL of one of `protocols`. The message shows no more of the value than
+ * its scheme and host: a token or a connection string with its password, pasted into the wrong
+ * variable, would otherwise be printed (and on Vercel answered to any request).
+ */
 function checkUrl(text: string, name: string, protocols: string[]): void {
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    throw new ConfigError(`${name} is not a URL: "${text}"`, { variable: name });
+    throw new ConfigError(`${name} is not a URL (its value is not shown)`, { variable: name });
   }
   if (!protocols.includes(url.protocol)) {
     const starts = protocols.map((protocol) => `${protocol}//`).join(" or ");
-    throw new ConfigError(`${name} must start with ${starts}, got "${text}"`, { variable: name });
+    throw new ConfigError(
+      `${name} must start with ${starts}, got a ${url.protocol}// URL (host ${url.host || "none"})`,
+      { variable: name },
+    );
   }
 }

@@ -71,7 +71,7 @@ test("a refusal names the field and the variable at fault", async () => {
   );
   expect(failed).toBeInstanceOf(StartError);
   expect(failed).toMatchObject({
-    message: 'publicUrl (TICKWORK_PUBLIC_URL) is not a URL: "jobs.example.com"',
+    message: "publicUrl (TICKWORK_PUBLIC_URL) is not a URL (it needs its scheme: https://…)",
     field: "publicUrl",
     variable: "TICKWORK_PUBLIC_URL",
   });

@@ -30,7 +30,7 @@ import { type AppEnv, createApp, PROBLEM_JSON } from "../../http/index.ts";
 import { normalizeBasePath } from "../../http/options.ts";
 import { RedisStore } from "../../store/redis/index.ts";
 import { QStashTransport } from "../../transport/qstash/index.ts";
-import { resolveDeployment, splitApiKeys } from "../deployment.ts";
+import { resolveDeployment, splitApiKeys, upstashClient } from "../deployment.ts";
 import { loadConfig } from "../node/config.ts";
 import { type Env, selectQStash, selectStore } from "../node/env.ts";
 import { ConfigError } from "../node/errors.ts";
@@ -87,7 +87,9 @@ function buildApp(env: Env, { handlers, basePath }: VercelAppOptions): Hono<AppE
   const publicUrl =
     env.TICKWORK_PUBLIC_URL ||
     (production ? `https://${production}${underBasePath(base)}` : undefined);
-  const cronSecret = env.CRON_SECRET;
+  // Trimmed, as the Node server reads it: `echo s | vercel env add` stores "s\n", and Vercel
+  // Cron sends `Bearer s`; a blank one is none.
+  const cronSecret = env.CRON_SECRET?.trim() || undefined;
   const apiKeys = splitApiKeys(env.TICKWORK_API_KEY);
   const config = env.TICKWORK_CONFIG ? loadConfig(env.TICKWORK_CONFIG) : undefined;
   const keyed = apiKeys.length > 0 || hasKeys(config);
@@ -122,7 +124,10 @@ function buildApp(env: Env, { handlers, basePath }: VercelAppOptions): Hono<AppE
   const engine = createEngine({
     ...deployment.engine,
     store: new RedisStore({
-      client: new Redis({ url: store.url, token: store.token }),
+      client: upstashClient(
+        () => new Redis({ url: store.url, token: store.token }),
+        env.UPSTASH_REDIS_REST_URL?.trim() ? "UPSTASH_REDIS_REST_URL" : "KV_REST_API_URL",
+      ),
       ...(env.TICKWORK_PREFIX ? { prefix: env.TICKWORK_PREFIX } : {}),
       ...(deployment.retention ? { retention: deployment.retention } : {}),
     }),
