@@ -21,7 +21,14 @@ import {
 import { TickworkConfigError } from "../core/errors.ts";
 import { type EngineOptions, lookAheadFor } from "../engine/options.ts";
 import { type AppOptions, normalizeBasePath, type Platform } from "../http/options.ts";
-import { normalizeRoles, parseRoles, type Role, type RouteSet, routeSet } from "../http/roles.ts";
+import {
+  normalizeRoles,
+  parseRoles,
+  ROLES,
+  type Role,
+  type RouteSet,
+  routeSet,
+} from "../http/roles.ts";
 import type { StoreRetention } from "../store/port.ts";
 
 /** The settings every platform has; each names the environment variable it usually comes from. */
@@ -300,7 +307,15 @@ function resolveRoles(roles: DeploymentSettings["roles"]): Role[] {
     return roles.trim() === "" ? ["all"] : parseRoles(roles);
   } catch (error) {
     const message = (error as Error).message;
-    throw configError("roles", typeof roles === "string" ? `TICKWORK_ROLES: ${message}` : message);
+    // From the variable: named, its value not shown (Vercel answers configuration errors to any
+    // request, and a credential pasted into the wrong variable would be in it).
+    throw configError(
+      "roles",
+      typeof roles === "string"
+        ? `TICKWORK_ROLES names no known role, or an unknown one (its value is not shown; roles: ${ROLES.join(", ")})`
+        : message,
+      error,
+    );
   }
 }
 
@@ -324,7 +339,12 @@ function resolveBasePath(basePath: string | undefined): string | undefined {
   try {
     return normalizeBasePath(basePath);
   } catch (error) {
-    throw configError("basePath", (error as Error).message, error);
+    // Its value not shown, as for every variable (see resolveRoles).
+    throw configError(
+      "basePath",
+      "basePath (TICKWORK_BASE_PATH) must be a plain URL path such as /api/tickwork (its value is not shown)",
+      error,
+    );
   }
 }
 

@@ -17,8 +17,8 @@ export type PublishStore = Pick<Store, "deferOutbox" | "markDead">;
  * throws as a whole is logged and counts as not accepted: those messages stay in the outbox and
  * the tick's recover step re-publishes them. With `store`: a message the queue deferred to a
  * `retryAt` gets that `recoverAt` (`deferOutbox`, one call for all of them), and one it can never
- * take (`permanent`) has its job dead-lettered (`markDead`); neither happens with QStash or Redis
- * Streams, whose costs are unchanged. Never rejects for the store's errors either (logged).
+ * take (`permanent`) has its job dead-lettered (`markDead`); neither happens with Redis Streams,
+ * and with QStash only a deferral past its plan's longest delay (`maxDelayMs`). Never rejects for the store's errors either (logged).
  */
 export async function publishAll(
   transport: Transport,

@@ -19,7 +19,13 @@ import {
   isRetryAfterError,
   TimeoutError,
 } from "../core/errors.ts";
-import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../core/model.ts";
+import {
+  type DeliveryToken,
+  FINAL_JOB_STATUSES,
+  type JobError,
+  type JobRecord,
+  type JobSpec,
+} from "../core/model.ts";
 import type { Placement } from "../core/placement.ts";
 import { MAX_DELAY_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import { type TraceContext, traceOfUnknown } from "../core/trace.ts";
@@ -128,6 +134,16 @@ export class Runner {
       definition === undefined &&
       Date.now() - Math.max(spec.createdAt, spec.runAt) < UNKNOWN_HANDLER_GRACE_MS
     ) {
+      // A leftover delivery of a job that is finished (or gone) is acknowledged instead, as a
+      // placement refusal's is, so it does not circle for the whole grace. (A schedule's
+      // occurrence has no record until it first begins: missing, it is still to run.)
+      const stored = await store.getJob(spec.id, spec.tenant);
+      if (stored === null && spec.scheduleId === undefined) {
+        return { kind: "done", id: spec.id, status: "gone" };
+      }
+      if (stored && FINAL_JOB_STATUSES.includes(stored.status)) {
+        return { kind: "done", id: spec.id, status: stored.status };
+      }
       logger.warn("no handler of this name on this node; handed back", {
         jobId: spec.id,
         handler: spec.handler,

@@ -84,6 +84,12 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
       expect(early.status).toBe(409);
       expect(await early.json()).toMatchObject({ type: "urn:tickwork:problem:handler_unknown" });
       expect(await handle.store.getJob(spec.id)).toMatchObject({ status: "queued", attempts: 0 });
+      // A leftover delivery of a job since cancelled is acknowledged, not handed back.
+      const cancelled = await stored({ handler: "toString", retries: 3 });
+      await handle.store.cancelJob(cancelled.id);
+      const leftover = await deliver(engine, cancelled);
+      expect(leftover.status).toBe(200);
+      expect(await leftover.json()).toMatchObject({ status: "cancelled" });
       // Past the grace (the delivery says when the job became due), dead at once as before.
       const due = Date.now() - UNKNOWN_HANDLER_GRACE_MS - 1_000;
       const late = await deliver(engine, { ...spec, createdAt: due, runAt: due });

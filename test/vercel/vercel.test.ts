@@ -264,11 +264,16 @@ describe("the Vercel entry, misconfigured", () => {
     expect(detail).not.toContain(secret);
   });
 
-  it("QSTASH_URL and TICKWORK_PUBLIC_URL holding a credential: named, never shown", async () => {
-    for (const name of ["QSTASH_URL", "TICKWORK_PUBLIC_URL"]) {
-      const detail = await misconfiguredDetail({ ...CONFIGURED, [name]: "sk_live_SECRETVALUE" });
+  it("QSTASH_URL, TICKWORK_PUBLIC_URL, TICKWORK_BASE_PATH and TICKWORK_ROLES holding a credential: named, never shown", async () => {
+    for (const [name, value] of [
+      ["QSTASH_URL", "sk_live_SECRETVALUE"],
+      ["TICKWORK_PUBLIC_URL", "sk_live_SECRETVALUE"],
+      ["TICKWORK_BASE_PATH", "token=SECRETVALUE?"],
+      ["TICKWORK_ROLES", "api,SECRETVALUE"],
+    ] as const) {
+      const detail = await misconfiguredDetail({ ...CONFIGURED, [name]: value });
       expect(detail).toContain(name);
-      expect(detail).not.toContain("SECRETVALUE");
+      expect(detail.toLowerCase()).not.toContain("secretvalue");
     }
   });
 
