@@ -208,6 +208,8 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
       "Cache-Control": "no-store",
       "X-Content-Type-Options": "nosniff",
       "Referrer-Policy": "no-referrer",
+      // Also for browsers without CSP's `frame-ancestors`: the page holds an API key.
+      "X-Frame-Options": "DENY",
     });
   });
 
