@@ -214,7 +214,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard in headless Chromium", (
     await key.fill("reader-key");
     await p.getByRole("button", { name: "Use this key" }).click();
     await p.getByRole("row", { name: /hourly/ }).waitFor();
-    expect(await p.evaluate(() => sessionStorage.getItem("tickwork.apiKey"))).toBe("reader-key");
+    expect(await p.evaluate(() => sessionStorage.getItem("tickwork.apiKey:/"))).toBe("reader-key");
 
     await p.getByRole("button", { name: "Pause schedule hourly" }).click();
     await p

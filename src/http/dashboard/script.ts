@@ -26,7 +26,6 @@ import { JOBS_JS } from "./script-jobs.ts";
 export const DASHBOARD_JS = `
 (() => {
   "use strict";
-  const KEY = "tickwork.apiKey";
   // ?refresh=<seconds> (1–60) sets how often it polls; 3 s by default.
   const asked = Number(new URLSearchParams(location.search).get("refresh"));
   const POLL_MS = asked >= 1 && asked <= 60 ? asked * 1000 : 3000;
@@ -34,6 +33,9 @@ export const DASHBOARD_JS = `
   const SVG = "http://www.w3.org/2000/svg";
   // The app's root as the page was reached: its path without a trailing slash and "dashboard".
   const BASE = location.pathname.replace(/\\/+$/, "").replace(/[^/]*$/, "");
+  // One key per app: two dashboards mounted on one origin (/a/, /b/) would otherwise send each
+  // other's key to their own API.
+  const KEY = "tickwork.apiKey:" + BASE;
   /** { t, backlog, succeeded } per poll, newest last. */
   const samples = [];
   let timer = 0;
