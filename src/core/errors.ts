@@ -175,16 +175,17 @@ function describeWindow(ms: number): string {
 // every copy of tickwork), not by `instanceof` alone: an app can load two copies of the package
 // (a CommonJS project whose TypeScript handlers tsx compiles to `require`, two versions in
 // node_modules), and an error thrown with one copy's class is no instance of the other's.
-const NON_RETRYABLE = Symbol.for("tickwork.NonRetryableError");
-const RETRY_AFTER = Symbol.for("tickwork.RetryAfterError");
-const CANCELLED = Symbol.for("tickwork.CancelledError");
-
-function branded(error: unknown, brand: symbol): boolean {
-  return (
+/**
+ * Brands `cls`'s prototype with `tickwork.<name>` and answers the check of an error against it:
+ * an instance of `cls`, or of the same class of another copy of tickwork.
+ */
+function brandCheck<T>(cls: { prototype: T }, name: string): (error: unknown) => error is T {
+  const brand = Symbol.for(`tickwork.${name}`);
+  Object.defineProperty(cls.prototype, brand, { value: true });
+  return (error: unknown): error is T =>
     typeof error === "object" &&
     error !== null &&
-    (error as Record<symbol, unknown>)[brand] === true
-  );
+    (error as Record<symbol, unknown>)[brand] === true;
 }
 
 /**
@@ -196,17 +197,13 @@ function branded(error: unknown, brand: symbol): boolean {
 export class NonRetryableError extends Error {
   override name = "NonRetryableError";
 }
-Object.defineProperty(NonRetryableError.prototype, NON_RETRYABLE, { value: true });
-
 /**
  * Whether `error` is a {@link NonRetryableError}, of this copy of tickwork or another one.
  *
  * @example
  * isNonRetryableError(new NonRetryableError("no")); // true
  */
-export function isNonRetryableError(error: unknown): error is NonRetryableError {
-  return error instanceof NonRetryableError || branded(error, NON_RETRYABLE);
-}
+export const isNonRetryableError = brandCheck(NonRetryableError, "NonRetryableError");
 
 /**
  * Throw from a handler to be retried no earlier than `retryAfterMs` from now.
@@ -222,12 +219,8 @@ export class RetryAfterError extends Error {
     this.retryAfterMs = retryAfterMs;
   }
 }
-Object.defineProperty(RetryAfterError.prototype, RETRY_AFTER, { value: true });
-
 /** Whether `error` is a {@link RetryAfterError}, of this copy of tickwork or another one. */
-export function isRetryAfterError(error: unknown): error is RetryAfterError {
-  return error instanceof RetryAfterError || branded(error, RETRY_AFTER);
-}
+export const isRetryAfterError = brandCheck(RetryAfterError, "RetryAfterError");
 
 /** A handler ran past its timeout; its `AbortSignal` was aborted. */
 export class TimeoutError extends Error {
@@ -241,12 +234,8 @@ export class TimeoutError extends Error {
 export class CancelledError extends Error {
   override name = "CancelledError";
 }
-Object.defineProperty(CancelledError.prototype, CANCELLED, { value: true });
-
 /** Whether `error` is a {@link CancelledError}, of this copy of tickwork or another one. */
-export function isCancelledError(error: unknown): error is CancelledError {
-  return error instanceof CancelledError || branded(error, CANCELLED);
-}
+export const isCancelledError = brandCheck(CancelledError, "CancelledError");
 
 /**
  * A setup tickwork cannot run with: a missing or malformed variable, an invalid configuration, a

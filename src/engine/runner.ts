@@ -65,13 +65,6 @@ const failureCallbackSchema = z.object({
 });
 
 /**
- * Runs deliveries.
- *
- * @example
- * const outcome = await runner.deliver({ url, headers: req.headers, body: await req.text() });
- * return deliveryResponse(outcome); // src/http/delivery.ts: the queue's HTTP answer
- */
-/**
  * How long after a job became due a delivery of a handler this node does not have is handed back
  * (not an attempt) rather than recorded dead: long enough for a rolling deploy to finish.
  */
@@ -80,6 +73,13 @@ export const UNKNOWN_HANDLER_GRACE_MS = 600_000;
 /** When a push queue tries such a delivery again (each try spends one of QStash's retries). */
 const UNKNOWN_HANDLER_PUSH_RETRY_MS = 10_000;
 
+/**
+ * Runs deliveries.
+ *
+ * @example
+ * const outcome = await runner.deliver({ url, headers: req.headers, body: await req.text() });
+ * return deliveryResponse(outcome); // src/http/delivery.ts: the queue's HTTP answer
+ */
 export class Runner {
   constructor(private readonly deps: RunnerDeps) {}
 
