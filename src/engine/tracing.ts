@@ -15,6 +15,7 @@ import {
   type Context,
   context,
   createTraceState,
+  type Exception,
   INVALID_SPAN_CONTEXT,
   isSpanContextValid,
   type Link,
@@ -116,11 +117,41 @@ export function submitSpanDone(span: Span, job: JobSpec, replayed: boolean): voi
   span.setAttributes(attributes);
 }
 
-/** Record an error on a span (recording or not) and mark it failed. */
+/**
+ * Record an error on a span (recording or not) and mark it failed. The error is a store's or a
+ * queue's, whose message may quote a whole answer (an HTML error page of a proxy, say): its name,
+ * message and stack are cut as a handler's error is (200 and 2,000 characters; the stack 8,000),
+ * so one failure cannot make a span an exporter refuses or a collector's memory grow.
+ */
 export function spanFailed(span: Span, error: unknown): void {
   if (!span.isRecording()) return;
-  if (error instanceof Error) span.recordException(error);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: String(error).slice(0, 500) });
+  let text: string;
+  if (error instanceof Error) {
+    const name = typeof error.name === "string" ? error.name.slice(0, 200) : "Error";
+    const message = typeof error.message === "string" ? error.message.slice(0, 2000) : "";
+    const stack = typeof error.stack === "string" ? error.stack.slice(0, 8000) : undefined;
+    const exception: Exception = { name, message };
+    if (stack !== undefined) exception.stack = stack;
+    // A system error's code (ECONNREFUSED), which the SDK records as its type.
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "number" || (typeof code === "string" && code.length <= 200)) {
+      exception.code = code;
+    }
+    span.recordException(exception);
+    text = message === "" ? name : `${name}: ${message}`;
+  } else {
+    text = safeText(error);
+  }
+  span.setStatus({ code: SpanStatusCode.ERROR, message: text.slice(0, 500) });
+}
+
+/** `String(value)`, or a placeholder when its conversion throws (an object's own toString). */
+function safeText(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return "unprintable error";
+  }
 }
 
 /**
