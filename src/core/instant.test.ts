@@ -53,7 +53,7 @@ describe("parseInstant", () => {
       "2026-12-1",
       "26-12-01",
       "-000000-01-01",
-      "+275761-01-01",
+      "+275761-02-29", // not a leap year: no such day, however far out
       "2026-12-01T09:30:00.Z",
       "2026-12-01T09:30:00Z ",
       " 2026-12-01",
@@ -62,10 +62,20 @@ describe("parseInstant", () => {
       "Tue, 01 Dec 2026 09:30:00 GMT",
       "20261201T093000Z", // the basic format
       "2026-12-01T09:30:00+1", // an offset's hours are two digits
-      "+275760-09-13T00:00:00-00:01", // one minute past the last time a Date holds
     ]) {
       expect(parseInstant(text), text).toBeNaN();
     }
+    // Dates that exist past the range of JavaScript's dates: out of range, not malformed.
+    for (const text of [
+      "+275761-01-01",
+      "+999999-12-31T23:59:59.999Z",
+      "+275760-09-13T00:00:00-00:01", // one minute past the last time a Date holds
+      "+275764-02-29", // a leap year
+    ]) {
+      expect(parseInstant(text), text).toBe(Number.POSITIVE_INFINITY);
+    }
+    expect(parseInstant("-271822-01-01")).toBe(Number.NEGATIVE_INFINITY);
+    expect(parseInstant("-999999-01-01T00:00:00Z")).toBe(Number.NEGATIVE_INFINITY);
     expect(parseInstant("2024-02-29")).toBe(Date.UTC(2024, 1, 29));
   });
 });

@@ -27,7 +27,9 @@ const ISO =
 /**
  * Epoch ms of an ISO-8601 date or date-time with an offset; `NaN` for any other text, for a
  * field out of its range (month 13, February 30th, hour 24, second 60, offset over 23:59), and
- * for a date-time without an offset. A fraction finer than a millisecond is cut.
+ * for a date-time without an offset; `±Infinity` for an existing date past the range of
+ * JavaScript's dates (years ±275760), so that callers tell it out of range, not malformed. A
+ * fraction finer than a millisecond is cut.
  *
  * @example
  * parseInstant("2026-12-01T09:30:00Z");      // 1796117400000
@@ -56,12 +58,22 @@ export function parseInstant(text: string): number {
     return Number.NaN;
   }
   if (sign !== undefined && (Number(oh) > 23 || Number(om ?? 0) > 59)) return Number.NaN;
+  if (day > daysInMonth(year, month)) return Number.NaN;
+  // A date that exists, past the range of JavaScript's dates (±8.64e15 ms, years ±275760): a
+  // time, only out of range, as the same instant in epoch ms is.
+  const beyond = year > 0 ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY;
   // setUTCFullYear, not Date.UTC: Date.UTC reads years 0–99 as 1900–1999.
   const date = new Date(0);
   date.setUTCFullYear(year, month - 1, day);
-  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return Number.NaN;
+  if (Number.isNaN(date.getTime())) return beyond;
   date.setUTCHours(hour, minute, second, ms);
   const at = date.getTime() - (sign === "-" ? -offsetMin : offsetMin) * 60_000;
-  // An offset may carry a time just past the range of JavaScript's dates (±8.64e15 ms).
-  return Math.abs(at) <= 8.64e15 ? at : Number.NaN;
+  // An offset may carry a time just past the range too.
+  return Math.abs(at) <= 8.64e15 ? at : beyond;
+}
+
+/** Days in `month` (1–12) of proleptic Gregorian `year`. */
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }

@@ -67,6 +67,10 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
         [{ runAt: 8_640_000_000_000_000 }, "runAt"],
         [{ runAt: Date.now() + 400 * DAY }, "runAt"],
         [{ runAt: "+275760-09-13T00:00:00.000Z" }, "runAt"],
+        // Dates that exist past JavaScript's (year 275760): out of range, as in epoch ms.
+        [{ runAt: "+275761-01-01T00:00:00Z" }, "runAt"],
+        [{ runAt: "+999999-12-31" }, "runAt"],
+        [{ runAt: "-271822-01-01T00:00:00Z" }, "runAt"],
         [{ runAt: -1 }, "runAt"],
         [{ delay: "100000000d" }, "delay"],
         [{ delay: 1e300 }, "delay"],
@@ -83,6 +87,7 @@ describe.each(storeFactories.filter((f) => f.name !== "upstash"))(
       const schedules: [Record<string, unknown>, string][] = [
         [{ startAt: 8_640_000_000_000_000 }, "startAt"],
         [{ startAt: 1e300 }, "startAt"],
+        [{ startAt: "+300000-01-01" }, "startAt"],
         [{ endAt: 8_640_000_000_000_001 }, "endAt"],
         [{ jitter: "100000000d" }, "jitter"],
         [{ jitter: 1e300 }, "jitter"],
