@@ -149,6 +149,7 @@ async function submitAll(
   let lastQuota: { quota?: QuotaReport } = {};
   let failure: { error: unknown } | undefined;
   const chunks = batch ? submitChunks(pending) : pending.map((p) => [p]);
+  const replayedJobs = new Map<string, JobRecord>();
   for (const chunk of chunks) {
     if (failure) {
       for (const p of chunk) items[p.index] = { outcome: "failed", error: failure.error };
@@ -180,7 +181,12 @@ async function submitAll(
       } else if ("denied" in result) {
         items[index] = { outcome: "failed", error: deniedError(result.denied, "submit", quota) };
       } else if (result.replayed) {
-        items[index] = { outcome: "replayed", job: presentJob(result.job) };
+        // One record per replayed job, whichever chunks repeat its key: a batch of tiny items
+        // naming large jobs holds each of them once.
+        const seen = replayedJobs.get(result.job.id);
+        const job = seen ?? presentJob(result.job);
+        if (!seen) replayedJobs.set(job.id, job);
+        items[index] = { outcome: "replayed", job };
       } else {
         items[index] = { outcome: "accepted", job: presentJob(result.job) };
         if (result.message) messages.push(result.message);

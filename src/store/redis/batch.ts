@@ -16,13 +16,14 @@ import {
   ttlArg,
 } from "./codec.ts";
 import type { RedisContext } from "./context.ts";
-import { type Written, writtenResult } from "./jobs.ts";
+import { getJob, type Written, writtenResult } from "./jobs.ts";
 import { scripts } from "./scripts.generated.ts";
 
 /** One item's answer as the script writes it (see the script's header). */
 type RawItem =
   | { replayed: JobRecord }
   | { replayedAs: number }
+  | { replayedId: string }
   | { denied: Denied }
   | { unknown: string[] }
   | Written;
@@ -32,6 +33,7 @@ export async function submitJobs(
   items: SubmitItem[],
   timing: { recoverGraceMs: number },
   admission?: Admission,
+  rerun = false,
 ): Promise<SubmitItemResult[]> {
   if (items.length === 0) return [];
   if (items.length > MAX_SUBMIT_CHUNK) {
@@ -81,22 +83,59 @@ export async function submitJobs(
   if (!Array.isArray(answers) || answers.length !== items.length) {
     throw new TypeError(`submitMany answered ${String(raw).slice(0, 80)}`);
   }
-  const results: SubmitItemResult[] = [];
+  // Replayed jobs too large to carry in the reply (see the script): each read on its own, once.
+  const named = new Map<string, JobRecord | null>();
+  for (const r of answers) {
+    if ("replayedId" in r && !named.has(r.replayedId)) {
+      named.set(r.replayedId, await getJob(c, r.replayedId, tenant));
+    }
+  }
+  const results: (SubmitItemResult | undefined)[] = [];
+  /** Items whose replayed job was gone by the time it was read: submitted again below. */
+  const gone: number[] = [];
   answers.forEach((r, i) => {
+    if ("replayedId" in r) {
+      const job = named.get(r.replayedId);
+      if (job) results.push({ job, replayed: true });
+      else {
+        results.push(undefined);
+        gone.push(i);
+      }
+      return;
+    }
     // A later replay of the same job: the record an earlier item's answer carried.
     const earlier = "replayedAs" in r ? results[r.replayedAs] : undefined;
     if (earlier !== undefined && "job" in earlier && earlier.replayed) results.push({ ...earlier });
-    else if ("replayedAs" in r)
+    else if ("replayedAs" in r && answers[r.replayedAs] && "replayedId" in answers[r.replayedAs]!) {
+      results.push(undefined);
+      gone.push(i);
+    } else if ("replayedAs" in r)
       throw new TypeError(`submitMany answered replayedAs ${r.replayedAs}`);
     else results.push(decode(c, r, data[i]!, items[i]!, timing.recoverGraceMs));
   });
-  return results;
+  if (gone.length > 0) {
+    // Expired or dropped between the two reads: each is judged again, as a submit after its
+    // job went is (its key names no job now, so it is stored anew). Once: a second time it is
+    // stored or carried.
+    if (rerun) throw new TypeError("submitMany named a replayed job twice that was gone");
+    const again = await submitJobs(
+      c,
+      gone.map((i) => items[i]!),
+      timing,
+      admission,
+      true,
+    );
+    gone.forEach((i, k) => {
+      results[i] = again[k];
+    });
+  }
+  return results as SubmitItemResult[];
 }
 
 /** One item's result, rebuilt as `submitJob` rebuilds its answer (./jobs.ts). */
 function decode(
   c: RedisContext,
-  r: Exclude<RawItem, { replayedAs: number }>,
+  r: Exclude<RawItem, { replayedAs: number } | { replayedId: string }>,
   data: string,
   item: SubmitItem,
   recoverGraceMs: number,

@@ -48,6 +48,8 @@
     {"replayedAs":i}  a replay of the same job as the earlier item at index i (0-based) of this
                       chunk, which carries the record: a job is sent once per chunk however many
                       items repeat its key (the reply stays as small as the request)
+    {"replayedId":id} a replay of job `id`, whose spec is over REPLAY_INLINE_BYTES: not carried
+                      (the caller reads it), so a reply holds at most 200 × 16 KiB of records
 ]]
 --@include "time"
 --@include "keys"
@@ -101,6 +103,12 @@ local function degradation()
   end
 end
 
+-- A replayed job whose spec is longer than this is named in the answer, not carried: a chunk of
+-- tiny items repeating the keys of large jobs would otherwise build a reply of up to 200 of them
+-- (about 190 MB at the largest inputs) in one script, with every other client of this Redis
+-- waiting. The caller reads each named job on its own, once.
+local REPLAY_INLINE_BYTES = 16384
+
 local submitted, queued, streamed = 0, 0, 0
 -- First job id -> index (0-based) of the item whose answer carries its record.
 local replays = {}
@@ -116,13 +124,17 @@ local function submitOne(base, index)
       return again
     end
     if firstId then
-      local first = readJob(jobKey(root, firstId))
-      if first then
+      local firstKey = jobKey(root, firstId)
+      local size = redis.call('HSTRLEN', firstKey, 'data')
+      if size > 0 then
         if replays[firstId] then
           return '{"replayedAs":' .. replays[firstId] .. '}'
         end
         replays[firstId] = index
-        return jobJson(first, '{"replayed":')
+        if size > REPLAY_INLINE_BYTES then
+          return '{"replayedId":' .. jsonString(firstId) .. '}'
+        end
+        return jobJson(readJob(firstKey), '{"replayed":')
       end
     end
   end
