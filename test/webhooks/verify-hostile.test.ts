@@ -284,6 +284,57 @@ describe("verifyWebhook on hostile input", () => {
     refused(await verifyWebhook(stripe, null as never, NOW_MS), "malformed");
   });
 
+  it("a tolerance that is no whole number of seconds in 1–86400 is malformed, never open", async () => {
+    // Signed in 2001: any window the schema allows calls it stale.
+    const old = 1_000_000_000;
+    const stripeOld = { "stripe-signature": `t=${old},v1=${hmacHex(secret, `${old}.${body}`)}` };
+    const slackOld = {
+      "x-slack-request-timestamp": String(old),
+      "x-slack-signature": `v0=${hmacHex(secret, `v0:${old}:${body}`)}`,
+    };
+    const hmacOld = {
+      "x-signature": hmacHex(secret, `${old}.${body}`),
+      "x-timestamp": String(old),
+    };
+    const hmac = { header: "X-Signature", timestampHeader: "X-Timestamp" };
+    for (const toleranceSec of [
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      1e300,
+      -1,
+      0,
+      1.5,
+      86_401,
+      "300" as unknown as number,
+    ]) {
+      for (const [verifier, headers] of [
+        [{ scheme: "stripe", secrets: [secret], toleranceSec }, stripeOld],
+        [{ scheme: "slack", secrets: [secret], toleranceSec }, slackOld],
+        [{ scheme: "hmac", secrets: [secret], ...hmac, toleranceSec }, hmacOld],
+      ] as const) {
+        const result = await verifyWebhook(
+          verifier as WebhookVerifier,
+          request(body, headers),
+          NOW_MS,
+        );
+        refused(result, "malformed");
+      }
+    }
+    // In range, the same old signatures are stale, and a fresh one passes.
+    refused(
+      await verifyWebhook(
+        { scheme: "stripe", secrets: [secret], toleranceSec: 86_400 },
+        request(body, stripeOld),
+        NOW_MS,
+      ),
+      "stale_timestamp",
+    );
+    const fresh = { "stripe-signature": `t=${NOW},v1=${hmacHex(secret, `${NOW}.${body}`)}` };
+    expect(
+      (await verifyWebhook({ ...stripe, toleranceSec: 1 }, request(body, fresh), NOW_MS)).ok,
+    ).toBe(true);
+  });
+
   it("property: never throws on random headers, bodies, clocks and verifiers", async () => {
     const latin1 = fc.string({
       unit: fc.integer({ min: 0x20, max: 0xff }).map((c) => String.fromCharCode(c)),

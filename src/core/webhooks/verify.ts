@@ -22,7 +22,7 @@ import {
   timingSafeEqual,
   utf8,
 } from "./bytes.ts";
-import { standardWebhookKey } from "./schema.ts";
+import { MAX_WEBHOOK_TOLERANCE_SEC, standardWebhookKey } from "./schema.ts";
 import {
   DEFAULT_WEBHOOK_TOLERANCE_SEC,
   type VerifyResult,
@@ -407,6 +407,24 @@ export async function verifyWebhook(
       !verifier.secrets.every((s) => typeof s === "string")
     ) {
       return refuse("malformed", "the verifier's secrets are not a list of strings");
+    }
+    // The window is these schemes' only defence against a replayed capture: a tolerance that is
+    // no number of seconds (NaN, Infinity, 1e300 — Number() of an unset variable) would accept
+    // a signature of any age, so the verifier is unusable rather than open.
+    const tolerance = (verifier as { toleranceSec?: unknown }).toleranceSec;
+    if (
+      tolerance !== undefined &&
+      !(
+        typeof tolerance === "number" &&
+        Number.isInteger(tolerance) &&
+        tolerance >= 1 &&
+        tolerance <= MAX_WEBHOOK_TOLERANCE_SEC
+      )
+    ) {
+      return refuse(
+        "malformed",
+        `the verifier's toleranceSec must be a whole number of seconds from 1 to ${MAX_WEBHOOK_TOLERANCE_SEC}`,
+      );
     }
     switch (verifier.scheme) {
       case "standard":
