@@ -251,6 +251,23 @@ export function describeRunsContract(name: string, make: MakeContractStore): voi
         expect((await run(occ3)).attempt).toBe(1);
       });
 
+      it("overlap skip: a deleted schedule's running occurrence does not skip those of one created again under its id", async () => {
+        const s = scheduleRecord({ overlap: "skip" });
+        await store.putSchedule(s);
+        const old = occurrenceSpec(s, 1_800_000_000_000);
+        await run(old);
+        expect(await store.deleteSchedule(s.id)).toBe(true);
+        const again = scheduleRecord({ id: s.id, overlap: "skip" });
+        if ((await store.putSchedule(again)).kind !== "ok") throw new Error("put refused");
+        const first = occurrenceSpec(again, 1_800_000_300_000);
+        expect((await run(first)).attempt).toBe(1);
+        // The old run ending leaves the new schedule's lease alone: the next one is skipped.
+        expect((await store.finishRun(old.id, 1, { ok: true, result: null })).kind).toBe("ok");
+        expect((await store.beginRun(occurrenceSpec(again, 1_800_000_360_000), 5_000)).kind).toBe(
+          "skipped",
+        );
+      });
+
       it("overlap skip: the schedule's run lease expires with the run lease, and its holder may run again", async () => {
         const s = scheduleRecord({ overlap: "skip" });
         await store.putSchedule(s);

@@ -313,7 +313,7 @@ describe("verifyWebhook on hostile input", () => {
         [{ scheme: "hmac", secrets: [secret], ...hmac, toleranceSec }, hmacOld],
       ] as const) {
         const result = await verifyWebhook(
-          verifier as WebhookVerifier,
+          verifier as unknown as WebhookVerifier,
           request(body, headers),
           NOW_MS,
         );

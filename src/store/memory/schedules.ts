@@ -71,6 +71,8 @@ export function deleteSchedule(s: MemoryState, id: string): boolean {
   if (stored) s.revSeq = Math.max(s.revSeq, stored.rev);
   s.held.delete(id);
   s.runs.delete(id);
+  // Its overlap lease: a running occurrence of it must not skip those of one created again.
+  s.running.delete(id);
   return s.schedules.delete(id);
 }
 
