@@ -91,7 +91,13 @@ export function beginRun(
   if (scheduleStopped(s, job)) return skip(s, stored, now);
   if (job.overlap === "skip" && job.scheduleId !== undefined) {
     const holder = live(s.running, job.scheduleId, now);
-    if (holder && holder.value !== job.id) {
+    // Held by a run that has ended (one begun under another policy gives no lease back: the
+    // lease a PATCH to `skip` gave it, see putSchedule): free.
+    if (
+      holder &&
+      holder.value !== job.id &&
+      s.jobs.get(holder.value)?.record.status === "running"
+    ) {
       // Only an occurrence that never started may be skipped; a retry of a started one waits.
       if (job.attempts > 0) return wait({ kind: "busy", retryAfterMs: holder.expiresAt - now });
       return skip(s, stored, now);

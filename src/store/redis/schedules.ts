@@ -48,6 +48,7 @@ export async function putSchedule(
       schedule.handler,
       optionalArg(expectRev),
       ...quotaArgs(admission?.quota),
+      schedule.overlap === "skip" ? "skip" : "",
     ],
   );
   const r = fromJson<

@@ -90,7 +90,9 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   if job.overlap == 'skip' and job.scheduleId then
     running = scheduleRunningKey(root, job.scheduleId)
     local holder = redis.call('GET', running)
-    if holder and holder ~= id then
+    -- Held by a run that has ended (one begun under another policy, which takes no lease and
+    -- gives none back: the lease a PATCH to `skip` gave it, see putSchedule): free.
+    if holder and holder ~= id and redis.call('HGET', jobKey(root, holder), 'status') == 'running' then
       if numberOf(job.attempts) > 0 then
         local ttl = redis.call('PTTL', running)
         remember('b')
