@@ -285,7 +285,12 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
       if (!existing || !sees(actor, existing.tenant)) {
         throw new NotFoundError("schedule", scheduleUserId(tenantOf(actor), id));
       }
-      if (existing.status === status || existing.status === "completed") return existing;
+      // A completed schedule may still have occurrences dispatched that have not begun: pausing
+      // it keeps them from starting, as for any schedule (resumed, it completes again, and what
+      // has not begun then runs). Resuming one is nothing to do.
+      if (existing.status === status || (existing.status === "completed" && status === "active")) {
+        return existing;
+      }
       const now = await this.deps.store.now();
       let record: ScheduleRecord = { ...existing, status, updatedAt: now };
       if (status === "active") record = withTiming(record, now, true);

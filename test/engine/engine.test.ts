@@ -507,6 +507,31 @@ describe.each(storeFactories)("engine on $name", (factory) => {
       });
     });
 
+    it("pausing a schedule the tick completed keeps its dispatched occurrences from starting; resumed, it completes", async () => {
+      await engine.broker.createSchedule({
+        id: "done",
+        handler: "echo",
+        schedule: "1s",
+        maxRuns: 3,
+      });
+      await engine.ticker.tick();
+      const dispatched = queue.pending.map((p) => p.message.job);
+      expect(dispatched).toHaveLength(3);
+      expect(await engine.broker.getSchedule("done")).toMatchObject({ status: "completed" });
+      const paused = await engine.broker.pauseSchedule("done");
+      expect(paused).toMatchObject({ status: "paused", nextRunAt: null });
+      expect(await (await deliverRaw(dispatched[0]!)).json()).toMatchObject({ status: "skipped" });
+      expect(calls.filter((c) => c.scheduleId === "done")).toHaveLength(0);
+      // Resumed, it completes again, and what has not begun runs.
+      expect(await engine.broker.resumeSchedule("done")).toMatchObject({
+        status: "completed",
+        nextRunAt: null,
+      });
+      expect(await (await deliverRaw(dispatched[1]!)).json()).toMatchObject({
+        status: "succeeded",
+      });
+    });
+
     it("resume does not re-dispatch (or re-count) occurrences already dispatched ahead", async () => {
       await engine.broker.createSchedule({
         id: "ahead",
