@@ -258,6 +258,15 @@ describe.each(factories)("hostile webhook requests on $name", (factory) => {
     await until(async () => (await h.engine.store.getJob(answer.body.id))?.status === "succeeded");
   });
 
+  it("a JSON body with an integer a double cannot hold is kept as its text, not rounded", async () => {
+    // Shopify's own sample order id: JSON.parse reads 820982911946154500.
+    const text = '{"id":820982911946154508,"email":"jon@example.com","total":"1.00"}';
+    const answer = await signedHook(text, "big-int-1", Math.floor(Date.now() / 1000)).answer;
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect((await h.engine.store.getJob(answer.body.id))?.input).toMatchObject({ body: text });
+    await until(async () => (await h.engine.store.getJob(answer.body.id))?.status === "succeeded");
+  });
+
   it("timestamps 1e300, -1, NaN and far ahead → 401, nothing stored", async () => {
     const body = stripe.body("evt_ts");
     const before = await stored();
