@@ -57,6 +57,11 @@ describe("apiError", () => {
     expect((dated as UnavailableError).retryAfter).toBeGreaterThanOrEqual(28);
     expect((dated as UnavailableError).retryAfter).toBeLessThanOrEqual(30);
     expect((apiError(...answer(503, {})) as UnavailableError).retryAfter).toBeUndefined();
+    // Neither whole seconds nor a date: unknown, not "at once" (Date.parse reads "1.5" as a date).
+    for (const value of ["1.5", "-1", "2.0", "1e3", " ", "soon"]) {
+      const odd = apiError(...answer(503, problem(503, "down"), { "retry-after": value }));
+      expect((odd as UnavailableError).retryAfter, value).toBeUndefined();
+    }
   });
 
   test("a body that is not a problem document still gives a usable error", () => {

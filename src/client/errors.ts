@@ -201,6 +201,8 @@ function asProblem(body: unknown, response: Response): Problem {
 function parseRetryAfter(value: string | null): number | undefined {
   if (value === null) return undefined;
   if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  // A date names its month and day in letters; `Date.parse` also reads "1.5" and "-1" as dates.
+  if (!/[A-Za-z]{3}/.test(value)) return undefined;
   const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }

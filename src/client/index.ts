@@ -65,4 +65,10 @@ export { NodesApi } from "./nodes.ts";
 export { PagedList } from "./paginate.ts";
 export { ScheduleHandle, SchedulesApi } from "./schedules.ts";
 export type * from "./types.ts";
-export { type JobUpdate, readSse, type TypedJob, type UpdatesOptions } from "./updates.ts";
+export {
+  type JobUpdate,
+  readSse,
+  StreamIdleError,
+  type TypedJob,
+  type UpdatesOptions,
+} from "./updates.ts";

@@ -5,7 +5,8 @@
  */
 import { MAX_TIMER_MS } from "../core/duration.ts";
 import { bodyIssues } from "../core/json-values.ts";
-import { apiError, RequestTimeoutError } from "./errors.ts";
+import { isWellFormedText } from "../core/text.ts";
+import { apiError, RequestTimeoutError, TickworkApiError } from "./errors.ts";
 
 /** What every call needs; built once by `createClient`. */
 export interface Caller {
@@ -105,7 +106,10 @@ export async function call<T>(
   headers.set("accept", "application/json");
   const token = options.bearer ?? caller.apiKey;
   if (token) headers.set("authorization", `Bearer ${token}`);
-  const init: RequestInit = { method, headers };
+  // No redirect is followed: fetch turns a POST into a GET on a 301 or 302, so a submit behind
+  // one would read the job listing as its answer and store nothing. A redirect is an error that
+  // says where it leads (see below).
+  const init: RequestInit = { method, headers, redirect: "manual" };
   if (options.body !== undefined) {
     // JSON.stringify writes Infinity and NaN as null: refused here, as the server refuses 1e400,
     // rather than sent as a null nobody asked for (reserved keys too, which it would refuse).
@@ -130,9 +134,37 @@ export async function call<T>(
   } finally {
     limit.done();
   }
+  if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+    throw redirected(response, `${method} ${path}`);
+  }
   const body = parseJson(text);
   if (!response.ok) throw apiError(response, body === undefined ? text : body);
+  if (body === undefined && text !== "") throw notAnAnswer(response, text);
   return { data: body as T, response };
+}
+
+/**
+ * The error of a redirect answer (a browser's `manual` redirect is opaque: status 0, no
+ * location). Exported for the stream's open.
+ */
+export function redirected(response: Response, what: string): TickworkApiError {
+  const location = response.headers.get("location");
+  return new TickworkApiError(response.status, {
+    type: "urn:tickwork:problem:redirect",
+    title: "Redirected",
+    status: response.status,
+    detail: `${what} was answered with a redirect${location ? ` to ${location}` : ""}: the client follows none (a POST would arrive as a GET); give createClient the URL it leads to`,
+  });
+}
+
+/** The error of a success answer that is not JSON: not a tickwork API (a page, a login form). */
+function notAnAnswer(response: Response, text: string): TickworkApiError {
+  return new TickworkApiError(response.status, {
+    type: "urn:tickwork:problem:not_json",
+    title: "Not a tickwork answer",
+    status: response.status,
+    detail: `answered ${response.status} with ${response.headers.get("content-type") ?? "no content type"}, not JSON: is the client's url the tickwork API? ${text.slice(0, 200)}`,
+  });
 }
 
 /**
@@ -143,7 +175,25 @@ export async function call<T>(
  */
 export function seg(id: string): string {
   if (id === "." || id === "..") return id.replaceAll(".", "%252E");
+  if (!isWellFormedText(id)) return lenientEncode(id);
   return encodeURIComponent(id);
+}
+
+/**
+ * `encodeURIComponent` of text with lone surrogates, which it refuses (URIError): each lone one is
+ * sent as the three bytes it would take (WTF-8), which are not UTF-8, so the server answers 404,
+ * as docs/api.md says of an id that is not well-formed text; no id can name another this way.
+ */
+function lenientEncode(id: string): string {
+  let out = "";
+  for (const part of id.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]|[\s\S]/g) ?? []) {
+    const unit = part.charCodeAt(0);
+    if (part.length === 1 && unit >= 0xd800 && unit <= 0xdfff) {
+      const bytes = [0xe0 | (unit >> 12), 0x80 | ((unit >> 6) & 0x3f), 0x80 | (unit & 0x3f)];
+      out += bytes.map((b) => `%${b.toString(16).toUpperCase()}`).join("");
+    } else out += encodeURIComponent(part);
+  }
+  return out;
 }
 
 function parseJson(text: string): unknown {

@@ -6,8 +6,9 @@
  * with `Last-Event-ID` when a connection drops or the server ends it, and ends after a job's
  * `done` (docs/api.md "Realtime updates").
  */
+import { MAX_TIMER_MS } from "../core/duration.ts";
 import { apiError, RequestTimeoutError, TickworkApiError, UnavailableError } from "./errors.ts";
-import type { Caller } from "./request.ts";
+import { type Caller, redirected } from "./request.ts";
 import type { Job, JobProgressUpdate, JobStatusUpdate } from "./types.ts";
 
 /** A job whose `result` is typed (`R`: the handler's result when the handle is typed). */
@@ -34,6 +35,22 @@ export interface UpdatesOptions {
    * @default 5
    */
   maxRetries?: number;
+  /**
+   * Reconnect (from the last update, counted as a failure) when the open stream brings nothing
+   * for this long: a connection a proxy or a network dropped without closing it. The server
+   * sends something at least every `stream.heartbeatMs` (15 s by default): keep this above it.
+   * `0` (or anything but a number of ms up to 2^31 − 1): no limit.
+   * @default 45_000
+   */
+  idleTimeoutMs?: number;
+}
+
+/** What a stream does when nothing comes through for `idleTimeoutMs`: it is cut and re-opened. */
+export class StreamIdleError extends Error {
+  override name = "StreamIdleError";
+  constructor(what: string, ms: number) {
+    super(`${what}: nothing came through for ${ms} ms; reconnecting`);
+  }
 }
 
 /** The longest a stream waits before it reconnects, whatever a `Retry-After` or `retry:` says. */
@@ -73,6 +90,7 @@ export async function* streamUpdates<R>(
   untilDone = true,
 ): AsyncGenerator<JobUpdate<R>, void, undefined> {
   const maxRetries = options.maxRetries ?? 5;
+  const idleMs = options.idleTimeoutMs ?? 45_000;
   let lastId = options.lastEventId;
   let retryMs = 1_000;
   let failures = 0;
@@ -87,6 +105,13 @@ export async function* streamUpdates<R>(
       if (caller.apiKey) headers.set("authorization", `Bearer ${caller.apiKey}`);
       if (lastId !== undefined) headers.set("last-event-id", lastId);
       let cut: unknown;
+      let idle: ReturnType<typeof setTimeout> | undefined;
+      /** (Re)starts the wait for the stream's next bytes. */
+      const awaitBytes = () => {
+        clearTimeout(idle);
+        if (!(idleMs > 0 && idleMs <= MAX_TIMER_MS)) return;
+        idle = setTimeout(() => abort.abort(new StreamIdleError(`GET ${path}`, idleMs)), idleMs);
+      };
       try {
         // The client's timeout holds until the stream opens (a stream open for long is no
         // fault): one that does not open in time is cut, and tried again as a failure.
@@ -100,11 +125,18 @@ export async function* streamUpdates<R>(
           response = await caller.fetch(new URL(caller.base + path), {
             headers,
             signal: abort.signal,
+            redirect: "manual",
           });
         } catch (error) {
           throw abort.signal.reason instanceof RequestTimeoutError ? abort.signal.reason : error;
         } finally {
           clearTimeout(opening);
+        }
+        if (
+          response.type === "opaqueredirect" ||
+          (response.status >= 300 && response.status < 400)
+        ) {
+          throw redirected(response, `GET ${path}`);
         }
         if (!response.ok || !response.body) {
           const text = await response.text();
@@ -115,6 +147,7 @@ export async function* streamUpdates<R>(
           await response.body.cancel();
           cut = new TypeError(`not an event stream: ${response.headers.get("content-type")}`);
         } else {
+          awaitBytes();
           for await (const message of readSse(
             response.body,
             (ms) => {
@@ -124,6 +157,7 @@ export async function* streamUpdates<R>(
               // A position without an event (a quiet schedule stream): resume from there.
               lastId = id;
             },
+            awaitBytes,
           )) {
             const update = toUpdate<R>(message);
             if (!update) continue;
@@ -136,7 +170,9 @@ export async function* streamUpdates<R>(
       } catch (error) {
         if (options.signal?.aborted) return;
         if (error instanceof TickworkApiError && error.status < 500) throw error;
-        cut = error;
+        cut = abort.signal.reason instanceof StreamIdleError ? abort.signal.reason : error;
+      } finally {
+        clearTimeout(idle);
       }
       if (cut !== undefined) {
         failures += 1;
@@ -175,12 +211,13 @@ function toUpdate<R>(message: SseMessage): JobUpdate<R> | undefined {
  * The messages of an event stream, per the HTML standard's parsing rules: lines end in CR, LF or
  * CRLF; `data` lines join with `\n`; a blank line dispatches; comments (`:`) are skipped; `retry`
  * is reported through `onRetry`, and an `id:` in a block without data (a position, no event)
- * through `onPosition`.
+ * through `onPosition`; `onBytes` is called whenever bytes arrive (a heartbeat too).
  */
 export async function* readSse(
   body: ReadableStream<Uint8Array>,
   onRetry: (ms: number) => void = () => {},
   onPosition: (id: string) => void = () => {},
+  onBytes: () => void = () => {},
 ): AsyncGenerator<SseMessage, void, undefined> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
@@ -194,6 +231,7 @@ export async function* readSse(
   try {
     for (;;) {
       const { value, done } = await reader.read();
+      onBytes();
       buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
       for (;;) {
         const end = buffer.search(/\r\n|\r|\n/);

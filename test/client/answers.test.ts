@@ -1,0 +1,182 @@
+/**
+ * The typed client against answers that are not the API's own, over real sockets: a redirect
+ * (fetch would turn a submit's POST into a GET of the job listing and read its 200 as the
+ * submit's answer, storing nothing) is an error naming where it leads; a success that is not
+ * JSON (a page served at a wrong base path) is an error, not `undefined`; an id that is not
+ * well-formed text reaches the server, which answers 404; and an update stream whose connection
+ * goes silent without closing (a proxy or network that drops it) is re-opened from its last
+ * update once nothing came through for `idleTimeoutMs`.
+ */
+import { createServer as createHttpServer, type Server } from "node:http";
+import { connect, createServer, type Socket } from "node:net";
+import { createClient, NotFoundError, StreamIdleError, TickworkApiError } from "tickwork/client";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { MemoryStore } from "../../src/store/memory/index.ts";
+import { type Harness, startHarness } from "../http/harness.ts";
+
+let h: Harness;
+/** Releases the `gate` handler's run. */
+let open: () => void = () => {};
+const gate = new Promise<void>((resolve) => {
+  open = resolve;
+});
+
+beforeAll(async () => {
+  h = await startHarness({
+    store: new MemoryStore(),
+    handlers: {
+      echo: { run: (input) => input },
+      gate: {
+        run: async (_input, ctx) => {
+          await ctx.progress({ step: 1 });
+          await gate;
+          return "through";
+        },
+      },
+    },
+    app: { stream: { heartbeatMs: 60_000, maxMs: 240_000 } },
+  });
+});
+afterAll(() => h.close());
+
+/** A plain HTTP server answering every request with `answer`; its origin. */
+async function answering(
+  answer: (
+    req: import("node:http").IncomingMessage,
+    res: import("node:http").ServerResponse,
+  ) => void,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createHttpServer(answer);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as import("node:net").AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe("answers that are not the API's", () => {
+  test("a 301 or 302 in front of the API: submit and create reject, naming where it leads; nothing stored", async () => {
+    for (const status of [301, 302, 307]) {
+      const moved = await answering((req, res) => {
+        res.writeHead(status, { location: `${h.origin}${req.url}` }).end();
+      });
+      try {
+        const tw = createClient({ url: moved.url });
+        const submit = await tw.jobs.submit({ handler: "echo", input: { n: 1 } }).catch((e) => e);
+        expect(submit).toBeInstanceOf(TickworkApiError);
+        expect(submit).toMatchObject({ status, code: "redirect" });
+        expect((submit as Error).message).toContain(`${h.origin}/v1/jobs`);
+        const create = await tw.schedules
+          .create({ id: "nightly", handler: "echo", schedule: "0 3 * * *" })
+          .catch((e) => e);
+        expect(create).toMatchObject({ status, code: "redirect" });
+        const updates = await tw.jobs
+          .handle("j_any")
+          .updates()
+          .next()
+          .catch((e) => e);
+        expect(updates).toMatchObject({ status, code: "redirect" });
+      } finally {
+        await moved.close();
+      }
+    }
+    expect((await h.store.stats()).totals.submitted).toBe(0);
+    expect(await h.store.getSchedule("nightly")).toBeNull();
+  });
+
+  test("a success that is not JSON (a page at a wrong base path) rejects, saying so", async () => {
+    const page = await answering((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>app</title>");
+    });
+    try {
+      const tw = createClient({ url: page.url });
+      const error = await tw.jobs.get("j_any").catch((e) => e);
+      expect(error).toBeInstanceOf(TickworkApiError);
+      expect(error).toMatchObject({ status: 200, code: "not_json" });
+      expect((error as Error).message).toContain("text/html");
+      expect(await tw.jobs.submit({ handler: "echo" }).catch((e) => e)).toMatchObject({
+        code: "not_json",
+      });
+    } finally {
+      await page.close();
+    }
+  });
+
+  test("an id that is not well-formed text is answered 404 by the server, not thrown", async () => {
+    const tw = createClient({ url: h.origin });
+    for (const id of ["\uD800", "a\uDC00b", "x\uD83D"]) {
+      await expect(tw.jobs.get(id)).rejects.toBeInstanceOf(NotFoundError);
+      await expect(tw.schedules.get(id)).rejects.toBeInstanceOf(NotFoundError);
+      await expect(tw.jobs.handle(id).updates().next()).rejects.toBeInstanceOf(NotFoundError);
+    }
+  });
+});
+
+describe("an update stream whose connection goes silent", () => {
+  const sockets = new Set<Socket>();
+  let proxy: Server | import("node:net").Server;
+  let proxyUrl = "";
+  /** Connections made through the proxy; the first goes silent after its first bytes. */
+  let connections = 0;
+
+  beforeAll(async () => {
+    const target = new URL(h.origin);
+    proxy = createServer((client) => {
+      connections++;
+      const silentAfterFirst = connections === 1;
+      // The client opened the stream again: the job may finish now.
+      if (connections === 2) open();
+      const upstream = connect(Number(target.port), target.hostname);
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on("error", () => {});
+        s.on("close", () => sockets.delete(s));
+      }
+      client.pipe(upstream);
+      let forwarded = false;
+      upstream.on("data", (chunk: Buffer) => {
+        // The first connection: its answer's first bytes (headers, the job's status and
+        // progress) come through, then nothing more, and it stays open.
+        if (silentAfterFirst && forwarded) return;
+        if (chunk.includes("event: progress")) forwarded = true;
+        client.write(chunk);
+      });
+      upstream.on("end", () => client.end());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    proxyUrl = `http://127.0.0.1:${(proxy.address() as import("node:net").AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((resolve) => proxy.close(() => resolve()));
+  });
+
+  test("is re-opened from its last update once idleTimeoutMs passes, and sees the job done", async () => {
+    const tw = createClient({ url: h.origin });
+    const { id } = await tw.jobs.submit({ handler: "gate" });
+    const through = createClient({ url: proxyUrl });
+    const seen: string[] = [];
+    let lastProgress: string | undefined;
+    for await (const update of through.jobs.handle(id).updates({ idleTimeoutMs: 300 })) {
+      seen.push(update.type);
+      if (update.type === "progress") lastProgress = update.id;
+      if (update.type === "done") {
+        expect(update.job).toMatchObject({ status: "succeeded", result: "through" });
+      }
+    }
+    expect(lastProgress).toBeDefined();
+    expect(seen.at(-1)).toBe("done");
+    // The silent one, then one re-opened after its last update (no update twice).
+    expect(connections).toBeGreaterThanOrEqual(2);
+    expect(seen.filter((t) => t === "progress")).toHaveLength(1);
+  });
+
+  test("StreamIdleError is exported for callers that log reconnects", () => {
+    expect(new StreamIdleError("GET /x", 5)).toBeInstanceOf(Error);
+  });
+});
