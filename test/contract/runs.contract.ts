@@ -268,28 +268,32 @@ export function describeRunsContract(name: string, make: MakeContractStore): voi
         );
       });
 
-      it("overlap skip after a PATCH from allow: an occurrence begun before it holds back the next until it ends", async () => {
+      it("overlap skip after a PATCH from allow: occurrences begun before it hold back the next until all have ended", async () => {
         const s = scheduleRecord({ overlap: "allow" });
         const put = await store.putSchedule(s);
         if (put.kind !== "ok") throw new Error("put refused");
-        const before = occurrenceSpec(s, 1_800_000_000_000);
-        await run(before);
+        const t0 = await store.now();
+        // Two runs under allow, the older fired well before the newer.
+        const older = occurrenceSpec(s, t0 - 3_600_000);
+        const newer = occurrenceSpec(s, t0 - 60_000);
+        await run(older);
+        await run(newer);
         const patched = await store.putSchedule(
           { ...put.schedule, overlap: "skip" },
           put.schedule.rev,
         );
         if (patched.kind !== "ok") throw new Error("patch refused");
         const skip = { ...s, overlap: "skip" as const };
-        expect((await store.beginRun(occurrenceSpec(skip, 1_800_000_060_000), 5_000)).kind).toBe(
-          "skipped",
-        );
-        // It ends (taking no lease, it gives none back): the next one runs.
-        expect((await store.finishRun(before.id, 1, { ok: true, result: null })).kind).toBe("ok");
-        expect((await run(occurrenceSpec(skip, 1_800_000_120_000))).attempt).toBe(1);
-        // And holds the lease as its own: the one after is skipped.
-        expect((await store.beginRun(occurrenceSpec(skip, 1_800_000_180_000), 5_000)).kind).toBe(
-          "skipped",
-        );
+        const next = (k: number) => occurrenceSpec(skip, t0 + k * 60_000);
+        expect((await store.beginRun(next(1), 5_000)).kind).toBe("skipped");
+        // The newer ends first: the older still runs, so the next is skipped too.
+        expect((await store.finishRun(newer.id, 1, { ok: true, result: null })).kind).toBe("ok");
+        expect((await store.beginRun(next(2), 5_000)).kind).toBe("skipped");
+        // Both ended (taking no lease, they leave none behind): the next one runs…
+        expect((await store.finishRun(older.id, 1, { ok: true, result: null })).kind).toBe("ok");
+        expect((await run(next(3))).attempt).toBe(1);
+        // …and holds the lease as its own: the one after is skipped.
+        expect((await store.beginRun(next(4), 5_000)).kind).toBe("skipped");
       });
 
       it("overlap skip: the schedule's run lease expires with the run lease, and its holder may run again", async () => {

@@ -72,14 +72,51 @@ export function drop(s: MemoryState, job: JobRecord): void {
   if (job.scheduleId !== undefined) s.runs.get(job.scheduleId)?.delete(job.id);
 }
 
-/** Drops the job's run lease, its concurrency slot and, if it holds it, its schedule's overlap lease. */
+/**
+ * Drops the job's run lease, its concurrency slot and, if it holds it, its schedule's overlap
+ * lease (handed on to another run still running when it was handed to this one).
+ */
 export function releaseRun(s: MemoryState, stored: StoredJob): void {
   delete stored.leaseUntil;
   releaseSlot(s, stored);
   const { scheduleId, id } = stored.record;
+  const handed = stored.overlapHeld === true;
+  delete stored.overlapHeld;
   if (scheduleId !== undefined && s.running.get(scheduleId)?.value === id) {
-    s.running.delete(scheduleId);
+    // The clock as read, not `now()`: no sweep in the middle of the caller's step.
+    if (handed) leaseToRunning(s, scheduleId, id, s.clock());
+    else s.running.delete(scheduleId);
   }
+}
+
+/**
+ * A `skip` schedule's overlap lease for a run begun under another policy (before a PATCH to
+ * `skip`): the latest-fired of its 200 latest runs fired by now that still runs under an unexpired
+ * run lease, other than `except`, takes it until that lease ends; its id. None: the lease goes.
+ */
+export function leaseToRunning(
+  s: MemoryState,
+  scheduleId: string,
+  except: string | undefined,
+  now: number,
+): string | undefined {
+  const runs: { stored: StoredJob; fireAt: number }[] = [];
+  for (const runId of s.runs.get(scheduleId) ?? []) {
+    const stored = s.jobs.get(runId);
+    const fireAt = stored ? (stored.record.fireAt ?? stored.record.runAt) : Number.NaN;
+    if (stored && fireAt <= now) runs.push({ stored, fireAt });
+  }
+  runs.sort((a, b) => b.fireAt - a.fireAt || (a.stored.record.id < b.stored.record.id ? 1 : -1));
+  for (const { stored } of runs.slice(0, 200)) {
+    const { leaseUntil } = stored;
+    if (stored.record.id === except || stored.record.status !== "running") continue;
+    if (leaseUntil === undefined || leaseUntil <= now) continue;
+    s.running.set(scheduleId, { value: stored.record.id, expiresAt: leaseUntil });
+    stored.overlapHeld = true;
+    return stored.record.id;
+  }
+  s.running.delete(scheduleId);
+  return undefined;
 }
 
 /** Leaves the concurrency limit's slots the job holds one of, if any. */

@@ -18,7 +18,15 @@ import {
 } from "../port.ts";
 import { releaseDependents } from "./deps.ts";
 import { errorOf, jobFields } from "./events.ts";
-import { firstUse, jobOrCreate, releaseRun, rememberToken, specOf, tokenUse } from "./job-table.ts";
+import {
+  firstUse,
+  jobOrCreate,
+  leaseToRunning,
+  releaseRun,
+  rememberToken,
+  specOf,
+  tokenUse,
+} from "./job-table.ts";
 import { cancelNow } from "./jobs.ts";
 import { limitedFor, takeSlot } from "./limits.ts";
 import { movingAverage, observe } from "./metrics.ts";
@@ -90,16 +98,20 @@ export function beginRun(
   }
   if (scheduleStopped(s, job)) return skip(s, stored, now);
   if (job.overlap === "skip" && job.scheduleId !== undefined) {
-    const holder = live(s.running, job.scheduleId, now);
-    // Held by a run that has ended (one begun under another policy gives no lease back: the
-    // lease a PATCH to `skip` gave it, see putSchedule): free.
+    let holder = live(s.running, job.scheduleId, now)?.value;
+    // Held by a run that has ended without handing it on (see job-table's leaseToRunning):
+    // handed on now, or free.
     if (
-      holder &&
-      holder.value !== job.id &&
-      s.jobs.get(holder.value)?.record.status === "running"
+      holder !== undefined &&
+      holder !== job.id &&
+      s.jobs.get(holder)?.record.status !== "running"
     ) {
+      holder = leaseToRunning(s, job.scheduleId, job.id, now);
+    }
+    const lease = s.running.get(job.scheduleId);
+    if (holder !== undefined && holder !== job.id && lease) {
       // Only an occurrence that never started may be skipped; a retry of a started one waits.
-      if (job.attempts > 0) return wait({ kind: "busy", retryAfterMs: holder.expiresAt - now });
+      if (job.attempts > 0) return wait({ kind: "busy", retryAfterMs: lease.expiresAt - now });
       return skip(s, stored, now);
     }
   }

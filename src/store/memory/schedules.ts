@@ -8,6 +8,7 @@ import type { JobRecord, ScheduleRecord } from "../../core/model.ts";
 import { DEFAULT_TENANT } from "../../core/model.ts";
 import type { Admission, ListSchedulesQuery, Page, PutScheduleResult } from "../port.ts";
 import { paginate, type Scored } from "./cursor.ts";
+import { leaseToRunning } from "./job-table.ts";
 import { quota as countQuota } from "./quota.ts";
 import { clone, live } from "./shared.ts";
 import type { MemoryState } from "./state.ts";
@@ -37,37 +38,16 @@ export function putSchedule(
   }
   s.schedules.set(record.id, record);
   s.held.delete(record.id);
-  if (stored && record.overlap === "skip") leaseToRunning(s, record.id, now);
+  // A PATCH to `skip` while runs begun under another policy run: one of them holds the lease.
+  if (stored && record.overlap === "skip" && !live(s.running, record.id, now)) {
+    leaseToRunning(s, record.id, undefined, now);
+  }
   return {
     kind: "ok",
     created: !stored,
     schedule: clone(record),
     ...(quota ? { quota: quota.state } : {}),
   };
-}
-
-/**
- * A schedule that now skips while another of its occurrences runs (overlap `skip`), whose lease no
- * run holds: the latest of its runs still running (one begun under another policy before a PATCH
- * to `skip`, which took no lease) takes it until its run lease ends.
- */
-function leaseToRunning(s: MemoryState, id: string, now: number): void {
-  if (live(s.running, id, now)) return;
-  let latest: { id: string; fireAt: number; leaseUntil: number } | undefined;
-  for (const runId of s.runs.get(id) ?? []) {
-    const run = s.jobs.get(runId);
-    if (
-      !run ||
-      run.record.status !== "running" ||
-      !(run.leaseUntil !== undefined && run.leaseUntil > now)
-    ) {
-      continue;
-    }
-    const fireAt = run.record.fireAt ?? run.record.runAt;
-    if (!latest || fireAt > latest.fireAt)
-      latest = { id: runId, fireAt, leaseUntil: run.leaseUntil };
-  }
-  if (latest) s.running.set(id, { value: latest.id, expiresAt: latest.leaseUntil });
 }
 
 export function getSchedule(s: MemoryState, id: string): ScheduleRecord | null {

@@ -25,6 +25,11 @@ export interface StoredJob {
   leaseUntil?: number;
   /** The concurrency limit key the run holds a slot of (`{p}:limit:…`), while running under one. */
   slot?: string;
+  /**
+   * Begun under another overlap policy, it was handed its schedule's `skip` lease
+   * (`leaseToRunning`): its end hands the lease on.
+   */
+  overlapHeld?: true;
   /** Retention: the record is gone from this time on (final jobs only). */
   expiresAt?: number;
   /**

@@ -25,10 +25,10 @@
     ARGV[11] quota key ('' = none)
     ARGV[12] quota windows (`windowMs limit ...`)
     ARGV[13] 'skip' when its overlap policy is `skip`, else ''
-  A schedule written with overlap `skip` whose overlap lease no run holds: the latest of its runs
-  still running (one begun under another policy before a PATCH to `skip`; looked for among the
-  runs fired in the last 30 minutes, at most 100) takes the lease until its run lease ends, so the
-  next occurrence is skipped while it runs, as the policy says.
+  A schedule written with overlap `skip` whose overlap lease no run holds: a run of it still
+  running (begun under another policy before a PATCH to `skip`) takes the lease, and hands it on
+  to the next such run when it ends (include "job": leaseToRunning), so occurrences are skipped
+  while any runs, as the policy says.
   Output: JSON text
     {"created":bool,"schedule":ScheduleRecord,"quota"?:QuotaState}   written
     {"conflict":ScheduleRecord|null}             expectRev did not match
@@ -39,6 +39,7 @@
 --@include "json"
 --@include "schedule"
 --@include "quota"
+--@include "job"
 
 local root, due, schedules, id = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local key = scheduleKey(root, id)
@@ -95,20 +96,7 @@ if s.status == 'active' and s.nextRunAt then
 else
   redis.call('ZREM', due, id)
 end
-if ARGV[13] == 'skip' and stored then
-  local running = scheduleRunningKey(root, id)
-  if redis.call('EXISTS', running) == 0 then
-    local now = nowMs()
-    local recent = redis.call('ZREVRANGEBYSCORE', runsKey(root, id), '+inf', int(now - 1800000),
-      'LIMIT', 0, 100)
-    for _, run in ipairs(recent) do
-      local f = redis.call('HMGET', jobKey(root, run), 'status', 'leaseUntil')
-      local left = f[1] == 'running' and tonumber(f[2] or '') and tonumber(f[2]) - now
-      if left and left > 0 then
-        redis.call('SET', running, run, 'PX', math.ceil(left))
-        break
-      end
-    end
-  end
+if ARGV[13] == 'skip' and stored and redis.call('EXISTS', scheduleRunningKey(root, id)) == 0 then
+  leaseToRunning(root, id, nil, nowMs())
 end
 return '{"created":' .. jsonBool(not stored) .. ',"schedule":' .. scheduleJson(s) .. quota .. '}'

@@ -90,9 +90,12 @@ local function beginRunAt(a, n, retention, maxLen, now, m)
   if job.overlap == 'skip' and job.scheduleId then
     running = scheduleRunningKey(root, job.scheduleId)
     local holder = redis.call('GET', running)
-    -- Held by a run that has ended (one begun under another policy, which takes no lease and
-    -- gives none back: the lease a PATCH to `skip` gave it, see putSchedule): free.
-    if holder and holder ~= id and redis.call('HGET', jobKey(root, holder), 'status') == 'running' then
+    -- Held by a run that has ended without handing it on (one begun under another policy and
+    -- ended by an older version, include "job" leaseToRunning): handed on now, or free.
+    if holder and holder ~= id and redis.call('HGET', jobKey(root, holder), 'status') ~= 'running' then
+      holder = leaseToRunning(root, job.scheduleId, id, now)
+    end
+    if holder and holder ~= id then
       if numberOf(job.attempts) > 0 then
         local ttl = redis.call('PTTL', running)
         remember('b')

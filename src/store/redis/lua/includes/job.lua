@@ -23,6 +23,8 @@
     onStream    1: a Streams submit queued it due at once, outside the backlog index (include
                 "metrics": s:in, s:out; readJob leaves it out); retryDead, which queues a dead
                 job again in the index, removes it
+    overlapHeld 1: begun under another overlap policy, it was handed its schedule's `skip` lease
+                (leaseToRunning): its end hands the lease on
     handler, scheduleId, overlap, tenant   copies of spec fields, for filters, overlap checks
                                            and events (tenant may be absent on older jobs)
 
@@ -70,7 +72,16 @@
                                Undo retainJob (a dead job queued again).
   releaseRun(root, key, id, job)
                                Drop the run lease, the concurrency slot (see releaseSlot) and,
-                               if this job holds it, the schedule's overlap lease.
+                               if this job holds it, the schedule's overlap lease (handed on to
+                               another run still running when it was handed to this one).
+  leaseToRunning(root, scheduleId, except, now)
+                               A `skip` schedule's overlap lease for a run begun under another
+                               policy (before a PATCH to `skip`): the latest-fired of its 200
+                               latest runs fired by now that is still running under an unexpired
+                               run lease, other than `except`, takes it until that lease ends
+                               (marked overlapHeld); answers its id. None: the lease is deleted,
+                               answers nil. Runs only on a PATCH to `skip` and when such a run
+                               ends, never on a plain skip schedule's path.
   releaseSlot(key, id, job)    Leave the concurrency limit's slot set the job holds a slot in, if
                                any (nothing to do, and no command, for a job without a limit).
   sweepExpired(root, expiring, now, max)
@@ -85,7 +96,7 @@ local FINAL_STATUSES = { succeeded = true, dead = true, cancelled = true, skippe
 local JOB_FIELDS = { 'data', 'createdAt', 'runAt', 'status', 'attempts', 'startedAt',
   'finishedAt', 'leaseUntil', 'result', 'error', 'handler', 'scheduleId', 'overlap', 'tenant',
   'attemptBase', 'slot', 'dependents', 'progress', 'progressAt', 'cancelRequested', 'node',
-  'refused', 'keepUntil' }
+  'refused', 'keepUntil', 'overlapHeld' }
 
 local function readJob(key)
   local values = redis.call('HMGET', key, unpack(JOB_FIELDS))
@@ -347,6 +358,26 @@ local function releaseSlot(key, id, job)
   end
 end
 
+local function leaseToRunning(root, scheduleId, except, now)
+  local running = scheduleRunningKey(root, scheduleId)
+  local runs = redis.call('ZREVRANGEBYSCORE', runsKey(root, scheduleId), int(now), '-inf',
+    'LIMIT', 0, 200)
+  for _, run in ipairs(runs) do
+    if run ~= except then
+      local key = jobKey(root, run)
+      local f = redis.call('HMGET', key, 'status', 'leaseUntil')
+      local left = f[1] == 'running' and tonumber(f[2] or '') and tonumber(f[2]) - now
+      if left and left > 0 then
+        redis.call('SET', running, run, 'PX', math.ceil(left))
+        redis.call('HSET', key, 'overlapHeld', '1')
+        return run
+      end
+    end
+  end
+  redis.call('DEL', running)
+  return nil
+end
+
 local function releaseRun(root, key, id, job)
   if job.leaseUntil and job.slot then
     redis.call('ZREM', job.slot, id)
@@ -361,6 +392,12 @@ local function releaseRun(root, key, id, job)
     local running = scheduleRunningKey(root, job.scheduleId)
     if redis.call('GET', running) == id then
       redis.call('DEL', running)
+    end
+  elseif job.overlapHeld and job.scheduleId then
+    redis.call('HDEL', key, 'overlapHeld')
+    job.overlapHeld = nil
+    if redis.call('GET', scheduleRunningKey(root, job.scheduleId)) == id then
+      leaseToRunning(root, job.scheduleId, id, nowMs())
     end
   end
 end
