@@ -63,6 +63,30 @@ describe("RedisStore batch submit, replays of large jobs (private Redis)", () =>
     // Cut off, the client would wait out its reconnects: fail sooner than the file's limit.
   }, 30_000);
 
+  it("so are finished jobs with small inputs and large results", async () => {
+    const store = new RedisStore({ client: fromIoredis(client), prefix: uniq("replays-results") });
+    const finished: NewJob[] = [];
+    for (let i = 0; i < 30; i++) {
+      const job = newJob({ idempotencyKey: `done-${i}` });
+      const res = await store.submitJob(job, { delayMs: 0, ...TIMING });
+      if ("denied" in res || !res.message) throw new Error("not stored");
+      expect((await store.beginRun(res.message.job, 60_000)).kind).toBe("run");
+      const result = { i, pad: "r".repeat(BIG) };
+      expect((await store.finishRun(job.id, 1, { ok: true, result })).kind).toBe("ok");
+      finished.push(job);
+    }
+    const items = Array.from({ length: MAX_SUBMIT_CHUNK }, (_, i) => ({
+      job: newJob({ idempotencyKey: `done-${i % 30}` }),
+      delayMs: 0,
+    }));
+    const results = await store.submitJobs(items, TIMING);
+    results.forEach((result, i) => {
+      if (!("replayed" in result) || !result.replayed) throw new Error(`item ${i} not replayed`);
+      expect(result.job).toMatchObject({ id: finished[i % 30]!.id, status: "succeeded" });
+      expect((result.job.result as { pad: string }).pad).toHaveLength(BIG);
+    });
+  }, 30_000);
+
   it("a large job gone between the chunk and its read: the item is judged again and stored", async () => {
     const prefix = uniq("replays-gone");
     const k = keys(prefix);

@@ -19,6 +19,9 @@ import type { RedisContext } from "./context.ts";
 import { getJob, type Written, writtenResult } from "./jobs.ts";
 import { scripts } from "./scripts.generated.ts";
 
+/** Jobs a chunk's answer names (replays too large to carry) read at once. */
+const NAMED_READS_AT_ONCE = 4;
+
 /** One item's answer as the script writes it (see the script's header). */
 type RawItem =
   | { replayed: JobRecord }
@@ -84,11 +87,16 @@ export async function submitJobs(
     throw new TypeError(`submitMany answered ${String(raw).slice(0, 80)}`);
   }
   // Replayed jobs too large to carry in the reply (see the script): each read on its own, once.
+  const ids = new Set<string>();
+  for (const r of answers) if ("replayedId" in r) ids.add(r.replayedId);
   const named = new Map<string, JobRecord | null>();
-  for (const r of answers) {
-    if ("replayedId" in r && !named.has(r.replayedId)) {
-      named.set(r.replayedId, await getJob(c, r.replayedId, tenant));
-    }
+  // A few at a time: over a REST store one by one would be a round trip each, and all at once
+  // would queue up to 200 large replies on the connection.
+  const pending = [...ids];
+  for (let i = 0; i < pending.length; i += NAMED_READS_AT_ONCE) {
+    const slice = pending.slice(i, i + NAMED_READS_AT_ONCE);
+    const jobs = await Promise.all(slice.map((id) => getJob(c, id, tenant)));
+    slice.forEach((id, k) => named.set(id, jobs[k] ?? null));
   }
   const results: (SubmitItemResult | undefined)[] = [];
   /** Items whose replayed job was gone by the time it was read: submitted again below. */

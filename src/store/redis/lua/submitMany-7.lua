@@ -48,7 +48,8 @@
     {"replayedAs":i}  a replay of the same job as the earlier item at index i (0-based) of this
                       chunk, which carries the record: a job is sent once per chunk however many
                       items repeat its key (the reply stays as small as the request)
-    {"replayedId":id} a replay of job `id`, whose spec is over REPLAY_INLINE_BYTES: not carried
+    {"replayedId":id} a replay of job `id`, whose spec, result and progress are over
+                      REPLAY_INLINE_BYTES: not carried
                       (the caller reads it), so a reply holds at most 200 × 16 KiB of records
 ]]
 --@include "time"
@@ -103,10 +104,11 @@ local function degradation()
   end
 end
 
--- A replayed job whose spec is longer than this is named in the answer, not carried: a chunk of
--- tiny items repeating the keys of large jobs would otherwise build a reply of up to 200 of them
--- (about 190 MB at the largest inputs) in one script, with every other client of this Redis
--- waiting. The caller reads each named job on its own, once.
+-- A replayed job whose spec, result and progress are longer than this together is named in the
+-- answer, not carried: a chunk of tiny items repeating the keys of large jobs (large inputs or
+-- large results) would otherwise build a reply of up to 200 of them (about 190 MB at the largest
+-- inputs) in one script, with every other client of this Redis waiting. The caller reads each
+-- named job on its own, once.
 local REPLAY_INLINE_BYTES = 16384
 
 local submitted, queued, streamed = 0, 0, 0
@@ -127,6 +129,9 @@ local function submitOne(base, index)
       local firstKey = jobKey(root, firstId)
       local size = redis.call('HSTRLEN', firstKey, 'data')
       if size > 0 then
+        -- The record carries its result and progress too, of any size.
+        size = size + redis.call('HSTRLEN', firstKey, 'result')
+          + redis.call('HSTRLEN', firstKey, 'progress')
         if replays[firstId] then
           return '{"replayedAs":' .. replays[firstId] .. '}'
         end
