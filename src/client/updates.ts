@@ -163,7 +163,10 @@ export async function* streamUpdates<R>(
             if (!update) continue;
             lastId = update.id;
             failures = 0;
+            // The caller's time with an update is not the stream's silence.
+            clearTimeout(idle);
             yield update;
+            awaitBytes();
             if (untilDone && update.type === "done") return;
           }
         }

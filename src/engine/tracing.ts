@@ -127,13 +127,16 @@ export function spanFailed(span: Span, error: unknown): void {
   if (!span.isRecording()) return;
   let text: string;
   if (error instanceof Error) {
-    const name = typeof error.name === "string" ? error.name.slice(0, 200) : "Error";
-    const message = typeof error.message === "string" ? error.message.slice(0, 2000) : "";
-    const stack = typeof error.stack === "string" ? error.stack.slice(0, 8000) : undefined;
+    const name = ownText(error, "name", 200) ?? "Error";
+    const message = ownText(error, "message", 2000) ?? "";
+    const stack = ownText(error, "stack", 8000);
     const exception: Exception = { name, message };
     if (stack !== undefined) exception.stack = stack;
     // A system error's code (ECONNREFUSED), which the SDK records as its type.
-    const code = (error as { code?: unknown }).code;
+    let code: unknown;
+    try {
+      code = (error as { code?: unknown }).code;
+    } catch {}
     if (typeof code === "number" || (typeof code === "string" && code.length <= 200)) {
       exception.code = code;
     }
@@ -143,6 +146,20 @@ export function spanFailed(span: Span, error: unknown): void {
     text = safeText(error);
   }
   span.setStatus({ code: SpanStatusCode.ERROR, message: text.slice(0, 500) });
+}
+
+/** `error[field]` cut to `max` characters when it is text; undefined when not, or its getter throws. */
+function ownText(
+  error: Error,
+  field: "name" | "message" | "stack",
+  max: number,
+): string | undefined {
+  try {
+    const value: unknown = error[field];
+    return typeof value === "string" ? value.slice(0, max) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** `String(value)`, or a placeholder when its conversion throws (an object's own toString). */

@@ -180,3 +180,66 @@ describe("an update stream whose connection goes silent", () => {
     expect(new StreamIdleError("GET /x", 5)).toBeInstanceOf(Error);
   });
 });
+
+describe("an update stream whose caller takes its time", () => {
+  let live: Harness;
+  let proxy: import("node:net").Server;
+  let proxyUrl = "";
+  let connections = 0;
+  const sockets = new Set<Socket>();
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+
+  beforeAll(async () => {
+    live = await startHarness({
+      store: new MemoryStore(),
+      handlers: {
+        held: {
+          run: async () => {
+            await released;
+            return "done";
+          },
+        },
+      },
+      // Heartbeats far more often than the caller's idle limit: the stream is never silent.
+      app: { stream: { heartbeatMs: 20, pollMs: 20 } },
+    });
+    const target = new URL(live.origin);
+    proxy = createServer((client) => {
+      connections++;
+      const upstream = connect(Number(target.port), target.hostname);
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on("error", () => {});
+        s.on("close", () => sockets.delete(s));
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    proxyUrl = `http://127.0.0.1:${(proxy.address() as import("node:net").AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    await live.close();
+  });
+
+  test("is not cut while the caller handles an update for longer than idleTimeoutMs", async () => {
+    const { id } = await createClient({ url: live.origin }).jobs.submit({ handler: "held" });
+    const tw = createClient({ url: proxyUrl });
+    const seen: string[] = [];
+    for await (const update of tw.jobs.handle(id).updates({ idleTimeoutMs: 1_000 })) {
+      seen.push(update.type);
+      if (seen.length === 1) {
+        // The caller's own work on the first update outlasts the idle limit, the server's
+        // heartbeats waiting unread meanwhile; then the job may end.
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        release();
+      }
+    }
+    expect(seen.at(-1)).toBe("done");
+    expect(connections).toBe(1);
+  });
+});

@@ -76,3 +76,27 @@ it("an error whose conversion to text throws still marks the span failed", async
   const [publish] = sdk.spans("publish");
   expect(publish!.status).toEqual({ code: SpanStatusCode.ERROR, message: "unprintable error" });
 });
+
+it("an Error whose name, message or stack getter throws still marks the span failed", async () => {
+  const error = new Error("x");
+  // The stack first: V8 formats it from the name and message when it is replaced.
+  for (const field of ["stack", "code", "message", "name"]) {
+    Object.defineProperty(error, field, {
+      get() {
+        throw new Error(`no ${field} for you`);
+      },
+    });
+  }
+  const engine = createEngine({
+    store: new MemoryStore(),
+    transport: failingQueue(error),
+    handlers: { echo: { run: (input) => input } },
+    logger: silentLogger,
+  });
+  sdk.exporter.reset();
+  // The submit itself may fail on such an error (its log line reads it too); the span is marked.
+  await engine.broker.submit({ handler: "echo", input: { n: 3 } }).catch(() => {});
+  const [publish] = sdk.spans("publish");
+  expect(publish!.status).toEqual({ code: SpanStatusCode.ERROR, message: "Error" });
+  expect(publish!.events.find((e) => e.name === "exception")).toBeDefined();
+});
