@@ -96,7 +96,9 @@ export async function submitJobs(
   for (let i = 0; i < pending.length; i += NAMED_READS_AT_ONCE) {
     const slice = pending.slice(i, i + NAMED_READS_AT_ONCE);
     const jobs = await Promise.all(slice.map((id) => getJob(c, id, tenant)));
-    slice.forEach((id, k) => named.set(id, jobs[k] ?? null));
+    slice.forEach((id, k) => {
+      named.set(id, jobs[k] ?? null);
+    });
   }
   const results: (SubmitItemResult | undefined)[] = [];
   /** Items whose replayed job was gone by the time it was read: submitted again below. */
