@@ -244,7 +244,7 @@ function queueFamilies(queue: QueueStats): Family[] {
     ),
     counter(
       "queue_claimed_total",
-      "Deliveries this process took over from stopped consumers.",
+      "Deliveries every worker of the deployment took over from stopped consumers (kept in the store: every process reports the same count).",
       queue.claimed,
     ),
   ];

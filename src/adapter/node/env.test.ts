@@ -162,6 +162,13 @@ describe("serverOptionsFromEnv", () => {
     expect(() =>
       serverOptionsFromEnv({ ...upstash, TICKWORK_TRANSPORT: "streams" }, "dev"),
     ).toThrow(/needs Redis over TCP \(REDIS_URL\)/);
+    // REDIS_URL set too: the message names what is read first, not "set REDIS_URL".
+    expect(() =>
+      serverOptionsFromEnv(
+        { ...upstash, REDIS_URL: "redis://127.0.0.1:6379", TICKWORK_TRANSPORT: "streams" },
+        "dev",
+      ),
+    ).toThrow(/REDIS_URL is set, but the Upstash REST variables .* are read first.*Unset them/);
     expect(() => serverOptionsFromEnv({ TICKWORK_TRANSPORT: "streams" }, "dev")).toThrow(
       /in-memory store has no stream/,
     );

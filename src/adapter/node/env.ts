@@ -65,6 +65,15 @@ export function selectTransport(
     );
   }
   if (asked === "streams" && store.kind !== "redis") {
+    if (store.kind === "upstash" && value(env, "REDIS_URL") !== undefined) {
+      throw new ConfigError(
+        "TICKWORK_TRANSPORT=streams needs Redis over TCP, and REDIS_URL is set, but the Upstash " +
+          "REST variables (UPSTASH_REDIS_REST_URL or KV_REST_API_URL, and their token) are read " +
+          "first, so the store is Upstash over REST, which cannot block on a stream. Unset them " +
+          "to use REDIS_URL.",
+        { variable: "UPSTASH_REDIS_REST_URL", field: "transport" },
+      );
+    }
     throw new ConfigError(
       "TICKWORK_TRANSPORT=streams needs Redis over TCP (REDIS_URL): workers block on the stream, " +
         "which Upstash over REST cannot do" +
