@@ -59,6 +59,38 @@ async function answering(
   };
 }
 
+/**
+ * A TCP proxy to `origin`: each connection (numbered from 1) gets its upstream socket, and
+ * `forward` wires the two; its URL, how many connections it took, and its close.
+ */
+async function tcpProxy(
+  origin: string,
+  forward: (client: Socket, upstream: Socket, n: number) => void,
+): Promise<{ url: string; connections(): number; close(): Promise<void> }> {
+  const target = new URL(origin);
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  const proxy = createServer((client) => {
+    connections++;
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => {});
+      s.on("close", () => sockets.delete(s));
+    }
+    forward(client, upstream, connections);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as import("node:net").AddressInfo).port}`,
+    connections: () => connections,
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    },
+  };
+}
+
 describe("answers that are not the API's", () => {
   test("a 301 or 302 in front of the API: submit and create reject, naming where it leads; nothing stored", async () => {
     for (const status of [301, 302, 307]) {
@@ -118,48 +150,30 @@ describe("answers that are not the API's", () => {
 });
 
 describe("an update stream whose connection goes silent", () => {
-  const sockets = new Set<Socket>();
-  let proxy: Server | import("node:net").Server;
-  let proxyUrl = "";
-  /** Connections made through the proxy; the first goes silent after its first bytes. */
-  let connections = 0;
+  let proxy: Awaited<ReturnType<typeof tcpProxy>>;
 
   beforeAll(async () => {
-    const target = new URL(h.origin);
-    proxy = createServer((client) => {
-      connections++;
-      const silentAfterFirst = connections === 1;
+    proxy = await tcpProxy(h.origin, (client, upstream, n) => {
       // The client opened the stream again: the job may finish now.
-      if (connections === 2) open();
-      const upstream = connect(Number(target.port), target.hostname);
-      for (const s of [client, upstream]) {
-        sockets.add(s);
-        s.on("error", () => {});
-        s.on("close", () => sockets.delete(s));
-      }
+      if (n === 2) open();
       client.pipe(upstream);
       let forwarded = false;
       upstream.on("data", (chunk: Buffer) => {
         // The first connection: its answer's first bytes (headers, the job's status and
         // progress) come through, then nothing more, and it stays open.
-        if (silentAfterFirst && forwarded) return;
+        if (n === 1 && forwarded) return;
         if (chunk.includes("event: progress")) forwarded = true;
         client.write(chunk);
       });
       upstream.on("end", () => client.end());
     });
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-    proxyUrl = `http://127.0.0.1:${(proxy.address() as import("node:net").AddressInfo).port}`;
   });
-  afterAll(async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((resolve) => proxy.close(() => resolve()));
-  });
+  afterAll(() => proxy.close());
 
   test("is re-opened from its last update once idleTimeoutMs passes, and sees the job done", async () => {
     const tw = createClient({ url: h.origin });
     const { id } = await tw.jobs.submit({ handler: "gate" });
-    const through = createClient({ url: proxyUrl });
+    const through = createClient({ url: proxy.url });
     const seen: string[] = [];
     let lastProgress: string | undefined;
     for await (const update of through.jobs.handle(id).updates({ idleTimeoutMs: 300 })) {
@@ -172,7 +186,7 @@ describe("an update stream whose connection goes silent", () => {
     expect(lastProgress).toBeDefined();
     expect(seen.at(-1)).toBe("done");
     // The silent one, then one re-opened after its last update (no update twice).
-    expect(connections).toBeGreaterThanOrEqual(2);
+    expect(proxy.connections()).toBeGreaterThanOrEqual(2);
     expect(seen.filter((t) => t === "progress")).toHaveLength(1);
   });
 
@@ -183,10 +197,7 @@ describe("an update stream whose connection goes silent", () => {
 
 describe("an update stream whose caller takes its time", () => {
   let live: Harness;
-  let proxy: import("node:net").Server;
-  let proxyUrl = "";
-  let connections = 0;
-  const sockets = new Set<Socket>();
+  let proxy: Awaited<ReturnType<typeof tcpProxy>>;
   let release: () => void = () => {};
   const released = new Promise<void>((resolve) => {
     release = resolve;
@@ -206,29 +217,18 @@ describe("an update stream whose caller takes its time", () => {
       // Heartbeats far more often than the caller's idle limit: the stream is never silent.
       app: { stream: { heartbeatMs: 20, pollMs: 20 } },
     });
-    const target = new URL(live.origin);
-    proxy = createServer((client) => {
-      connections++;
-      const upstream = connect(Number(target.port), target.hostname);
-      for (const s of [client, upstream]) {
-        sockets.add(s);
-        s.on("error", () => {});
-        s.on("close", () => sockets.delete(s));
-      }
+    proxy = await tcpProxy(live.origin, (client, upstream) => {
       client.pipe(upstream).pipe(client);
     });
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-    proxyUrl = `http://127.0.0.1:${(proxy.address() as import("node:net").AddressInfo).port}`;
   });
   afterAll(async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    await proxy.close();
     await live.close();
   });
 
   test("is not cut while the caller handles an update for longer than idleTimeoutMs", async () => {
     const { id } = await createClient({ url: live.origin }).jobs.submit({ handler: "held" });
-    const tw = createClient({ url: proxyUrl });
+    const tw = createClient({ url: proxy.url });
     const seen: string[] = [];
     for await (const update of tw.jobs.handle(id).updates({ idleTimeoutMs: 1_000 })) {
       seen.push(update.type);
@@ -240,6 +240,6 @@ describe("an update stream whose caller takes its time", () => {
       }
     }
     expect(seen.at(-1)).toBe("done");
-    expect(connections).toBe(1);
+    expect(proxy.connections()).toBe(1);
   });
 });
