@@ -157,7 +157,8 @@ describe("verifySignature", () => {
     const year3000 = Math.floor(Date.UTC(3000, 0, 1) / 1000);
     for (const claims of [
       { exp: year3000 },
-      { exp: now + 301 },
+      // iat given: the signer's own would be read a second later when a second turns between.
+      { iat: now, exp: now + 301 },
       { iat: now + 100_000, nbf: now - 10, exp: now + 100_100 },
       { iat: undefined },
     ]) {
