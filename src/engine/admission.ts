@@ -102,6 +102,48 @@ export function checkInputSize(
 }
 
 /**
+ * What a job's message holds beyond the spec the broker hands the store: `createdAt` and `runAt`
+ * (13 digits each, or a few more in the years past 2286).
+ */
+export const JOB_TIMES_ALLOWANCE_BYTES = 64;
+
+/**
+ * What an occurrence's message holds beyond its schedule's definition: its id
+ * (`<tenant>:<schedule id>@<fire time>`), tenant, schedule id, `createdAt`, `runAt` and `fireAt`,
+ * and the dispatching tick's trace context (a `tracestate` of up to 512 characters); the
+ * definition's own fields an occurrence does not carry (`schedule`, `tz`, `misfire`…) are
+ * counted all the same.
+ */
+export const OCCURRENCE_ALLOWANCE_BYTES = 2_048;
+
+/**
+ * 413 when `spec` and `allowance` together are more UTF-8 bytes of JSON than `max`, the engine's
+ * `maxJobBytes`: on a transport whose messages are bounded (Cloudflare Queues: 128 KB), an input
+ * within `maxInputBytes` beside large tags, placement or `after` would make a message the queue
+ * never takes, and the job would be dead-lettered after its 202.
+ */
+export function checkJobSize(
+  spec: object,
+  what: "job" | "schedule",
+  max: number,
+  allowance: number,
+): void {
+  if (max === Number.POSITIVE_INFINITY) return;
+  const text = JSON.stringify(spec);
+  const room = max - allowance;
+  // A UTF-16 unit is 1–3 UTF-8 bytes: most specs are decided without encoding them.
+  if (text.length * 3 <= room) return;
+  const bytes = new TextEncoder().encode(text).byteLength;
+  if (bytes > room) {
+    throw new InputTooLargeError(
+      what === "job"
+        ? `job is ${bytes} bytes as JSON with its input, tags, placement and dependencies; its message may hold at most ${max}, so the job at most ${room}`
+        : `schedule is ${bytes} bytes as JSON with its input, tags and placement; an occurrence's message may hold at most ${max}, so the schedule at most ${room}`,
+    );
+  }
+}
+
+/**
  * 400 `invalid_request` when `input` holds what its stored JSON would not keep: a number JSON
  * cannot carry (`Infinity`, `NaN`: `JSON.stringify` writes `null` for them) or a reserved key
  * (`__proto__`, `constructor`, `prototype`), with one `{ path, message }` per issue (`path` from

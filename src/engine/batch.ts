@@ -29,7 +29,14 @@ import {
   submitChunks,
 } from "../store/port.ts";
 import { type Actor, presentJob, tenantOf } from "./actor.ts";
-import { deniedError, type QuotaReport, quotaReport, submitAdmission } from "./admission.ts";
+import {
+  checkJobSize,
+  deniedError,
+  JOB_TIMES_ALLOWANCE_BYTES,
+  type QuotaReport,
+  quotaReport,
+  submitAdmission,
+} from "./admission.ts";
 import type { HandlerName, Handlers } from "./handlers.ts";
 import type { BrokerDeps, JobRequest, JobsBroker, PreparedSubmit } from "./jobs.ts";
 import {
@@ -132,6 +139,7 @@ async function submitAll(
         trace === undefined
           ? checked
           : Object.assign({}, checked, { job: Object.assign({}, checked.job, { trace }) });
+      checkJobSize(prepared.job, "job", deps.options.maxJobBytes, JOB_TIMES_ALLOWANCE_BYTES);
       // UTF-8 bytes, as the store sends them (a UTF-16 length undercounts non-ASCII up to 3 ×).
       const size = utf8.encode(JSON.stringify(prepared.job)).byteLength;
       pending.push({ index, prepared, size });

@@ -22,8 +22,10 @@ import {
   checkInput,
   checkInputSize,
   checkInputValues,
+  checkJobSize,
   deniedError,
   durationOr,
+  JOB_TIMES_ALLOWANCE_BYTES,
   permitSubmit,
   type QuotaReport,
   quotaReport,
@@ -287,7 +289,9 @@ export class JobsBroker<H extends Handlers = Handlers> {
         ? prepared.job
         : Object.assign({}, prepared.job, { idempotencyKey: via.idempotencyKey });
     const job = trace === undefined ? keyed : Object.assign({}, keyed, { trace });
-    const { tick, logger } = this.deps.options;
+    const { tick, logger, maxJobBytes } = this.deps.options;
+    // Measured as the store will write it, a webhook's idempotency key and the trace included.
+    checkJobSize(job, "job", maxJobBytes, JOB_TIMES_ALLOWANCE_BYTES);
     const admission = submitAdmission(this.deps.options, quota);
     // Assigned rather than spread in (cheaper), in the same key order.
     const timing: SubmitTiming =

@@ -12,6 +12,7 @@ import {
   type DegradationPolicy,
   type Thresholds,
 } from "../store/port.ts";
+import { OCCURRENCE_ALLOWANCE_BYTES } from "./admission.ts";
 import type { Logger } from "./logger.ts";
 import { jsonLogger } from "./logger.ts";
 
@@ -168,6 +169,15 @@ export interface EngineOptions {
    */
   maxInputBytes?: number | undefined;
   /**
+   * Largest job as its transport's message, the spec as UTF-8 JSON (input, tags, placement,
+   * `after`, trace…), for submits (413 `input_too_large` above it) and schedule creates, replaces
+   * and patches (413 when the schedule's definition and 2,048 bytes for what an occurrence adds
+   * are over it). A transport whose messages are
+   * bounded needs it: `createTickwork` on Cloudflare Queues sets 127,900 (a message holds 128 KB,
+   * about 100 bytes of them metadata). A positive integer, or `Infinity`. @default Infinity
+   */
+  maxJobBytes?: number | undefined;
+  /**
    * CPU and memory use of this process in percent, for the degradation controller, where the
    * runtime exposes them (the Node adapter passes one; Workers have none). Called on every submit:
    * keep it cheap (sample in the background, return the last sample).
@@ -192,6 +202,7 @@ export interface ResolvedOptions {
   reapAfterMs: number;
   maxReaps: number;
   maxInputBytes: number;
+  maxJobBytes: number;
   logger: Logger;
   localSignals: (() => { cpu?: number; memory?: number } | undefined) | undefined;
 }
@@ -253,6 +264,7 @@ function withDefaults(opts: EngineOptions): ResolvedOptions {
     reapAfterMs: opts.reapAfterMs ?? DEFAULT_REAP_AFTER_MS,
     maxReaps: opts.maxReaps ?? 24,
     maxInputBytes: opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES,
+    maxJobBytes: opts.maxJobBytes ?? Number.POSITIVE_INFINITY,
     logger: opts.logger ?? jsonLogger(),
     localSignals: opts.localSignals,
   };
@@ -315,6 +327,9 @@ function validate(o: ResolvedOptions): void {
   check("reapAfterMs", o.reapAfterMs, Math.max(1, o.tick.recoverGraceMs));
   check("maxReaps", o.maxReaps, 1);
   if (o.maxInputBytes !== Number.POSITIVE_INFINITY) check("maxInputBytes", o.maxInputBytes, 1);
+  // Below the allowance no schedule would fit.
+  if (o.maxJobBytes !== Number.POSITIVE_INFINITY)
+    check("maxJobBytes", o.maxJobBytes, OCCURRENCE_ALLOWANCE_BYTES + 1);
   const nodeProblem = nodeIdentityProblem(o.node);
   if (nodeProblem) throw new RangeError(nodeProblem);
   const d = o.degradation;

@@ -41,8 +41,10 @@ import {
   checkInput,
   checkInputSize,
   checkInputValues,
+  checkJobSize,
   deniedError,
   durationOr,
+  OCCURRENCE_ALLOWANCE_BYTES,
   permitSchedule,
   type QuotaReport,
   quotaReport,
@@ -150,6 +152,7 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
     // Checked here as at submit: every occurrence runs with this input, so one the handler's
     // schema refuses would only ever produce dead jobs.
     checkInput(def.handler, handler, def.input);
+    checkJobSize(def, "schedule", this.deps.options.maxJobBytes, OCCURRENCE_ALLOWANCE_BYTES);
     return this.writeSchedule(id, () => def, true, actor, rules);
   }
 
@@ -216,6 +219,13 @@ export class SchedulesBroker<H extends Handlers = Handlers> {
         // input that an earlier deploy's schema accepted.
         if (patch.handler !== undefined || patch.input !== undefined) {
           checkInput(next.handler, requireHandler(this.deps.handlers, next.handler), next.input);
+        }
+        if (
+          patch.input !== undefined ||
+          patch.tags !== undefined ||
+          patch.placement !== undefined
+        ) {
+          checkJobSize(next, "schedule", this.deps.options.maxJobBytes, OCCURRENCE_ALLOWANCE_BYTES);
         }
         return next;
       },

@@ -9,7 +9,10 @@
  * - a job behind a concurrency limit waits with growing delays and does not spend the queue's
  *   100 retries while the limit's holder runs;
  * - a message too large for the queue dead-letters its job (an occurrence included) instead of
- *   failing at every recovery, and `createTickwork` refuses a `maxInputBytes` that cannot fit.
+ *   failing at every recovery, and `createTickwork` refuses a `maxInputBytes` that cannot fit;
+ * - with `createTickwork`'s `maxJobBytes`, a job or schedule whose input is within
+ *   `maxInputBytes` but whose tags and placement take it past a message is refused at the write
+ *   (413, nothing stored), and one just within it makes a message the queue takes.
  *
  * The queue is a producer binding recording what was sent, and the consumer `consumeQueueBatch`:
  * the platform boundary, the only double.
@@ -29,6 +32,9 @@ import {
   CloudflareQueuesTransport,
   consumeQueueBatch,
   MAX_DELAY_SECONDS,
+  MAX_MESSAGE_BYTES,
+  MESSAGE_OVERHEAD_BYTES,
+  QUEUES_MAX_JOB_BYTES,
   QUEUES_RECOVER_GRACE_MS,
   type QueueSendRequest,
 } from "../../src/transport/cloudflare-queues/index.ts";
@@ -311,5 +317,112 @@ describe("Cloudflare Queues: a message the queue can never take", () => {
         engine: { maxInputBytes: 127_000 },
       }).engine.options.maxInputBytes,
     ).toBe(127_000);
+  });
+});
+
+describe("Cloudflare Queues: a job whose placement takes it past a message", () => {
+  const utf8 = new TextEncoder();
+  const bytes = (text: string) => utf8.encode(text).byteLength;
+  // 32 capabilities of 200 characters of three UTF-8 bytes each, name and value: about 38 KB.
+  const placement = {
+    capabilities: Object.fromEntries(
+      Array.from({ length: 32 }, (_, i) => [`${i}`.padStart(200, "€"), "€".repeat(200)]),
+    ),
+  };
+  const input = "x".repeat(99_000);
+
+  it("createTickwork on a queue sets maxJobBytes to what a message holds", () => {
+    const redis = {
+      eval: () => Promise.reject(new Error("unused")),
+      evalsha: () => Promise.reject(),
+    };
+    const queue = { send: async () => {}, sendBatch: async () => {} };
+    const { options } = createTickwork({ handlers: {}, redis, queue, apiKeys: ["k"] }).engine;
+    expect(options.maxJobBytes).toBe(QUEUES_MAX_JOB_BYTES);
+    expect(QUEUES_MAX_JOB_BYTES).toBe(MAX_MESSAGE_BYTES - MESSAGE_OVERHEAD_BYTES);
+  });
+
+  it("a submit, a batch item, a schedule and a patch over it get 413 and store nothing", async () => {
+    const { sent, engine } = setup({ work }, { maxJobBytes: QUEUES_MAX_JOB_BYTES });
+    const tooLarge = { status: 413, code: "input_too_large" };
+    await expect(engine.broker.submit({ handler: "work", input, placement })).rejects.toMatchObject(
+      tooLarge,
+    );
+    const batch = await engine.broker.submitMany([
+      { handler: "work", input, placement },
+      { handler: "work", input: 1 },
+    ]);
+    expect(batch.items[0]).toMatchObject({ outcome: "failed", error: tooLarge });
+    expect(batch.items[1]).toMatchObject({ outcome: "accepted" });
+    await expect(
+      engine.broker.createSchedule({ id: "s", handler: "work", schedule: "1h", input, placement }),
+    ).rejects.toMatchObject(tooLarge);
+    expect(await engine.broker.getSchedule("s").catch(() => undefined)).toBeUndefined();
+
+    await engine.broker.createSchedule({ id: "p", handler: "work", schedule: "1h", input });
+    await expect(engine.broker.updateSchedule("p", { placement })).rejects.toMatchObject(tooLarge);
+    expect((await engine.broker.getSchedule("p")).placement).toBeUndefined();
+
+    await engine.broker.settled();
+    const listed = (await engine.broker.listJobs({ limit: 10 })).items;
+    expect(listed).toHaveLength(1);
+    expect(sent).toHaveLength(1);
+    expect(JSON.parse(sent[0]!.body)).toMatchObject({ input: 1 });
+  });
+
+  it("a job and an occurrence just within it make messages the queue takes", async () => {
+    const { clock, sent, engine } = setup({ work }, { maxJobBytes: QUEUES_MAX_JOB_BYTES });
+    // The largest input accepted beside `placement`, by bisection.
+    const largest = async (write: (padding: string) => Promise<unknown>) => {
+      let low = 1;
+      let high = 128_000;
+      while (high - low > 1) {
+        const mid = Math.floor((low + high) / 2);
+        if (
+          await write("x".repeat(mid)).then(
+            () => true,
+            () => false,
+          )
+        )
+          low = mid;
+        else high = mid;
+      }
+      return low;
+    };
+    const job = await largest((padding) =>
+      engine.broker.submit({ handler: "work", input: padding, placement }),
+    );
+    await engine.broker.settled();
+    const biggest = sent.filter((m) => JSON.parse(m.body).input.length === job);
+    expect(biggest).toHaveLength(1);
+    expect(bytes(biggest[0]!.body) + MESSAGE_OVERHEAD_BYTES).toBeLessThanOrEqual(MAX_MESSAGE_BYTES);
+    // Not refused far below what fits: within the 64 bytes kept for createdAt and runAt.
+    expect(bytes(biggest[0]!.body) + MESSAGE_OVERHEAD_BYTES).toBeGreaterThan(
+      MAX_MESSAGE_BYTES - 64,
+    );
+
+    let n = 0;
+    const schedule = await largest((padding) =>
+      engine.broker.createSchedule({
+        id: `s${n++}`,
+        handler: "work",
+        schedule: "1h",
+        input: padding,
+        placement,
+        startAt: START + 1_000,
+        maxRuns: 1,
+      }),
+    );
+    clock.now += 60_000;
+    const before = sent.length;
+    await engine.ticker.tick();
+    const occurrence = sent
+      .slice(before)
+      .filter((m) => JSON.parse(m.body).input.length === schedule);
+    expect(occurrence).toHaveLength(1);
+    expect(bytes(occurrence[0]!.body) + MESSAGE_OVERHEAD_BYTES).toBeLessThanOrEqual(
+      MAX_MESSAGE_BYTES,
+    );
+    expect(await engine.broker.listDead({ limit: 10 })).toMatchObject({ items: [] });
   });
 });

@@ -26,6 +26,12 @@ describe("engine options", () => {
     expect(() => resolveOptions({ reapAfterMs: 29_999 })).toThrow(/reapAfterMs/);
     expect(resolveOptions({ reapAfterMs: 30_000 }).reapAfterMs).toBe(30_000);
     expect(resolveOptions().reapAfterMs).toBe(3_600_000);
+    // No schedule would fit below what an occurrence adds; NaN would compare false and admit all.
+    for (const maxJobBytes of [0, 2_048, Number.NaN, 1.5e5 + 0.5, -Infinity]) {
+      expect(() => resolveOptions({ maxJobBytes })).toThrow(/maxJobBytes/);
+    }
+    expect(resolveOptions().maxJobBytes).toBe(Number.POSITIVE_INFINITY);
+    expect(resolveOptions({ maxJobBytes: 2_049 }).maxJobBytes).toBe(2_049);
     // A degradation delay past a submit's longest delay (a year) would move runAt past year 9999.
     for (const key of ["degradedDelayMs", "criticalDelayMs", "retryAfterMs"]) {
       expect(() => resolveOptions({ degradation: { [key]: Number.MAX_SAFE_INTEGER } })).toThrow(

@@ -21,6 +21,7 @@ import {
   consumeQueueBatch,
   QUEUES_MAX_INPUT_BYTES,
   QUEUES_MAX_INPUT_BYTES_LIMIT,
+  QUEUES_MAX_JOB_BYTES,
   QUEUES_RECOVER_GRACE_MS,
   type QueueBatch,
   type QueueProducer,
@@ -226,6 +227,7 @@ function queuesEngineOptions(engine: EngineOptions): EngineOptions {
   return {
     ...engine,
     maxInputBytes: max ?? QUEUES_MAX_INPUT_BYTES,
+    maxJobBytes: Math.min(engine.maxJobBytes ?? Infinity, QUEUES_MAX_JOB_BYTES),
     tick: {
       ...engine.tick,
       recoverGraceMs: grace ?? Math.min(QUEUES_RECOVER_GRACE_MS, engine.reapAfterMs ?? Infinity),

@@ -28,6 +28,13 @@ export const MAX_BATCH_BYTES = 256_000;
 export const MAX_MESSAGE_BYTES = 128_000;
 /** What one message is counted for beyond its body (the platform's metadata, about 100 B). */
 export const MESSAGE_OVERHEAD_BYTES = 100;
+/**
+ * The engine's `maxJobBytes` on Queues: a job whose spec (with the fields the store adds) would
+ * make a message over {@link MAX_MESSAGE_BYTES} is refused at submit with 413, not dead-lettered
+ * at publish after its 202 (an input within `maxInputBytes` beside large tags, placement or
+ * `after`).
+ */
+export const QUEUES_MAX_JOB_BYTES = MAX_MESSAGE_BYTES - MESSAGE_OVERHEAD_BYTES;
 /** Longest `delaySeconds` on send and on retry (12 h). */
 export const MAX_DELAY_SECONDS = 43_200;
 /**
