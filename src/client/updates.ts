@@ -7,7 +7,13 @@
  * `done` (docs/api.md "Realtime updates").
  */
 import { MAX_TIMER_MS } from "../core/duration.ts";
-import { apiError, RequestTimeoutError, TickworkApiError, UnavailableError } from "./errors.ts";
+import {
+  apiError,
+  RateLimitedError,
+  RequestTimeoutError,
+  TickworkApiError,
+  UnavailableError,
+} from "./errors.ts";
 import { type Caller, redirected } from "./request.ts";
 import type { Job, JobProgressUpdate, JobStatusUpdate } from "./types.ts";
 
@@ -30,7 +36,7 @@ export interface UpdatesOptions {
   /** Resume after this event (an update's `id`): nothing before it is sent again. */
   lastEventId?: string;
   /**
-   * Connection failures in a row (network errors, 5xx answers, a stream cut mid-way) after which
+   * Connection failures in a row (network errors, 5xx and 429 answers, a stream cut mid-way) after which
    * the iterator throws the last one. A stream the server ended on time does not count.
    * @default 5
    */
@@ -141,7 +147,8 @@ export async function* streamUpdates<R>(
         if (!response.ok || !response.body) {
           const text = await response.text();
           const error = apiError(response, parseJson(text) ?? text);
-          if (response.status < 500) throw error;
+          // A 429 (this key's streams are at the server's limit) waits as a 503 does.
+          if (response.status < 500 && response.status !== 429) throw error;
           cut = error;
         } else if (!/^text\/event-stream\b/i.test(response.headers.get("content-type") ?? "")) {
           await response.body.cancel();
@@ -183,8 +190,11 @@ export async function* streamUpdates<R>(
       }
       // Ended by the server (its stream's time was up) or cut: reconnect from `lastId` after the
       // server's `retry:` delay, as EventSource does (never in a tight loop), or after the
-      // `Retry-After` of a 503 when that is longer.
-      const retryAfter = cut instanceof UnavailableError ? cut.retryAfter : undefined;
+      // `Retry-After` of a 503 or 429 when that is longer.
+      const retryAfter =
+        cut instanceof UnavailableError || cut instanceof RateLimitedError
+          ? cut.retryAfter
+          : undefined;
       await pause(reconnectWaitMs(retryMs, failures, retryAfter), options.signal);
     } finally {
       options.signal?.removeEventListener("abort", stop);

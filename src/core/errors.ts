@@ -150,6 +150,24 @@ export class QuotaExceededError extends TickworkError {
   }
 }
 
+/**
+ * A caller holds as many realtime streams open as it may (`stream.maxPerKey`) and asked for one
+ * more (HTTP 429): each open stream reads the store every round.
+ */
+export class TooManyStreamsError extends TickworkError {
+  override name = "TooManyStreamsError";
+  /** `Retry-After`: a stream of the caller's may have ended by then. */
+  readonly retryAfterMs: number;
+  constructor(max: number, retryAfterMs: number) {
+    super(
+      429,
+      "too_many_streams",
+      `this key holds ${max} streams open, as many as it may; close one, or try again in ${Math.ceil(retryAfterMs / 1000)} s`,
+    );
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
 /** The degradation controller is `critical` and configured to reject (HTTP 503). */
 export class OverloadedError extends TickworkError {
   override name = "OverloadedError";

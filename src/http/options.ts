@@ -16,7 +16,7 @@ import type { Engine } from "../engine/index.ts";
 import type { Logger } from "../engine/logger.ts";
 import { readsHeadersOnly, tenantAuthorize } from "./middleware/auth.ts";
 import { normalizeRoles, type Role, type RouteSet, routeSet } from "./roles.ts";
-import { resolveStreamConfig, type StreamConfig } from "./stream/sse.ts";
+import { resolveStreamConfig, type StreamConfig, StreamSlots } from "./stream/sse.ts";
 
 /** Values middleware puts on the context for the routes. */
 export interface AppVariables {
@@ -141,8 +141,9 @@ export interface AppOptions {
   /**
    * The realtime streams (`GET /v1/jobs/:id/stream`, `GET /v1/schedules/:id/stream`): how long
    * one lives (`maxMs`, keep it under the platform's limit on a response), the heartbeat, the
-   * poll cadence and the `retry:` hint, in ms (docs/api.md "Realtime updates").
-   * @default { maxMs: 240_000, heartbeatMs: 15_000, pollMs: 1_000, retryMs: 1_000 }
+   * poll cadence and the `retry:` hint, in ms, and how many one API key (or, without keys, one
+   * tenant) may hold open at once in this process, `maxPerKey` (docs/api.md "Realtime updates").
+   * @default { maxMs: 240_000, heartbeatMs: 15_000, pollMs: 1_000, retryMs: 1_000, maxPerKey: 32 }
    */
   stream?: Partial<StreamConfig> | undefined;
   /**
@@ -185,6 +186,8 @@ export interface AppConfig {
   maxWaitMs: number;
   /** The realtime streams' settings, defaults applied. */
   stream: StreamConfig;
+  /** The streams each caller holds open, against `stream.maxPerKey`. */
+  streamSlots: StreamSlots;
   /** Normalised roles (`["all"]` by default). */
   roles: Role[];
   /** Which groups of routes the roles serve. */
@@ -259,6 +262,7 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
         "no tick route over HTTP.",
     );
   }
+  const stream = resolveStreamConfig(options.stream);
   return {
     engine: options.engine,
     basePath,
@@ -275,7 +279,8 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
     auth: options.authorize ? "custom" : keyed ? "keys" : "none",
     cors: options.cors,
     maxWaitMs,
-    stream: resolveStreamConfig(options.stream),
+    stream,
+    streamSlots: new StreamSlots(stream.maxPerKey),
     roles,
     serves,
     platform: options.platform ?? "custom",

@@ -2,10 +2,12 @@
  * @module
  * The handlers of the realtime routes, mounted by `routes/jobs.ts` and `routes/schedules.ts`
  * (read scope): the job or schedule is read first, as the actor may see it, so an unknown id,
- * another tenant's or a malformed `Last-Event-ID` answers a problem+json before any stream starts.
+ * another tenant's or a malformed `Last-Event-ID` answers a problem+json before any stream starts,
+ * and so does a caller that holds `stream.maxPerKey` streams open already (429).
  */
 import type { Context } from "hono";
 import { scheduleStoreId } from "../../core/model.ts";
+import type { Actor } from "../../engine/actor.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { jobPathId, schedulePathId } from "../path-ids.ts";
 import { runJobStream } from "./job-stream.ts";
@@ -26,6 +28,7 @@ export function jobStreamHandler(config: AppConfig) {
       (out, signal) =>
         runJobStream({ engine, config: config.stream, actor, id, job, resume, out, signal }),
       (error) => streamFailed(config, "job", id, error),
+      slotFor(c, config, actor),
     );
   };
 }
@@ -55,8 +58,21 @@ export function scheduleStreamHandler(config: AppConfig) {
           signal,
         }),
       (error) => streamFailed(config, "schedule", userId, error),
+      slotFor(c, config, actor),
     );
   };
+}
+
+/**
+ * The slot a stream holds against `stream.maxPerKey` (429 when there is none), given back when
+ * it ends: counted per key id, else (a key without an id, a custom `authorize`, no keys) per
+ * tenant. A `HEAD` starts no stream and holds none.
+ */
+function slotFor(c: Context<AppEnv>, config: AppConfig, actor: Actor): (() => void) | undefined {
+  if (c.req.method === "HEAD") return undefined;
+  const key =
+    actor.keyId !== undefined ? `key:${actor.keyId}` : `tenant:${actor.tenant ?? "default"}`;
+  return config.streamSlots.take(key);
 }
 
 /** A stream that failed after its headers: logged; the client reconnects with its last id. */

@@ -5,7 +5,7 @@
  * the stream id the realtime routes put on every event, and the settings that bound a stream
  * (docs/api.md "Realtime updates", docs/adr/0021-realtime-streams.md).
  */
-import { InvalidRequestError } from "../../core/errors.ts";
+import { InvalidRequestError, TooManyStreamsError } from "../../core/errors.ts";
 import type { JobStatus } from "../../core/model.ts";
 
 /** How long a stream lives, how often it shows it is alive, how often it polls. */
@@ -21,6 +21,12 @@ export interface StreamConfig {
   pollMs: number;
   /** The `retry:` hint: how long a client waits before it reconnects. */
   retryMs: number;
+  /**
+   * Streams one API key (or, without keys, one tenant) may hold open at once in this process:
+   * each open stream reads the store every round, so one caller opening hundreds would make the
+   * store work for all of them. One more gets 429 `too_many_streams` with `Retry-After`.
+   */
+  maxPerKey: number;
 }
 
 /** The defaults: 4 min streams (under Vercel's default 300 s), 15 s heartbeats, 1 s polls. */
@@ -29,12 +35,16 @@ export const STREAM_DEFAULTS: StreamConfig = {
   heartbeatMs: 15_000,
   pollMs: 1_000,
   retryMs: 1_000,
+  maxPerKey: 32,
 };
+
+/** The settings in milliseconds (the others are counts). */
+const DURATIONS = ["maxMs", "heartbeatMs", "pollMs", "retryMs"] as const;
 
 /** Settings with defaults applied; `RangeError` for one out of range. */
 export function resolveStreamConfig(options: Partial<StreamConfig> = {}): StreamConfig {
   const config = { ...STREAM_DEFAULTS };
-  for (const key of Object.keys(STREAM_DEFAULTS) as (keyof StreamConfig)[]) {
+  for (const key of DURATIONS) {
     const value = options[key];
     if (value === undefined) continue;
     if (!Number.isFinite(value) || value < 10 || value > 3_600_000) {
@@ -42,7 +52,54 @@ export function resolveStreamConfig(options: Partial<StreamConfig> = {}): Stream
     }
     config[key] = value;
   }
+  const perKey = options.maxPerKey;
+  if (perKey !== undefined) {
+    if (!Number.isInteger(perKey) || perKey < 1 || perKey > 100_000) {
+      throw new RangeError(`stream.maxPerKey must be an integer from 1 to 100000, not ${perKey}`);
+    }
+    config.maxPerKey = perKey;
+  }
   return config;
+}
+
+/** How long a caller refused a stream (429 `too_many_streams`) is asked to wait. */
+export const STREAM_SLOT_RETRY_MS = 5_000;
+
+/**
+ * The streams each caller holds open in this process, against `stream.maxPerKey`: a count per
+ * key, dropped when it reaches 0 (a map that only grows would keep every key ever seen).
+ */
+export class StreamSlots {
+  readonly #open = new Map<string, number>();
+  readonly #max: number;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  /**
+   * A slot for `key`, and the function that gives it back (once, however often it is called).
+   *
+   * @throws TooManyStreamsError (429) when `key` holds `maxPerKey` streams already.
+   */
+  take(key: string): () => void {
+    const open = this.#open.get(key) ?? 0;
+    if (open >= this.#max) throw new TooManyStreamsError(this.#max, STREAM_SLOT_RETRY_MS);
+    this.#open.set(key, open + 1);
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      const left = (this.#open.get(key) ?? 1) - 1;
+      if (left > 0) this.#open.set(key, left);
+      else this.#open.delete(key);
+    };
+  }
+
+  /** Streams `key` holds open. */
+  count(key: string): number {
+    return this.#open.get(key) ?? 0;
+  }
 }
 
 /**
@@ -136,7 +193,8 @@ export interface SseWriter {
 /**
  * A `text/event-stream` response whose body `run` writes. The stream ends when `run` returns or
  * throws (a client reconnects with the last id it saw), and `run`'s signal aborts when the
- * client goes away (`request`'s signal, or the body being cancelled). A `HEAD` request gets the
+ * client goes away (`request`'s signal, or the body being cancelled); `onEnd` is called once it
+ * has ended (at once for `HEAD`). A `HEAD` request gets the
  * headers alone and `run` never starts: Hono answers `HEAD` with the `GET` route's response and
  * drops its body without cancelling it, which would leave the stream reading the store for its
  * whole `maxMs` with nobody to read it.
@@ -151,8 +209,12 @@ export function sseResponse(
   retryMs: number,
   run: (out: SseWriter, signal: AbortSignal) => Promise<void>,
   onError: (error: unknown) => void,
+  onEnd?: () => void,
 ): Response {
-  if (request.method === "HEAD") return new Response(null, { status: 200, headers: SSE_HEADERS });
+  if (request.method === "HEAD") {
+    onEnd?.();
+    return new Response(null, { status: 200, headers: SSE_HEADERS });
+  }
   const requestSignal = request.signal;
   const abort = new AbortController();
   const stop = () => abort.abort();
@@ -196,6 +258,7 @@ export function sseResponse(
           if (!abort.signal.aborted) onError(error);
         })
         .finally(() => {
+          onEnd?.();
           requestSignal.removeEventListener("abort", stop);
           if (!abort.signal.aborted) {
             try {
