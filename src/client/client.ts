@@ -16,7 +16,8 @@ import type { Duration, TickResult } from "./types.ts";
 /** Options of {@link createClient}. */
 export interface ClientOptions {
   /**
-   * Base URL of the app, including its base path if it is mounted under one.
+   * Base URL of the app, including its base path if it is mounted under one; no query, fragment
+   * or credentials (a `TypeError`: they would not reach the server).
    * @example "http://127.0.0.1:8787"
    * @example "https://app.example.com/api/tickwork"
    */
@@ -89,6 +90,13 @@ export function createClient<H extends Handlers = Handlers>(
   const base = new URL(options.url);
   if (base.protocol !== "http:" && base.protocol !== "https:") {
     throw new TypeError(`url must be http(s), got ${base.protocol}`);
+  }
+  // Each request's URL is the base's origin and path with its own: anything else the base
+  // carried would be dropped without a word.
+  if (base.search !== "" || base.hash !== "" || base.username !== "" || base.password !== "") {
+    throw new TypeError(
+      "url must be an origin and a path only: pass a query's token or credentials in `headers` (or `apiKey`), not in the URL",
+    );
   }
   let timeoutMs: number | undefined;
   if (options.timeout !== undefined) {
