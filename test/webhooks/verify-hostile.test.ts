@@ -216,6 +216,38 @@ describe("verifyWebhook on hostile input", () => {
     );
   });
 
+  it("an entry that is not well-formed beside a good signature is skipped, as the senders' libraries skip it", async () => {
+    const good = `v1=${hmacHex(secret, `${NOW}.${body}`)}`;
+    expect(
+      await verifyWebhook(
+        stripe,
+        request(body, { "stripe-signature": `t=${NOW},v1=${"zz".repeat(32)},${good}` }),
+        NOW_MS,
+      ),
+    ).toMatchObject({ ok: true });
+    const standard: WebhookVerifier = {
+      scheme: "standard",
+      secrets: [`whsec_${randomBytes(24).toString("base64")}`],
+    };
+    const h = { "webhook-id": "msg_1", "webhook-timestamp": String(NOW) };
+    const wh = new Webhook(standard.secrets[0]!).sign("msg_1", new Date(NOW * 1000), body);
+    expect(
+      await verifyWebhook(
+        standard,
+        request(body, { ...h, "webhook-signature": `v1,**notb64** ${wh}` }),
+        NOW_MS,
+      ),
+    ).toMatchObject({ ok: true });
+    // The Svix library agrees: it verifies the same header.
+    expect(() =>
+      new Webhook(standard.secrets[0]!).verify(body, {
+        "webhook-id": "msg_1",
+        "webhook-timestamp": String(NOW),
+        "webhook-signature": `v1,**notb64** ${wh}`,
+      }),
+    ).not.toThrow();
+  });
+
   it("an event id header that is not 1–256 visible ASCII chars is left out, not trusted", async () => {
     const github: WebhookVerifier = { scheme: "github", secrets: [secret] };
     const sig = { "x-hub-signature-256": `sha256=${hmacHex(secret, body)}` };
