@@ -145,6 +145,55 @@ describe("startNodeHeartbeat", () => {
     expect(await store.listNodes()).toEqual([]);
   });
 
+  it("two processes under one node id: each warns once, and a graceful stop leaves the other's entry", async () => {
+    vi.useFakeTimers();
+    const store = new MemoryStore();
+    const start = (pid: number) => {
+      const { logger, lines } = recordingLogger();
+      return startNodeHeartbeat({
+        registry: store,
+        info: () => ({ ...info(), pid }),
+        everyMs: 1_000,
+        ttlMs: 3_000,
+        logger,
+      }).then((beating) => ({ beating, lines }));
+    };
+    const a = await start(1);
+    await vi.advanceTimersByTimeAsync(500);
+    const b = await start(2);
+    await vi.advanceTimersByTimeAsync(3_000);
+    for (const { lines } of [a, b]) {
+      const warned = lines.filter((l) => l.level === "warn");
+      expect(warned).toHaveLength(1);
+      expect(warned[0]!.msg).toMatch(/TICKWORK_NODE_ID/);
+    }
+    // B beat last: A's stop leaves B's entry; B's own stop removes it.
+    expect((await store.listNodes()).map((n) => n.pid)).toEqual([2]);
+    await a.beating.stop();
+    expect((await store.listNodes()).map((n) => n.pid)).toEqual([2]);
+    await b.beating.stop();
+    expect(await store.listNodes()).toEqual([]);
+  });
+
+  it("a process restarted under the id of one that crashed does not warn", async () => {
+    vi.useFakeTimers();
+    const store = new MemoryStore();
+    // The crashed process's entry, still live for its TTL.
+    await store.heartbeatNode({ ...info(), pid: 9 }, 3_000);
+    const { logger, lines } = recordingLogger();
+    const beating = await startNodeHeartbeat({
+      registry: store,
+      info: () => ({ ...info(), pid: 3 }),
+      everyMs: 1_000,
+      ttlMs: 3_000,
+      logger,
+    });
+    await vi.advanceTimersByTimeAsync(3_000);
+    expect(lines.filter((l) => l.level === "warn")).toEqual([]);
+    await beating.stop();
+    expect(await store.listNodes()).toEqual([]);
+  });
+
   it("logs a failed heartbeat once per outage, never throws, and beats on", async () => {
     vi.useFakeTimers();
     let down = true;

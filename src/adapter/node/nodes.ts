@@ -11,7 +11,13 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import type { Logger } from "../../engine/logger.ts";
-import { NODE_LIMITS, type NodeInfo, type NodeRegistry, nodeRegistry } from "../../store/port.ts";
+import {
+  NODE_LIMITS,
+  type NodeInfo,
+  type NodeRecord,
+  type NodeRegistry,
+  nodeRegistry,
+} from "../../store/port.ts";
 import { StartError } from "./errors.ts";
 
 /** A node is stale after this long without a heartbeat. */
@@ -124,13 +130,21 @@ export async function startNodeHeartbeat(options: {
 }): Promise<NodeHeartbeat> {
   const { registry, info, everyMs, ttlMs, logger } = options;
   let id = "";
+  let self: NodeInfo | undefined;
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let failing = false;
+  let beats = 0;
   const beat = async () => {
     const node = info();
     id = node.id;
+    self = node;
+    beats++;
     try {
+      // Two processes given one TICKWORK_NODE_ID share one entry, each beat overwriting the
+      // other's. Looked for once, before the second beat: by then the other has overwritten
+      // ours (a process that crashed under this id before we started has not).
+      if (beats === 2) await warnIfShared(registry, node, logger);
       await registry.heartbeatNode(node, ttlMs);
       if (failing) logger.info("tickwork: node heartbeat recovered", { node: id });
       failing = false;
@@ -163,7 +177,8 @@ export async function startNodeHeartbeat(options: {
         clearTimeout(timer);
         await current;
         try {
-          await registry.removeNode(id);
+          // Not another process's entry under the same id: it is still running.
+          if (!self || !(await heldByAnother(registry, self))) await registry.removeNode(id);
         } catch (error) {
           logger.warn("tickwork: could not deregister the node", {
             node: id,
@@ -174,6 +189,38 @@ export async function startNodeHeartbeat(options: {
       return stopping;
     },
   };
+}
+
+/**
+ * The live entry of another process registered under `node`'s id (another host, pid or start
+ * time), if any. A listing that fails counts as none.
+ */
+async function heldByAnother(
+  registry: NodeRegistry,
+  node: NodeInfo,
+): Promise<NodeRecord | undefined> {
+  let listed: NodeRecord[];
+  try {
+    listed = await registry.listNodes();
+  } catch {
+    return undefined;
+  }
+  return listed.find(
+    (n) =>
+      n.id === node.id &&
+      n.status === "live" &&
+      (n.hostname !== node.hostname || n.pid !== node.pid || n.startedAt !== node.startedAt),
+  );
+}
+
+/** Logs a warning when another live process holds `node`'s entry in the registry. */
+async function warnIfShared(registry: NodeRegistry, node: NodeInfo, logger: Logger): Promise<void> {
+  const other = await heldByAnother(registry, node);
+  if (!other) return;
+  logger.warn(
+    "tickwork: another process heartbeats under this node id; give each process its own TICKWORK_NODE_ID (GET /v1/nodes shows one entry for both, and each one's graceful stop leaves it to the other)",
+    { node: node.id, otherHost: other.hostname, otherPid: other.pid },
+  );
 }
 
 /** A server's node settings, checked: its capabilities and its heartbeat (`false`: none). */
