@@ -42,7 +42,11 @@ end
 for _, field in ipairs({ 's:in', 's:out' }) do
   known[field] = tonumber(known[field]) or 0
 end
+-- The member `deps:todo` (include "deps") is a note for the next tick, not a message.
 local outbox = redis.call('ZCARD', KEYS[2])
+if outbox > 0 and redis.call('ZSCORE', KEYS[2], 'deps:todo') then
+  outbox = outbox - 1
+end
 local backlog = dueBacklog(KEYS[8], KEYS[3], KEYS[1], known, now)
 local pttl = redis.call('PTTL', KEYS[4])
 local leader = redis.call('HGETALL', KEYS[5])
