@@ -95,6 +95,18 @@ describe("webhookVerifierSchema", () => {
   });
 });
 
+/** A Standard Webhooks verifier with a fresh secret, the id and timestamp headers of message
+ * `msg_1` at NOW, and the Svix library's signature of `body`. */
+function standardSigned(body: string) {
+  const standard: WebhookVerifier = {
+    scheme: "standard",
+    secrets: [`whsec_${randomBytes(24).toString("base64")}`],
+  };
+  const h = { "webhook-id": "msg_1", "webhook-timestamp": String(NOW) };
+  const wh = new Webhook(standard.secrets[0]!).sign("msg_1", new Date(NOW * 1000), body);
+  return { standard, h, wh };
+}
+
 describe("verifyWebhook on hostile input", () => {
   const secret = "stripe-secret";
   const stripe: WebhookVerifier = { scheme: "stripe", secrets: [secret] };
@@ -175,12 +187,7 @@ describe("verifyWebhook on hostile input", () => {
         "malformed",
       );
     }
-    const standard: WebhookVerifier = {
-      scheme: "standard",
-      secrets: [`whsec_${randomBytes(24).toString("base64")}`],
-    };
-    const h = { "webhook-id": "msg_1", "webhook-timestamp": String(NOW) };
-    const wh = new Webhook(standard.secrets[0]!).sign("msg_1", new Date(NOW * 1000), body);
+    const { standard, h, wh } = standardSigned(body);
     expect(
       await verifyWebhook(standard, request(body, { ...h, "webhook-signature": wh }), NOW_MS),
     ).toMatchObject({ ok: true });
@@ -225,12 +232,7 @@ describe("verifyWebhook on hostile input", () => {
         NOW_MS,
       ),
     ).toMatchObject({ ok: true });
-    const standard: WebhookVerifier = {
-      scheme: "standard",
-      secrets: [`whsec_${randomBytes(24).toString("base64")}`],
-    };
-    const h = { "webhook-id": "msg_1", "webhook-timestamp": String(NOW) };
-    const wh = new Webhook(standard.secrets[0]!).sign("msg_1", new Date(NOW * 1000), body);
+    const { standard, h, wh } = standardSigned(body);
     expect(
       await verifyWebhook(
         standard,
