@@ -51,6 +51,9 @@ export async function readBoundedJson(
         counter.scan(value);
         if (counter.commands > limits.maxCommands) throw tooMany(limits.maxCommands, "commands");
         if (counter.values > limits.maxArguments) throw tooMany(limits.maxArguments, "arguments");
+        if (counter.deepest > MAX_DEPTH) {
+          throw new RedisRestError(400, `ERR the request body nests deeper than ${MAX_DEPTH}`);
+        }
         chunks.push(value);
       }
     } catch (error) {
@@ -80,6 +83,9 @@ function tooMany(limit: number, what: "commands" | "arguments"): RedisRestError 
   );
 }
 
+/** Deepest nesting a body may have: commands are arrays of scalars, at depth 2 in a pipeline. */
+const MAX_DEPTH = 4;
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
@@ -91,14 +97,17 @@ const COLON = 0x3a;
 
 /**
  * Counts, from a JSON body's bytes, chunk by chunk: the entries of the top-level array (every
- * value that starts at depth 1, when `commands`), and every scalar value anywhere (strings,
- * numbers, literals: in a valid body, the commands' names and arguments). Strings are skipped
+ * value that starts at depth 1, when `commands`), every value where a command's name or argument
+ * goes or deeper (strings, numbers, literals, and arrays and objects too: a valid body has none
+ * there, but a hostile one's cost the parse as much), and the deepest nesting. Strings are skipped
  * (escapes included), so brackets and commas inside them count for nothing. Malformed JSON is
  * counted somehow and then refused by `JSON.parse`; only a valid body's counts must be right.
  */
 class Counter {
   commands = 0;
   values = 0;
+  /** The deepest nesting seen (a pipeline's commands are at depth 2). */
+  deepest = 0;
   readonly #commands: boolean;
   #depth = 0;
   #inString = false;
@@ -130,11 +139,20 @@ class Counter {
       if (this.#valueNext && byte !== CLOSE_ARRAY && byte !== CLOSE_OBJECT) {
         if (this.#depth === 1 && this.#commands) this.commands++;
         if (!structural) this.values++;
+        // An array or object where an argument goes (`[]`, `{}`: refused later, but parsed
+        // first) costs the parse as much as a scalar: counted as one. A pipeline's commands
+        // are not arguments.
+        else if (
+          (byte === OPEN_ARRAY || byte === OPEN_OBJECT) &&
+          this.#depth >= (this.#commands ? 2 : 1)
+        )
+          this.values++;
       }
       this.#valueNext = false;
       if (byte === QUOTE) this.#inString = true;
       else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
         this.#depth++;
+        if (this.#depth > this.deepest) this.deepest = this.#depth;
         this.#valueNext = true;
       } else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) this.#depth--;
       else if (byte === COMMA || byte === COLON) this.#valueNext = true;
