@@ -62,6 +62,23 @@ export interface RedisRestBridgeOptions {
    * @default 500_000 (measured: 70 to 90 MB of the bridge's memory at the most)
    */
   maxArguments?: number;
+  /**
+   * Sends `SCRIPT KILL` on a connection other than `redis` (which is waiting for the script).
+   * Given, a request holding a script that has had no answer for `scriptTimeoutMs` calls it: a
+   * script that never ends (`while true do end`) holds the whole Redis server, every database and
+   * every other client, and the bridge refuses SCRIPT KILL to its clients. Redis can kill only a
+   * script that has not written; one that has runs on (only `SHUTDOWN NOSAVE` stops it).
+   * `serveRedisRest` passes one. @default none: no watch
+   * @example () => killer.call("script", ["kill"])
+   */
+  killScripts?: (() => Promise<unknown>) | undefined;
+  /**
+   * How long a request holding a script may go unanswered before `killScripts` is called, in
+   * ms. Redis itself runs nothing else for another client before its `busy-reply-threshold`
+   * (5 s by default), so a kill lands then at the earliest.
+   * @default 5_000
+   */
+  scriptTimeoutMs?: number;
 }
 
 /** Defaults of {@link RedisRestBridgeOptions}. */
@@ -69,7 +86,11 @@ export const REDIS_REST_DEFAULTS = {
   maxBodyBytes: 10 * 1024 * 1024,
   maxCommands: 10_000,
   maxArguments: 500_000,
+  scriptTimeoutMs: 5_000,
 } as const;
+
+/** The longest a Node timer waits (2^31 − 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /** The paths the bridge serves, each with `POST` only. */
 const ROUTES = ["/", "/pipeline", "/multi-exec"] as const;
@@ -102,7 +123,19 @@ export function createRedisRestBridge(options: RedisRestBridgeOptions): Hono {
       REDIS_REST_DEFAULTS.maxArguments,
     ),
   };
-  const target: Target = { redis: options.redis, scripts: new ScriptSandbox() };
+  const scriptTimeoutMs = positiveInteger(
+    "scriptTimeoutMs",
+    options.scriptTimeoutMs,
+    REDIS_REST_DEFAULTS.scriptTimeoutMs,
+  );
+  const target: Target = {
+    redis: options.redis,
+    scripts: new ScriptSandbox(),
+    scriptWatch: options.killScripts && {
+      timeoutMs: Math.min(scriptTimeoutMs, MAX_TIMER_MS),
+      kill: options.killScripts,
+    },
+  };
   const guard = requireToken(options.token);
   const readJson = (c: Context, commands: boolean) => {
     checkContentType(c);

@@ -28,6 +28,10 @@ Options:
       --max-arguments <n>
                       Most arguments in one request, all commands together
                       (default: 500000, under 100 MB of the bridge's memory); more get 413
+      --script-timeout-ms <n>
+                      A request holding a script unanswered this long gets the script
+                      killed (SCRIPT KILL on a connection of its own; default: 5000): one
+                      that never ends would hold the whole Redis server
   -h, --help          Show this help
 
 What the token reaches: the data and scripting commands of one database (the one in
@@ -72,6 +76,7 @@ export async function runRedisRestCommand(
         "max-body-bytes": { type: "string" },
         "max-commands": { type: "string" },
         "max-arguments": { type: "string" },
+        "script-timeout-ms": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -96,6 +101,7 @@ export async function runRedisRestCommand(
     const maxBodyBytes = parseCount("--max-body-bytes", values["max-body-bytes"]);
     const maxCommands = parseCount("--max-commands", values["max-commands"]);
     const maxArguments = parseCount("--max-arguments", values["max-arguments"]);
+    const scriptTimeoutMs = parseCount("--script-timeout-ms", values["script-timeout-ms"]);
     // Loaded here, not at the top: `--help` and usage errors stay fast.
     const { serveRedisRest } = await import("./serve.ts");
     const server = await serveRedisRest({
@@ -106,6 +112,7 @@ export async function runRedisRestCommand(
       ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
       ...(maxCommands !== undefined ? { maxCommands } : {}),
       ...(maxArguments !== undefined ? { maxArguments } : {}),
+      ...(scriptTimeoutMs !== undefined ? { scriptTimeoutMs } : {}),
     });
     console.log(
       [

@@ -24,6 +24,30 @@ export type Outcome = { result: Reply } | { error: string };
 export interface Target {
   redis: BridgeRedis;
   scripts: ScriptSandbox;
+  /**
+   * A request holding a script that has had no answer for `timeoutMs` calls `kill` (SCRIPT KILL
+   * on a connection of its own): a script that never ends holds the whole Redis server, every
+   * database and every other client, and the bridge refuses SCRIPT KILL to its clients.
+   */
+  scriptWatch?: { timeoutMs: number; kill: () => Promise<unknown> } | undefined;
+}
+
+/**
+ * `run`, with the script watch armed while it is under way when `scripted` (the request holds a
+ * script command). A kill that fails (no script running by then; one that has written, which
+ * Redis answers UNKILLABLE) changes nothing: the request ends when Redis answers it.
+ */
+async function watched<T>(target: Target, scripted: boolean, run: () => Promise<T>): Promise<T> {
+  const watch = target.scriptWatch;
+  if (!scripted || !watch) return run();
+  const timer = setTimeout(() => {
+    watch.kill().catch(() => {});
+  }, watch.timeoutMs);
+  try {
+    return await run();
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -41,7 +65,10 @@ export async function runCommand(target: Target, command: RedisCommand): Promise
   const [name, ...args] = prepared.wire;
   let outcome: Outcome;
   try {
-    outcome = { result: toReply(await target.redis.call(wireName(name), args)) };
+    const reply = await watched(target, isScriptCommand(command), () =>
+      target.redis.call(wireName(name), args),
+    );
+    outcome = { result: toReply(reply) };
   } catch (error) {
     if (!(error instanceof ReplyError)) throw unavailable(error);
     outcome = { error: (error as Error).message };
@@ -65,7 +92,12 @@ export async function runPipeline(target: Target, commands: RedisCommand[]): Pro
       pipeline.call(wireName(name), args);
     }
   }
-  const replies = pipeline.length > 0 ? await pipeline.exec().catch(rethrowUnavailable) : [];
+  const replies =
+    pipeline.length > 0
+      ? await watched(target, commands.some(isScriptCommand), () => pipeline.exec()).catch(
+          rethrowUnavailable,
+        )
+      : [];
   if (replies === null) throw unavailable(new Error("the pipeline was not run"));
   let next = 0;
   return prepared.map((entry) => {
@@ -105,7 +137,7 @@ export async function runTransaction(target: Target, commands: RedisCommand[]): 
       transaction.call(wireName(name), args);
     }
     try {
-      replies = await transaction.exec();
+      replies = await watched(target, commands.some(isScriptCommand), () => transaction.exec());
     } catch (error) {
       if (!(error instanceof ReplyError)) throw unavailable(error);
       const first = (error as { previousErrors?: Error[] }).previousErrors?.[0];

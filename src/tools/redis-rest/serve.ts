@@ -45,6 +45,12 @@ export interface ServeRedisRestOptions {
    */
   maxArguments?: number;
   /**
+   * How long a request holding a script may go unanswered before the bridge sends SCRIPT KILL on
+   * a connection of its own (a script that never ends holds the whole server).
+   * @default 5_000
+   */
+  scriptTimeoutMs?: number;
+  /**
    * Signals that shut the bridge down and exit the process; `false` for none (call `close()`).
    * @default ["SIGINT", "SIGTERM"]
    */
@@ -84,9 +90,23 @@ export async function serveRedisRest(options: ServeRedisRestOptions): Promise<Re
     onRestored: () => log("tickwork redis-rest: Redis connection restored"),
   });
 
+  // SCRIPT KILL goes on a connection of its own: the bridge's waits for the script.
+  const { redis: killer, close: disconnectKiller } = await connectIoredis({
+    url: options.redisUrl,
+    purpose: "the redis-rest bridge's script watch",
+    maxRetriesPerRequest: 1,
+  }).catch(async (error) => {
+    await disconnect();
+    throw error;
+  });
+  const disconnectAll = async () => {
+    await Promise.all([disconnect(), disconnectKiller()]);
+  };
   const app = createRedisRestBridge({
     redis,
     token: options.token,
+    killScripts: () => killer.call("script", ["kill"]),
+    ...(options.scriptTimeoutMs !== undefined ? { scriptTimeoutMs: options.scriptTimeoutMs } : {}),
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     ...(options.maxCommands !== undefined ? { maxCommands: options.maxCommands } : {}),
     ...(options.maxArguments !== undefined ? { maxArguments: options.maxArguments } : {}),
@@ -97,11 +117,11 @@ export async function serveRedisRest(options: ServeRedisRestOptions): Promise<Re
       port: options.port ?? 8079,
       hostname: options.hostname ?? "127.0.0.1",
       log,
-      onShutdown: disconnect,
+      onShutdown: disconnectAll,
       ...(options.signals !== undefined ? { signals: options.signals } : {}),
     });
   } catch (error) {
-    await disconnect();
+    await disconnectAll();
     const code = (error as { code?: unknown }).code;
     const reason = code === "EADDRINUSE" ? "is in use" : `cannot be bound: ${String(error)}`;
     throw new StartError(`port ${options.port ?? 8079} ${reason}: choose another port`, {
