@@ -5,6 +5,8 @@
  * idempotency key: `hook:<endpoint>:<event id>` when the signature covers the id, else the body's
  * digest. Web APIs only (Workers run this too).
  */
+
+import { hasUnsafeInteger } from "../core/json-values.ts";
 import {
   bodyIssues,
   isWellFormedText,
@@ -13,6 +15,8 @@ import {
   MAX_JSON_DEPTH,
 } from "../core/schemas.ts";
 import type { WebhookScheme, WebhookVerifier } from "../core/webhooks/index.ts";
+
+export { hasUnsafeInteger };
 
 /** The input of a webhook job. */
 export interface WebhookJobInput {
@@ -57,50 +61,6 @@ export function bodyInput(
     }
   }
   return { body: text };
-}
-
-/**
- * Whether JSON `text` (already parsed) has an integer literal (no fraction, no exponent) that
- * does not read back as written: `JSON.parse` rounds it to a double that writes another number
- * (most past ±2^53), or one past 10^21 that writes with an exponent.
- */
-export function hasUnsafeInteger(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) {
-      // A string: skip to its closing quote, past escapes.
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
-      }
-    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-      let end = c === 0x2d ? i + 1 : i;
-      const digitsFrom = end;
-      while (end < text.length && isDigit(text.charCodeAt(end))) end++;
-      const after = text.charCodeAt(end);
-      const integer = after !== 0x2e && after !== 0x65 && after !== 0x45;
-      // Up to 15 digits every integer reads back as written; past that, one the double it
-      // reads as does not write back the same (820982911946154508 → 820982911946154500).
-      if (integer && end - digitsFrom > 15) {
-        const literal = text.slice(i, end);
-        if (String(Number(literal)) !== literal) return true;
-      }
-      // The rest of the number (fraction, exponent).
-      while (end < text.length && isNumberPart(text.charCodeAt(end))) end++;
-      i = end - 1;
-    }
-  }
-  return false;
-}
-
-function isDigit(c: number): boolean {
-  return c >= 0x30 && c <= 0x39;
-}
-
-/** A digit, `.`, `e`, `E`, `+` or `-`. */
-function isNumberPart(c: number): boolean {
-  return isDigit(c) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === 0x2d;
 }
 
 /**

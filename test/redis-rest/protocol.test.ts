@@ -222,16 +222,53 @@ describe("HTTP", () => {
     });
   });
 
-  it("needs Content-Type: application/json (400 otherwise)", async () => {
-    for (const type of ["text/plain", "application/x-www-form-urlencoded"]) {
+  it("reads the body as JSON under none, JSON, text or curl's form type, as Upstash does; 400 under another", async () => {
+    // Upstash's own examples: curl -d '["SET","k","v"]' (form type); no browser form can send
+    // the bearer token, so the type is no cross-site gate.
+    for (const type of [
+      "text/plain",
+      "application/x-www-form-urlencoded",
+      "application/json; charset=utf-8",
+    ]) {
+      expect(await post("/", ["ping"], { "Content-Type": type }), type).toMatchObject({
+        status: 200,
+        json: { result: "PONG" },
+      });
+    }
+    const none = await app.request("/", {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: new TextEncoder().encode(JSON.stringify(["ping"])),
+    });
+    expect(none.status).toBe(200);
+    for (const type of ["text/html", "multipart/form-data; boundary=x", "application/xml"]) {
       const res = await post("/", ["ping"], { "Content-Type": type });
       expect(res.status, type).toBe(400);
       expect(res.json).toEqual({ error: expect.stringContaining("application/json") });
     }
-    const charset = await post("/", ["ping"], {
-      "Content-Type": "application/json; charset=utf-8",
-    });
-    expect(charset.status).toBe(200);
+  });
+
+  it("refuses an integer a double would change (past 2^53) instead of sending another number", async () => {
+    const k = key("big");
+    for (const body of [
+      `["incrby","${k}",9007199254740993]`,
+      `["set","${k}",12345678901234567891]`,
+    ]) {
+      const res = await post("/", body);
+      expect(res.status, body).toBe(400);
+      expect(res.json).toEqual({ error: expect.stringMatching(/send it as a string/) });
+    }
+    expect((await post("/", ["exists", k])).json).toEqual({ result: 0 });
+    // The same digits as a string, and integers a double keeps, are sent as written.
+    expect((await post("/", `["set","${k}","9007199254740993"]`)).json).toEqual({ result: "OK" });
+    expect((await post("/", ["get", k])).json).toEqual({ result: "9007199254740993" });
+    expect((await post("/", `["set","${k}",9007199254740991]`)).json).toEqual({ result: "OK" });
+    expect((await post("/", ["get", k])).json).toEqual({ result: "9007199254740991" });
+  });
+
+  it("refuses a token with a space, which no client could present", async () => {
+    expect(() => createRedisRestBridge({ redis, token: "two words" })).toThrow(/without spaces/);
+    expect(() => createRedisRestBridge({ redis, token: "" })).toThrow(/without spaces/);
   });
 
   it("404 for other paths (no path-style commands), 405 with Allow for other methods", async () => {

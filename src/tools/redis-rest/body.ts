@@ -9,6 +9,7 @@
  * of the bridge's memory whatever its size on the wire (measured: 2.5 million one-letter keys,
  * 8 MB of JSON, took the bridge to 400 MB). Nothing outlives the request.
  */
+import { hasUnsafeInteger } from "../../core/json-values.ts";
 import { RedisRestError } from "./errors.ts";
 
 /** The caps on one request. */
@@ -65,11 +66,21 @@ export async function readBoundedJson(
   }
   const text = Buffer.concat(chunks, size).toString("utf8");
   chunks.length = 0;
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch (error) {
     throw new RedisRestError(400, "ERR the request body is not valid JSON", { cause: error });
   }
+  // Sent as written, an integer past 2^53 would reach Redis as another number
+  // (9007199254740993 as …992): refused, not changed.
+  if (hasUnsafeInteger(text)) {
+    throw new RedisRestError(
+      400,
+      "ERR an integer in the request has more digits than a double keeps (past 2^53): send it as a string",
+    );
+  }
+  return body;
 }
 
 function tooLarge(maxBytes: number): RedisRestError {

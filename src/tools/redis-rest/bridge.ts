@@ -89,6 +89,13 @@ export const REDIS_REST_DEFAULTS = {
   scriptTimeoutMs: 5_000,
 } as const;
 
+/** Content types a body is read as JSON under. */
+const READ_AS_JSON = new Set([
+  "application/json",
+  "text/plain",
+  "application/x-www-form-urlencoded",
+]);
+
 /** The longest a Node timer waits (2^31 − 1 ms). */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -105,7 +112,11 @@ const ROUTES = ["/", "/pipeline", "/multi-exec"] as const;
  * // then: new Redis({ url: "http://127.0.0.1:8079", token }) from "@upstash/redis"
  */
 export function createRedisRestBridge(options: RedisRestBridgeOptions): Hono {
-  if (options.token === "") throw new RangeError("createRedisRestBridge needs a non-empty token");
+  // A client presents it as `Authorization: Bearer <token>`, one word: a token with a space
+  // could never be presented.
+  if (!/^\S+$/.test(options.token)) {
+    throw new RangeError("createRedisRestBridge needs a non-empty token without spaces");
+  }
   const limits = {
     maxBytes: positiveInteger(
       "maxBodyBytes",
@@ -212,13 +223,18 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
   return value;
 }
 
-/** 400 unless the request says `Content-Type: application/json`. */
+/**
+ * 400 for a body that says it is something JSON is not (`text/html`, `multipart/form-data`…).
+ * None, `application/json`, `text/plain` and curl's default form type are read as JSON, as
+ * Upstash reads them: its own examples send `curl -d '["SET","k","v"]'`. No browser form can
+ * send the bearer token, so this is no cross-site gate.
+ */
 function checkContentType(c: Context): void {
   const type = c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/json") {
+  if (type !== undefined && type !== "" && !READ_AS_JSON.has(type)) {
     throw new RedisRestError(
       400,
-      `Content-Type must be application/json, got ${type ? JSON.stringify(type) : "none"}`,
+      `Content-Type must be application/json (or none), got ${JSON.stringify(type)}`,
     );
   }
 }

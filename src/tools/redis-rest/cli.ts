@@ -97,6 +97,11 @@ export async function runRedisRestCommand(
           "UPSTASH_REDIS_REST_TOKEN, e.g. TICKWORK_REST_TOKEN=$(openssl rand -hex 24)",
       );
     }
+    if (/\s/.test(token)) {
+      throw new UsageError(
+        "the token has a space in it: clients send it as `Authorization: Bearer <token>`, one word",
+      );
+    }
     const port = parsePort(values.port);
     const maxBodyBytes = parseCount("--max-body-bytes", values["max-body-bytes"]);
     const maxCommands = parseCount("--max-commands", values["max-commands"]);
