@@ -280,7 +280,7 @@ export function resolveAppOptions(options: AppOptions): AppConfig {
     cors: options.cors,
     maxWaitMs,
     stream,
-    streamSlots: new StreamSlots(stream.maxPerKey),
+    streamSlots: new StreamSlots(stream.maxPerKey, stream.maxMs),
     roles,
     serves,
     platform: options.platform ?? "custom",

@@ -66,15 +66,28 @@ export function resolveStreamConfig(options: Partial<StreamConfig> = {}): Stream
 export const STREAM_SLOT_RETRY_MS = 5_000;
 
 /**
- * The streams each caller holds open in this process, against `stream.maxPerKey`: a count per
- * key, dropped when it reaches 0 (a map that only grows would keep every key ever seen).
+ * How long past `maxMs` a slot outlives its stream at the most: on workerd a stream whose client
+ * left is never told so (its `finally` does not run), and its slot would stay taken for the
+ * isolate's life.
+ */
+export const STREAM_SLOT_GRACE_MS = 30_000;
+
+/**
+ * The streams each caller holds open in this process, against `stream.maxPerKey`: per key, when
+ * each slot lapses (`maxMs` and {@link STREAM_SLOT_GRACE_MS} after it was taken: no stream lives
+ * longer), dropped when given back or lapsed. A key with no slot left is dropped too (a map that
+ * only grows would keep every key ever seen).
  */
 export class StreamSlots {
-  readonly #open = new Map<string, number>();
+  readonly #open = new Map<string, Set<{ until: number }>>();
   readonly #max: number;
+  readonly #lifeMs: number;
+  readonly #now: () => number;
 
-  constructor(max: number) {
+  constructor(max: number, streamMaxMs: number, now: () => number = Date.now) {
     this.#max = max;
+    this.#lifeMs = streamMaxMs + STREAM_SLOT_GRACE_MS;
+    this.#now = now;
   }
 
   /**
@@ -83,22 +96,27 @@ export class StreamSlots {
    * @throws TooManyStreamsError (429) when `key` holds `maxPerKey` streams already.
    */
   take(key: string): () => void {
-    const open = this.#open.get(key) ?? 0;
-    if (open >= this.#max) throw new TooManyStreamsError(this.#max, STREAM_SLOT_RETRY_MS);
-    this.#open.set(key, open + 1);
-    let given = false;
+    const now = this.#now();
+    let slots = this.#open.get(key);
+    if (slots) {
+      for (const slot of slots) if (slot.until <= now) slots.delete(slot);
+    } else {
+      slots = new Set();
+      this.#open.set(key, slots);
+    }
+    if (slots.size >= this.#max) throw new TooManyStreamsError(this.#max, STREAM_SLOT_RETRY_MS);
+    const slot = { until: now + this.#lifeMs };
+    slots.add(slot);
+    const held = slots;
     return () => {
-      if (given) return;
-      given = true;
-      const left = (this.#open.get(key) ?? 1) - 1;
-      if (left > 0) this.#open.set(key, left);
-      else this.#open.delete(key);
+      held.delete(slot);
+      if (held.size === 0 && this.#open.get(key) === held) this.#open.delete(key);
     };
   }
 
-  /** Streams `key` holds open. */
+  /** Streams `key` holds open (lapsed slots included until the key's next `take`). */
   count(key: string): number {
-    return this.#open.get(key) ?? 0;
+    return this.#open.get(key)?.size ?? 0;
   }
 }
 
