@@ -145,7 +145,7 @@ describe("startNodeHeartbeat", () => {
     expect(await store.listNodes()).toEqual([]);
   });
 
-  it("two processes under one node id: each warns once, and a graceful stop leaves the other's entry", async () => {
+  it("two processes under one node id: each warns once, and neither's graceful stop removes the entry the other beats under", async () => {
     vi.useFakeTimers();
     const store = new MemoryStore();
     const start = (pid: number) => {
@@ -167,12 +167,44 @@ describe("startNodeHeartbeat", () => {
       expect(warned).toHaveLength(1);
       expect(warned[0]!.msg).toMatch(/TICKWORK_NODE_ID/);
     }
-    // B beat last: A's stop leaves B's entry; B's own stop removes it.
-    expect((await store.listNodes()).map((n) => n.pid)).toEqual([2]);
-    await a.beating.stop();
+    // B beat last: its stop leaves the entry A still beats under; A's stop leaves it too (the
+    // registry drops it once silent: neither knows the other has gone).
     expect((await store.listNodes()).map((n) => n.pid)).toEqual([2]);
     await b.beating.stop();
-    expect(await store.listNodes()).toEqual([]);
+    expect((await store.listNodes()).map((n) => n.pid)).toEqual([2]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect((await store.listNodes()).map((n) => n.pid)).toEqual([1]);
+    await a.beating.stop();
+    expect((await store.listNodes()).map((n) => n.status)).toEqual(["live"]);
+  });
+
+  it("one started long after: the first warns within 20 beats, the second at its second", async () => {
+    vi.useFakeTimers();
+    const store = new MemoryStore();
+    const start = (pid: number) => {
+      const { logger, lines } = recordingLogger();
+      return startNodeHeartbeat({
+        registry: store,
+        info: () => ({ ...info(), pid }),
+        everyMs: 1_000,
+        ttlMs: 3_000,
+        logger,
+      }).then((beating) => ({ beating, lines }));
+    };
+    const warnings = (lines: { level: string }[]) => lines.filter((l) => l.level === "warn");
+    const a = await start(1);
+    await vi.advanceTimersByTimeAsync(5_500);
+    const b = await start(2);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(warnings(b.lines)).toHaveLength(1);
+    expect(warnings(a.lines)).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(14_000);
+    expect(warnings(a.lines)).toHaveLength(1);
+    // Warned once each, however long they run.
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect([warnings(a.lines).length, warnings(b.lines).length]).toEqual([1, 1]);
+    await a.beating.stop();
+    await b.beating.stop();
   });
 
   it("a process restarted under the id of one that crashed does not warn", async () => {

@@ -135,6 +135,8 @@ export async function startNodeHeartbeat(options: {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let failing = false;
   let beats = 0;
+  /** Another live process was seen under this id. */
+  let shared = false;
   const beat = async () => {
     const node = info();
     id = node.id;
@@ -142,9 +144,12 @@ export async function startNodeHeartbeat(options: {
     beats++;
     try {
       // Two processes given one TICKWORK_NODE_ID share one entry, each beat overwriting the
-      // other's. Looked for once, before the second beat: by then the other has overwritten
-      // ours (a process that crashed under this id before we started has not).
-      if (beats === 2) await warnIfShared(registry, node, logger);
+      // other's. Looked for before the second beat (by then one started beside us has
+      // overwritten ours; a process that crashed under this id before we started has not), then
+      // every SHARED_CHECK_BEATS beats, for one started later (one listing each time).
+      if (!shared && (beats === 2 || beats % SHARED_CHECK_BEATS === 0)) {
+        shared = await warnIfShared(registry, node, logger);
+      }
       await registry.heartbeatNode(node, ttlMs);
       if (failing) logger.info("tickwork: node heartbeat recovered", { node: id });
       failing = false;
@@ -177,8 +182,11 @@ export async function startNodeHeartbeat(options: {
         clearTimeout(timer);
         await current;
         try {
-          // Not another process's entry under the same id: it is still running.
-          if (!self || !(await heldByAnother(registry, self))) await registry.removeNode(id);
+          // Not an entry another process shares: it is still running (and may not have been
+          // the last to write it).
+          if (!shared && !(self && (await heldByAnother(registry, self)))) {
+            await registry.removeNode(id);
+          }
         } catch (error) {
           logger.warn("tickwork: could not deregister the node", {
             node: id,
@@ -213,14 +221,25 @@ async function heldByAnother(
   );
 }
 
-/** Logs a warning when another live process holds `node`'s entry in the registry. */
-async function warnIfShared(registry: NodeRegistry, node: NodeInfo, logger: Logger): Promise<void> {
+/** Beats between two looks for another process under the same node id (5 min at 15 s). */
+const SHARED_CHECK_BEATS = 20;
+
+/**
+ * Logs a warning when another live process holds `node`'s entry in the registry; whether one
+ * does.
+ */
+async function warnIfShared(
+  registry: NodeRegistry,
+  node: NodeInfo,
+  logger: Logger,
+): Promise<boolean> {
   const other = await heldByAnother(registry, node);
-  if (!other) return;
+  if (!other) return false;
   logger.warn(
     "tickwork: another process heartbeats under this node id; give each process its own TICKWORK_NODE_ID (GET /v1/nodes shows one entry for both, and each one's graceful stop leaves it to the other)",
     { node: node.id, otherHost: other.hostname, otherPid: other.pid },
   );
+  return true;
 }
 
 /** A server's node settings, checked: its capabilities and its heartbeat (`false`: none). */
