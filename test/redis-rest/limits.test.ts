@@ -66,6 +66,14 @@ function endlessBody(
 
 const streaming = { duplex: "half" } as RequestInit;
 
+/** POST an endless body (`head`, then `chunk` again and again) to `path`; the answer, and the
+ * bytes the bridge read before it. */
+async function postEndless(path: string, head: string, chunk: string) {
+  const body = endlessBody(head, chunk);
+  const res = await app.request(path, { method: "POST", headers, body: body.stream, ...streaming });
+  return { res, status: res.status, pulled: body.pulled() };
+}
+
 describe("caps, as the bridge app answers them", () => {
   it("maxCommands: 3 commands are served, 4 get 413 {error}, on /pipeline and /multi-exec", async () => {
     for (const path of ["/pipeline", "/multi-exec"]) {
@@ -142,25 +150,13 @@ describe("caps, as the bridge app answers them", () => {
       ).toEqual({ status: 413, json: seven });
     }
     // Nesting past what a command can hold is refused as it arrives.
-    const deep = endlessBody('["get",', "[");
-    const nested = await app.request("/", {
-      method: "POST",
-      headers,
-      body: deep.stream,
-      ...streaming,
-    });
+    const nested = await postEndless("/", '["get",', "[");
     expect(nested.status).toBe(400);
-    expect(await nested.json()).toEqual({ error: "ERR the request body nests deeper than 4" });
-    expect(deep.pulled()).toBeLessThan(64);
-    const endless = endlessBody('["mget"', ',"k"');
-    const res = await app.request("/", {
-      method: "POST",
-      headers,
-      body: endless.stream,
-      ...streaming,
-    });
-    expect(res.status).toBe(413);
-    expect(endless.pulled()).toBeLessThan(64);
+    expect(await nested.res.json()).toEqual({ error: "ERR the request body nests deeper than 4" });
+    expect(nested.pulled).toBeLessThan(64);
+    const endless = await postEndless("/", '["mget"', ',"k"');
+    expect(endless.status).toBe(413);
+    expect(endless.pulled).toBeLessThan(64);
   });
 
   it("counts commands as the body arrives: an endless pipeline is refused after a few bytes", async () => {

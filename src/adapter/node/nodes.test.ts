@@ -102,6 +102,19 @@ describe("heartbeat settings", () => {
   });
 });
 
+/** A heartbeat of process `pid` under node id `n1` into `store` (every 1 s, TTL 3 s), and its log. */
+async function heartbeatAs(store: MemoryStore, pid: number) {
+  const { logger, lines } = recordingLogger();
+  const beating = await startNodeHeartbeat({
+    registry: store,
+    info: () => ({ ...info(), pid }),
+    everyMs: 1_000,
+    ttlMs: 3_000,
+    logger,
+  });
+  return { beating, lines };
+}
+
 describe("startNodeHeartbeat", () => {
   afterEach(() => {
     vi.useRealTimers();
@@ -148,16 +161,7 @@ describe("startNodeHeartbeat", () => {
   it("two processes under one node id: each warns once, and neither's graceful stop removes the entry the other beats under", async () => {
     vi.useFakeTimers();
     const store = new MemoryStore();
-    const start = (pid: number) => {
-      const { logger, lines } = recordingLogger();
-      return startNodeHeartbeat({
-        registry: store,
-        info: () => ({ ...info(), pid }),
-        everyMs: 1_000,
-        ttlMs: 3_000,
-        logger,
-      }).then((beating) => ({ beating, lines }));
-    };
+    const start = (pid: number) => heartbeatAs(store, pid);
     const a = await start(1);
     await vi.advanceTimersByTimeAsync(500);
     const b = await start(2);
@@ -181,16 +185,7 @@ describe("startNodeHeartbeat", () => {
   it("one started long after: the first warns within 20 beats, the second at its second", async () => {
     vi.useFakeTimers();
     const store = new MemoryStore();
-    const start = (pid: number) => {
-      const { logger, lines } = recordingLogger();
-      return startNodeHeartbeat({
-        registry: store,
-        info: () => ({ ...info(), pid }),
-        everyMs: 1_000,
-        ttlMs: 3_000,
-        logger,
-      }).then((beating) => ({ beating, lines }));
-    };
+    const start = (pid: number) => heartbeatAs(store, pid);
     const warnings = (lines: { level: string }[]) => lines.filter((l) => l.level === "warn");
     const a = await start(1);
     await vi.advanceTimersByTimeAsync(5_500);
