@@ -115,8 +115,8 @@ export type ForbiddenError = NotPermittedError;
 /** A job's or schedule's input is larger than its tenant may send. */
 export class InputTooLargeError extends TickworkError {
   override name = "InputTooLargeError";
-  constructor(message: string) {
-    super(413, "input_too_large", message);
+  constructor(message: string, options?: ConstructorParameters<typeof TickworkError>[3]) {
+    super(413, "input_too_large", message, options);
   }
 }
 

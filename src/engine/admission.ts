@@ -108,6 +108,12 @@ export function checkInputSize(
 export const JOB_TIMES_ALLOWANCE_BYTES = 64;
 
 /**
+ * The most a stored trace context takes as JSON: a `traceparent` (55 characters) and a
+ * `tracestate` of up to 512, with their names and quotes.
+ */
+export const TRACE_ALLOWANCE_BYTES = 640;
+
+/**
  * What an occurrence's message holds beyond its schedule's definition: its id
  * (`<tenant>:<schedule id>@<fire time>`), tenant, schedule id, `createdAt`, `runAt` and `fireAt`,
  * and the dispatching tick's trace context (a `tracestate` of up to 512 characters); the
@@ -135,11 +141,12 @@ export function checkJobSize(
   if (text.length * 3 <= room) return;
   const bytes = new TextEncoder().encode(text).byteLength;
   if (bytes > room) {
-    throw new InputTooLargeError(
+    const message =
       what === "job"
         ? `job is ${bytes} bytes as JSON with its input, tags, placement and dependencies; its message may hold at most ${max}, so the job at most ${room}`
-        : `schedule is ${bytes} bytes as JSON with its input, tags and placement; an occurrence's message may hold at most ${max}, so the schedule at most ${room}`,
-    );
+        : `schedule is ${bytes} bytes as JSON with its input, tags and placement; an occurrence's message may hold at most ${max}, so the schedule at most ${room}`;
+    // The whole job, at the root of its body (a flow names the job's path in the flow).
+    throw new InputTooLargeError(message, { errors: [{ path: "", message }] });
   }
 }
 

@@ -96,6 +96,20 @@ export async function submitFlow(
     const via = derivedKey(flow.children[i], key, `child:${i}`);
     return trace ? { ...via, trace } : via;
   };
+  // So is every job's size on a transport whose messages are bounded (Cloudflare Queues).
+  for (const [i, child] of prepared.entries()) {
+    try {
+      jobs.checkStoredSize(child.job, viaOf(i));
+    } catch (error) {
+      throw errorWithin(error, `children.${i}`);
+    }
+  }
+  try {
+    const parentVia = derivedKey(flow.parent, key, "parent");
+    jobs.checkStoredSize(parentJob, trace ? { ...parentVia, trace } : parentVia);
+  } catch (error) {
+    throw errorWithin(error, "parent");
+  }
   // So is every child's `after`: a child naming an unknown job refuses the flow before any
   // child is stored. Unless the child was stored before, by this flow submitted earlier (its
   // dependency may have gone since): the store answers a replay before it checks `after`, and

@@ -31,6 +31,7 @@ import {
   quotaReport,
   requireHandler,
   submitAdmission,
+  TRACE_ALLOWANCE_BYTES,
   timeoutWithin,
 } from "./admission.ts";
 import type { HandlerInput, HandlerName, Handlers, InputField } from "./handlers.ts";
@@ -232,6 +233,22 @@ export class JobsBroker<H extends Handlers = Handlers> {
     if (req.placement) Object.assign(job, withPlacement(req.placement));
     const quota = quotaCheck("submit", tenant, rules?.submitWindows ?? []);
     return { job, quota, runAt: req.runAt ?? undefined, delayMs: req.delay ?? 0 };
+  }
+
+  /**
+   * 413 when `job` (a {@link prepare}d one), as {@link store} would write it with `via` (its idempotency key, and a
+   * trace of at most {@link TRACE_ALLOWANCE_BYTES}), is over the engine's `maxJobBytes`: for a
+   * write of several jobs that must not stop half-way over one (a flow). Nothing is written.
+   */
+  checkStoredSize(job: NewJob, via: SubmitVia = {}): void {
+    const max = this.deps.options.maxJobBytes;
+    if (max === Number.POSITIVE_INFINITY) return;
+    const keyed =
+      via.idempotencyKey === undefined
+        ? job
+        : Object.assign({}, job, { idempotencyKey: via.idempotencyKey });
+    const allowance = JOB_TIMES_ALLOWANCE_BYTES + (via.trace ? TRACE_ALLOWANCE_BYTES : 0);
+    checkJobSize(keyed, "job", max, allowance);
   }
 
   /**

@@ -370,6 +370,29 @@ describe("Cloudflare Queues: a job whose placement takes it past a message", () 
     expect(JSON.parse(sent[0]!.body)).toMatchObject({ input: 1 });
   });
 
+  it("a flow with one child over it gets 413 naming that child, and stores none of the flow", async () => {
+    const { sent, engine } = setup({ work }, { maxJobBytes: QUEUES_MAX_JOB_BYTES });
+    const small = { handler: "work" as const, input: 1 };
+    const refused = await engine.broker
+      .submitFlow({
+        children: [small, small, { handler: "work", input, placement }],
+        parent: small,
+      })
+      .catch((error) => error);
+    expect(refused).toMatchObject({
+      status: 413,
+      code: "input_too_large",
+      errors: [{ path: "children.2" }],
+    });
+    const parentTooLarge = await engine.broker
+      .submitFlow({ children: [small], parent: { handler: "work", input, placement } })
+      .catch((error) => error);
+    expect(parentTooLarge).toMatchObject({ status: 413, errors: [{ path: "parent" }] });
+    await engine.broker.settled();
+    expect((await engine.broker.listJobs({ limit: 10 })).items).toEqual([]);
+    expect(sent).toEqual([]);
+  });
+
   it("a job and an occurrence just within it make messages the queue takes", async () => {
     const { clock, sent, engine } = setup({ work }, { maxJobBytes: QUEUES_MAX_JOB_BYTES });
     // The largest input accepted beside `placement`, by bisection.
