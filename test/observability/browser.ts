@@ -46,3 +46,11 @@ export function watchProblems(page: Page, problems: string[]): void {
     if (message.type() === "error") problems.push(`console: ${message.text()}`);
   });
 }
+
+/**
+ * `text` as the dashboard shows a value joined with others: between FSI and PDI (U+2068,
+ * U+2069), so a direction override inside it cannot reverse its neighbours.
+ */
+export function isolated(text: string): string {
+  return `\u2068${text}\u2069`;
+}

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { accepted, jobSpec } from "../contract/fixtures.ts";
 import { call, type Harness, startHarness, testHandlers, until } from "../http/harness.ts";
-import { noBrowser, useChromium, watchProblems } from "./browser.ts";
+import { isolated, noBrowser, useChromium, watchProblems } from "./browser.ts";
 
 if (noBrowser) {
   console.warn(`job events dashboard browser tests skipped: ${noBrowser}`);
@@ -191,7 +191,9 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's job events in headless
     await p.getByRole("button", { name: `Show job ${waiting}` }).click();
     await expect.poll(() => fields(p), { timeout: 10_000 }).toHaveProperty("Refused by");
     const shown = await fields(p);
-    expect(shown.Placement).toBe(`group gpu; capabilities gpu=${MARKUP}; not nodes cpu-9`);
+    expect(shown.Placement).toBe(
+      `group gpu; capabilities ${isolated("gpu")}=${isolated(MARKUP)}; not nodes ${isolated("cpu-9")}`,
+    );
     expect(shown.Node).toBe("–");
     expect(shown["Refused by"]).toMatch(
       new RegExp(`^waiting for a matching node cpu-1: ${literal(refused.reason)} (now|.* ago)$`),

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Handlers } from "../../src/engine/handlers.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { call, type Harness, startHarness, testHandlers, until } from "../http/harness.ts";
-import { noBrowser, useChromium } from "./browser.ts";
+import { isolated, noBrowser, useChromium } from "./browser.ts";
 
 if (noBrowser) {
   console.warn(`jobs dashboard browser tests skipped: ${noBrowser}`);
@@ -307,12 +307,15 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's jobs in headless Chrom
     await p.getByRole("button", { name: `Show job ${hostile}` }).click();
     await expect
       .poll(() => p.locator("#job-error").textContent(), { timeout: 10_000 })
-      .toBe(`Error: ${MARKUP}`);
+      .toBe(`${isolated("Error")}: ${isolated(MARKUP)}`);
     const log = p.getByRole("table", { name: "Log" });
     await log.getByText(MARKUP, { exact: true }).waitFor();
     await log.getByText('{"html":"<script>window.__xss=2</script>"}').waitFor();
     // The dead letter's and the list's error cells show it too.
-    await p.getByRole("table", { name: "Dead letters" }).getByText(`Error: ${MARKUP}`).waitFor();
+    await p
+      .getByRole("table", { name: "Dead letters" })
+      .getByText(`${isolated("Error")}: ${isolated(MARKUP)}`)
+      .waitFor();
 
     await p.getByLabel("Handler").fill(MARKUP);
     await p.getByRole("button", { name: "Filter", exact: true }).click();

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import type { NodeInfo } from "../../src/store/port.ts";
 import { type Harness, startHarness, testHandlers } from "../http/harness.ts";
-import { noBrowser, useChromium, watchProblems } from "./browser.ts";
+import { isolated, noBrowser, useChromium, watchProblems } from "./browser.ts";
 
 if (noBrowser) {
   console.warn(`nodes dashboard browser tests skipped: ${noBrowser}`);
@@ -90,7 +90,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's Nodes in headless Chro
       "box-1:321",
       "streams",
       "4 / 10",
-      "region=eu, gpu=a100",
+      `${isolated("region")}=${isolated("eu")}, ${isolated("gpu")}=${isolated("a100")}`,
       "2.0.0",
     ]);
     expect(first[8]).toMatch(/^(now|\d.* ago)$/);

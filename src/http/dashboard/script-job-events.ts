@@ -83,9 +83,9 @@ export const JOB_EVENTS_JS = `
     const parts = [];
     if (p.group !== undefined) parts.push("group " + p.group);
     const caps = p.capabilities ? Object.entries(p.capabilities) : [];
-    if (caps.length) parts.push("capabilities " + caps.map(([k, v]) => k + "=" + v).join(", "));
-    if (p.nodes && p.nodes.length) parts.push("only nodes " + p.nodes.join(", "));
-    if (p.notNodes && p.notNodes.length) parts.push("not nodes " + p.notNodes.join(", "));
+    if (caps.length) parts.push("capabilities " + caps.map(([k, v]) => iso(k) + "=" + iso(v)).join(", "));
+    if (p.nodes && p.nodes.length) parts.push("only nodes " + p.nodes.map(iso).join(", "));
+    if (p.notNodes && p.notNodes.length) parts.push("not nodes " + p.notNodes.map(iso).join(", "));
     return parts.length ? parts.join("; ") : "any node";
   }
 

@@ -64,7 +64,7 @@ export const JOBS_JS = `
       show.addEventListener("click", () => showJob(j.id));
       id.append(show);
       return [id, node("td", j.handler), status, node("td", num(j.attempts), "num"),
-        node("td", took, "num"), node("td", j.error ? j.error.name + ": " + j.error.message : "", "error"),
+        node("td", took, "num"), node("td", errorText(j.error), "error"),
         timeCell(j.finishedAt || j.startedAt || j.createdAt)];
     }), 7, filtered() ? "No jobs match these filters." : "No jobs yet.");
     markOpenJob();

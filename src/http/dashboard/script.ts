@@ -107,6 +107,14 @@ export const DASHBOARD_JS = `
     if (className) e.className = className;
     return e;
   }
+  // A value joined with others into one text, between FSI and PDI: a direction override in it
+  // (U+202E) stays inside it instead of reversing its neighbours ("gpj.exe" read as "exe.jpg").
+  function iso(text) {
+    return "\\u2068" + String(text) + "\\u2069";
+  }
+  function errorText(error) {
+    return error ? iso(error.name) + ": " + iso(error.message) : "";
+  }
   function badge(status) {
     const b = node("span", status, "badge s-" + String(status).replace(/[^a-z]/g, ""));
     return b;
@@ -330,7 +338,7 @@ export const DASHBOARD_JS = `
       actions.append(button("Retry", "Retry dead job " + j.id, () =>
         act("POST", "v1/dlq/" + encodeURIComponent(j.id) + "/retry", "Re-queued " + j.id)));
       return [node("td", j.id, "id"), node("td", j.handler), node("td", num(j.attempts), "num"),
-        node("td", j.error ? j.error.name + ": " + j.error.message : "", "error"),
+        node("td", errorText(j.error), "error"),
         timeCell(j.finishedAt), actions];
     }), 6, "No dead letters.");
   }
@@ -348,7 +356,7 @@ export const DASHBOARD_JS = `
     fillTable($("nodes"), r.nodes.map((n) => {
       const status = node("td");
       status.append(badge(n.status));
-      const caps = Object.entries(n.capabilities).map(([k, v]) => k + "=" + v).join(", ");
+      const caps = Object.entries(n.capabilities).map(([k, v]) => iso(k) + "=" + iso(v)).join(", ");
       const host = node("td", n.hostname + ":" + n.pid);
       host.title = "started " + n.startedAt;
       return [node("td", n.id, "id"), status, node("td", n.roles.join(", ")), host,
