@@ -8,9 +8,10 @@
  * retry): each job's key derives from it, so what was stored is answered again and only the rest
  * is written.
  */
-import { errorWithin, InvalidRequestError, TickworkError } from "../core/errors.ts";
+import { errorWithin, InvalidRequestError } from "../core/errors.ts";
 import type { JobRecord } from "../core/model.ts";
 import { parseOrThrow, submitFlowSchema } from "../core/schemas.ts";
+import { unknownDependencies } from "../store/port/deps.ts";
 import type { Actor } from "./actor.ts";
 import type { QuotaReport } from "./admission.ts";
 import type { JobsBroker, PreparedSubmit, Submitted, SubmitVia } from "./jobs.ts";
@@ -114,17 +115,20 @@ export async function submitFlow(
   // child is stored. Unless the child was stored before, by this flow submitted earlier (its
   // dependency may have gone since): the store answers a replay before it checks `after`, and
   // refuses a new job without writing anything. So such a child is tried first.
+  // One read of every distinct id the children name, status and tenant only.
   const early = new Map<number, Submitted>();
+  const tenant = prepared[0]?.job.tenant;
+  const named = prepared.flatMap((p) => p.job.after ?? []);
+  const known =
+    tenant === undefined || named.length === 0
+      ? new Set<string>()
+      : await jobs.knownJobs(named, tenant);
   for (const [i, child] of prepared.entries()) {
-    try {
-      await jobs.requireDependencies(child);
-    } catch (error) {
-      const keyed = child.job.idempotencyKey !== undefined || key !== undefined;
-      if (!(keyed && error instanceof TickworkError && error.code === "unknown_dependencies")) {
-        throw error;
-      }
-      early.set(i, await jobs.store(child, viaOf(i)));
-    }
+    const unknown = (child.job.after ?? []).filter((id) => !known.has(id));
+    if (unknown.length === 0) continue;
+    const keyed = child.job.idempotencyKey !== undefined || key !== undefined;
+    if (!keyed) throw errorWithin(unknownDependencies(unknown), `children.${i}`);
+    early.set(i, await jobs.store(child, viaOf(i)));
   }
   const stored: Submitted[] = [];
   for (const [i, child] of prepared.entries()) {

@@ -7,7 +7,6 @@ import { ConflictError, NotFoundError } from "../core/errors.ts";
 import { quotaCheck } from "../core/manifest.ts";
 import type { JobLogEntry, JobRecord, NewJob, OutboxMessage } from "../core/model.ts";
 import { parseSubmitJob, type SubmitJobInput } from "../core/schemas.ts";
-import { unknownDependencies } from "../store/port/deps.ts";
 import type { ListJobsQuery, Page, Store, SubmitTiming, WebhookSubmit } from "../store/port.ts";
 import type { Transport } from "../transport/port.ts";
 import {
@@ -182,18 +181,21 @@ export class JobsBroker<H extends Handlers = Handlers> {
   }
 
   /**
-   * The store's `unknown_dependencies` (422) when `prepared`'s `after` names a job its tenant does
-   * not have, read before anything is written (one read per id), for a write of several jobs that
-   * must not stop half-way over one (a flow). The store still checks at the write: a dependency
-   * that expires in between is refused then.
+   * Which of `ids` name jobs of `tenant`, each distinct id asked once: by the store's
+   * `jobsExist` (status and tenant only, one round trip), else by reading each job. For a write
+   * of several jobs that must not stop half-way over an unknown dependency (a flow), read before
+   * anything is written; the store still checks at the write (a dependency that expires in
+   * between is refused then).
    */
-  async requireDependencies(prepared: PreparedSubmit): Promise<void> {
-    const after = prepared.job.after;
-    if (!after || after.length === 0) return;
-    const tenant = prepared.job.tenant;
-    const records = await Promise.all(after.map((id) => this.deps.store.getJob(id, tenant)));
-    const unknown = after.filter((_, i) => records[i]?.tenant !== tenant);
-    if (unknown.length > 0) throw unknownDependencies(unknown);
+  async knownJobs(ids: readonly string[], tenant: string): Promise<Set<string>> {
+    const distinct = [...new Set(ids)];
+    const { store } = this.deps;
+    const found = store.jobsExist
+      ? await store.jobsExist(distinct, tenant)
+      : (await Promise.all(distinct.map((id) => store.getJob(id, tenant)))).map(
+          (record) => record?.tenant === tenant,
+        );
+    return new Set(distinct.filter((_, i) => found[i]));
   }
 
   /**

@@ -179,6 +179,16 @@ export function describeJobsContract(name: string, make: MakeContractStore): voi
         expect(await store.getJob(plain.id, "acme")).toBeNull();
       });
 
+      it("jobsExist answers, per id in order, whether the job exists and is the tenant's", async () => {
+        if (!store.jobsExist) return;
+        const { job } = await submitRecoverable({ tenant: "acme" });
+        const { job: plain } = await submitRecoverable();
+        const ids = [job.id, plain.id, "no-such-job", job.id];
+        expect(await store.jobsExist(ids, "acme")).toEqual([true, false, false, true]);
+        expect(await store.jobsExist(ids, "default")).toEqual([false, true, false, false]);
+        expect(await store.jobsExist([], "acme")).toEqual([]);
+      });
+
       it("cancels a queued job and removes its outbox message", async () => {
         const { job } = await submitRecoverable();
         const t0 = await store.now();

@@ -123,6 +123,11 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
     });
     expectProblem(unknown, 422, /unknown jobs: j_0mwxa9xfphc7zv0crypps, j_0mwxa9xfphc7zv0cryppt/);
     expect(unknown.body.type).toBe("urn:tickwork:problem:unknown_dependencies");
+    // Its path names the child, as every error of a flow does.
+    expect(unknown.body.errors.map((e: { path: string }) => e.path)).toEqual([
+      "children.1.after",
+      "children.1.after",
+    ]);
     // Two jobs of one flow with one idempotencyKey: the second would replay the first.
     const shared = { ...good, idempotencyKey: "same" };
     for (const body of [

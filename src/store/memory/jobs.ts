@@ -130,6 +130,13 @@ export function getJob(s: MemoryState, id: string, tenant?: string): JobRecord |
   return clone(stored.record);
 }
 
+export function jobsExist(s: MemoryState, ids: readonly string[], tenant: string): boolean[] {
+  return ids.map((id) => {
+    const stored = s.jobs.get(id);
+    return stored !== undefined && (stored.record.tenant ?? DEFAULT_TENANT) === tenant;
+  });
+}
+
 export function cancelJob(s: MemoryState, id: string): CancelResult {
   const now = s.now();
   const stored = s.jobs.get(id);

@@ -218,6 +218,10 @@ export class MemoryStore implements Store, NodeRegistry, WebhookLog {
     return jobs.getJob(this.#s, id, tenant);
   }
 
+  async jobsExist(ids: readonly string[], tenant: string): Promise<boolean[]> {
+    return jobs.jobsExist(this.#s, ids, tenant);
+  }
+
   async cancelJob(id: string): Promise<CancelResult> {
     return jobs.cancelJob(this.#s, id);
   }

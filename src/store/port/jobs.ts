@@ -202,6 +202,13 @@ export interface JobStore {
    */
   getJob(id: string, tenant?: string): Promise<JobRecord | null>;
   /**
+   * For each of `ids`, whether that job exists and is `tenant`'s, reading no more of it than its
+   * status and tenant (not its input or result): a flow checks every child's `after` before it
+   * writes anything. Optional: without it, the engine reads each job with {@link getJob}.
+   * One round trip.
+   */
+  jobsExist?(ids: readonly string[], tenant: string): Promise<boolean[]>;
+  /**
    * `queued` → `cancelled` with `finishedAt = now` (and its outbox message removed). Counts
    * `totals.cancelled`, writes `job.cancelled`, leaves `{p}:pending`.
    *

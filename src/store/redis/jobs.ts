@@ -223,6 +223,26 @@ export function writtenResult(
   return result;
 }
 
+/** Ids per script call: a flow's 100 children may name 100 jobs each. */
+const EXIST_CHUNK = 1_000;
+
+export async function jobsExist(
+  c: RedisContext,
+  ids: readonly string[],
+  tenant: string,
+): Promise<boolean[]> {
+  const out: boolean[] = [];
+  for (let i = 0; i < ids.length; i += EXIST_CHUNK) {
+    const raw = await c.run(
+      scripts.jobsExist,
+      [c.keys.root],
+      [tenant, ...ids.slice(i, i + EXIST_CHUNK)],
+    );
+    for (const flag of raw as unknown[]) out.push(Number(flag) === 1);
+  }
+  return out;
+}
+
 export async function getJob(
   c: RedisContext,
   id: string,

@@ -270,6 +270,10 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
     return jobs.getJob(this.#c, id, tenant);
   }
 
+  async jobsExist(ids: readonly string[], tenant: string): Promise<boolean[]> {
+    return jobs.jobsExist(this.#c, ids, tenant);
+  }
+
   async cancelJob(id: string): Promise<CancelResult> {
     return jobs.cancelJob(this.#c, id);
   }
