@@ -60,7 +60,11 @@ export function permitSchedule(handler: string, actor: Actor): ManifestRules | u
 export function requireHandler(handlers: Handlers, name: string): HandlerDefinition {
   const handler = handlerOf(handlers, name);
   if (!handler) {
-    throw new UnprocessableError("unknown_handler", `no handler named "${name}" is registered`);
+    const message = `no handler named "${name}" is registered`;
+    // With its path: a flow or batch names the job it is in.
+    throw new UnprocessableError("unknown_handler", message, {
+      errors: [{ path: "handler", message }],
+    });
   }
   return handler;
 }

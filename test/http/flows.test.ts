@@ -123,6 +123,11 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
     });
     expectProblem(unknown, 422, /unknown jobs: j_0mwxa9xfphc7zv0crypps, j_0mwxa9xfphc7zv0cryppt/);
     expect(unknown.body.type).toBe("urn:tickwork:problem:unknown_dependencies");
+    const handlerUnknown = await flow({ children: [good, { handler: "nope" }], parent: good });
+    expectProblem(handlerUnknown, 422);
+    expect(handlerUnknown.body.errors).toEqual([
+      { path: "children.1.handler", message: 'no handler named "nope" is registered' },
+    ]);
     // Its path names the child, as every error of a flow does.
     expect(unknown.body.errors.map((e: { path: string }) => e.path)).toEqual([
       "children.1.after",
