@@ -102,15 +102,25 @@ export async function serveRedisRest(options: ServeRedisRestOptions): Promise<Re
   const disconnectAll = async () => {
     await Promise.all([disconnect(), disconnectKiller()]);
   };
-  const app = createRedisRestBridge({
-    redis,
-    token: options.token,
-    killScripts: () => killer.call("script", ["kill"]),
-    ...(options.scriptTimeoutMs !== undefined ? { scriptTimeoutMs: options.scriptTimeoutMs } : {}),
-    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-    ...(options.maxCommands !== undefined ? { maxCommands: options.maxCommands } : {}),
-    ...(options.maxArguments !== undefined ? { maxArguments: options.maxArguments } : {}),
-  });
+  let app: ReturnType<typeof createRedisRestBridge>;
+  try {
+    app = createRedisRestBridge({
+      redis,
+      token: options.token,
+      killScripts: () => killer.call("script", ["kill"]),
+      ...(options.scriptTimeoutMs !== undefined
+        ? { scriptTimeoutMs: options.scriptTimeoutMs }
+        : {}),
+      ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+      ...(options.maxCommands !== undefined ? { maxCommands: options.maxCommands } : {}),
+      ...(options.maxArguments !== undefined ? { maxArguments: options.maxArguments } : {}),
+    });
+  } catch (error) {
+    // Options the bridge refuses (a token with a space, a cap that is no whole number): the
+    // connections opened for it would keep the process alive.
+    await disconnectAll();
+    throw error;
+  }
   let server: NodeServer;
   try {
     server = await serve(app, {
