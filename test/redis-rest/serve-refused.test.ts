@@ -21,7 +21,10 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const clients = async () => String(await admin.client("LIST")).trim().split("\n").length;
+const clients = async () =>
+  String(await admin.client("LIST"))
+    .trim()
+    .split("\n").length;
 
 describe("serveRedisRest refused", () => {
   it("rejects a token with a space and leaves no connection open", async () => {
