@@ -6,7 +6,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { bodyInput, hasUnsafeInteger } from "./webhook-input.ts";
+import { hasUnsafeInteger } from "../core/json-values.ts";
+import { bodyInput } from "./webhook-input.ts";
 
 describe("hasUnsafeInteger", () => {
   it("finds integers a double rounds, outside strings, and nothing else", () => {

@@ -16,8 +16,6 @@ import {
 } from "../core/schemas.ts";
 import type { WebhookScheme, WebhookVerifier } from "../core/webhooks/index.ts";
 
-export { hasUnsafeInteger };
-
 /** The input of a webhook job. */
 export interface WebhookJobInput {
   /**
