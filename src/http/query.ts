@@ -12,6 +12,7 @@ import { InvalidRequestError } from "../core/errors.ts";
 import type { JobStatus } from "../core/model.ts";
 import { handlerName, parseOrThrow, userId, wellFormed } from "../core/schemas.ts";
 import type { AppEnv } from "./options.ts";
+import { JOB_RESOURCE_FIELDS, type JobResourceField } from "./serialize.ts";
 
 /** Page size when `limit` is not given. */
 export const DEFAULT_LIMIT = 20;
@@ -41,12 +42,31 @@ const cursor = wellFormed(z.string().min(1).max(1024)).optional();
 /** `?limit=&cursor=` */
 export const pageQuery = z.object({ limit, cursor });
 
-/** `GET /v1/jobs?status=&handler=&scheduleId=&limit=&cursor=` */
+/** `GET /v1/jobs?status=&handler=&scheduleId=&fields=&limit=&cursor=` */
 export const listJobsQuery = pageQuery.extend({
   status: z.enum(JOB_STATUSES).optional(),
   handler: handlerName.optional(),
   /** The tenant's own schedule id, as a create accepts it. */
   scheduleId: userId.optional(),
+  /** A comma list of the job members to show (`id` always), e.g. `status,attempts`. */
+  fields: z
+    .string()
+    .max(1_000)
+    .transform((value, ctx) => {
+      const names = [...new Set(value.split(",").map((name) => name.trim()))].filter(Boolean);
+      const unknown = names.filter(
+        (name) => !(JOB_RESOURCE_FIELDS as readonly string[]).includes(name),
+      );
+      if (names.length === 0 || unknown.length > 0) {
+        ctx.addIssue({
+          code: "custom",
+          message: `unknown job field${unknown.length === 1 ? "" : "s"} ${unknown.map((name) => JSON.stringify(name)).join(", ") || '""'}; any of ${JOB_RESOURCE_FIELDS.join(", ")}`,
+        });
+        return z.NEVER;
+      }
+      return new Set(names as JobResourceField[]);
+    })
+    .optional(),
 });
 
 /** `GET /v1/jobs/:id/logs?limit=&cursor=`: the cursor is a log position the store gave. */

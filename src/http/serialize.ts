@@ -91,6 +91,63 @@ export function jobResource(job: JobRecord): JobResource {
   };
 }
 
+/**
+ * Every top-level member a job's resource may have: what `GET /v1/jobs?fields=` chooses among.
+ * The `satisfies` and the check below keep it in step with {@link JobResource}.
+ */
+export const JOB_RESOURCE_FIELDS = [
+  "id",
+  "handler",
+  "status",
+  "input",
+  "result",
+  "error",
+  "attempts",
+  "priority",
+  "tags",
+  "runAt",
+  "createdAt",
+  "startedAt",
+  "finishedAt",
+  "scheduleId",
+  "fireAt",
+  "timeout",
+  "retries",
+  "idempotencyKey",
+  "progress",
+  "cancelRequested",
+  "after",
+  "onFailure",
+  "placement",
+  "node",
+  "refused",
+] as const satisfies readonly (keyof JobResource)[];
+
+/** A member of {@link JobResource} missing from {@link JOB_RESOURCE_FIELDS} fails to compile here. */
+type MissingField = Exclude<keyof JobResource, (typeof JOB_RESOURCE_FIELDS)[number]>;
+const everyField: [MissingField] extends [never] ? true : MissingField = true;
+void everyField;
+
+/** A job field name `GET /v1/jobs?fields=` takes. */
+export type JobResourceField = (typeof JOB_RESOURCE_FIELDS)[number];
+
+/**
+ * `jobResource(job)` with only the members named in `fields` (and `id`, always): a listing that
+ * shows a few columns need not carry every job's input and result.
+ *
+ * @example
+ * jobFields(job, new Set(["status"])); // { id: "j_…", status: "queued" }
+ */
+export function jobFields(
+  job: JobRecord,
+  fields: ReadonlySet<JobResourceField>,
+): Partial<JobResource> {
+  const whole = jobResource(job);
+  const out: Partial<Record<JobResourceField, unknown>> = { id: whole.id };
+  for (const field of fields) if (whole[field] !== undefined) out[field] = whole[field];
+  return out as Partial<JobResource>;
+}
+
 /** A job log entry as the API shows it. */
 export function logEntryResource(entry: JobLogEntry): JobLogEntryResource {
   return {

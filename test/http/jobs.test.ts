@@ -246,4 +246,28 @@ describe.each(storeFactories)("jobs over HTTP on $name", (factory) => {
     expect((await call(h.origin, "GET", "/v1/jobs?status=succeeded")).body).toEqual({ items: [] });
     expect((await call(h.origin, "GET", "/v1/jobs?scheduleId=nope")).body).toEqual({ items: [] });
   });
+
+  it("lists only the fields asked for (id always); an unknown field is a 400", async () => {
+    const big = "x".repeat(50_000);
+    const { id } = (
+      await call(h.origin, "POST", "/v1/jobs", {
+        json: { handler: "echo", input: { big }, delay: "1h", tags: ["t"] },
+      })
+    ).body;
+    const listed = await call(h.origin, "GET", "/v1/jobs?fields=status,%20tags,status,error");
+    expect(listed.status).toBe(200);
+    // No error yet: a member the job lacks stays out, as in the whole resource.
+    expect(listed.body).toEqual({ items: [{ id, status: "queued", tags: ["t"] }] });
+    expect(JSON.stringify(listed.body).length).toBeLessThan(200);
+    const paged = await call(h.origin, "GET", "/v1/jobs?fields=input&limit=1&status=queued");
+    expect(paged.body.items).toEqual([{ id, input: { big } }]);
+
+    for (const query of ["fields=status,constructor", "fields=", "fields=,", "fields=__proto__"]) {
+      const refused = await call(h.origin, "GET", `/v1/jobs?${query}`);
+      expectProblem(refused, 400);
+      expect(refused.body.errors[0].path).toBe("fields");
+    }
+    const twice = await call(h.origin, "GET", "/v1/jobs?fields=id&fields=status");
+    expectProblem(twice, 400);
+  });
 });

@@ -11,6 +11,7 @@ import type { Request as BrowserRequest, Page } from "playwright-core";
 import { afterEach, describe, expect, it } from "vitest";
 import { hashKey } from "../../src/config/keys.ts";
 import type { TenantConfig } from "../../src/config/schema.ts";
+import { JOB_LIST_FIELDS } from "../../src/http/dashboard/script-jobs.ts";
 import { call, type Harness, startHarness, testHandlers, until } from "../http/harness.ts";
 import { type StoreHandle, storeFactories } from "../support/stores.ts";
 import { noBrowser, useChromium } from "./browser.ts";
@@ -146,7 +147,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard in headless Chromium", (
       expect.arrayContaining([
         `GET ${base}/v1/stats`,
         `GET ${base}/v1/schedules?limit=100`,
-        `GET ${base}/v1/jobs?limit=20`,
+        `GET ${base}/v1/jobs?limit=20&fields=${encodeURIComponent(JOB_LIST_FIELDS)}`,
         `GET ${base}/v1/dlq?limit=20`,
         `POST ${base}/v1/schedules/mounted/pause`,
       ]),

@@ -2,16 +2,25 @@
  * @module
  * The dashboard script's jobs list (inlined into the IIFE of `script.ts`, sharing its helpers:
  * `$`, `api`, `node`, `badge`, `timeCell`, `fillTable`, `num`, `duration`, `Refused`). It lists
- * `v1/jobs` with the API's own query parameters (`status`, `handler`, `scheduleId`, `limit`) and
+ * `v1/jobs` with the API's own query parameters (`status`, `handler`, `scheduleId`, `limit`, and
+ * `fields`: only the members its columns show) and
  * pages with the API's `cursor` (a stack of the cursors of the pages before, for "Newer"). A
  * filter the API refuses (400) is shown in the table, as the API's `detail`. Each row's ID opens
  * the job's detail (`script-job-detail.ts`). Every value reaches the DOM as text.
  */
 
+/**
+ * The job members the list's columns show (`GET /v1/jobs?fields=`), not every job's input and
+ * result: a detail reads those.
+ */
+export const JOB_LIST_FIELDS =
+  "handler,status,cancelRequested,attempts,startedAt,finishedAt,createdAt,error";
+
 /** The jobs list's part of the dashboard script (plain ES2020, inside the page's IIFE). */
 export const JOBS_JS = `
   // ── jobs: list, filters, pages ──────────────────────────────────────────
   const JOB_PAGE = 20;
+  const LIST_FIELDS = ${JSON.stringify(JOB_LIST_FIELDS)};
   /** The filters as applied, the current page's cursor and those of the pages before it. */
   const jobView = { status: "", handler: "", scheduleId: "", cursor: "", before: [], next: "" };
   let jobsSeq = 0;
@@ -21,7 +30,7 @@ export const JOBS_JS = `
   }
 
   function jobsPath() {
-    const q = new URLSearchParams({ limit: String(JOB_PAGE) });
+    const q = new URLSearchParams({ limit: String(JOB_PAGE), fields: LIST_FIELDS });
     if (jobView.status) q.set("status", jobView.status);
     if (jobView.handler) q.set("handler", jobView.handler);
     if (jobView.scheduleId) q.set("scheduleId", jobView.scheduleId);

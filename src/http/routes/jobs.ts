@@ -16,7 +16,13 @@ import { forWriter, requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { jobPathId } from "../path-ids.ts";
 import { listJobsQuery, logsQuery, parseQuery, waitQuery } from "../query.ts";
-import { type CancelResource, jobResource, logEntryResource, pageResource } from "../serialize.ts";
+import {
+  type CancelResource,
+  jobFields,
+  jobResource,
+  logEntryResource,
+  pageResource,
+} from "../serialize.ts";
 import { jobStreamHandler } from "../stream/routes.ts";
 import { batchSubmit } from "./batch.ts";
 import { submitJob } from "./submit.ts";
@@ -34,8 +40,9 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
   routes.use(authorizeRequest(config.authorize));
 
   routes.get("/", requireScope("read"), async (c) => {
-    const query = parseQuery(c, listJobsQuery);
-    return c.json(pageResource(await engine.broker.listJobs(query, c.get("actor")), jobResource));
+    const { fields, ...query } = parseQuery(c, listJobsQuery);
+    const page = await engine.broker.listJobs(query, c.get("actor"));
+    return c.json(pageResource(page, fields ? (job) => jobFields(job, fields) : jobResource));
   });
 
   routes.get("/:id", requireScope("read"), async (c) => {
