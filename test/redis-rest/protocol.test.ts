@@ -88,6 +88,34 @@ describe("POST / (one command)", () => {
     expect((await post("/", ["incr", key("n")], base64)).json).toEqual({ result: 1 });
   });
 
+  it("with base64, gives a value's bytes as they are, UTF-8 or not; as JSON text, as UTF-8", async () => {
+    // Written by a TCP client: bytes no JSON string holds (0xff, a lone 0x80, NUL).
+    const bytes = Buffer.from([0xff, 0x00, 0x80, 0x61, 0xc3, 0xbc]);
+    const k = key("bin");
+    await redis.set(k, bytes);
+    await redis.hset(key("binh"), "f", bytes);
+    const b64 = bytes.toString("base64");
+    expect((await post("/", ["get", k], base64)).json).toEqual({ result: b64 });
+    expect(
+      (
+        await post(
+          "/pipeline",
+          [
+            ["get", k],
+            ["hgetall", `${prefix}:binh:${n}`],
+          ],
+          base64,
+        )
+      ).json,
+    ).toEqual([{ result: b64 }, { result: ["Zg==", b64] }]);
+    expect((await post("/multi-exec", [["get", k]], base64)).json).toEqual([{ result: b64 }]);
+    expect(
+      (await post("/", ["eval", "return {redis.call('get', KEYS[1])}", 1, k], base64)).json,
+    ).toEqual({ result: [b64] });
+    // Without base64 the bytes are read as UTF-8: what is not UTF-8 becomes U+FFFD.
+    expect((await post("/", ["get", k])).json).toEqual({ result: "\ufffd\u0000\ufffdaü" });
+  });
+
   it("answers a Redis error with 400 {error} and Redis's message, never base64", async () => {
     const k = key("e");
     await post("/", ["set", k, "text"]);

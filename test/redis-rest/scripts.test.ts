@@ -312,6 +312,11 @@ describe("on a Redis whose Lua globals are writable (before 7)", () => {
         if (name === "ping") return "PONG";
         throw new Error(`unexpected ${name} ${args}`);
       },
+      /** Commands run for clients ask for bytes (ioredis answers Buffers). */
+      async callBuffer(name: string, args: string[]) {
+        const reply = await redis.call(name, args);
+        return typeof reply === "string" ? Buffer.from(reply) : reply;
+      },
     };
     const app = createRedisRestBridge({
       redis: redis as unknown as Parameters<typeof createRedisRestBridge>[0]["redis"],

@@ -15,7 +15,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { readBoundedJson } from "./body.ts";
 import { parseCommand, parseCommands } from "./commands.ts";
-import { encodeBase64, wantsBase64 } from "./encoding.ts";
+import { encodeReply, type JsonReply, wantsBase64 } from "./encoding.ts";
 import { RedisRestError } from "./errors.ts";
 import {
   type BridgeRedis,
@@ -190,8 +190,12 @@ export function createRedisRestBridge(options: RedisRestBridgeOptions): Hono {
   return app;
 }
 
-function encodeOutcome(outcome: Outcome, base64: boolean): Outcome {
-  return base64 && "result" in outcome ? { result: encodeBase64(outcome.result) } : outcome;
+/** An outcome as JSON: its reply's strings as text, or with `base64` as the base64 of their bytes. */
+function encodeOutcome(
+  outcome: Outcome,
+  base64: boolean,
+): { result: JsonReply } | { error: string } {
+  return "result" in outcome ? { result: encodeReply(outcome.result, base64) } : outcome;
 }
 
 /**

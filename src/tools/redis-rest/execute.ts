@@ -1,6 +1,6 @@
 /**
  * @module
- * Running commands on Redis through ioredis (RESP2, string replies), and telling Redis's answers
+ * Running commands on Redis through ioredis (RESP2, replies as bytes), and telling Redis's answers
  * apart from failures to reach it: a Redis error reply (`ReplyError`) is the command's answer and
  * goes back to the client as `{ error }`; anything else (connection refused, closed, retries
  * exhausted) means Redis could not be asked and becomes a 503. Every command is checked against
@@ -12,10 +12,13 @@ import { RedisRestError } from "./errors.ts";
 import { isScriptCommand, type Prepared, type ScriptSandbox } from "./scripts.ts";
 
 /** What the bridge needs of an ioredis client. */
-export type BridgeRedis = Pick<Redis, "call" | "pipeline" | "multi">;
+export type BridgeRedis = Pick<Redis, "call" | "callBuffer" | "pipeline" | "multi">;
 
-/** A Redis reply as JSON: bulk and status strings, integers, nil, and arrays of those. */
-export type Reply = string | number | null | Reply[];
+/**
+ * A Redis reply: bulk and status strings (the bytes Redis sent, or a text the bridge answers
+ * itself), integers, nil, and arrays of those. `encoding.ts` turns it into JSON.
+ */
+export type Reply = string | Uint8Array | number | null | Reply[];
 
 /** One command's outcome, in the shape of Upstash's `/pipeline` entries. */
 export type Outcome = { result: Reply } | { error: string };
@@ -66,7 +69,7 @@ export async function runCommand(target: Target, command: RedisCommand): Promise
   let outcome: Outcome;
   try {
     const reply = await watched(target, isScriptCommand(command), () =>
-      target.redis.call(wireName(name), args),
+      target.redis.callBuffer(wireName(name), args),
     );
     outcome = { result: toReply(reply) };
   } catch (error) {
@@ -89,7 +92,7 @@ export async function runPipeline(target: Target, commands: RedisCommand[]): Pro
   for (const entry of prepared) {
     if ("wire" in entry) {
       const [name, ...args] = entry.wire;
-      pipeline.call(wireName(name), args);
+      pipeline.callBuffer(wireName(name), args);
     }
   }
   const replies =
@@ -134,7 +137,7 @@ export async function runTransaction(target: Target, commands: RedisCommand[]): 
     const transaction = target.redis.multi();
     for (const { wire } of sent) {
       const [name, ...args] = wire;
-      transaction.call(wireName(name), args);
+      transaction.callBuffer(wireName(name), args);
     }
     try {
       replies = await watched(target, commands.some(isScriptCommand), () => transaction.exec());
@@ -202,10 +205,15 @@ function wireName(name: string): string {
   return RESHAPED_BY_IOREDIS.has(name) ? name.toUpperCase() : name;
 }
 
-/** An ioredis reply (string encoding) as JSON; an error nested in an array becomes its text. */
+/**
+ * An ioredis reply (bytes, kept as they are: a value need not be UTF-8) as a {@link Reply}; an
+ * error nested in an array becomes its text.
+ */
 function toReply(value: unknown): Reply {
   if (value === null || value === undefined) return null;
-  if (typeof value === "string" || typeof value === "number") return value;
+  if (typeof value === "string" || typeof value === "number" || value instanceof Uint8Array) {
+    return value;
+  }
   if (Array.isArray(value)) return value.map(toReply);
   if (value instanceof Error) return value.message;
   return String(value);
