@@ -12,6 +12,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createClient } from "../../src/client/index.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
+import { tenant } from "../security/support.ts";
 import { call, type Harness, startHarness, testHandlers } from "./harness.ts";
 
 const KEY_A = "key-a-0123456789";
@@ -145,6 +146,51 @@ describe("streams per key, ended by the server", () => {
         await stream.text();
       }
     } finally {
+      await h.close();
+    }
+  });
+});
+
+describe("streams per key, with tenants", () => {
+  it("two tenants' keys of one id are two keys: one at its limit leaves the other be", async () => {
+    // Key ids are unique within a tenant only (the configuration allows `ci` in each).
+    const acme = await tenant("slots-acme", { ci: ["read", "jobs:write"] });
+    const globex = await tenant("slots-globex", { ci: ["read", "jobs:write"] });
+    const h = await startHarness({
+      store: new MemoryStore(),
+      handlers: testHandlers().handlers,
+      app: {
+        dev: false,
+        tickSecret: "tick",
+        tenants: [acme.config, globex.config],
+        stream: { maxPerKey: 1, pollMs: 50, retryMs: 20 },
+      },
+    });
+    const aborts: AbortController[] = [];
+    const stream = (id: string, key: string) => {
+      const abort = new AbortController();
+      aborts.push(abort);
+      return fetch(`${h.origin}/v1/jobs/${id}/stream`, {
+        headers: { authorization: `Bearer ${key}` },
+        signal: abort.signal,
+      });
+    };
+    try {
+      const [a, g] = await Promise.all(
+        [acme, globex].map(async (t) => {
+          const res = await call(h.origin, "POST", "/v1/jobs", {
+            json: { handler: "echo", input: {}, delay: "1h" },
+            headers: { authorization: `Bearer ${t.keys.ci!.key}` },
+          });
+          expect(res.status).toBe(202);
+          return res.body.id as string;
+        }),
+      );
+      expect((await stream(a!, acme.keys.ci!.key)).status).toBe(200);
+      expect((await stream(a!, acme.keys.ci!.key)).status).toBe(429);
+      expect((await stream(g!, globex.keys.ci!.key)).status).toBe(200);
+    } finally {
+      for (const abort of aborts) abort.abort();
       await h.close();
     }
   });

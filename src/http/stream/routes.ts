@@ -65,13 +65,14 @@ export function scheduleStreamHandler(config: AppConfig) {
 
 /**
  * The slot a stream holds against `stream.maxPerKey` (429 when there is none), given back when
- * it ends: counted per key id, else (a key without an id, a custom `authorize`, no keys) per
- * tenant. A `HEAD` starts no stream and holds none.
+ * it ends: counted per key id within its tenant (ids are unique only within one: two tenants'
+ * `ci` keys are two keys), else (a key without an id, a custom `authorize`, no keys) per tenant.
+ * A tenant id has no `:`, so no two pairs make one name. A `HEAD` starts no stream and holds none.
  */
 function slotFor(c: Context<AppEnv>, config: AppConfig, actor: Actor): (() => void) | undefined {
   if (c.req.method === "HEAD") return undefined;
-  const key =
-    actor.keyId !== undefined ? `key:${actor.keyId}` : `tenant:${actor.tenant ?? "default"}`;
+  const tenant = actor.tenant ?? "default";
+  const key = actor.keyId !== undefined ? `key:${tenant}:${actor.keyId}` : `tenant:${tenant}`;
   return config.streamSlots.take(key);
 }
 
