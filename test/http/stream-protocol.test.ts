@@ -342,6 +342,68 @@ describe.each(streamStores)("GET /v1/schedules/:id/stream on $name", (factory) =
     await handle?.cleanup();
   });
 
+  it("never sends a position naming another tenant's event (its heartbeats' neither)", async () => {
+    handle = await factory.make();
+    const key = async (id: string) => ({
+      hash: await hashKey(`${id}-key`),
+      scopes: ["read", "jobs:write", "schedules:write"] as Scope[],
+    });
+    const tenants: TenantConfig[] = [
+      { id: "t1", keys: [await key("t1")] },
+      { id: "t2", keys: [await key("t2")] },
+    ];
+    const { h } = await start({ tenants, stream: { heartbeatMs: 30, pollMs: 10 } }, handle.store);
+    const as = (tenant: string) => ({ headers: { authorization: `Bearer ${tenant}-key` } });
+    const created = await call(h.origin, "POST", "/v1/schedules", {
+      json: { id: "daily", handler: "echo", schedule: "0 3 * * *" },
+      ...as("t1"),
+    });
+    expect(created.status).toBe(201);
+    const abort = new AbortController();
+    const response = await fetch(`${h.origin}/v1/schedules/daily/stream`, {
+      ...as("t1"),
+      signal: abort.signal,
+    });
+    expect(response.status).toBe(200);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    const ids = () => [...text.matchAll(/^id: (\S+)$/gm)].map((m) => m[1] as string);
+    /** Reads the stream until `count` more ids came. */
+    const readIds = async (count: number) => {
+      const want = ids().length + count;
+      while (ids().length < want) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error("the stream ended");
+        text += decoder.decode(value, { stream: true });
+      }
+    };
+    try {
+      await readIds(1);
+      // t2's jobs run while t1's stream is open: their events are in the log it reads.
+      for (let i = 0; i < 3; i++) {
+        const job = await call(h.origin, "POST", "/v1/jobs", {
+          json: { handler: "echo" },
+          ...as("t2"),
+        });
+        await until(async () => {
+          const read = await call(h.origin, "GET", `/v1/jobs/${job.body.id}`, as("t2"));
+          return read.body.status === "succeeded";
+        }, 10_000);
+      }
+      await readIds(3);
+    } finally {
+      abort.abort();
+    }
+    const theirs = await call(h.origin, "GET", "/v1/events?limit=100", as("t2"));
+    const t2Ids = new Set(
+      (theirs.body.items as { id: string; tenant?: string }[]).map((e) => e.id),
+    );
+    expect(t2Ids.size).toBeGreaterThanOrEqual(9);
+    const positions = ids().map((id) => id.split(".")[0]);
+    expect(positions.filter((position) => t2Ids.has(position as string))).toEqual([]);
+  });
+
   it("sends each run's status changes and its final job", async () => {
     handle = await factory.make();
     const { h } = await start({ stream: { pollMs: 50 } }, handle.store);

@@ -185,8 +185,9 @@ export function observabilityRoutes(config: AppConfig): Hono<AppEnv> {
       ...(query.type !== undefined ? { types: query.type } : {}),
       ...(query.jobId !== undefined ? { jobId: query.jobId } : {}),
       // A tenant's key sees its own jobs' events and the deployment's (leader, degradation),
-      // filtered while the store scans: another tenant's event never ends a page, so `last` and
-      // `more` tell nothing of it (the filter below is a second line).
+      // filtered while the store scans: another tenant's event never ends a page, and `last` and
+      // `more` tell nothing of it (`EventsPage.examined`, which is not sent; the filter below is
+      // a second line).
       ...(tenant !== undefined ? { tenant } : {}),
       limit: query.limit,
     });

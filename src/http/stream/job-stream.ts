@@ -97,6 +97,11 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
   const deadline = Date.now() + config.maxMs;
   const pos: StreamPosition = ctx.resume ? { ...ctx.resume } : startOf(ctx.job);
   const blocking = store.waitForEvents ? store.waitForEvents.bind(store) : undefined;
+  /**
+   * Where the log is read on from: past every event examined, while `pos.after` (what the client
+   * is sent) may stop short of others' events (`EventsPage.examined`).
+   */
+  let readFrom = pos.after;
   /** The last status the client saw: sent on this connection, or named by its `Last-Event-ID`. */
   let last: JobStatus | undefined = pos.status;
   let first = true;
@@ -154,7 +159,14 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
     // Polling: the log is read only when the job changed (one read per poll otherwise).
     if (blocking || first || sig !== signature) {
       for (;;) {
-        const page = await store.events({ after: pos.after, jobId: record.id, limit: EVENTS_PAGE });
+        // Its tenant's view of the log: a position the stream sends never names another
+        // tenant's event (the store's `tenant` filter).
+        const page = await store.events({
+          after: readFrom,
+          jobId: record.id,
+          tenant: record.tenant,
+          limit: EVENTS_PAGE,
+        });
         for (const event of page.events) {
           const status = statusOfEvent(event);
           if (status === null) continue;
@@ -170,6 +182,7 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
         }
         if (signal.aborted) break;
         if (page.last !== undefined) pos.after = page.last;
+        readFrom = page.examined ?? page.last ?? readFrom;
         if (!page.more) break;
       }
       // A status the log does not hold (its events trimmed, or never written) is read from the
@@ -202,7 +215,7 @@ export async function runJobStream(ctx: JobStreamContext): Promise<void> {
     if (left <= 0 || signal.aborted) return;
     const wait = Math.max(0, Math.min(config.pollMs, left, config.heartbeatMs - out.idleMs()));
     if (blocking) {
-      await blocking(pos.after, wait, signal);
+      await blocking(readFrom, wait, signal);
       const gap = MIN_ROUND_MS - (Date.now() - started);
       if (gap > 0 && !signal.aborted) await pause(Math.min(gap, deadline - Date.now()), signal);
     } else {

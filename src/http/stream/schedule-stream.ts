@@ -62,6 +62,11 @@ export async function runScheduleStream(ctx: ScheduleStreamContext): Promise<voi
   const deadline = Date.now() + config.maxMs;
   const pos: StreamPosition = { ...ctx.start };
   const blocking = store.waitForEvents ? store.waitForEvents.bind(store) : undefined;
+  /**
+   * Where the log is read on from: past every event examined, while `pos.after` (what the client
+   * is sent) may stop short of others' events (`EventsPage.examined`).
+   */
+  let readFrom = pos.after;
   // Where the stream starts, before any event: a client cut before one resumes from here, not
   // from a later "now" that would skip the runs in between.
   out.position(positionId(pos));
@@ -69,7 +74,14 @@ export async function runScheduleStream(ctx: ScheduleStreamContext): Promise<voi
   while (!signal.aborted) {
     const started = Date.now();
     for (;;) {
-      const page = await store.events({ after: pos.after, types: RUN_EVENTS, limit: EVENTS_PAGE });
+      // Its tenant's view of the log: the positions the stream sends (its heartbeat's too)
+      // never name another tenant's event (the store's `tenant` filter).
+      const page = await store.events({
+        after: readFrom,
+        types: RUN_EVENTS,
+        tenant: ctx.tenant,
+        limit: EVENTS_PAGE,
+      });
       for (const event of page.events) {
         if (event.scheduleId !== ctx.scheduleId || event.tenant !== ctx.tenant) continue;
         const status = statusOfEvent(event);
@@ -89,21 +101,23 @@ export async function runScheduleStream(ctx: ScheduleStreamContext): Promise<voi
         }
       }
       if (page.last !== undefined) pos.after = page.last;
+      readFrom = page.examined ?? page.last ?? readFrom;
       if (!page.more || signal.aborted) break;
     }
     const left = deadline - Date.now();
     if (left <= 0 || signal.aborted) return;
     const wait = Math.max(0, Math.min(config.pollMs, left, config.heartbeatMs - out.idleMs()));
     if (blocking) {
-      await blocking(pos.after, wait, signal);
+      await blocking(readFrom, wait, signal);
       const gap = MIN_ROUND_MS - (Date.now() - started);
       if (gap > 0 && !signal.aborted) await pause(Math.min(gap, deadline - Date.now()), signal);
     } else {
       await pause(wait, signal);
     }
     if (signal.aborted) return;
-    // The heartbeat carries the position the stream has read to (other schedules' events
-    // included), so a reconnect after a quiet stretch resumes from there.
+    // The heartbeat carries the position the stream has read to (its tenant's other events
+    // included, and past others' by the store's rule), so a reconnect after a quiet stretch
+    // resumes from there.
     if (out.idleMs() >= config.heartbeatMs) out.position(positionId(pos));
     if (Date.now() >= deadline) return;
   }

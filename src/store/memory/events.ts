@@ -81,8 +81,11 @@ export class EventLog {
     });
   }
 
-  /** One page of `events()` (copies). Throws a `ValidationError` for a malformed `after`. */
-  read(query: EventsQuery): EventsPage {
+  /**
+   * One page of `events()` (copies), read at `now` (the store's clock). Throws a
+   * `ValidationError` for a malformed `after`.
+   */
+  read(query: EventsQuery, now: number): EventsPage {
     const after = query.after === undefined ? { ms: -1, seq: -1 } : parseEventId(query.after);
     const types = query.types && query.types.length > 0 ? new Set(query.types) : undefined;
     const jobId = query.jobId ? query.jobId : undefined;
@@ -112,12 +115,51 @@ export class EventLog {
         events.push(event);
       }
     }
+    if (tenant !== undefined) {
+      const page = tenantPage(events, query.after, last, limit, i === this.#events.length, now);
+      if (page) return clone(page);
+    }
     // Stopped at `limit` or at the scan's bound with events after `last`: the caller reads on.
     const more = last !== undefined && i < this.#events.length;
     return clone(
       last === undefined ? { events } : more ? { events, last, more: true } : { events, last },
     );
   }
+}
+
+/** A position's sequence part past any event's in its millisecond (as the API writes it). */
+const MAX_SEQ = "9999999999999999";
+
+/**
+ * A tenant's page, which never names another tenant's event nor says whether one follows (as the
+ * Redis store's script): stopped at the limit, `last` is the last match and `more` is set without
+ * looking on; at the end of the log, `last` is the latest of `after`, the last match and a
+ * position one second before `now` (past others' events whether there were any, with a second of
+ * room for a clock set back), absent when that is `after`, and `examined` the last event examined
+ * when it is later. Undefined: a scan that stopped at its bound before the end, which names where
+ * it stopped (the reader must get past those events).
+ */
+function tenantPage(
+  events: TickEvent[],
+  after: string | undefined,
+  examined: string | undefined,
+  limit: number,
+  ended: boolean,
+  now: number,
+): EventsPage | undefined {
+  const lastMatch = events.at(-1)?.id;
+  if (events.length >= limit && lastMatch !== undefined) {
+    return { events, last: lastMatch, more: true };
+  }
+  if (!ended) return undefined;
+  let position = after;
+  for (const id of [lastMatch, now - 1001 >= 0 ? `${now - 1001}-${MAX_SEQ}` : undefined]) {
+    if (id !== undefined && eventIdAbove(id, position)) position = id;
+  }
+  const page: EventsPage = { events };
+  if (position !== undefined && position !== after) page.last = position;
+  if (examined !== undefined && examined !== position) page.examined = examined;
+  return page;
 }
 
 /** The fields every job event carries. */

@@ -39,6 +39,5 @@ export function stats(s: MemoryState, degradation: DegradationPolicy | undefined
 }
 
 export function events(s: MemoryState, query: EventsQuery): EventsPage {
-  s.now();
-  return s.events.read(query);
+  return s.events.read(query, s.now());
 }

@@ -191,8 +191,8 @@ export interface EventsQuery {
    * Only the events this tenant may see: its jobs' (and its schedules') events, and the
    * deployment's own, which concern no job (`leader.changed`, `degradation.changed`); a job's
    * event without a tenant (written by an older version) is the default tenant's. Applied while
-   * scanning, like the other filters: another tenant's event never matches, so no `last` or
-   * `more` stops at one. Absent: every tenant's (auth off).
+   * scanning, like the other filters: another tenant's event never matches, and neither `last`
+   * nor `more` tells of one (see {@link EventsPage.examined}). Absent: every tenant's (auth off).
    */
   tenant?: string | undefined;
   /** Oldest first, at most this many (1–1,000). */
@@ -216,6 +216,16 @@ export interface EventsPage {
    * with `after: last`. Absent: nothing followed `last` when the log was read.
    */
   more?: true;
+  /**
+   * With `tenant`, when `last` stops short of it: the id of the last event examined, for a reader
+   * on the server that shows it to no one (a realtime stream reads on from here, and sends
+   * `last`). A tenant's `last` never names another tenant's event: at the end of the log it is
+   * the latest of `after`, the last match and a position one second before the store's clock
+   * (past others' events whether there were any); read from `last`, a call examines that second's
+   * events again. Only a call that examined its 1,000 events without reaching the end names
+   * where it stopped, whoever's event that is.
+   */
+  examined?: string;
 }
 
 /** What the stores count and record, each written inside the operation it describes. */

@@ -94,10 +94,12 @@ export async function events(c: RedisContext, query: EventsQuery): Promise<Event
     events: [string, Omit<TickEvent, "id">][];
     last?: string;
     more?: boolean;
+    examined?: string;
   }>(raw);
   const page: EventsPage = { events: toEvents(r.events) };
   if (r.last) page.last = r.last;
   if (r.last && r.more === true) page.more = true;
+  if (r.examined) page.examined = r.examined;
   return page;
 }
 

@@ -15,9 +15,17 @@
     ARGV[6] '=' and the tenant ('' = every tenant): only the events it may see — its jobs' and schedules'
             events and the deployment's own (no job: leader, degradation); a job event without
             a tenant (an older version's) is the default tenant's. Others' events never match,
-            so neither `last` nor `more` stops at one.
-  Output: JSON text {"events":[["id",{event}]...],"last"?:"id","more"?:true}
+            and the answer never names one or says whether one follows: stopped at the limit,
+            `last` is the last match and `more` is true without looking on; at the end of the
+            stream, `last` is the latest of `after`, the last match and a position one second
+            before the server's clock (past others' events, whether there were any; one second
+            of room for a clock set back), and `examined` the last entry examined when it is
+            later (for a reader on the server, which shows it to no one). Only a read that
+            examined `budget` entries without reaching the end names where it stopped (the
+            reader must get past them).
+  Output: JSON text {"events":[["id",{event}]...],"last"?:"id","more"?:true,"examined"?:"id"}
 ]]
+--@include "time"
 local after, limit, budget = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
 local types
 if ARGV[3] ~= '' then
@@ -145,6 +153,44 @@ while #found < limit and examined < budget do
   start = '(' .. last
 end
 local out = '{"events":[' .. table.concat(found, ',') .. ']'
+if tenant then
+  -- Never another tenant's event id, nor whether one follows (see above).
+  if #found >= limit then
+    return out .. ',"last":"' .. last .. '","more":true}'
+  end
+  if ended then
+    local position = after
+    local function later(id)
+      if id == nil or id == '' then
+        return
+      end
+      if position == '' then
+        position = id
+        return
+      end
+      local ams, aseq = string.match(position, '^(%d+)-(%d+)$')
+      local bms, bseq = string.match(id, '^(%d+)-(%d+)$')
+      ams, bms = tonumber(ams), tonumber(bms)
+      if bms > ams or (bms == ams and tonumber(bseq) > tonumber(aseq)) then
+        position = id
+      end
+    end
+    if #found > 0 then
+      later(string.match(found[#found], '^%["([^"]+)"'))
+    end
+    local clock = nowMs() - 1001
+    if clock >= 0 then
+      later(int(clock) .. '-9999999999999999')
+    end
+    if position ~= '' and position ~= after then
+      out = out .. ',"last":"' .. position .. '"'
+    end
+    if last and last ~= position then
+      out = out .. ',"examined":"' .. last .. '"'
+    end
+    return out .. '}'
+  end
+end
 if last then
   out = out .. ',"last":"' .. last .. '"'
   if not more and not ended then
