@@ -57,6 +57,29 @@ export interface IoredisConnection {
  *   maxRetriesPerRequest: 2,
  * });
  */
+/**
+ * Whether the database a `redis://` or `rediss://` URL names (its path, and a `db` query
+ * parameter, which ioredis also reads) is written as a whole number, or not given. ioredis reads
+ * each with `parseInt`, so `/1e3` chose database 1, `/0x3` database 0 and `/5abc` database 5:
+ * data went to another database than the one meant, without a word. Other forms (a socket path)
+ * are left to ioredis.
+ *
+ * @example
+ * databaseWritten("redis://h:6379/3");   // true
+ * databaseWritten("redis://h:6379/1e3"); // false
+ */
+export function databaseWritten(url: string): boolean {
+  if (!/^rediss?:\/\//i.test(url)) return true;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  const numbers = [parsed.pathname.replace(/^\//, ""), ...parsed.searchParams.getAll("db")];
+  return numbers.every((text, i) => (i === 0 && text === "") || /^\d{1,9}$/.test(text));
+}
+
 export async function connectIoredis(options: IoredisConnectOptions): Promise<IoredisConnection> {
   // Loaded only when asked for: a setup without Redis over TCP needs no Redis client installed.
   const { Redis } = await loadPeer("ioredis", options.purpose, () => import("ioredis"));
@@ -77,8 +100,12 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
   coalesceWrites(redis);
   // ioredis emits an error on every reconnect attempt: report the first of each outage only.
   let lastError: Error | undefined;
+  // The first failure of the start says why: a wrong password is WRONGPASS, then NOAUTH for
+  // every command after it.
+  let firstError: Error | undefined;
   redis.on("error", (error: Error) => {
     if (connected && lastError === undefined) options.onOutage?.(error);
+    if (!connected) firstError ??= error;
     lastError = error;
   });
   redis.on("ready", () => {
@@ -89,7 +116,8 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
   // cannot parse would crash the first connection, one Redis does not have would leave every
   // command on database 0 (ioredis only reports the failed SELECT as an error event).
   const db = (redis.options as { db?: number }).db ?? 0;
-  if (!Number.isInteger(db) || db < 0) {
+  if (!Number.isInteger(db) || db < 0 || !databaseWritten(options.url)) {
+    redis.disconnect();
     throw new StartError(
       `the database in ${redactRedisUrl(options.url)} must be a whole number (the path after the port, e.g. redis://host:6379/0)`,
     );
@@ -122,8 +150,10 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
         { cause: error },
       );
     }
-    const reason = (lastError ?? (error as Error)).message;
-    throw new StartError(`cannot reach Redis at ${redactRedisUrl(options.url)}: ${reason}`, {
+    const first = firstError ?? lastError ?? (error as Error);
+    // A Redis that answered with an error (a password it refused) was reached.
+    const verb = first.name === "ReplyError" ? "cannot use" : "cannot reach";
+    throw new StartError(`${verb} Redis at ${redactRedisUrl(options.url)}: ${first.message}`, {
       cause: error,
     });
   } finally {
