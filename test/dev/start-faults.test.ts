@@ -188,6 +188,47 @@ describe.concurrent("tickwork start: Redis that stops answering", () => {
   }, 90_000);
 });
 
+describe.concurrent("tickwork start: Redis that stops taking writes after the first check", () => {
+  test("writes paused (as in a failover): the start fails within 5 s of its step, one line", async () => {
+    const redis = await startRedisServer();
+    redises.push(redis);
+    const admin = new Redis(redis.url);
+    // PING and SELECT still answer; XGROUP CREATE and the node's heartbeat wait.
+    await admin.call("CLIENT", "PAUSE", "60000", "WRITE");
+    admin.disconnect();
+    const c = tickwork(["start", "--host", "127.0.0.1"], {
+      REDIS_URL: redis.url,
+      TICKWORK_API_KEY: "k",
+    });
+    const code = await exitWithin(c, 45_000);
+    expect(code, c.output()).toBe(1);
+    expect(c.output()).toMatch(/^tickwork: Redis at .* did not answer within 5000 ms while /m);
+    expect(c.output()).not.toContain("    at ");
+    expect(c.output()).not.toMatch(/listening on/);
+  }, 60_000);
+
+  test("a read-only replica: refused at start, one line naming it", async () => {
+    const primary = await startRedisServer();
+    redises.push(primary);
+    const replica = await startRedisServer(20_000, [
+      "--replicaof",
+      "127.0.0.1",
+      String(primary.port),
+    ]);
+    redises.push(replica);
+    for (const role of ["all", "api"]) {
+      const c = tickwork(["start", "--host", "127.0.0.1", "--role", role], {
+        REDIS_URL: replica.url,
+        TICKWORK_API_KEY: "k",
+      });
+      const code = await exitWithin(c, 45_000);
+      expect(code, c.output()).toBe(1);
+      expect(c.output()).toMatch(/^tickwork: .*replica/m);
+      expect(c.output()).not.toContain("    at ");
+    }
+  }, 60_000);
+});
+
 describe.concurrent("tickwork start: signals", () => {
   /** A started server on a prefix of its own, and a client of it. */
   async function startedWithClient() {

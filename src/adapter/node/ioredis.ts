@@ -125,9 +125,16 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
   const timeoutMs = options.connectTimeoutMs ?? 5_000;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let selecting = false;
+  let replica = false;
   const check = (async () => {
     await redis.connect();
     await redis.ping();
+    // A replica refuses every write (READONLY): the start's first write failed with a stack, and
+    // a server of the `api` role started, then answered every submit 500. A Redis that does not
+    // let this client ask (ROLE renamed, or an ACL without it) is taken as a primary.
+    const role = await redis.call("ROLE").catch(() => undefined);
+    replica = Array.isArray(role) && (role[0] === "slave" || role[0] === "replica");
+    if (replica) return;
     selecting = true;
     if (db > 0) await redis.select(db);
   })();
@@ -141,8 +148,17 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
         timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
       }),
     ]);
+    if (replica) {
+      throw new StartError(
+        `Redis at ${redactRedisUrl(options.url)} is a read-only replica: point the URL at its primary`,
+      );
+    }
     connected = true;
   } catch (error) {
+    if (error instanceof StartError) {
+      redis.disconnect();
+      throw error;
+    }
     redis.disconnect();
     if (selecting && !(error instanceof Error && error.message.startsWith("no answer"))) {
       throw new StartError(

@@ -23,7 +23,7 @@ import type { Transport } from "../../transport/port.ts";
 import { DEFAULT_QSTASH_URL } from "../../transport/qstash/options.ts";
 import { type DeliveryUrls, deliveryUrls, resolveDeployment } from "../deployment.ts";
 import { loadPeer, MissingPeerError } from "../peer.ts";
-import { type BannerInfo, formatBanner, sampleJob } from "./banner.ts";
+import { type BannerInfo, formatBanner, redactRedisUrl, sampleJob } from "./banner.ts";
 import { StartError } from "./errors.ts";
 import { type HeartbeatOptions, registerServer, resolveNodeOptions } from "./nodes.ts";
 import { nodeQStashHttp } from "./qstash-http.ts";
@@ -294,6 +294,8 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     ...(deployment.retention ? { retention: deployment.retention } : {}),
   };
   const { store, close: closeStore, redis } = await openStore(target, logger);
+  const storeName =
+    target.kind === "memory" ? "the store" : `Redis at ${redactRedisUrl(target.url)}`;
   // Undone in reverse order at shutdown (or when the start fails half-way).
   const cleanups: Array<() => unknown> = [closeStore, () => store.close?.()];
   let app: FetchApp = { fetch: () => new Response("starting", { status: 503 }) };
@@ -399,7 +401,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
           logger,
         });
         const pulling = worker;
-        await pulling.start();
+        await startStep("creating the worker's consumer group", storeName, () => pulling.start());
         // Stop pulling as soon as shutdown begins (alongside the HTTP drain, under the same
         // deadline), not after it: nothing new starts once SIGTERM has arrived.
         let stopped: Promise<unknown> | undefined;
@@ -438,16 +440,18 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   // The node registry: the first heartbeat before the banner, then one every `everyMs`.
   let node: Awaited<ReturnType<typeof registerServer>>;
   try {
-    node = await registerServer({
-      ...nodeOptions,
-      store,
-      id: engine.options.instanceId,
-      roles,
-      handlers: Object.keys(options.handlers),
-      transport: queue,
-      worker: () => worker,
-      logger,
-    });
+    node = await startStep("registering the node", storeName, () =>
+      registerServer({
+        ...nodeOptions,
+        store,
+        id: engine.options.instanceId,
+        roles,
+        handlers: Object.keys(options.handlers),
+        transport: queue,
+        worker: () => worker,
+        logger,
+      }),
+    );
   } catch (error) {
     startSettled();
     await server.close();
@@ -496,6 +500,42 @@ function timerOption(field: "tickEveryMs" | "shutdownTimeoutMs", value: unknown,
       `${field} must be a whole number of ms from ${min} to ${MAX_TIMER_MS}, got ${String(value)}`,
       { field },
     );
+  }
+}
+
+/** How long one of the start's round trips to the store may take, as its first check may. */
+const START_STEP_MS = 5_000;
+
+/**
+ * `step`, one of the start's round trips to the store after its first check: bounded, and its
+ * failure one line naming the store. A Redis that stopped answering writes after the check (a
+ * failover pauses them) hung the start without a word, and a read-only replica's `READONLY`
+ * ended it with a stack.
+ */
+async function startStep<T>(what: string, storeName: string, step: () => Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      step(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new StartError(
+                `${storeName} did not answer within ${START_STEP_MS} ms while ${what}`,
+              ),
+            ),
+          START_STEP_MS,
+        );
+      }),
+    ]);
+  } catch (error) {
+    if (error instanceof StartError) throw error;
+    throw new StartError(`cannot use ${storeName} while ${what}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  } finally {
+    clearTimeout(timer);
   }
 }
 
