@@ -100,6 +100,12 @@ describe("resolveDeployment", () => {
       variable: "TICKWORK_API_KEY",
       field: "apiKeys",
     });
+    expect(refusal({ ...base, apiKeys: "k1, has space" })).toMatchObject({
+      message: expect.stringContaining("one token without spaces"),
+      variable: "TICKWORK_API_KEY",
+      field: "apiKeys",
+    });
+    expect(refusal({ ...base, apiKeys: ["k1", "line\nbreak"] }).variable).toBe("TICKWORK_API_KEY");
     expect(refusal({ ...base, publicUrl: "jobs.example.com" })).toMatchObject({
       message: "publicUrl (TICKWORK_PUBLIC_URL) is not a URL (it needs its scheme: https://…)",
       variable: "TICKWORK_PUBLIC_URL",

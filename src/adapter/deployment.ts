@@ -184,6 +184,14 @@ export function resolveDeployment(settings: DeploymentSettings): Deployment {
   const serves = routeSet(roles);
   const config = resolveConfig(settings.config);
   const apiKeys = splitApiKeys(settings.apiKeys);
+  // As with CRON_SECRET below: a key with a space inside cannot be sent as one `Bearer` token
+  // (the banner's curl lines and every client would get 401); only `X-Api-Key` carried it.
+  if (apiKeys.some((key) => /\s/.test(key))) {
+    throw configError(
+      "apiKeys",
+      "TICKWORK_API_KEY: each key must be one token without spaces or line breaks (it is sent as `Authorization: Bearer <key>`); separate several keys with commas",
+    );
+  }
   const keyed = apiKeys.length > 0 || hasKeys(config);
   if (!dev && serves.read && !keyed) {
     throw configError(
