@@ -281,6 +281,9 @@ describe("GET /v1/jobs/:id/stream", () => {
       "1-0.0.__proto__",
       "1-0.0.Running",
       "1-0.0.running.1",
+      // A progress time past what a Date holds: the id sent back would read 1e16.
+      "1-0.9999999999999999",
+      "1-0.8640000000000001.queued",
     ]) {
       const answer = await stream(
         `/v1/jobs/${job.body.id}/stream`,

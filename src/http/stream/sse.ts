@@ -156,6 +156,9 @@ export function positionBefore(ms: number): StreamPosition {
   return { after: `${Math.max(0, ms - 1)}-${MAX_SEQ}`, progressAt: 0 };
 }
 
+/** The latest time a `Date` holds, in ms. */
+const MAX_DATE_MS = 8.64e15;
+
 /** The `id:` of an event sent at `position`. */
 export function positionId(position: StreamPosition): string {
   const id = `${position.after}.${position.progressAt}`;
@@ -172,7 +175,14 @@ export function parseLastEventId(value: string | undefined): StreamPosition | un
   if (value === undefined || value.trim() === "") return undefined;
   const match = /^(\d{1,16}-\d{1,16})(?:\.(\d{1,16})(?:\.([a-z]{1,16}))?)?$/.exec(value.trim());
   const status = match?.[3];
-  if (!match || (status !== undefined && !Object.hasOwn(STATUS_NAMES, status))) {
+  // A progress time is a time a `Date` holds: past it (9999999999999999), the id sent back
+  // read 10000000000000000, which this refused on the next reconnect.
+  const progressAt = Number(match?.[2] ?? 0);
+  if (
+    !match ||
+    (status !== undefined && !Object.hasOwn(STATUS_NAMES, status)) ||
+    progressAt > MAX_DATE_MS
+  ) {
     throw new InvalidRequestError("invalid Last-Event-ID", [
       {
         path: "Last-Event-ID",
@@ -181,7 +191,7 @@ export function parseLastEventId(value: string | undefined): StreamPosition | un
       },
     ]);
   }
-  const position: StreamPosition = { after: match[1] as string, progressAt: Number(match[2] ?? 0) };
+  const position: StreamPosition = { after: match[1] as string, progressAt };
   if (status !== undefined) position.status = status as JobStatus;
   return position;
 }
