@@ -3,6 +3,7 @@
  * store and on Redis: each answer is RFC 9457 problem+json with an `x-request-id`, and a refused
  * request leaves the store as it was.
  */
+import { gzipSync } from "node:zlib";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { TickworkError } from "../../src/core/errors.ts";
@@ -322,6 +323,32 @@ describe.each(storeFactories)("error answers on $name", (factory) => {
     });
     expect(vendor.status).toBe(202);
     await call(h.origin, "DELETE", `/v1/jobs/${vendor.body.id}`);
+    before = await snapshot(h.store);
+  });
+
+  it("415: a body with a content coding (gzip, br), whether or not it is coded", async () => {
+    const json = '{"handler":"echo","delay":"1h"}';
+    const sends: [string, string, BodyInit, string][] = [
+      ["POST", "/v1/jobs", json, "gzip"],
+      ["POST", "/v1/jobs", new Blob([gzipSync(json)]), "gzip"],
+      ["POST", "/v1/jobs/batch", `{"jobs":[${json}]}`, "GZIP"],
+      ["POST", "/v1/schedules", '{"id":"s9","handler":"echo","schedule":"1h"}', "br"],
+      ["POST", "/v1/jobs", json, "identity, gzip"],
+    ];
+    for (const [method, path, body, coding] of sends) {
+      const answer = await call(h.origin, method, path, {
+        body,
+        headers: { "content-type": "application/json", "content-encoding": coding },
+      });
+      expectProblem(answer, 415, /must not be encoded/);
+    }
+    // `identity` is no coding.
+    const plain = await call(h.origin, "POST", "/v1/jobs", {
+      body: json,
+      headers: { "content-type": "application/json", "content-encoding": "identity" },
+    });
+    expect(plain.status).toBe(202);
+    await call(h.origin, "DELETE", `/v1/jobs/${plain.body.id}`);
     before = await snapshot(h.store);
   });
 

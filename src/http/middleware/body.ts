@@ -17,7 +17,8 @@ const DECIMAL = /^\d+$/;
 const JSON_SUFFIX = /^application\/[\w.+-]+\+json$/;
 
 /**
- * The JSON body of a request: 415 unless it is `application/json` (or `+json`), 413 when over
+ * The JSON body of a request: 415 unless it is `application/json` (or `+json`) without a content
+ * coding (`Content-Encoding` absent or `identity`), 413 when over
  * `maxBytes`, 400 when it is not valid UTF-8 JSON, nests deeper than {@link MAX_JSON_DEPTH}, or
  * holds a key of {@link FORBIDDEN_KEYS} anywhere (`__proto__`, `constructor`, `prototype`). A body
  * that wraps jobs (a batch's `{"jobs":[…]}`, a flow's `{"children":[…]}`) passes the levels it
@@ -28,7 +29,7 @@ const JSON_SUFFIX = /^application\/[\w.+-]+\+json$/;
  */
 export function readJson(c: Context<AppEnv>, maxBytes: number, wrapperDepth = 0): Promise<unknown> {
   return jsonBody(
-    c.req.header("content-type"),
+    (name) => c.req.header(name),
     (max) => readLimited(c.req.raw, max),
     maxBytes,
     wrapperDepth,
@@ -36,19 +37,21 @@ export function readJson(c: Context<AppEnv>, maxBytes: number, wrapperDepth = 0)
 }
 
 /**
- * What {@link readJson} does, for a request at hand as its `Content-Type` header and a reader of
- * its body (`read(maxBytes)`: the bytes, or a 413 as soon as the body is known to be longer, as
- * {@link bodyTooLarge} answers). The media type is checked before the body is read.
+ * What {@link readJson} does, for a request at hand as its headers (`header(name)`) and a reader
+ * of its body (`read(maxBytes)`: the bytes, or a 413 as soon as the body is known to be longer,
+ * as {@link bodyTooLarge} answers). The media type and coding are checked before the body is
+ * read.
  *
  * @example
- * const body = await jsonBody(header("content-type"), (max) => readBody(max), 1_048_576);
+ * const body = await jsonBody((name) => headers.get(name) ?? undefined, (max) => readBody(max), 1_048_576);
  */
 export async function jsonBody(
-  header: string | undefined,
+  headers: (name: string) => string | undefined,
   read: (maxBytes: number) => Promise<Uint8Array>,
   maxBytes: number,
   wrapperDepth = 0,
 ): Promise<unknown> {
+  const header = headers("content-type");
   // What clients send nearly always: decided without splitting and lowering the header.
   const type =
     header === "application/json" ? header : (header?.split(";")[0]?.trim().toLowerCase() ?? "");
@@ -57,6 +60,16 @@ export async function jsonBody(
       415,
       "unsupported_media_type",
       `request body must be application/json, got ${type ? JSON.stringify(type) : "no Content-Type"}`,
+    );
+  }
+  // A coded body (gzip) was read as if plain: one labelled gzip but sent plain was taken, and a
+  // real one was refused as "not valid UTF-8" (RFC 9110: 415 for a coding the server does not do).
+  const coding = headers("content-encoding");
+  if (coding !== undefined && coding.trim() !== "" && coding.trim().toLowerCase() !== "identity") {
+    throw new TickworkError(
+      415,
+      "unsupported_media_type",
+      `request body must not be encoded: send it as plain JSON, without Content-Encoding (got ${JSON.stringify(coding.slice(0, 64))})`,
     );
   }
   const bytes = await read(maxBytes);

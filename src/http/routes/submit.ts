@@ -51,7 +51,7 @@ export interface SubmitAnswer {
 export async function submitJob(config: AppConfig, x: SubmitExchange): Promise<SubmitAnswer> {
   checkActorScope(x.actor, "jobs:write", x);
   const body = await jsonBody(
-    x.requestHeader("content-type"),
+    (name) => x.requestHeader(name),
     (max) => x.body(max),
     config.bodyLimitBytes,
   );
