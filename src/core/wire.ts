@@ -72,9 +72,13 @@ export interface JobLogEntryResource {
 
 /**
  * What a cancel answers: `200 { id, status: "cancelled" }` for a job that was queued, or `202` with
- * the running job (`status: "running"`, `cancelRequested: true`), which ends `cancelled` soon.
+ * the running job (`status: "running"`, `cancelRequested: true`), which ends `cancelled` soon: the
+ * whole job to a key that may read, `{ id, status, cancelRequested }` to one that may not.
  */
-export type CancelResource = { id: string; status: "cancelled" } | JobResource;
+export type CancelResource =
+  | { id: string; status: "cancelled" }
+  | { id: string; status: "running"; cancelRequested: true }
+  | JobResource;
 
 /**
  * What a submit (and anything else that queues a job) answers — `202`, or `200` when the

@@ -5,14 +5,15 @@
  * a tenant's key sees only its own jobs.
  */
 import { Hono } from "hono";
-import { NotFoundError } from "../../core/errors.ts";
+import { ConflictError, NotFoundError } from "../../core/errors.ts";
 import { FINAL_JOB_STATUSES } from "../../core/model.ts";
+import { hasScope } from "../../core/scopes.ts";
 import { presentJob } from "../../engine/broker.ts";
 import { waitForFinal } from "../long-poll.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readBytes } from "../middleware/body.ts";
 import { jsonAnswer } from "../middleware/request-id.ts";
-import { forWriter, requireScope } from "../middleware/scope.ts";
+import { requireScope } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { jobPathId } from "../path-ids.ts";
 import { listJobsQuery, logsQuery, parseQuery, waitQuery } from "../query.ts";
@@ -90,12 +91,28 @@ export function jobRoutes(config: AppConfig): Hono<AppEnv> {
     routes.post("/batch", requireScope("jobs:write"), batchSubmit(config));
 
     routes.delete("/:id", requireScope("jobs:write"), async (c) => {
-      const job = await engine.broker.cancel(jobPathId(c.req.param("id")), c.get("actor"));
-      // Running: asked to stop; it ends `cancelled` once its runner sees the request. A key that
-      // may not read gets it without its input (cancelling again changes nothing and would read
-      // any running job's input).
+      const actor = c.get("actor");
+      // A key that may not read learns only whether the cancel took: not the job (cancelling a
+      // running job again changes nothing, and answered its progress, last error, node and
+      // tags), nor the status a finished job ended with.
+      const reads = hasScope(actor?.scopes, "read");
+      const id = jobPathId(c.req.param("id"));
+      let job: Awaited<ReturnType<typeof engine.broker.cancel>>;
+      try {
+        job = await engine.broker.cancel(id, actor);
+      } catch (error) {
+        if (reads || !(error instanceof ConflictError)) throw error;
+        throw new ConflictError(
+          error.code,
+          `job "${id}" cannot be cancelled: only queued, waiting and running jobs can be`,
+        );
+      }
+      // Running: asked to stop; it ends `cancelled` once its runner sees the request.
       if (job.status !== "cancelled") {
-        return c.json(forWriter(c.get("actor"), jobResource(job)) as CancelResource, 202);
+        const answer: CancelResource = reads
+          ? jobResource(job)
+          : { id: job.id, status: "running", cancelRequested: true };
+        return c.json(answer, 202);
       }
       return c.json({ id: job.id, status: job.status } as CancelResource);
     });
