@@ -138,6 +138,16 @@ describe("serverOptionsFromEnv", () => {
     );
     expect(streams.transport).toBe("streams");
     expect(streams.qstash).toBeUndefined();
+    // Nor checked: a token without its signing keys does not stop a transport that needs none
+    // (it said "jobs go through QStash").
+    for (const chosen of ["streams", "local"]) {
+      const options = serverOptionsFromEnv(
+        { ...redis, QSTASH_TOKEN: "q", TICKWORK_TRANSPORT: chosen },
+        "dev",
+      );
+      expect(options).toMatchObject({ transport: chosen });
+      expect(options.qstash).toBeUndefined();
+    }
     expect(serverOptionsFromEnv({ ...redis, TICKWORK_CONCURRENCY: "50" }, "dev").concurrency).toBe(
       50,
     );

@@ -328,7 +328,11 @@ export function serverOptionsFromEnv(
 ): Omit<StartServerOptions, "handlers"> {
   const dev = mode === "dev";
   const store = selectStore(env);
-  const qstash = selectQStash(env);
+  // QStash's variables are read (and checked) unless another transport is chosen by name: a
+  // token left without its signing keys stopped `TICKWORK_TRANSPORT=streams`, saying jobs go
+  // through QStash.
+  const chosen = value(env, "TICKWORK_TRANSPORT")?.toLowerCase();
+  const qstash = chosen === "streams" || chosen === "local" ? undefined : selectQStash(env);
   const transport = selectTransport(env, store, qstash);
   const concurrency = parseConcurrency(value(env, "TICKWORK_CONCURRENCY"));
   const readAhead = parseReadAhead(value(env, "TICKWORK_READ_AHEAD"));
