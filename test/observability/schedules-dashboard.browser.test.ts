@@ -62,8 +62,15 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's schedules in headless 
     const paused = await call(h.origin, "POST", "/v1/schedules/held/pause");
     // The API keeps the time that was pending at the pause; a resume recomputes it from then.
     expect(paused.body).toMatchObject({ status: "paused", nextRunAt: created.body.nextRunAt });
+    // Its first run an hour on: "5m" alone runs on the epoch's five-minute grid, and a page drawn
+    // within a second of a grid time showed "now" for it.
     await call(h.origin, "POST", "/v1/schedules", {
-      json: { id: "running", handler: "echo", schedule: "5m" },
+      json: {
+        id: "running",
+        handler: "echo",
+        schedule: "5m",
+        startAt: new Date(Date.now() + 3_600_000).toISOString(),
+      },
     });
 
     const p = await open(h);
