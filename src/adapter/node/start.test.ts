@@ -1,5 +1,6 @@
 import { expect, test } from "vitest";
 import { TickworkConfigError } from "../../core/errors.ts";
+import type { Logger } from "../../engine/logger.ts";
 import { StartError } from "./errors.ts";
 import { type StartServerOptions, startServer } from "./start.ts";
 
@@ -101,4 +102,36 @@ test("an observer needs nowhere to deliver; it serves reads only and runs no tic
   } finally {
     await server.close();
   }
+});
+
+test("settings this server's transport or roles do not use are named in a warning", async () => {
+  const warnings: string[] = [];
+  const logger: Logger = {
+    debug: () => {},
+    info: () => {},
+    warn: (message: string) => {
+      warnings.push(message);
+    },
+    error: () => {},
+    child: () => logger,
+  };
+  // The local queue (the memory store): no Streams worker pulls, and no QStash publishes.
+  const server = await startServer({
+    ...base,
+    concurrency: 50,
+    readAhead: 0,
+    workerGroups: { default: "https://app.example.com/v1/worker" },
+    engine: { logger },
+  });
+  await server.close();
+  expect(warnings.filter((w) => w.includes("is set but not used"))).toEqual([
+    expect.stringMatching(/^tickwork: TICKWORK_CONCURRENCY .* transport is local\)$/),
+    expect.stringMatching(/^tickwork: TICKWORK_READ_AHEAD .* transport is local\)$/),
+    expect.stringMatching(/^tickwork: TICKWORK_WORKER_GROUPS .* transport is local$/),
+  ]);
+  // What it uses draws no warning.
+  warnings.length = 0;
+  const used = await startServer({ ...base, signingKey: "k".repeat(32), engine: { logger } });
+  await used.close();
+  expect(warnings.filter((w) => w.includes("is set but not used"))).toEqual([]);
 });

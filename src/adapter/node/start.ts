@@ -279,6 +279,9 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   }
   const nodeOptions = resolveNodeOptions(options.capabilities, options.heartbeat);
   const logger: Logger = options.engine?.logger ?? jsonLogger();
+  for (const [setting, why] of unusedSettings(options, queue, serves.worker)) {
+    logger.warn(`tickwork: ${setting} is set but not used: ${why}`);
+  }
   const engineOptions: EngineOptions = {
     ...deployment.engine,
     ...(options.nodeId !== undefined ? { instanceId: options.nodeId } : {}),
@@ -501,6 +504,42 @@ function timerOption(field: "tickEveryMs" | "shutdownTimeoutMs", value: unknown,
       { field },
     );
   }
+}
+
+/**
+ * Settings given that this server's transport and roles do not use, each with why: they were
+ * ignored without a word (a concurrency set on a server delivering through QStash looked applied).
+ */
+function unusedSettings(
+  options: StartServerOptions,
+  queue: "qstash" | "streams" | "local",
+  worker: boolean,
+): [setting: string, why: string][] {
+  const unused: [string, string][] = [];
+  const pulls = queue === "streams" && worker;
+  const pullNote =
+    queue !== "streams"
+      ? `only a Redis Streams worker pulls deliveries (this server's transport is ${queue})`
+      : "this server has no worker role, so it pulls nothing";
+  if (options.concurrency !== undefined && !pulls) {
+    unused.push(["TICKWORK_CONCURRENCY (concurrency)", pullNote]);
+  }
+  if (options.readAhead !== undefined && !pulls) {
+    unused.push(["TICKWORK_READ_AHEAD (readAhead)", pullNote]);
+  }
+  if (options.signingKey !== undefined && queue !== "local") {
+    unused.push([
+      "TICKWORK_SIGNING_KEY (signingKey)",
+      `it signs the local queue's deliveries, and this server's transport is ${queue}`,
+    ]);
+  }
+  if (options.workerGroups !== undefined && queue !== "qstash") {
+    unused.push([
+      "TICKWORK_WORKER_GROUPS (workerGroups)",
+      `it names QStash's worker URLs, and this server's transport is ${queue}`,
+    ]);
+  }
+  return unused;
 }
 
 /** How long one of the start's round trips to the store may take, as its first check may. */
