@@ -3,6 +3,9 @@
  * (exact `INFO commandstats` counts).
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { onFreePort } from "./free-port.ts";
 
@@ -35,9 +38,14 @@ async function startOn(
   timeoutMs: number,
   extraArgs: readonly string[],
 ): Promise<PrivateRedis> {
+  // A directory of its own: a replica (`--replicaof`) writes the primary's data there (it left a
+  // dump.rdb in the working directory).
+  const dir = mkdtempSync(join(tmpdir(), "tw-redis-"));
   const child = spawn(
     "redis-server",
     [
+      "--dir",
+      dir,
       "--port",
       String(port),
       "--bind",
@@ -51,7 +59,9 @@ async function startOn(
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   // `close`: its output is read to the end (the reason it stopped, e.g. the port in use).
-  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  const exited = new Promise<void>((resolve) => child.once("close", () => resolve())).then(() =>
+    rmSync(dir, { recursive: true, force: true }),
+  );
   let log = "";
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
