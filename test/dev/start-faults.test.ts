@@ -207,6 +207,49 @@ describe.concurrent("tickwork start: Redis that stops taking writes after the fi
     expect(c.output()).not.toMatch(/listening on/);
   }, 60_000);
 
+  test("startServer that failed so leaves nothing running once Redis answers again: the process ends by itself", async () => {
+    // Not the CLI (it exits at once): code calling startServer, whose process ends only when
+    // nothing is left running. The worker's step times out (Streams), or the node's (local).
+    const script = (transport: string) => `
+      import { startServer } from "tickwork/node";
+      try {
+        await startServer({ handlers: {}, redisUrl: process.env.REDIS_URL, transport: "${transport}",
+          dev: false, apiKeys: ["k"], port: 0, signals: false, print: false });
+        console.log("STARTED");
+      } catch (error) {
+        console.log("FAILED " + error.message);
+      }`;
+    const runs = ["streams", "local"].map(async (transport) => {
+      const redis = await startRedisServer();
+      redises.push(redis);
+      const admin = new Redis(redis.url);
+      // Past the step's 5 s, then writes go through: a step that timed out completes.
+      await admin.call("CLIENT", "PAUSE", "9000", "WRITE");
+      admin.disconnect();
+      const child = spawn(process.execPath, ["--input-type=module", "-e", script(transport)], {
+        cwd: ROOT,
+        env: cleanEnv({ REDIS_URL: redis.url }),
+      });
+      let out = "";
+      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+      child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
+      const ended = await Promise.race([
+        new Promise((resolve) => child.once("close", () => resolve("ended"))),
+        new Promise((resolve) => setTimeout(() => resolve("still running"), 45_000)),
+      ]);
+      child.kill("SIGKILL");
+      return { transport, ended, failed: /FAILED .*did not answer within 5000 ms/.test(out), out };
+    });
+    for (const run of await Promise.all(runs)) {
+      expect({ ...run, out: undefined }, run.out).toEqual({
+        transport: run.transport,
+        ended: "ended",
+        failed: true,
+        out: undefined,
+      });
+    }
+  }, 90_000);
+
   test("a read-only replica: refused at start, one line naming it", async () => {
     const primary = await startRedisServer();
     redises.push(primary);

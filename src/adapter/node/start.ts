@@ -404,9 +404,10 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
           logger,
         });
         const pulling = worker;
-        await startStep("creating the worker's consumer group", storeName, () => pulling.start());
         // Stop pulling as soon as shutdown begins (alongside the HTTP drain, under the same
-        // deadline), not after it: nothing new starts once SIGTERM has arrived.
+        // deadline), not after it: nothing new starts once SIGTERM has arrived. Set up before the
+        // worker starts: a start that fails (its step timed out) stops it too, so a consumer
+        // group created late starts no pull loop.
         let stopped: Promise<unknown> | undefined;
         const stopPulling = () =>
           (stopped ??= pulling
@@ -423,6 +424,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
         if (server.signal.aborted) void stopPulling();
         else server.signal.addEventListener("abort", stopPulling, { once: true });
         cleanups.push(stopPulling);
+        await startStep("creating the worker's consumer group", storeName, () => pulling.start());
       }
     }
     ticking = serves.tick;
@@ -443,17 +445,23 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   // The node registry: the first heartbeat before the banner, then one every `everyMs`.
   let node: Awaited<ReturnType<typeof registerServer>>;
   try {
-    node = await startStep("registering the node", storeName, () =>
-      registerServer({
-        ...nodeOptions,
-        store,
-        id: engine.options.instanceId,
-        roles,
-        handlers: Object.keys(options.handlers),
-        transport: queue,
-        worker: () => worker,
-        logger,
-      }),
+    node = await startStep(
+      "registering the node",
+      storeName,
+      () =>
+        registerServer({
+          ...nodeOptions,
+          store,
+          id: engine.options.instanceId,
+          roles,
+          handlers: Object.keys(options.handlers),
+          transport: queue,
+          worker: () => worker,
+          logger,
+        }),
+      // Registered after its step timed out: its heartbeat would beat on for a server that never
+      // started.
+      (late) => late?.stop(),
     );
   } catch (error) {
     startSettled();
@@ -549,23 +557,34 @@ const START_STEP_MS = 5_000;
  * `step`, one of the start's round trips to the store after its first check: bounded, and its
  * failure one line naming the store. A Redis that stopped answering writes after the check (a
  * failover pauses them) hung the start without a word, and a read-only replica's `READONLY`
- * ended it with a stack.
+ * ended it with a stack. What a step that timed out completes later is handed to `late` (to undo
+ * it: the start has failed by then).
  */
-async function startStep<T>(what: string, storeName: string, step: () => Promise<T>): Promise<T> {
+async function startStep<T>(
+  what: string,
+  storeName: string,
+  step: () => Promise<T>,
+  late?: (result: T) => unknown,
+): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let timedOut = false;
+  const running = step();
+  running.then(
+    (result) => {
+      if (timedOut) void Promise.resolve(late?.(result)).catch(() => {});
+    },
+    () => {},
+  );
   try {
     return await Promise.race([
-      step(),
+      running,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(
-              new StartError(
-                `${storeName} did not answer within ${START_STEP_MS} ms while ${what}`,
-              ),
-            ),
-          START_STEP_MS,
-        );
+        timer = setTimeout(() => {
+          timedOut = true;
+          reject(
+            new StartError(`${storeName} did not answer within ${START_STEP_MS} ms while ${what}`),
+          );
+        }, START_STEP_MS);
       }),
     ]);
   } catch (error) {
