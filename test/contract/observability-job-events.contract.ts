@@ -191,6 +191,27 @@ export function describeJobEventsContract(name: string, make: MakeContractStore)
       expect(next.events.map((e) => [e.jobId, e.type])).toEqual([[later.id, "job.created"]]);
     });
 
+    it("with a tenant, a read whose 1,000 events end the log names none of another's; a limit of 0 reads as 1", async () => {
+      const before = (await allEvents()).at(-1)?.id;
+      for (let i = 0; i < 1_000; i++) await submitted({ tenant: "globex" });
+      const theirs = (await allEvents()).filter((e) => e.tenant === "globex");
+      expect(theirs).toHaveLength(1_000);
+      // The read examines exactly its 1,000 events, the last of them the log's last: its end.
+      const page = await store.events({
+        tenant: "acme",
+        limit: 10,
+        ...(before ? { after: before } : {}),
+      });
+      expect(page.events).toEqual([]);
+      expect(page.more).toBeUndefined();
+      expect(theirs.map((e) => e.id)).not.toContain(page.last);
+      expect(page.examined).toBe(theirs.at(-1)?.id);
+      // Read from the start with a limit of 0: as 1, on every store.
+      const own = await submitted({ tenant: "acme" });
+      const zero = await store.events({ tenant: "acme", limit: 0, after: page.examined! });
+      expect(zero.events.map((e) => e.jobId)).toEqual([own.id]);
+    });
+
     it("with a tenant whose name JSON escapes, sees its own events and no other's", async () => {
       // Tenants a custom `authorize` may name: escaped differently by the event writers (`/` as
       // `\/` or not, controls as `\u…`).

@@ -200,10 +200,11 @@ export interface EventsQuery {
 }
 
 /**
- * Oldest first; `last` is the id of the last event examined (pass it as `after` to continue).
- * A call examines the events after `after`, oldest first, until it holds `limit` matching ones
- * or has examined 1,000 events; `last` is then the id of the last one examined (the last match
- * when it stopped at `limit`), absent when there was nothing after `after`. A page may hold fewer
+ * Oldest first; `last` is where to read on from (pass it as `after` to continue). A call
+ * examines the events after `after`, oldest first, until it holds `limit` matching ones or has
+ * examined 1,000 events; `last` is then the id of the last one examined (the last match when it
+ * stopped at `limit`), absent when there was nothing after `after`. With `tenant` it may instead
+ * be a position that names no event (see {@link EventsPage.examined}). A page may hold fewer
  * than `limit` events while more match later: read on with `after: last` while `more` is set
  * (or until `last` is absent).
  */
@@ -213,7 +214,9 @@ export interface EventsPage {
   /**
    * Present when the call stopped before the end of the log — at `limit` matches, or after
    * examining its 1,000 events (a filtered scan stopped early) — and events follow `last`: read on
-   * with `after: last`. Absent: nothing followed `last` when the log was read.
+   * with `after: last`. Absent: nothing followed `last` when the log was read. With `tenant`, a
+   * call that stopped at `limit` sets it without looking on (what follows may be another
+   * tenant's): the next read may find nothing.
    */
   more?: true;
   /**
@@ -222,8 +225,11 @@ export interface EventsPage {
    * `last`). A tenant's `last` never names another tenant's event: at the end of the log it is
    * the latest of `after`, the last match and a position one second before the store's clock
    * (past others' events whether there were any); read from `last`, a call examines that second's
-   * events again. Only a call that examined its 1,000 events without reaching the end names
-   * where it stopped, whoever's event that is.
+   * events again. The second is the room left for a clock set back: a store whose clock steps
+   * back by more (or a failover to a server whose clock is that far behind, with a quiet log) can
+   * write an event below a position already given, and a reader from there misses it. Only a
+   * call that examined its 1,000 events without reaching the end names where it stopped,
+   * whoever's event that is.
    */
   examined?: string;
 }

@@ -82,7 +82,8 @@ export async function events(c: RedisContext, query: EventsQuery): Promise<Event
     [c.keys.events],
     [
       eventIdArg(query.after),
-      String(Math.max(0, Math.floor(query.limit))),
+      // At least one, as the memory store reads it (a tenant's read of 0 failed in the script).
+      String(Math.max(1, Math.floor(query.limit))),
       typesArg(query.types),
       String(EVENTS_BUDGET),
       query.jobId ?? "",

@@ -153,6 +153,11 @@ while #found < limit and examined < budget do
   start = '(' .. last
 end
 local out = '{"events":[' .. table.concat(found, ',') .. ']'
+if tenant and not ended and #found < limit and last then
+  -- The budget ran out on the stream's last entry: that is its end too (as the memory store
+  -- sees it), not a stop that must name where it was.
+  ended = #redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', 1) == 0
+end
 if tenant then
   -- Never another tenant's event id, nor whether one follows (see above).
   if #found >= limit then
