@@ -30,6 +30,11 @@ export interface IoredisConnectOptions {
    * (the caller answers 503, or tries again later).
    */
   maxRetriesPerRequest: number;
+  /**
+   * Refuse a read-only replica (`ROLE`): a store's writes would all fail (READONLY). The REST
+   * bridge passes `false`: in front of a replica it serves reads. @default true
+   */
+  refuseReplica?: boolean | undefined;
   /** How long the first connection may take. @default 5_000 */
   connectTimeoutMs?: number | undefined;
   /** The first error of an outage (after the first connection); later ones are not reported. */
@@ -132,8 +137,10 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
     // A replica refuses every write (READONLY): the start's first write failed with a stack, and
     // a server of the `api` role started, then answered every submit 500. A Redis that does not
     // let this client ask (ROLE renamed, or an ACL without it) is taken as a primary.
-    const role = await redis.call("ROLE").catch(() => undefined);
-    replica = Array.isArray(role) && (role[0] === "slave" || role[0] === "replica");
+    if (options.refuseReplica !== false) {
+      const role = await redis.call("ROLE").catch(() => undefined);
+      replica = Array.isArray(role) && (role[0] === "slave" || role[0] === "replica");
+    }
     if (replica) return;
     selecting = true;
     if (db > 0) await redis.select(db);

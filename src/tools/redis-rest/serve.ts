@@ -82,6 +82,8 @@ export async function serveRedisRest(options: ServeRedisRestOptions): Promise<Re
   const { redis, close: disconnect } = await connectIoredis({
     url: options.redisUrl,
     purpose: "the redis-rest bridge",
+    // In front of a replica it serves reads (a write gets Redis's READONLY).
+    refuseReplica: false,
     // During an outage a request fails after a reconnect attempt or two (503) instead of queueing:
     // the client sees the error; it does not retry on an HTTP status.
     maxRetriesPerRequest: 1,
@@ -95,6 +97,7 @@ export async function serveRedisRest(options: ServeRedisRestOptions): Promise<Re
     url: options.redisUrl,
     purpose: "the redis-rest bridge's script watch",
     maxRetriesPerRequest: 1,
+    refuseReplica: false,
   }).catch(async (error) => {
     await disconnect();
     throw error;
