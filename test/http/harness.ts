@@ -13,6 +13,8 @@ import type { Hono } from "hono";
 import { expect } from "vitest";
 import { z } from "zod";
 import { serve } from "../../src/adapter/node/serve.ts";
+import { hashKey } from "../../src/config/keys.ts";
+import type { TenantConfig } from "../../src/config/schema.ts";
 import { NonRetryableError } from "../../src/core/errors.ts";
 import {
   createEngine,
@@ -258,4 +260,23 @@ export function testHandlers() {
     typed: { input: z.object({ n: z.number() }), run: ({ n }: { n: number }) => n * 2 },
   };
   return { handlers, gate, latch, runs };
+}
+
+/**
+ * Tenants `t1` and `t2`, each with one key (`t1-key`, `t2-key`) that may read, submit and change
+ * schedules.
+ */
+export async function twoTenants(): Promise<TenantConfig[]> {
+  const key = async (id: string) => ({
+    hash: await hashKey(`${id}-key`),
+    scopes: ["read", "jobs:write", "schedules:write"] as (
+      | "read"
+      | "jobs:write"
+      | "schedules:write"
+    )[],
+  });
+  return [
+    { id: "t1", keys: [await key("t1")] },
+    { id: "t2", keys: [await key("t2")] },
+  ];
 }

@@ -14,15 +14,20 @@ import {
   readSse,
   ValidationError,
 } from "../../src/client/index.ts";
-import { hashKey } from "../../src/config/keys.ts";
-import type { TenantConfig } from "../../src/config/schema.ts";
-import type { Scope } from "../../src/engine/broker.ts";
 import { defineHandlers } from "../../src/engine/handlers.ts";
 import type { AppOptions } from "../../src/http/index.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import type { Store } from "../../src/store/port.ts";
 import type { StoreHandle } from "../support/stores.ts";
-import { call, expectProblem, type Harness, snapshot, startHarness, until } from "./harness.ts";
+import {
+  call,
+  expectProblem,
+  type Harness,
+  snapshot,
+  startHarness,
+  twoTenants,
+  until,
+} from "./harness.ts";
 import { streamStores } from "./stream-stores.ts";
 
 /** `wait` runs until the test calls `release()`; `echo` answers its input. */
@@ -240,14 +245,7 @@ describe("GET /v1/jobs/:id/stream", () => {
   });
 
   it("answers 404 for an unknown id and another tenant's job, 400 for a bad Last-Event-ID", async () => {
-    const key = async (id: string) => ({
-      hash: await hashKey(`${id}-key`),
-      scopes: ["read", "jobs:write", "schedules:write"] as Scope[],
-    });
-    const tenants: TenantConfig[] = [
-      { id: "t1", keys: [await key("t1")] },
-      { id: "t2", keys: [await key("t2")] },
-    ];
+    const tenants = await twoTenants();
     const { h, release } = await start({ tenants });
     const as = (tenant: string, more: Record<string, string> = {}) => ({
       headers: { authorization: `Bearer ${tenant}-key`, ...more },
@@ -347,14 +345,7 @@ describe.each(streamStores)("GET /v1/schedules/:id/stream on $name", (factory) =
 
   it("never sends a position naming another tenant's event (its heartbeats' neither)", async () => {
     handle = await factory.make();
-    const key = async (id: string) => ({
-      hash: await hashKey(`${id}-key`),
-      scopes: ["read", "jobs:write", "schedules:write"] as Scope[],
-    });
-    const tenants: TenantConfig[] = [
-      { id: "t1", keys: [await key("t1")] },
-      { id: "t2", keys: [await key("t2")] },
-    ];
+    const tenants = await twoTenants();
     const { h } = await start({ tenants, stream: { heartbeatMs: 30, pollMs: 10 } }, handle.store);
     const as = (tenant: string) => ({ headers: { authorization: `Bearer ${tenant}-key` } });
     const created = await call(h.origin, "POST", "/v1/schedules", {

@@ -4,8 +4,6 @@
  * as jobs run through the real local queue (HTTP deliveries to the app's own `/v1/worker`).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { hashKey } from "../../src/config/keys.ts";
-import type { TenantConfig } from "../../src/config/schema.ts";
 import { TickworkError } from "../../src/core/errors.ts";
 import type { Scope } from "../../src/engine/broker.ts";
 import { jsonLogger } from "../../src/engine/logger.ts";
@@ -17,6 +15,7 @@ import {
   snapshot,
   startHarness,
   testHandlers,
+  twoTenants,
   until,
 } from "../http/harness.ts";
 import { type StoreHandle, storeFactories } from "../support/stores.ts";
@@ -252,14 +251,7 @@ describe.each(factories)("observability routes on $name", (factory) => {
   });
 
   it("shows a tenant's key the events of its own jobs only (and the deployment's)", async () => {
-    const key = async (id: string) => ({
-      hash: await hashKey(`${id}-key`),
-      scopes: ["read", "jobs:write", "schedules:write"] as Scope[],
-    });
-    const tenants: TenantConfig[] = [
-      { id: "t1", keys: [await key("t1")] },
-      { id: "t2", keys: [await key("t2")] },
-    ];
+    const tenants = await twoTenants();
     const h = await start({ app: { tenants } });
     const as = (tenant: string) => ({ authorization: `Bearer ${tenant}-key` });
     const ids: Record<string, string> = {};
