@@ -35,7 +35,7 @@ export {
   type SubmitItemResult,
   submitChunks,
 } from "./port/batch.ts";
-export { type EventWait, eventIdAbove } from "./port/event-wait.ts";
+export { EVENT_SEQ_MAX, type EventWait, eventIdAbove } from "./port/event-wait.ts";
 export {
   type BeginRunResult,
   type CancelResult,

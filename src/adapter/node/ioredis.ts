@@ -130,7 +130,6 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
   const timeoutMs = options.connectTimeoutMs ?? 5_000;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let selecting = false;
-  let replica = false;
   const check = (async () => {
     await redis.connect();
     await redis.ping();
@@ -139,9 +138,12 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
     // let this client ask (ROLE renamed, or an ACL without it) is taken as a primary.
     if (options.refuseReplica !== false) {
       const role = await redis.call("ROLE").catch(() => undefined);
-      replica = Array.isArray(role) && (role[0] === "slave" || role[0] === "replica");
+      if (Array.isArray(role) && (role[0] === "slave" || role[0] === "replica")) {
+        throw new StartError(
+          `Redis at ${redactRedisUrl(options.url)} is a read-only replica: point the URL at its primary`,
+        );
+      }
     }
-    if (replica) return;
     selecting = true;
     if (db > 0) await redis.select(db);
   })();
@@ -155,11 +157,6 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
         timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
       }),
     ]);
-    if (replica) {
-      throw new StartError(
-        `Redis at ${redactRedisUrl(options.url)} is a read-only replica: point the URL at its primary`,
-      );
-    }
     connected = true;
   } catch (error) {
     if (error instanceof StartError) {

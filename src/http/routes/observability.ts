@@ -16,6 +16,7 @@ import { scheduleUserId } from "../../core/model.ts";
 import { isJobId, wellFormed } from "../../core/schemas.ts";
 import { scopedTenant } from "../../engine/actor.ts";
 import { sees } from "../../engine/broker.ts";
+import { EVENT_SEQ_MAX } from "../../store/port/event-wait.ts";
 import { UNKNOWN_WEBHOOK_ENDPOINT, webhookLogId } from "../../store/port/webhooks.ts";
 import type {
   DegradationState,
@@ -62,12 +63,6 @@ void _allEventTypes;
 export const EVENTS_DEFAULT_LIMIT = 100;
 export const EVENTS_MAX_LIMIT = 1_000;
 
-/**
- * A sequence number above any a millisecond sees (a stream id's sequence is a 64-bit integer;
- * the stores accept 16 digits).
- */
-const MAX_SEQ = "9999999999999999";
-
 /** Longest `jobId` the events query takes (an occurrence's id: tenant, schedule id, fire time). */
 const MAX_JOB_ID_CHARS = 256;
 
@@ -92,7 +87,7 @@ export const eventsQuery = z.object({
         return z.NEVER;
       }
       // The ids of events at or after `ms` are those above the last id of the millisecond before.
-      return ms > 0 ? `${ms - 1}-${MAX_SEQ}` : undefined;
+      return ms > 0 ? `${ms - 1}-${EVENT_SEQ_MAX}` : undefined;
     })
     .optional(),
   type: z

@@ -7,6 +7,8 @@
  */
 import { InvalidRequestError, TooManyStreamsError } from "../../core/errors.ts";
 import type { JobStatus } from "../../core/model.ts";
+import { DATE_LIMIT_MS } from "../../core/schedule/time-zone.ts";
+import { EVENT_SEQ_MAX } from "../../store/port/event-wait.ts";
 
 /** How long a stream lives, how often it shows it is alive, how often it polls. */
 export interface StreamConfig {
@@ -144,8 +146,6 @@ const STATUS_NAMES: Record<JobStatus, true> = {
   skipped: true,
 };
 
-/** Above any sequence a millisecond sees (as `/v1/events`' `since`). */
-const MAX_SEQ = "9999999999999999";
 /** Events one read of the log examines (the store's bound). */
 export const EVENTS_PAGE = 1_000;
 /** On a store that blocks, rounds of reads start at least this far apart (a busy log wakes often). */
@@ -153,11 +153,8 @@ export const MIN_ROUND_MS = 100;
 
 /** The position just before the events of millisecond `ms` (a stream starting there sees them). */
 export function positionBefore(ms: number): StreamPosition {
-  return { after: `${Math.max(0, ms - 1)}-${MAX_SEQ}`, progressAt: 0 };
+  return { after: `${Math.max(0, ms - 1)}-${EVENT_SEQ_MAX}`, progressAt: 0 };
 }
-
-/** The latest time a `Date` holds, in ms. */
-const MAX_DATE_MS = 8.64e15;
 
 /** The `id:` of an event sent at `position`. */
 export function positionId(position: StreamPosition): string {
@@ -181,7 +178,7 @@ export function parseLastEventId(value: string | undefined): StreamPosition | un
   if (
     !match ||
     (status !== undefined && !Object.hasOwn(STATUS_NAMES, status)) ||
-    progressAt > MAX_DATE_MS
+    progressAt > DATE_LIMIT_MS
   ) {
     throw new InvalidRequestError("invalid Last-Event-ID", [
       {

@@ -7,7 +7,13 @@
  */
 import { ValidationError } from "../../core/errors.ts";
 import { DEFAULT_TENANT, type JobError, type JobSpec } from "../../core/model.ts";
-import { type EventsPage, type EventsQuery, eventIdAbove, type TickEvent } from "../port.ts";
+import {
+  EVENT_SEQ_MAX,
+  type EventsPage,
+  type EventsQuery,
+  eventIdAbove,
+  type TickEvent,
+} from "../port.ts";
 import { clone } from "./shared.ts";
 
 /** Events a call to `events()` examines at most (as the Redis store). */
@@ -127,9 +133,6 @@ export class EventLog {
   }
 }
 
-/** A position's sequence part past any event's in its millisecond (as the API writes it). */
-const MAX_SEQ = "9999999999999999";
-
 /**
  * A tenant's page, which never names another tenant's event nor says whether one follows (as the
  * Redis store's script): stopped at the limit, `last` is the last match and `more` is set without
@@ -153,7 +156,7 @@ function tenantPage(
   }
   if (!ended) return undefined;
   let position = after;
-  for (const id of [lastMatch, now - 1001 >= 0 ? `${now - 1001}-${MAX_SEQ}` : undefined]) {
+  for (const id of [lastMatch, now - 1001 >= 0 ? `${now - 1001}-${EVENT_SEQ_MAX}` : undefined]) {
     if (id !== undefined && eventIdAbove(id, position)) position = id;
   }
   const page: EventsPage = { events };

@@ -19,6 +19,12 @@ export interface EventWait {
   waitForEvents(after: string | undefined, timeoutMs: number, signal: AbortSignal): Promise<void>;
 }
 
+/**
+ * The sequence part of a position past every event of its millisecond (`<ms>-EVENT_SEQ_MAX`):
+ * positions the API and the stores make from a time, never an event's own id.
+ */
+export const EVENT_SEQ_MAX = "9999999999999999";
+
 /** Whether event id `a` is above `b` (`<ms>-<seq>`, compared as numbers; `undefined` is lowest). */
 export function eventIdAbove(a: string, b: string | undefined): boolean {
   if (b === undefined) return true;
