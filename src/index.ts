@@ -103,6 +103,8 @@ export {
 export type { RateLimitOption } from "./engine/rate-limit.ts";
 export { Runner } from "./engine/runner.ts";
 export { Ticker, type TickResult } from "./engine/ticker.ts";
+// What an inbound webhook's job carries as input (docs/webhooks.md)
+export type { WebhookJobInput } from "./http/webhook-input.ts";
 
 // The ports, for code that is handed a store or a transport
 export type { Store } from "./store/port.ts";

@@ -61,7 +61,7 @@ export interface TickworkClient<H extends Handlers = Handlers> {
    * Run one tick now (`POST /v1/tick`). Outside dev the app may require its tick secret: pass it
    * as `secret` (it replaces the API key for this call).
    */
-  tick(options?: { secret?: string }): Promise<TickResult>;
+  tick(options?: { secret?: string | undefined }): Promise<TickResult>;
 }
 
 /**

@@ -20,7 +20,7 @@ export interface SubmitFlowRequest<H extends Handlers = Handlers> {
    * Makes submitting the flow again safe (at most 240 characters): child `i`'s key is
    * `flow:<key>:child:<i>`, the parent's `flow:<key>:parent`, unless a job has its own.
    */
-  idempotencyKey?: string;
+  idempotencyKey?: string | undefined;
 }
 
 /** What a flow submit answers: its jobs as stored. `replayed`: the whole flow was stored before. */

@@ -165,7 +165,7 @@ export type CreateScheduleRequest<
  */
 export type UpdateScheduleRequest<H extends Handlers = Handlers> = Partial<
   Omit<CreateScheduleOptions, "id">
-> & { handler?: HandlerName<H>; input?: unknown };
+> & { handler?: HandlerName<H> | undefined; input?: unknown };
 
 /** A schedule. */
 export type Schedule = ScheduleResource;

@@ -34,13 +34,13 @@ export interface UpdatesOptions {
   /** Stop: the iterator ends and the request is aborted. */
   signal?: AbortSignal | undefined;
   /** Resume after this event (an update's `id`): nothing before it is sent again. */
-  lastEventId?: string;
+  lastEventId?: string | undefined;
   /**
    * Connection failures in a row (network errors, 5xx and 429 answers, a stream cut mid-way) after which
    * the iterator throws the last one. A stream the server ended on time does not count.
    * @default 5
    */
-  maxRetries?: number;
+  maxRetries?: number | undefined;
   /**
    * Reconnect (from the last update, counted as a failure) when the open stream brings nothing
    * for this long: a connection a proxy or a network dropped without closing it. The server
@@ -48,7 +48,7 @@ export interface UpdatesOptions {
    * `0` (or anything but a number of ms up to 2^31 − 1): no limit.
    * @default 45_000
    */
-  idleTimeoutMs?: number;
+  idleTimeoutMs?: number | undefined;
 }
 
 /** What a stream does when nothing comes through for `idleTimeoutMs`: it is cut and re-opened. */

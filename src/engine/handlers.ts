@@ -159,10 +159,17 @@ export function defineHandlers<S, R>(
 
 /** What {@link defineHandlers} answers: each handler with its schema and its run's result type. */
 export type DefinedHandlers<S, R> = {
-  [K in keyof S]: HandlerDefinition<AsSchema<S[K]>> & {
-    run(input: z.output<AsSchema<S[K]>>, ctx: HandlerContext): K extends keyof R ? R[K] : unknown;
+  // Every name, from either view: a map where no handler has an `input` schema infers no `S`.
+  [K in keyof S | keyof R]: HandlerDefinition<AsSchema<SchemaOf<S, K>>> & {
+    run(
+      input: z.output<AsSchema<SchemaOf<S, K>>>,
+      ctx: HandlerContext,
+    ): K extends keyof R ? R[K] : unknown;
   };
 };
+
+/** The schema inferred for `K`, or none (`unknown`: any input). */
+type SchemaOf<S, K> = K extends keyof S ? S[K] : unknown;
 
 /**
  * The handler registered under `name`: an own property of the map only, so names a plain object

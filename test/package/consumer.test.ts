@@ -7,7 +7,7 @@
  * and names the package it lacks when asked for more. `npm test` builds dist/ before this runs.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -46,11 +46,12 @@ const STRICT = {
 
 /** Every entry, imported for its types; and the mistakes the handler map must catch. */
 const TYPES_CHECK = `${EXPORTS.map((entry, i) => `import * as entry${i} from "${specifier(entry)}";`).join("\n")}
-import { createEngine } from "tickwork";
+import { createEngine, defineHandlers } from "tickwork";
 import { createClient } from "tickwork/client";
 import { LocalTransport } from "tickwork/local";
 import { MemoryStore } from "tickwork/memory";
 import { handlers } from "./tickwork/handlers.js";
+import { webhookHandlers } from "./tickwork/webhooks.js";
 
 export const entries = [${EXPORTS.map((_, i) => `entry${i}`).join(", ")}];
 const engine = createEngine({
@@ -64,6 +65,19 @@ export async function fine(): Promise<void> {
   await engine.broker.submit({ handler: "cache.flush" });
   await tw.jobs.submit({ handler: "email.send", input: { to: "a@b.c", subject: "Hi" } });
   await tw.schedules.create({ handler: "cache.flush", schedule: "5m", input: [1, 2] });
+  const hooks = createClient<typeof webhookHandlers>({ url: "http://127.0.0.1:1" });
+  await hooks.jobs.submit({ handler: "stripe.event", input: { body: {} } });
+  // A map where no handler has an input schema still names its handlers (they were \`never\`).
+  const bare = defineHandlers({ echo: { run: (input) => input } });
+  await createClient<typeof bare>({ url: "http://127.0.0.1:1" }).jobs.submit({ handler: "echo" });
+  // Options a caller passes on as it got them: \`undefined\` is absent (exactOptionalPropertyTypes).
+  const absent = (): string | undefined => undefined;
+  const job = await tw.jobs.submit({ handler: "cache.flush", idempotencyKey: absent() });
+  job.updates({ lastEventId: absent(), maxRetries: undefined, idleTimeoutMs: undefined });
+  await tw.tick({ secret: absent() });
+  const child = { handler: "cache.flush" as const };
+  await tw.flows.submit({ children: [child], parent: child, idempotencyKey: absent() });
+  await tw.schedules.handle("s").update({ handler: undefined, schedule: "1h" });
 }
 `;
 
@@ -73,6 +87,7 @@ import { createClient } from "tickwork/client";
 import { LocalTransport } from "tickwork/local";
 import { MemoryStore } from "tickwork/memory";
 import { handlers } from "./tickwork/handlers.js";
+import { webhookHandlers } from "./tickwork/webhooks.js";
 
 const engine = createEngine({
   store: new MemoryStore(),
@@ -88,9 +103,10 @@ export const mistakes = [
   tw.jobs.submit({ handler: "email.send", input: { to: 42 } }),
   tw.schedules.create({ handler: "emails.send", schedule: "1h", input: { to: "a@b.c" } }),
   (ctx: HandlerContext) => ctx.jobs.submit<typeof handlers>({ handler: "user.welcome", input: {} }),
+  createClient<typeof webhookHandlers>({ url: "" }).jobs.submit({ handler: "stripe.evnt" }),
 ];
 `;
-const MISTAKE_LINES = [14, 15, 16, 17, 18, 19, 20];
+const MISTAKE_LINES = [15, 16, 17, 18, 19, 20, 21, 22];
 
 /** Plain Node: import every entry, print how many names each has. */
 const IMPORT_ALL = `const entries = ${JSON.stringify(EXPORTS.map(specifier))};
@@ -178,14 +194,19 @@ describe("the packed package in a fresh app", () => {
 
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-  it("ships dist, bin, schema, README and LICENSE only", () => {
-    const outside = packed.files.filter(
-      (file) => !/^(dist\/|bin\/|schema\/|README\.md$|LICENSE$|package\.json$)/.test(file),
-    );
-    expect(outside).toEqual([]);
-    expect(packed.files.filter((file) => /\.test\.|\/test\/|bench|\.ci|infra/.test(file))).toEqual(
-      [],
-    );
+  it("ships dist, bin, schema, the docs the README links to, README, SECURITY and LICENSE only", () => {
+    const shipped =
+      /^(dist\/|bin\/|schema\/|docs\/|bench\/(results\.(svg|json)|chaos\.json)$|(README|SECURITY)\.md$|LICENSE$|package\.json$)/;
+    expect(packed.files.filter((file) => !shipped.test(file))).toEqual([]);
+    expect(packed.files.filter((file) => /\.test\.|\/test\/|\.ci|infra/.test(file))).toEqual([]);
+    // Every relative link and image of the README, as an app's node_modules holds it, opens.
+    const root = join(app, "node_modules/tickwork");
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const links = [...readme.matchAll(/\]\(([^)\s]+)\)/g)]
+      .map((m) => m[1]!.split("#")[0]!)
+      .filter((link) => link !== "" && !/^[a-z]+:/.test(link));
+    expect(links.length).toBeGreaterThan(10);
+    expect([...new Set(links)].filter((link) => !existsSync(join(root, link)))).toEqual([]);
     // No script npm would run, or warn about, when an app installs the package.
     const installed = JSON.parse(
       readFileSync(join(app, "node_modules/tickwork/package.json"), "utf8"),
@@ -228,6 +249,7 @@ describe("the packed package in a fresh app", () => {
     writeFiles(app, {
       "mistakes/src/mistakes.ts": MISTAKES,
       "mistakes/src/tickwork/handlers.ts": readmeFiles()["src/tickwork/handlers.ts"]!,
+      "mistakes/src/tickwork/webhooks.ts": readmeFiles()["src/tickwork/webhooks.ts"]!,
       "mistakes/package.json": '{ "type": "module" }\n',
       // The declaration files were checked by the test above; here only the app's errors count.
       "mistakes/tsconfig.json": tsconfig("bundler", {

@@ -1,7 +1,7 @@
 /**
  * @module
  * `MemoryStore`: the embedded Store, for local development, tests and single-process use.
- * Same semantics as the Redis store (both pass `test/contract/store.contract.ts`).
+ * Same semantics as the Redis store: both pass the same contract tests (docs/architecture.md, I6).
  *
  * Atomicity: every operation's body is synchronous (no `await` inside), so it runs as one step
  * of the event loop, as a Lua script runs as one step of Redis. Records are deep-copied in and

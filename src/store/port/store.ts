@@ -17,7 +17,7 @@ import type { WebhookLog } from "./webhooks.ts";
 
 /**
  * The persistence port. Implementations: `RedisStore` (Lua, one script per operation)
- * and `MemoryStore` (embedded). Both pass `test/contract/store.contract.ts`.
+ * and `MemoryStore` (embedded). Both pass the same contract tests (docs/architecture.md, I6).
  *
  * The {@link NodeRegistry} methods are optional (`Partial`), so a store written before them still
  * compiles: without them `GET /v1/nodes` lists no nodes and Node servers skip their heartbeats.

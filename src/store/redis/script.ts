@@ -27,7 +27,7 @@ export interface LuaScript {
 /**
  * What the Redis store needs from a client: EVAL and EVALSHA with keys and arguments as arrays.
  * This is exactly the shape of `@upstash/redis`'s `Redis#eval` / `Redis#evalsha`, so an Upstash
- * client is passed as is (no adapter; `test/contract/upstash.test.ts` runs the Store contract on
+ * client is passed as is (no adapter; the test suite runs the store contract on
  * it, against the `tickwork redis-rest` bridge); wrap ioredis with {@link fromIoredis}.
  *
  * Results may arrive raw (ioredis) or already JSON-parsed (`@upstash/redis` parses string results
