@@ -59,6 +59,8 @@ export type {
   ScheduleRecord,
   ScheduleStatus,
 } from "./core/model.ts";
+// What an inbound webhook's job carries as input (docs/webhooks.md)
+export type { WebhookJobInput } from "./core/webhooks/index.ts";
 // The engine
 export {
   type Actor,
@@ -103,8 +105,6 @@ export {
 export type { RateLimitOption } from "./engine/rate-limit.ts";
 export { Runner } from "./engine/runner.ts";
 export { Ticker, type TickResult } from "./engine/ticker.ts";
-// What an inbound webhook's job carries as input (docs/webhooks.md)
-export type { WebhookJobInput } from "./http/webhook-input.ts";
 
 // The ports, for code that is handed a store or a transport
 export type { Store } from "./store/port.ts";

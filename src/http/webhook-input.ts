@@ -14,31 +14,7 @@ import {
   MAX_IDEMPOTENCY_KEY,
   MAX_JSON_DEPTH,
 } from "../core/schemas.ts";
-import type { WebhookScheme, WebhookVerifier } from "../core/webhooks/index.ts";
-
-/**
- * The input of a webhook job; `Body` is what the sender's JSON holds, for the handler to name
- * (nothing checks it: give the handler an `input` schema to have it checked).
- *
- * @example
- * "stripe.event": {
- *   run: async ({ body }: WebhookJobInput<{ type: string; data: { object: unknown } }>) => {
- *     if (body.type === "invoice.paid") await fulfil(body.data.object);
- *   },
- * },
- */
-export interface WebhookJobInput<Body = unknown> {
-  /**
-   * The body: parsed JSON when the request said JSON (`application/json`, `…+json`) and it
-   * parses (within {@link MAX_JSON_DEPTH} levels, no `__proto__`/`constructor`/`prototype` key);
-   * otherwise the text when it is UTF-8; otherwise base64, with `encoding: "base64"`.
-   */
-  body: Body;
-  encoding?: "base64";
-  /** The configured headers the request carried, by lowercase name. */
-  headers: Record<string, string>;
-  event: { id?: string; endpoint: string; scheme: WebhookScheme };
-}
+import type { WebhookJobInput, WebhookVerifier } from "../core/webhooks/index.ts";
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 

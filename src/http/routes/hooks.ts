@@ -17,7 +17,7 @@ import {
   QuotaExceededError,
   TickworkError,
 } from "../../core/errors.ts";
-import { verifyWebhook, webhookDedupeMs } from "../../core/webhooks/index.ts";
+import { verifyWebhook, type WebhookJobInput, webhookDedupeMs } from "../../core/webhooks/index.ts";
 import type { WebhookEndpointList, WebhookEndpointResource } from "../../core/webhooks/wire.ts";
 import type { Actor } from "../../engine/broker.ts";
 import { traceVia } from "../../engine/tracing.ts";
@@ -38,7 +38,6 @@ import {
   dedupesOnBody,
   headersInput,
   shownEventId,
-  type WebhookJobInput,
   webhookBodyKey,
   webhookIdempotencyKey,
 } from "../webhook-input.ts";
