@@ -81,6 +81,17 @@ export function describeDepsContract(name: string, make: MakeContractStore): voi
         expect((await succeed(await specOf(c.job.id))).kind).toBe("ok");
       });
 
+      it("a dependency named twice is waited for once", async () => {
+        // The broker de-duplicates `after`; the store counts each dependency once all the same.
+        const a = await submitted();
+        const c = await submitAfter([a.id, a.id]);
+        expect(c.job.status).toBe("waiting");
+        await succeed(a);
+        expect(await status(c.job.id)).toBe("queued");
+        expect((await store.stats()).jobs).toMatchObject({ waiting: 0, queued: 1 });
+        expect((await recoverable()).map((m) => m.id)).toEqual([c.job.id]);
+      });
+
       it("dependencies already succeeded: submitted normally", async () => {
         const a = await submitted();
         await succeed(a);

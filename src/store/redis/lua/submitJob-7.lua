@@ -68,7 +68,8 @@
   {"unknown":[ids]}, nothing written. All succeeded (or failed, with onFailure 'run') -> an
   ordinary submit. Else, once admitted: a failed one and onFailure cancel -> stored `cancelled`;
   otherwise stored `waiting` (no outbox entry, no stream entry, not pending; counted g:waiting)
-  with `waits` = its unfinished dependencies, listed in each one's `<root>:deps:<id>`.
+  with `waits` = its unfinished dependencies (an id named twice counts once), listed in each
+  one's `<root>:deps:<id>`.
   Output: JSON text
     {"createdAt":ms,"runAt":ms,"quota"?:QuotaState,"degradation"?:{"level":..,"delayedMs":ms}}
                                   written; the caller knows the rest of the job and message

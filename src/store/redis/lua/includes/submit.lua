@@ -113,21 +113,27 @@ end
 -- The dependencies named in `text` (job ids separated by spaces) of a job of `tenant`
 -- (docs/adr/0014-job-dependencies.md): the answer `{"unknown":[…]}` when some name no job of the tenant; else nil,
 -- the unfinished ones (nil when none) and whether one failed while the job is cancelled on a
--- failure (not runOnFailure). No table is made for a job without dependencies.
+-- failure (not runOnFailure). No table is made for a job without dependencies. An id named
+-- twice counts once: a dependency releases its dependent once, so a second count would keep the
+-- job waiting for ever (the broker de-duplicates `after`, the store does not rely on it).
 local function checkDependencies(root, tenant, text, runOnFailure)
   local unknown, unfinished, depFailed
+  local seen = {}
   for dep in string.gmatch(text, '%S+') do
-    local f = redis.call('HMGET', jobKey(root, dep), 'status', 'tenant')
-    if not f[1] or (f[2] or 'default') ~= tenant then
-      unknown = unknown or {}
-      unknown[#unknown + 1] = jsonString(dep)
-    elseif f[1] == 'succeeded' then
-      -- satisfied
-    elseif FINAL_STATUSES[f[1]] then
-      depFailed = depFailed or not runOnFailure
-    else
-      unfinished = unfinished or {}
-      unfinished[#unfinished + 1] = dep
+    if not seen[dep] then
+      seen[dep] = true
+      local f = redis.call('HMGET', jobKey(root, dep), 'status', 'tenant')
+      if not f[1] or (f[2] or 'default') ~= tenant then
+        unknown = unknown or {}
+        unknown[#unknown + 1] = jsonString(dep)
+      elseif f[1] == 'succeeded' then
+        -- satisfied
+      elseif FINAL_STATUSES[f[1]] then
+        depFailed = depFailed or not runOnFailure
+      else
+        unfinished = unfinished or {}
+        unfinished[#unfinished + 1] = dep
+      end
     end
   end
   if unknown then
