@@ -64,6 +64,34 @@ export function describeLeaseContract(name: string, make: MakeContractStore): vo
         expect(await store.releaseLease("alpha", c.token)).toBe(true);
       });
 
+      it("any name is a lease of its own, even the sequence's: no token is handed out twice", async () => {
+        const LEASE_MS = 30_000;
+        const a = asAcquired(await store.acquireLease("alpha", LEASE_MS));
+        // `seq`: on Redis the name of the fencing-token sequence's key once sat in the lease space.
+        const seq = asAcquired(await store.acquireLease("seq", 40));
+        expect(seq.token).toBeGreaterThan(a.token);
+        // Neither a release nor a renewal of `seq` with a token of another lease touches the
+        // sequence.
+        const b = asAcquired(await store.acquireLease("beta", LEASE_MS));
+        expect(await store.releaseLease("seq", b.token)).toBe(false);
+        expect(await store.renewLease("seq", b.token, LEASE_MS)).toBe(false);
+        await sleep(80); // `seq` lapses
+        const seen = [a.token, seq.token, b.token];
+        const again = asAcquired(await store.acquireLease("seq", LEASE_MS));
+        expect(again.token).toBeGreaterThan(b.token);
+        seen.push(again.token);
+        expect(await store.releaseLease("seq", again.token)).toBe(true);
+        for (const name of ["gamma", "seq", "delta"]) {
+          const next = asAcquired(await store.acquireLease(name, LEASE_MS));
+          expect(next.token).toBeGreaterThan(Math.max(...seen));
+          seen.push(next.token);
+        }
+        await putDue();
+        const tick = await beginLeader();
+        expect(tick.token).toBeGreaterThan(Math.max(...seen));
+        await store.endTick(tick.token, []);
+      });
+
       it("renew extends the lease for its holder only", async () => {
         const a = asAcquired(await store.acquireLease("l", 400));
         expect(await store.renewLease("l", a.token + 1_000, 2_000)).toBe(false);

@@ -38,9 +38,17 @@ export function keys(prefix = "tw") {
      * from the job (docs/adr/0029-a-job-first-message-has-no-body.md).
      */
     outboxMsg: `${p}:outbox:msg`,
-    /** string: fencing token of the lease holder, with a TTL. */
-    lease: (name: string) => `${p}:lease:${name}`,
-    /** string: fencing-token sequence (INCR). */
+    /**
+     * string: fencing token of the lease holder, with a TTL. A lease may have any name, and the
+     * sequence (`leaseSeq`) is `lease:seq` in this space: the names `seq`, `seq~`, `seq~~`… take
+     * one `~` more, so no name is the sequence's key, no two names share a key, and every other
+     * name (`tick`) keeps the key it had (docs/adr/0049-key-spaces.md).
+     */
+    lease: (name: string) => `${p}:lease:${SEQ_LIKE.test(name) ? `${name}~` : name}`,
+    /**
+     * string: fencing-token sequence (INCR). It stays where deployments have it, so servers of
+     * the version before and after share it while they run side by side.
+     */
     leaseSeq: `${p}:lease:seq`,
     /**
      * string: a delivery's signature id (`jti`), kept until the signature expires; a delivery whose
@@ -122,6 +130,9 @@ export function keys(prefix = "tw") {
     hookCounts: `${p}:hooks`,
   };
 }
+
+/** The lease names whose key takes one `~` more: `seq` (the sequence's) and those made from it. */
+const SEQ_LIKE = /^seq~*$/;
 
 function utf8Length(text: string): number {
   return new TextEncoder().encode(text).length;

@@ -319,6 +319,23 @@ describe("RedisStore keys of one schedule never name another's", () => {
       ),
     );
   });
+
+  it("no lease name makes the fencing sequence's key, nor another name's", () => {
+    const k = keys("p");
+    const name = fc.oneof(
+      fc.constantFrom("seq", "seq~", "seq~~", "tick", "~", ""),
+      fc.stringMatching(/^(seq)?[~a-z]{0,4}$/),
+    );
+    fc.assert(
+      fc.property(name, name, (a, b) => {
+        expect(k.lease(a)).not.toBe(k.leaseSeq);
+        if (a !== b) expect(k.lease(a)).not.toBe(k.lease(b));
+      }),
+    );
+    // Every other name keeps its key: the tick lease is where deployments have it.
+    expect(k.lease("tick")).toBe("{p}:lease:tick");
+    expect(k.lease("seqx")).toBe("{p}:lease:seqx");
+  });
 });
 
 describe("RedisStore outbox: a job's first message is its entry alone", () => {
