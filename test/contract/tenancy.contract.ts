@@ -11,8 +11,9 @@ import {
   type MakeContractStore,
   occurrenceSpec,
   scheduleRecord,
+  uid,
 } from "./fixtures.ts";
-import { useContractStore } from "./harness.ts";
+import { putOk, useContractStore } from "./harness.ts";
 
 /** Registers this part of the Store contract for one implementation (`describeStoreContract`). */
 export function describeTenancyContract(name: string, make: MakeContractStore): void {
@@ -93,6 +94,23 @@ export function describeTenancyContract(name: string, make: MakeContractStore): 
         expect((await store.listSchedules({ tenant: theirs, limit: 10 })).items).toEqual([
           expect.objectContaining({ id: sB.id }),
         ]);
+      });
+
+      it("a schedule written again under another tenant is listed under that tenant only", async () => {
+        // Its id as the broker makes another tenant's (`<tenant>:<id>`), which names the tenant
+        // where a stored definition cannot be read (Redis's cjson refuses a lone surrogate).
+        const s = await putOk(
+          store,
+          scheduleRecord({ id: `a:${uid("moved")}`, tenant: "a", input: { s: "\ud800" } }),
+        );
+        const listed = async (tenant: string) =>
+          (await store.listSchedules({ tenant, limit: 10 })).items;
+        const moved = await putOk(store, { ...s, tenant: "b", input: {} });
+        expect(await listed("a")).toEqual([]);
+        expect(await listed("b")).toEqual([moved]);
+        const back = await putOk(store, { ...moved, tenant: "a" });
+        expect(await listed("a")).toEqual([back]);
+        expect(await listed("b")).toEqual([]);
       });
     });
   });

@@ -13,6 +13,7 @@
   Output: 1 deleted, 0 missing
 ]]
 --@include "keys"
+--@include "schedule"
 
 local id = ARGV[1]
 local key = scheduleKey(KEYS[1], id)
@@ -26,10 +27,5 @@ if tonumber(rev) > tonumber(redis.call('GET', KEYS[3]) or '0') then
 end
 redis.call('DEL', key, runsKey(KEYS[1], id), scheduleRunningKey(KEYS[1], id))
 redis.call('ZREM', KEYS[2], id)
--- The tenant's listing: the definition names the tenant. cjson refuses some text JSON.parse
--- takes (an escaped lone surrogate in the input): then the store id names it (`<tenant>:<id>`,
--- a bare id for the default tenant).
-local ok, def = pcall(cjson.decode, stored[2])
-local tenant = ok and type(def) == 'table' and def.tenant or string.match(id, '^([^:]+):')
-redis.call('ZREM', schedulesKey(KEYS[1], tenant or 'default'), id)
+redis.call('ZREM', schedulesKey(KEYS[1], scheduleTenant(stored[2], id)), id)
 return 1

@@ -25,6 +25,8 @@
     ARGV[11] quota key ('' = none)
     ARGV[12] quota windows (`windowMs limit ...`)
     ARGV[13] 'skip' when its overlap policy is `skip`, else ''
+  A schedule written under another tenant than the stored one's leaves that tenant's listing
+  (include "schedule": scheduleTenant).
   A schedule written with overlap `skip` whose overlap lease no run holds: a run of it still
   running (begun under another policy before a PATCH to `skip`) takes the lease, and hands it on
   to the next such run when it ends (include "job": leaseToRunning), so occurrences are skipped
@@ -91,6 +93,13 @@ if #absent > 0 then
   redis.call('HDEL', key, unpack(absent))
 end
 redis.call('ZADD', schedules, s.createdAt, id)
+-- Written under another tenant: it leaves the listing of the one it had.
+if stored then
+  local was = schedulesKey(root, scheduleTenant(stored.def, id))
+  if was ~= schedules then
+    redis.call('ZREM', was, id)
+  end
+end
 if s.status == 'active' and s.nextRunAt then
   redis.call('ZADD', due, s.nextRunAt, id)
 else

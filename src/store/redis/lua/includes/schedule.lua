@@ -9,6 +9,11 @@
 
   readSchedule(key)   Lua table of the present fields, or nil when missing.
   scheduleJson(s)     The ScheduleRecord JSON.
+  scheduleTenant(def, id)
+                      The tenant of the stored schedule `id` whose definition is `def`: the
+                      definition names it. cjson refuses some text JSON.parse takes (an escaped
+                      lone surrogate in the input): then the store id names it (`<tenant>:<id>`,
+                      a bare id for the default tenant).
 ]]
 --@include "json"
 
@@ -39,4 +44,11 @@ local function scheduleJson(s)
   m[#m + 1] = '"createdAt":' .. s.createdAt
   m[#m + 1] = '"updatedAt":' .. s.updatedAt
   return jsonExtend(s.def, table.concat(m, ','))
+end
+
+local function scheduleTenant(def, id)
+  local ok, decoded = pcall(cjson.decode, def)
+  local tenant = ok and type(decoded) == 'table' and decoded.tenant
+    or string.match(id, '^([^:]+):')
+  return tenant or 'default'
 end
