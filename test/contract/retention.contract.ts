@@ -59,6 +59,28 @@ export function describeRetentionContract(name: string, make: MakeContractStore)
         expect(listed).toEqual([failed.id, queued.id, running.id].sort());
         expect(await store.listDead({ limit: 10 })).toEqual({ items: [] });
       });
+      it("an expired job's id submitted again is a new job, listed by its own createdAt", async () => {
+        const timing = { delayMs: 0, recoverGraceMs: 60_000 };
+        const spec = jobSpec();
+        const old = (await submit(spec, timing)).job;
+        await store.cancelJob(old.id);
+        const queued = (await submit(jobSpec(), timing)).job;
+        await sleep(CONTRACT_RETENTION.jobMs + 150);
+        expect(await store.getJob(old.id)).toBeNull();
+        const renewed = (await submit(spec, timing)).job;
+        expect(renewed).toMatchObject({ id: old.id, status: "queued", attempts: 0 });
+        expect(renewed.createdAt).toBeGreaterThan(queued.createdAt);
+        const listed = (await store.listJobs({ limit: 10 })).items;
+        expect(listed.map((j) => j.id)).toEqual([renewed.id, queued.id]);
+        const pages = [];
+        let cursor: string | undefined;
+        do {
+          const page = await store.listJobs({ limit: 1, ...(cursor ? { cursor } : {}) });
+          pages.push(page.items.map((j) => j.id));
+          cursor = page.cursor;
+        } while (cursor !== undefined);
+        expect(pages).toEqual([[renewed.id], [queued.id]]);
+      });
     });
 
     describe("retention caps", () => {

@@ -56,7 +56,8 @@
                                (`ZADD NX`, the listing write a submit makes anyway; the caller
                                then creates the job `listed`, and a refusal removes the entry).
                                Answers submittedBefore's answer when the entry was there already
-                               (this submit ran before), else nil.
+                               (this submit ran before), else nil. An entry whose job expired
+                               (the sweep has not reached it) takes the new job's createdAt.
   specJson(job)                The JobSpec JSON (data plus createdAt and runAt).
   jobJson(job, before)         The JobRecord JSON; with `before` (e.g. '{"ok":'), the object
                                `before` opens with the record as its last member.
@@ -180,7 +181,12 @@ end
 
 local function takeListing(root, listing, id, now)
   if redis.call('ZADD', listing, 'NX', int(now), id) == 0 then
-    return submittedBefore(root, id)
+    local again = submittedBefore(root, id)
+    if again then
+      return again
+    end
+    -- The entry of an expired job of this id, not swept yet: the new job is listed as new.
+    redis.call('ZADD', listing, int(now), id)
   end
   return nil
 end
