@@ -189,6 +189,16 @@ export function describeJobsContract(name: string, make: MakeContractStore): voi
         expect(await store.jobsExist([], "acme")).toEqual([]);
       });
 
+      it("jobsExist answers false for a job whose retention lapsed", async () => {
+        if (!store.jobsExist) return;
+        const { job } = await submitRecoverable();
+        const { job: kept } = await submitRecoverable();
+        expect((await store.cancelJob(job.id)).kind).toBe("ok");
+        expect(await store.jobsExist([job.id, kept.id], "default")).toEqual([true, true]);
+        await sleep(CONTRACT_RETENTION.jobMs + 150);
+        expect(await store.jobsExist([job.id, kept.id], "default")).toEqual([false, true]);
+      });
+
       it("cancels a queued job and removes its outbox message", async () => {
         const { job } = await submitRecoverable();
         const t0 = await store.now();

@@ -131,6 +131,8 @@ export function getJob(s: MemoryState, id: string, tenant?: string): JobRecord |
 }
 
 export function jobsExist(s: MemoryState, ids: readonly string[], tenant: string): boolean[] {
+  // The clock first: it drops the jobs whose retention lapsed, which no longer exist.
+  s.now();
   return ids.map((id) => {
     const stored = s.jobs.get(id);
     return stored !== undefined && (stored.record.tenant ?? DEFAULT_TENANT) === tenant;
