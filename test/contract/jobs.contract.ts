@@ -12,6 +12,7 @@ import {
   type MakeContractStore,
   scheduleRecord,
   sleep,
+  uid,
 } from "./fixtures.ts";
 import { expectBetween, putOk, useContractStore } from "./harness.ts";
 
@@ -130,6 +131,37 @@ export function describeJobsContract(name: string, make: MakeContractStore): voi
         expect(second.job.id).toBe(spec.id);
         expect(second.job.id).not.toBe(first.job.id);
         expect(await store.getJob(first.job.id)).not.toBeNull();
+      });
+
+      it("keeps a live job whose id is submitted again: nothing written, nothing counted", async () => {
+        // A re-sent submit (docs/adr/0032-scripts-run-twice.md): its answer is the first one's.
+        const timing = { delayMs: 0, recoverGraceMs: 60_000 };
+        const spec = jobSpec();
+        const first = await submit(spec, timing);
+        const again = await submit(spec, timing);
+        expect(again).toEqual(first);
+        const begun = await run({ ...first.job });
+        const other = await submit(jobSpec({ id: spec.id, input: { other: true } }), {
+          delayMs: 60_000,
+          recoverGraceMs: 0,
+        });
+        expect(other.replayed).toBe(false);
+        expect(other.job).toMatchObject({
+          id: spec.id,
+          createdAt: first.job.createdAt,
+          runAt: first.job.runAt,
+        });
+        expect(await store.getJob(spec.id)).toEqual(begun.job);
+        expect((await store.listJobs({ limit: 10 })).items).toEqual([begun.job]);
+        const stats = await store.stats();
+        expect(stats.totals.submitted).toBe(1);
+        expect(stats.jobs).toMatchObject({ queued: 0, running: 1 });
+        // With the idempotency key that names it, and stored waiting: answered as stored.
+        const held = jobSpec({ idempotencyKey: uid("idem"), after: [spec.id] });
+        const waiting = await submit(held, timing);
+        expect(waiting.job.status).toBe("waiting");
+        expect(await submit(held, timing)).toEqual(waiting);
+        expect((await store.stats()).totals.submitted).toBe(2);
       });
 
       it("keeps its own copies: mutating inputs or outputs does not change stored records", async () => {

@@ -43,6 +43,7 @@ export function checkDependencies(s: MemoryState, job: NewJob): DependencyCheck 
 export function registerWaiting(s: MemoryState, stored: StoredJob, unfinished: string[]): void {
   stored.record.status = "waiting";
   stored.waits = unfinished.length;
+  stored.held = true;
   for (const dep of unfinished) {
     const set = s.dependents.get(dep) ?? new Set<string>();
     s.dependents.set(dep, set.add(stored.record.id));

@@ -42,10 +42,15 @@ export function submitJob(
     const firstId = live(s.idempotency, idemKey, now)?.value;
     const first = firstId === undefined ? undefined : s.jobs.get(firstId);
     if (first) {
+      if (firstId === job.id) return submittedBefore(first, job, timing);
       if (webhook) recordWebhookSubmit(s, webhook, "replayed", first.record.id, now);
       return { job: clone(first.record), replayed: true };
     }
   }
+  // Its job stored already: this submit ran before (docs/adr/0032-scripts-run-twice.md). A
+  // second write would reset a job a worker may have begun or finished meanwhile.
+  const existing = s.jobs.get(job.id);
+  if (existing) return submittedBefore(existing, job, timing);
   const deps = job.after?.length ? checkDependencies(s, job) : undefined;
   let degradation: { level: DegradationLevel; delayedMs: number } | undefined;
   if (admission.degradation) {
@@ -120,6 +125,37 @@ export function submitJob(
     ...(quota ? { quota: quota.state } : {}),
     ...(degradation ? { degradation } : {}),
   };
+}
+
+/**
+ * The answer to a submit whose job is stored already, as the Redis store gives it (include "job",
+ * `submittedBefore`): nothing written or counted; the submitted spec with the stored job's
+ * `createdAt` and `runAt`, `waiting` if it was stored waiting, `cancelled` if it was cancelled at
+ * its submit, else `queued` with its message.
+ */
+function submittedBefore(stored: StoredJob, job: NewJob, timing: SubmitTiming): SubmitResult {
+  const first = stored.record;
+  const spec = clone(job) as JobSpec;
+  spec.createdAt = first.createdAt;
+  spec.runAt = first.runAt;
+  const record = Object.assign({}, spec, { status: "queued", attempts: 0 }) as JobRecord;
+  if (stored.held || first.status === "waiting") {
+    record.status = "waiting";
+    return { job: record, replayed: false };
+  }
+  if (first.status === "cancelled" && first.finishedAt === first.createdAt) {
+    record.status = "cancelled";
+    record.finishedAt = first.finishedAt;
+    return { job: record, replayed: false };
+  }
+  const message: OutboxMessage = {
+    id: spec.id,
+    dedupId: spec.id,
+    job: clone(spec),
+    notBefore: spec.runAt,
+    recoverAt: spec.runAt + timing.recoverGraceMs,
+  };
+  return { job: record, replayed: false, message };
 }
 
 export function getJob(s: MemoryState, id: string, tenant?: string): JobRecord | null {

@@ -44,6 +44,8 @@ export interface StoredJob {
   limitedAt?: number;
   /** While `waiting`: its dependencies not finished yet (ADR 0014). */
   waits?: number;
+  /** Stored `waiting` by its submit, kept once released or cancelled: a re-sent submit says so. */
+  held?: true;
   /** Dispatches from the dead-letter list so far (`retryDead`), for fresh dedup ids. */
   dispatches?: number;
   /** The job's log (`appendLog`): the last entries kept, and the position of the next one (1-based). */
