@@ -304,6 +304,15 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   let app: FetchApp = { fetch: () => new Response("starting", { status: 503 }) };
   let server: Awaited<ReturnType<typeof serve>>;
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000);
+  // What undoing the start may take: the shutdown's deadline, or a short one for a start that
+  // failed (it served nothing and runs nothing yet), so its failure is reported soon after it
+  // happened, not after the Redis that caused it kept each step waiting for the whole deadline.
+  let cleanupMs = shutdownTimeoutMs;
+  const failed = () => {
+    cleanupMs = Math.min(cleanupMs, FAILED_START_CLEANUP_MS);
+    startSettled();
+    return server.close();
+  };
   // A shutdown that begins while the start is still under way (a SIGTERM during its round trips
   // to Redis) waits for the start to settle first, within its deadline: what the start sets up
   // after the signal (the pull worker, the node's registration) is undone with the rest.
@@ -322,7 +331,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
         // Every step bounded, all of them together by the shutdown timeout: a Redis that stops
         // answering (paused, a partition) leaves a tick, a heartbeat or a QUIT waiting for good.
         // The store's connection is closed last whatever is left (its close is bounded itself).
-        const deadline = Date.now() + shutdownTimeoutMs;
+        const deadline = Date.now() + cleanupMs;
         if (!(await within(() => starting, Math.max(STEP_MIN_MS, deadline - Date.now())))) {
           logger.warn("tickwork: the start did not finish in time for the shutdown; going on");
         }
@@ -411,7 +420,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
         let stopped: Promise<unknown> | undefined;
         const stopPulling = () =>
           (stopped ??= pulling
-            .stop({ deadlineMs: Math.max(0, shutdownTimeoutMs - 500) })
+            .stop({ deadlineMs: Math.max(0, cleanupMs - 500) })
             .then(({ left }) => {
               // Still running at the deadline: left pending, taken over by another worker once
               // idle past its claim time (their attempt is spent).
@@ -433,8 +442,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
       cleanups.push(() => ticker.stop());
     }
   } catch (error) {
-    startSettled();
-    await server.close();
+    await failed();
     throw error instanceof RangeError || error instanceof TypeError
       ? new StartError(error.message, { cause: error })
       : error;
@@ -464,8 +472,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
       (late) => late?.stop(),
     );
   } catch (error) {
-    startSettled();
-    await server.close();
+    await failed();
     throw error;
   }
   // Pushed last, so undone first: the node leaves the registry as soon as shutdown begins.
@@ -596,6 +603,9 @@ async function startStep<T>(
     clearTimeout(timer);
   }
 }
+
+/** What undoing a start that failed may take, all steps together. */
+const FAILED_START_CLEANUP_MS = 1_000;
 
 /** The least a shutdown step gets once the shutdown's deadline has passed. */
 const STEP_MIN_MS = 250;
