@@ -79,6 +79,9 @@ describe.concurrent("tickwork redis-rest", () => {
       [[], { REDIS_URL }, "TICKWORK_REST_TOKEN"],
       [["--nope"], { REDIS_URL, TICKWORK_REST_TOKEN: "t" }, "--nope"],
       [["--port", "http"], { REDIS_URL, TICKWORK_REST_TOKEN: "t" }, "port must be"],
+      // An empty option is not its variable (`--redis "$UNSET"` served REDIS_URL's database).
+      [["--redis", ""], { REDIS_URL, TICKWORK_REST_TOKEN: "t" }, "--redis needs a value"],
+      [["--token", " "], { REDIS_URL, TICKWORK_REST_TOKEN: "t" }, "--token needs a value"],
     ];
     for (const [args, env, text] of cases) {
       const run = tickwork(args, env);

@@ -84,6 +84,13 @@ export async function runRedisRestCommand(
       console.log(HELP);
       return 0;
     }
+    // An empty value (`--redis "$UNSET"`) would stand for no option and give the variable
+    // instead, as for `tickwork start`: refused.
+    for (const [name, given] of Object.entries(values)) {
+      if (typeof given === "string" && given.trim() === "") {
+        throw new UsageError(`--${name} needs a value, got an empty one`);
+      }
+    }
     const redisUrl = values.redis || env.REDIS_URL;
     if (!redisUrl) {
       throw new UsageError(
