@@ -114,13 +114,14 @@ async function main(argv: string[], env: Env): Promise<number> {
     await startServer({ handlers, ...options });
     return 0;
   } catch (error) {
-    // A configuration the server cannot start with (`StartError`): no stack, exit 1.
-    if (error instanceof StartError) {
+    // A start that failed on what it met (Redis, the port, a package): no stack, exit 1.
+    if (error instanceof StartError && error.atRuntime) {
       console.error(`tickwork: ${error.message}`);
       return 1;
     }
-    // A mistake in how it was called or configured (any other `TickworkConfigError`, e.g. the
-    // environment reader's `ConfigError`): exit 2, pointing at the help.
+    // A mistake in how it was called or configured (any other `TickworkConfigError`: the
+    // environment reader's `ConfigError`, a setting `startServer` refused): exit 2, pointing at
+    // the help.
     if (
       error instanceof UsageError ||
       error instanceof TickworkConfigError ||

@@ -62,7 +62,11 @@ export class HandlersModuleError extends Error {
  * A TypeScript module cannot be loaded in this process (no type stripping, no tsx): a
  * `StartError` (named so), which the CLI reports in one line without a stack (exit 1).
  */
-export class TypeScriptLoaderError extends StartError {}
+export class TypeScriptLoaderError extends StartError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { ...options, atRuntime: true });
+  }
+}
 
 /** Resolve `specifier` the way `require` does from the file `base`; throws when it cannot. */
 export type Resolver = (specifier: string, base: string) => string;

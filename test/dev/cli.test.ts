@@ -130,7 +130,8 @@ describe.concurrent("tickwork CLI", () => {
       REDIS_URL: "redis://127.0.0.1:6379",
       TICKWORK_TRANSPORT: "local",
     });
-    expect(code).toBe(1);
+    // A configuration refused: exit 2, as every other (1 is for what the start met).
+    expect(code).toBe(2);
     expect(stderr).toContain("which this server does not serve (its roles lack worker)");
     expect(stderr).toContain("TICKWORK_PUBLIC_URL");
   });

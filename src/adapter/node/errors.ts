@@ -2,8 +2,9 @@
  * @module
  * The two ways a Node server refuses to start, each printed as a plain message (no stack trace).
  * Both are a {@link TickworkConfigError} (the one configuration error of every platform), under
- * the names the Node entry has always thrown; the CLI exits 1 for a `StartError` and 2 for any
- * other configuration error.
+ * the names the Node entry has always thrown. The CLI exits 1 for a start that failed on what it
+ * met (`StartError` with `atRuntime`: Redis, the port, a missing package) and 2 for a
+ * configuration refused (any other).
  */
 import { TickworkConfigError } from "../../core/errors.ts";
 
@@ -13,6 +14,24 @@ import { TickworkConfigError } from "../../core/errors.ts";
  */
 export class StartError extends TickworkConfigError {
   override name = "StartError";
+  /**
+   * True when the start failed on what it met (Redis unreachable or refusing, the port taken, a
+   * step timed out, a package not installed), false when its configuration was refused.
+   */
+  readonly atRuntime: boolean;
+
+  constructor(
+    message: string,
+    options?: {
+      variable?: string | undefined;
+      field?: string | undefined;
+      cause?: unknown;
+      atRuntime?: boolean;
+    },
+  ) {
+    super(message, options);
+    this.atRuntime = options?.atRuntime ?? false;
+  }
 
   /** `error` as a `StartError`, keeping its message, `variable` and `field`. */
   static from(error: TickworkConfigError): StartError {

@@ -141,6 +141,7 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
       if (Array.isArray(role) && (role[0] === "slave" || role[0] === "replica")) {
         throw new StartError(
           `Redis at ${redactRedisUrl(options.url)} is a read-only replica: point the URL at its primary`,
+          { atRuntime: true },
         );
       }
     }
@@ -167,7 +168,7 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
     if (selecting && !(error instanceof Error && error.message.startsWith("no answer"))) {
       throw new StartError(
         `cannot use database ${db} of Redis at ${redactRedisUrl(options.url)}: ${(error as Error).message}`,
-        { cause: error },
+        { cause: error, atRuntime: true },
       );
     }
     const first = firstError ?? lastError ?? (error as Error);
@@ -175,6 +176,7 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
     const verb = first.name === "ReplyError" ? "cannot use" : "cannot reach";
     throw new StartError(`${verb} Redis at ${redactRedisUrl(options.url)}: ${first.message}`, {
       cause: error,
+      atRuntime: true,
     });
   } finally {
     clearTimeout(timer);

@@ -231,7 +231,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     // Any setup it refuses is a StartError (with the message, variable and field of the check).
     if (error instanceof TickworkConfigError) throw StartError.from(error);
     // A client the configuration asks for is not installed: a start error naming the package.
-    if (error instanceof MissingPeerError) throw new StartError(error.message, { cause: error });
+    if (error instanceof MissingPeerError) {
+      throw new StartError(error.message, { cause: error, atRuntime: true });
+    }
     throw error;
   }
 }
@@ -355,6 +357,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
         variable: "PORT",
         field: "port",
         cause: error,
+        atRuntime: true,
       });
     }
     // A host this machine cannot listen on (a name that does not resolve, an address it does not
@@ -363,7 +366,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
       const host = options.hostname ?? (dev ? "127.0.0.1" : "0.0.0.0");
       throw new StartError(
         `cannot listen on ${host}:${port} (${code}): set HOST (or --host) to an address of this machine, or PORT (or --port)`,
-        { variable: "HOST", field: "hostname", cause: error },
+        { variable: "HOST", field: "hostname", cause: error, atRuntime: true },
       );
     }
     throw error;
@@ -589,7 +592,9 @@ async function startStep<T>(
         timer = setTimeout(() => {
           timedOut = true;
           reject(
-            new StartError(`${storeName} did not answer within ${START_STEP_MS} ms while ${what}`),
+            new StartError(`${storeName} did not answer within ${START_STEP_MS} ms while ${what}`, {
+              atRuntime: true,
+            }),
           );
         }, START_STEP_MS);
       }),
@@ -598,6 +603,7 @@ async function startStep<T>(
     if (error instanceof StartError) throw error;
     throw new StartError(`cannot use ${storeName} while ${what}: ${(error as Error).message}`, {
       cause: error,
+      atRuntime: true,
     });
   } finally {
     clearTimeout(timer);

@@ -88,7 +88,7 @@ async function openUpstash(target: {
   } catch (error) {
     throw new StartError(
       `cannot use Upstash Redis at ${redactRedisUrl(target.url)}: ${(error as Error).message}`,
-      { cause: error },
+      { cause: error, atRuntime: true },
     );
   } finally {
     clearTimeout(timer);

@@ -139,6 +139,7 @@ export async function serveRedisRest(options: ServeRedisRestOptions): Promise<Re
     const reason = code === "EADDRINUSE" ? "is in use" : `cannot be bound: ${String(error)}`;
     throw new StartError(`port ${options.port ?? 8079} ${reason}: choose another port`, {
       cause: error,
+      atRuntime: true,
     });
   }
   return { url: server.url, port: server.port, close: server.close };
