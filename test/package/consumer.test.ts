@@ -67,6 +67,13 @@ export async function fine(): Promise<void> {
   await tw.schedules.create({ handler: "cache.flush", schedule: "5m", input: [1, 2] });
   const hooks = createClient<typeof webhookHandlers>({ url: "http://127.0.0.1:1" });
   await hooks.jobs.submit({ handler: "stripe.event", input: { body: {} } });
+  // The README's way to serve both maps: one map spread from the two, typed as each was.
+  const all = defineHandlers({ ...handlers, ...webhookHandlers });
+  const both = createClient<typeof all>({ url: "http://127.0.0.1:1" });
+  await both.jobs.submit({ handler: "github.event", input: { body: {}, headers: {} } });
+  const job2 = await both.jobs.submit({ handler: "email.send", input: { to: "a@b.c" } });
+  const sentTo: string = (await job2.result()).sent;
+  console.log(sentTo);
   // A map where no handler has an input schema still names its handlers (they were \`never\`).
   const bare = defineHandlers({ echo: { run: (input) => input } });
   await createClient<typeof bare>({ url: "http://127.0.0.1:1" }).jobs.submit({ handler: "echo" });
