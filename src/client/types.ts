@@ -164,8 +164,8 @@ export type CreateScheduleRequest<
  * The server checks `input` against the handler the schedule ends up with.
  */
 export type UpdateScheduleRequest<H extends Handlers = Handlers> = Partial<
-  Omit<CreateScheduleOptions, "id">
-> & { handler?: HandlerName<H> | undefined; input?: unknown };
+  Omit<CreateScheduleOptions, "id" | "schedule">
+> & { handler?: HandlerName<H> | undefined; schedule?: string | undefined; input?: unknown };
 
 /** A schedule. */
 export type Schedule = ScheduleResource;

@@ -84,7 +84,7 @@ export async function fine(): Promise<void> {
   await tw.tick({ secret: absent() });
   const child = { handler: "cache.flush" as const };
   await tw.flows.submit({ children: [child], parent: child, idempotencyKey: absent() });
-  await tw.schedules.handle("s").update({ handler: undefined, schedule: "1h" });
+  await tw.schedules.handle("s").update({ handler: undefined, schedule: absent(), tz: absent() });
 }
 `;
 

@@ -82,6 +82,8 @@ describe.concurrent("tickwork redis-rest", () => {
       // An empty option is not its variable (`--redis "$UNSET"` served REDIS_URL's database).
       [["--redis", ""], { REDIS_URL, TICKWORK_REST_TOKEN: "t" }, "--redis needs a value"],
       [["--token", " "], { REDIS_URL, TICKWORK_REST_TOKEN: "t" }, "--token needs a value"],
+      // A setting refused is 2, as for `tickwork start` (it exited 1).
+      [["--redis", `${REDIS_URL}/abc`], { TICKWORK_REST_TOKEN: "t" }, "must be a whole number"],
     ];
     for (const [args, env, text] of cases) {
       const run = tickwork(args, env);

@@ -61,6 +61,24 @@ test("cuts requests still running at the shutdown timeout", async () => {
   expect(await hanging).toBeInstanceOf(Error);
 });
 
+test("close({ timeoutMs }) cuts requests in flight at its own deadline, not the server's", async () => {
+  const arrived = signal();
+  const server = await serve(
+    {
+      fetch: () => {
+        arrived.resolve();
+        return new Promise<Response>(() => {});
+      },
+    },
+    // Far past the test's own timeout: close() resolves in time only by the deadline it is given.
+    { port: 0, signals: false, shutdownTimeoutMs: 600_000 },
+  );
+  const hanging = fetch(`${server.url}/`).catch((e: unknown) => e);
+  await arrived.promise;
+  await server.close({ timeoutMs: 100 });
+  expect(await hanging).toBeInstanceOf(Error);
+});
+
 test("a port in use is an EADDRINUSE error", async () => {
   const first = await serve({ fetch: () => new Response() }, { port: 0, signals: false });
   await expect(

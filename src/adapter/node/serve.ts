@@ -69,8 +69,11 @@ export interface NodeServer {
   url: string;
   /** Aborted as soon as shutdown starts: stop timers and loops with it. */
   signal: AbortSignal;
-  /** Stop accepting, let requests in flight finish (up to the timeout), run `onShutdown`. Idempotent. */
-  close(): Promise<void>;
+  /**
+   * Stop accepting, let requests in flight finish (up to the timeout: `shutdownTimeoutMs`, or
+   * `timeoutMs` here), run `onShutdown`. Idempotent: a later call answers the first one's promise.
+   */
+  close(options?: { timeoutMs?: number | undefined }): Promise<void>;
 }
 
 /**
@@ -141,11 +144,11 @@ export async function serve(
 
   const signals = options.signals === false ? [] : (options.signals ?? ["SIGINT", "SIGTERM"]);
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => {
+  const close = (closeOptions?: { timeoutMs?: number | undefined }): Promise<void> => {
     closing ??= (async () => {
       controller.abort(new Error("server shutting down"));
       try {
-        await stopServer(server, timeoutMs);
+        await stopServer(server, closeOptions?.timeoutMs ?? timeoutMs);
         await options.onShutdown?.();
       } finally {
         // Listening until the whole shutdown is over (onShutdown's steps included), so a second

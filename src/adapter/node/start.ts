@@ -307,13 +307,14 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   let server: Awaited<ReturnType<typeof serve>>;
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? (dev ? 2_000 : 10_000);
   // What undoing the start may take: the shutdown's deadline, or a short one for a start that
-  // failed (it served nothing and runs nothing yet), so its failure is reported soon after it
-  // happened, not after the Redis that caused it kept each step waiting for the whole deadline.
+  // failed (no banner yet, so nobody was told to send it work; a request that came anyway is
+  // cut), so its failure is reported soon after it happened, not after the Redis that caused it
+  // kept the requests in flight and each step waiting for the whole deadline.
   let cleanupMs = shutdownTimeoutMs;
   const failed = () => {
     cleanupMs = Math.min(cleanupMs, FAILED_START_CLEANUP_MS);
     startSettled();
-    return server.close();
+    return server.close({ timeoutMs: cleanupMs });
   };
   // A shutdown that begins while the start is still under way (a SIGTERM during its round trips
   // to Redis) waits for the start to settle first, within its deadline: what the start sets up
@@ -610,7 +611,7 @@ async function startStep<T>(
   }
 }
 
-/** What undoing a start that failed may take, all steps together. */
+/** What undoing a start that failed may take: its requests in flight, then its steps together. */
 const FAILED_START_CLEANUP_MS = 1_000;
 
 /** The least a shutdown step gets once the shutdown's deadline has passed. */

@@ -56,7 +56,8 @@ class UsageError extends Error {
 /**
  * Run `tickwork redis-rest` with `argv` (the arguments after `redis-rest`). Resolves with the exit
  * code: 0 once the bridge is listening (its server keeps the process alive; SIGINT/SIGTERM stop
- * it) or after `--help`, 1 when it cannot start (Redis unreachable, port in use), 2 on usage errors.
+ * it) or after `--help`, 1 when it cannot start (Redis unreachable, port in use), 2 on usage or
+ * configuration errors (a Redis URL whose database is not a number).
  *
  * @example
  * process.exitCode = await runRedisRestCommand(["--port", "8079"], process.env);
@@ -136,11 +137,12 @@ export async function runRedisRestCommand(
     );
     return 0;
   } catch (error) {
-    if (error instanceof StartError) {
+    // As `tickwork start`: 1 for what the start met (Redis, the port), 2 for a setting refused.
+    if (error instanceof StartError && error.atRuntime) {
       console.error(`tickwork redis-rest: ${error.message}`);
       return 1;
     }
-    if (error instanceof UsageError || isArgError(error)) {
+    if (error instanceof UsageError || error instanceof StartError || isArgError(error)) {
       console.error(`tickwork redis-rest: ${(error as Error).message}`);
       console.error("Run `tickwork redis-rest --help` for usage.");
       return 2;
