@@ -43,7 +43,8 @@ test("serves on a free port and lets a request in flight finish on close", async
   await expect(fetch(`${server.url}/`)).rejects.toThrow();
 });
 
-test("cuts requests still running at the shutdown timeout", async () => {
+/** A server whose every request hangs, and a request to it under way (settling to its error). */
+async function hangingRequest(shutdownTimeoutMs: number) {
   const arrived = signal();
   const server = await serve(
     {
@@ -52,29 +53,23 @@ test("cuts requests still running at the shutdown timeout", async () => {
         return new Promise<Response>(() => {});
       },
     },
-    { port: 0, signals: false, shutdownTimeoutMs: 100 },
+    { port: 0, signals: false, shutdownTimeoutMs },
   );
   const hanging = fetch(`${server.url}/`).catch((e: unknown) => e);
   await arrived.promise;
+  return { server, hanging };
+}
+
+test("cuts requests still running at the shutdown timeout", async () => {
+  const { server, hanging } = await hangingRequest(100);
   // The handler never answers: close() resolves only because the timeout cuts the connection.
   await server.close();
   expect(await hanging).toBeInstanceOf(Error);
 });
 
 test("close({ timeoutMs }) cuts requests in flight at its own deadline, not the server's", async () => {
-  const arrived = signal();
-  const server = await serve(
-    {
-      fetch: () => {
-        arrived.resolve();
-        return new Promise<Response>(() => {});
-      },
-    },
-    // Far past the test's own timeout: close() resolves in time only by the deadline it is given.
-    { port: 0, signals: false, shutdownTimeoutMs: 600_000 },
-  );
-  const hanging = fetch(`${server.url}/`).catch((e: unknown) => e);
-  await arrived.promise;
+  // Far past the test's own timeout: close() resolves in time only by the deadline it is given.
+  const { server, hanging } = await hangingRequest(600_000);
   await server.close({ timeoutMs: 100 });
   expect(await hanging).toBeInstanceOf(Error);
 });
