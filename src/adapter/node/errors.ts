@@ -22,12 +22,7 @@ export class StartError extends TickworkConfigError {
 
   constructor(
     message: string,
-    options?: {
-      variable?: string | undefined;
-      field?: string | undefined;
-      cause?: unknown;
-      atRuntime?: boolean;
-    },
+    options?: ConstructorParameters<typeof TickworkConfigError>[1] & { atRuntime?: boolean },
   ) {
     super(message, options);
     this.atRuntime = options?.atRuntime ?? false;
