@@ -1,17 +1,20 @@
 /**
  * The Store, admission and observability contracts on the Redis store: ioredis against the
  * shared Redis at 127.0.0.1:6379, a random key prefix per test, whose keys (and only those) are
- * deleted afterwards.
+ * deleted afterwards. The client sends its script commands as `tickwork start`'s does
+ * (`sendsCommandsDirectly`); the other test files use ioredis's own command methods.
  */
-import { Redis } from "ioredis";
+import { Command, Redis } from "ioredis";
 import { afterAll } from "vitest";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
+import { type IoredisCommandClass, sendsCommandsDirectly } from "../../src/store/redis/script.ts";
 import { describeAdmissionContract } from "./admission.contract.ts";
 import { CONTRACT_RETENTION, type MakeContractStore } from "./fixtures.ts";
 import { describeObservabilityContract } from "./observability.contract.ts";
 import { describeStoreContract } from "./store.contract.ts";
 
 const redis = new Redis("redis://127.0.0.1:6379");
+sendsCommandsDirectly(redis, Command as unknown as IoredisCommandClass);
 afterAll(() => redis.disconnect());
 
 /** Deletes every key under the hash tag `{prefix}` (SCAN, never FLUSH: the server is shared). */

@@ -8,13 +8,14 @@
  * connections ask for RESP2.
  */
 import { randomUUID } from "node:crypto";
-import { Redis as Redis6 } from "ioredis6";
+import { Command as Command6, Redis as Redis6 } from "ioredis6";
 import { afterAll, describe, expect, it } from "vitest";
 import { coalesceWrites } from "../../src/adapter/node/coalesce.ts";
 import { connectIoredis } from "../../src/adapter/node/ioredis.ts";
 import { defineHandlers } from "../../src/engine/handlers.ts";
 import { createEngine, PullWorker, silentLogger } from "../../src/engine/index.ts";
 import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
+import { type IoredisCommandClass, sendsCommandsDirectly } from "../../src/store/redis/script.ts";
 import { newJob } from "../support/redis-store-fixtures.ts";
 import { REDIS_URL } from "../support/stores.ts";
 
@@ -27,8 +28,12 @@ describe.each([
   ["RESP3 (its default)", {}],
   ["RESP2", { protocol: 2 as const }],
 ])("ioredis 6 on %s", (_, options) => {
-  it("a Streams deployment runs every job once and drains its stream", async () => {
+  it.each([
+    ["its command methods", false],
+    ["commands built with its Command class, as tickwork start sends them", true],
+  ])("a Streams deployment runs every job once and drains its stream (%s)", async (_, direct) => {
     const redis = coalesceWrites(new Redis6(REDIS_URL, options));
+    if (direct) sendsCommandsDirectly(redis, Command6 as unknown as IoredisCommandClass);
     cleanups.push(() => redis.disconnect());
     const prefix = `v6-${randomUUID()}`;
     const store = new RedisStore({ client: fromIoredis(redis), prefix, dispatch: "streams" });

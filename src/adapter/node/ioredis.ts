@@ -8,6 +8,7 @@
  * and the REST bridge (`serveRedisRest`) both connect through it.
  */
 import type { Redis } from "ioredis";
+import { type IoredisCommandClass, sendsCommandsDirectly } from "../../store/redis/script.ts";
 import { loadPeer } from "../peer.ts";
 import { redactRedisUrl } from "./banner.ts";
 import { coalesceWrites } from "./coalesce.ts";
@@ -87,7 +88,7 @@ export function databaseWritten(url: string): boolean {
 
 export async function connectIoredis(options: IoredisConnectOptions): Promise<IoredisConnection> {
   // Loaded only when asked for: a setup without Redis over TCP needs no Redis client installed.
-  const { Redis } = await loadPeer("ioredis", options.purpose, () => import("ioredis"));
+  const { Redis, Command } = await loadPeer("ioredis", options.purpose, () => import("ioredis"));
   let connected = false;
   const connectOptions = {
     // RESP2, as ioredis 5 speaks it: ioredis 6 speaks RESP3 by default, where some replies take
@@ -103,6 +104,8 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
   // The commands of one event-loop turn (the submits of concurrent requests) go out in one socket
   // write instead of one each: a write is a system call (docs/adr/0039-coalesced-writes.md).
   coalesceWrites(redis);
+  // Its script calls skip ioredis's copy of their arguments (docs/adr/0055-script-commands-without-flat.md).
+  sendsCommandsDirectly(redis, Command as unknown as IoredisCommandClass);
   // ioredis emits an error on every reconnect attempt: report the first of each outage only.
   let lastError: Error | undefined;
   // The first failure of the start says why: a wrong password is WRONGPASS, then NOAUTH for
