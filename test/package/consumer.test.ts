@@ -8,7 +8,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deletePrefix, REDIS_URL, ROOT } from "../dev/server.ts";
@@ -206,14 +206,25 @@ describe("the packed package in a fresh app", () => {
       /^(dist\/|bin\/|schema\/|docs\/|bench\/(results\.(svg|json)|chaos\.json)$|(README|SECURITY)\.md$|LICENSE$|package\.json$)/;
     expect(packed.files.filter((file) => !shipped.test(file))).toEqual([]);
     expect(packed.files.filter((file) => /\.test\.|\/test\/|\.ci|infra/.test(file))).toEqual([]);
-    // Every relative link and image of the README, as an app's node_modules holds it, opens.
+    // Every relative link and image of the README, SECURITY.md and the docs, as an app's
+    // node_modules holds them, opens.
     const root = join(app, "node_modules/tickwork");
-    const readme = readFileSync(join(root, "README.md"), "utf8");
-    const links = [...readme.matchAll(/\]\(([^)\s]+)\)/g)]
-      .map((m) => m[1]!.split("#")[0]!)
-      .filter((link) => link !== "" && !/^[a-z]+:/.test(link));
-    expect(links.length).toBeGreaterThan(10);
-    expect([...new Set(links)].filter((link) => !existsSync(join(root, link)))).toEqual([]);
+    const pages = packed.files.filter((file) => file.endsWith(".md"));
+    expect(pages).toContain("docs/architecture.md");
+    const broken: string[] = [];
+    let readmeLinks = 0;
+    for (const page of pages) {
+      const text = readFileSync(join(root, page), "utf8");
+      const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)]
+        .map((m) => m[1]!.split("#")[0]!)
+        .filter((link) => link !== "" && !/^[a-z]+:/.test(link));
+      if (page === "README.md") readmeLinks = links.length;
+      for (const link of new Set(links)) {
+        if (!existsSync(join(root, dirname(page), link))) broken.push(`${page}: ${link}`);
+      }
+    }
+    expect(readmeLinks).toBeGreaterThan(10);
+    expect(broken).toEqual([]);
     // No script npm would run, or warn about, when an app installs the package.
     const installed = JSON.parse(
       readFileSync(join(app, "node_modules/tickwork/package.json"), "utf8"),
