@@ -115,7 +115,8 @@ export function sendsCommandsDirectly(client: object, Command: IoredisCommandCla
 /** An argument list ioredis need not flatten: its `flat` answers the list itself. */
 function flatList(): string[] {
   const list: string[] = [];
-  Object.defineProperty(list, "flat", { value: returnThis });
+  // Assigned, not defined: `Object.defineProperty` made the list cost twice as much to build.
+  (list as unknown as { flat: typeof returnThis }).flat = returnThis;
   return list;
 }
 
