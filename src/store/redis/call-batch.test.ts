@@ -61,22 +61,24 @@ describe("CallBatch", () => {
     expect(await Promise.all(later)).toEqual(["done d", "done e"]);
   });
 
-  it("with sendAt, sends a group as soon as that many wait, while fewer than the most are under way", async () => {
+  it("with sendAt, sends a group once that many wait and as many as are under way, while fewer than the most groups are", async () => {
     const redis = fakeRedis();
     const batch = new CallBatch("op", redis.one, redis.many, 2);
-    const calls = "abcdefghij".split("").map((x) => batch.call([x]));
-    // Within the turn: pairs until MAX_IN_FLIGHT are under way; the rest wait for one of them.
-    expect(redis.sent.map((s) => s.calls)).toEqual(
-      Array.from({ length: MAX_IN_FLIGHT }, (_, i) => [
-        "abcdefghij"[2 * i],
-        "abcdefghij"[2 * i + 1],
-      ]),
-    );
+    const names = Array.from({ length: 40 }, (_, i) => `c${i}`);
+    const calls = names.map((x) => batch.call([x]));
+    // Within the turn: groups that double until MAX_IN_FLIGHT are under way; the rest wait.
+    expect(MAX_IN_FLIGHT).toBe(4);
+    expect(redis.sent.map((s) => s.calls)).toEqual([
+      names.slice(0, 2),
+      names.slice(2, 4),
+      names.slice(4, 8),
+      names.slice(8, 16),
+    ]);
     redis.sent[0]!.answer();
     await turn();
-    expect(redis.sent.at(-1)!.calls).toEqual(["i", "j"]);
+    expect(redis.sent.at(-1)!.calls).toEqual(names.slice(16));
     for (const s of redis.sent.slice(1)) s.answer();
-    expect(await Promise.all(calls)).toEqual("abcdefghij".split("").map((x) => `done ${x}`));
+    expect(await Promise.all(calls)).toEqual(names.map((x) => `done ${x}`));
   });
 
   /**
@@ -120,21 +122,31 @@ describe("CallBatch", () => {
 });
 
 describe("the submits' CallBatch (submitBatch)", () => {
-  it("sends the pairs of a busy server's requests without waiting for 4 groups under way", async () => {
-    // Twenty requests' submits made in one turn, as an HTTP server under load makes them: each
-    // pair goes at once (none waits for a group under way to answer; docs/adr/0052).
+  /** `submitBatch` on a stand-in for Redis that answers when the test says. */
+  function submits() {
     const sent: string[][] = [];
     const answers: (() => void)[] = [];
     const run = (_script: unknown, _keys: string[], args: (string | number)[]) =>
       new Promise<unknown>((resolve) => {
         sent.push(args.map(String));
-        answers.push(() => resolve(args.length > 1 ? ["{}", "{}"] : "{}"));
+        // A group's arguments are its width, then its calls'.
+        answers.push(() => resolve(args.length > 1 ? args.slice(1).map(() => "{}") : "{}"));
       });
-    const batch = submitBatch(run, keys("cb"));
-    const calls = Array.from({ length: 20 }, (_, i) => batch.call([`s${i}`]));
-    expect(sent).toHaveLength(10);
-    expect(sent.every((args) => args.length === 3)).toBe(true); // width, then a pair
-    for (const answer of answers) answer();
-    expect(await Promise.all(calls)).toHaveLength(20);
+    return { batch: submitBatch(run, keys("cb")), sent, answers };
+  }
+
+  it("sends a busy server's requests at once, in groups that double until they hold 16", async () => {
+    // Fifty requests' submits made in one turn, as an HTTP server under load makes them: none
+    // waits for a group under way to answer (docs/adr/0052) until fewer than 16 are left; each
+    // group holds as many as those under way, or 16 (docs/adr/0056).
+    const { batch, sent, answers } = submits();
+    const calls = Array.from({ length: 50 }, (_, i) => batch.call([`s${i}`]));
+    expect(sent.map((args) => args.length - 1)).toEqual([2, 2, 4, 8, 16, 16]);
+    // The two left wait for an answer, then go.
+    answers[0]!();
+    await turn();
+    expect(sent.at(-1)!.slice(1)).toEqual(["s48", "s49"]);
+    for (const answer of answers.slice(1)) answer();
+    expect(await Promise.all(calls)).toHaveLength(50);
   });
 });

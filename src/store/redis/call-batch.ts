@@ -20,6 +20,14 @@ export const MAX_BATCH = 32;
 /** The most calls of one script under way at once, unless its `CallBatch` says otherwise. */
 export const MAX_IN_FLIGHT = 4;
 
+/**
+ * A group goes before the end of the turn or a group's answer (see `sendAt`) only while it holds
+ * as many calls as the groups under way, or half of {@link MAX_BATCH}: a few callers still take
+ * turns in pairs, and under a server's many requests the groups double until they hold 16
+ * (docs/adr/0056-submit-groups-that-grow.md).
+ */
+const EARLY_GROUP = MAX_BATCH / 2;
+
 /** A batch's answer for a call that raised an error inside the script: `!` and its text. */
 const FAILED = "!";
 
@@ -42,6 +50,8 @@ export class CallBatch {
   readonly #maxInFlight: number;
   #waiting: Waiting[] = [];
   #inFlight = 0;
+  /** Calls in the groups under way. */
+  #callsInFlight = 0;
   #scheduled = false;
 
   /**
@@ -50,12 +60,13 @@ export class CallBatch {
    * @param many runs the batch script for the calls' arguments, concatenated, each call's padded
    *   with `''` to `width` (the longest call's length: a script reads an absent argument as
    *   `''`); answers one value per call, in order
-   * @param sendAt a group goes as soon as this many calls wait, while fewer than `maxInFlight`
-   *   are under way, without waiting for the end of the turn or for the
-   *   group under way (default: never). A few callers that each wait for their answer before
-   *   their next call then form two groups that take turns, one with Redis while the other's
-   *   callers make their next calls, instead of one group that leaves Redis idle while all of
-   *   them do (docs/adr/0043-submits-in-groups.md).
+   * @param sendAt a group goes as soon as this many calls wait, and they are as many as the calls
+   *   under way (or 16), while fewer than `maxInFlight` groups are under way, without waiting for
+   *   the end of the turn or for the group under way (default: never). A few callers that each wait for their answer before their next call then form
+   *   two groups that take turns, one with Redis while the other's callers make their next
+   *   calls, instead of one group that leaves Redis idle while all of them do
+   *   (docs/adr/0043-submits-in-groups.md); many callers form larger groups, each call costing
+   *   Redis and the process less (docs/adr/0056-submit-groups-that-grow.md).
    * @param maxInFlight the most calls of the script under way at once (default
    *   {@link MAX_IN_FLIGHT}); what arrives meanwhile waits for one of them
    */
@@ -77,7 +88,12 @@ export class CallBatch {
   call(args: string[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ args, resolve, reject });
-      if (this.#waiting.length >= this.#sendAt && this.#inFlight < this.#maxInFlight) {
+      const waiting = this.#waiting.length;
+      if (
+        waiting >= this.#sendAt &&
+        (waiting >= this.#callsInFlight || waiting >= EARLY_GROUP) &&
+        this.#inFlight < this.#maxInFlight
+      ) {
         this.#send();
         return;
       }
@@ -99,8 +115,10 @@ export class CallBatch {
     while (this.#inFlight < this.#maxInFlight && this.#waiting.length > 0) {
       const size = Math.min(MAX_BATCH, this.#waiting.length);
       this.#inFlight++;
+      this.#callsInFlight += size;
       void this.#sendGroup(this.#waiting.splice(0, size)).finally(() => {
         this.#inFlight--;
+        this.#callsInFlight -= size;
         // What arrived meanwhile has waited a round trip already: it goes now.
         this.#send();
       });

@@ -140,9 +140,11 @@ function submitKeys(k: Keys): string[] {
 }
 
 /**
- * A group of submits goes as soon as two wait (see `CallBatch`): a few loops that each await a
- * submit then keep Redis busy with one pair while they make the next (in step, as one group,
- * they lost a third of their submits per second; docs/adr/0043-submits-in-groups.md).
+ * A group of submits goes as soon as two wait and they are as many as those under way (see
+ * `CallBatch`): a few loops that each await a submit then keep Redis busy with one pair while
+ * they make the next (in step, as one group, they lost a third of their submits per second;
+ * docs/adr/0043-submits-in-groups.md), and a busy server's groups grow to 16
+ * (docs/adr/0056-submit-groups-that-grow.md).
  */
 const SUBMIT_SEND_AT = 2;
 
