@@ -103,10 +103,10 @@ const commandClasses = new WeakMap<object, IoredisCommandClass>();
 /**
  * Let {@link fromIoredis} build the script commands of `client` itself, with `Command`, the class
  * of the ioredis module that made `client`. ioredis's command methods copy their arguments with
- * `Array.prototype.flat`, which on Node 20 costs about 150 ns an argument: a batch of 32 submits
- * (some 350 arguments) paid about 50 µs for it, a tenth of a server's CPU per submit
- * (docs/adr/0055-script-commands-without-flat.md). The arguments built here are flat already and
- * say so. `connectIoredis` (tickwork/node) calls this for the connections it makes.
+ * `Array.prototype.flat`, which on Node 20 costs about 150 ns an argument (a group of 32 submits,
+ * some 350 arguments, about 50 µs); in a CPU profile of submits in pairs it was the largest single
+ * item (docs/adr/0055-script-commands-without-flat.md). The arguments built here are flat already
+ * and say so. `connectIoredis` (tickwork/node) calls this for the connections it makes.
  */
 export function sendsCommandsDirectly(client: object, Command: IoredisCommandClass): void {
   commandClasses.set(client, Command);
