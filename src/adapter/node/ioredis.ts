@@ -104,7 +104,8 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
   // The commands of one event-loop turn (the submits of concurrent requests) go out in one socket
   // write instead of one each: a write is a system call (docs/adr/0039-coalesced-writes.md).
   coalesceWrites(redis);
-  // Its script calls skip ioredis's copy of their arguments (docs/adr/0055-script-commands-without-flat.md).
+  // Its script calls skip ioredis's copy of their arguments
+  // (docs/adr/0055-script-commands-without-flat.md).
   sendsCommandsDirectly(redis, Command as unknown as IoredisCommandClass);
   // ioredis emits an error on every reconnect attempt: report the first of each outage only.
   let lastError: Error | undefined;

@@ -21,9 +21,9 @@ export const MAX_BATCH = 32;
 export const MAX_IN_FLIGHT = 4;
 
 /**
- * A group goes before the end of the turn or a group's answer (see `sendAt`) only while it holds
- * as many calls as the groups under way, or half of {@link MAX_BATCH}: a few callers still take
- * turns in pairs, and under a server's many requests the groups double until they hold 16
+ * A group goes before the end of the turn or a group's answer (see `sendAt`) only once it holds
+ * as many calls as the groups under way hold, or half of {@link MAX_BATCH}: a few callers still
+ * take turns in pairs, and under a server's many requests the groups double until they hold 16
  * (docs/adr/0056-submit-groups-that-grow.md).
  */
 const EARLY_GROUP = MAX_BATCH / 2;
@@ -62,11 +62,12 @@ export class CallBatch {
    *   `''`); answers one value per call, in order
    * @param sendAt a group goes as soon as this many calls wait, and they are as many as the calls
    *   under way (or 16), while fewer than `maxInFlight` groups are under way, without waiting for
-   *   the end of the turn or for the group under way (default: never). A few callers that each wait for their answer before their next call then form
-   *   two groups that take turns, one with Redis while the other's callers make their next
-   *   calls, instead of one group that leaves Redis idle while all of them do
-   *   (docs/adr/0043-submits-in-groups.md); many callers form larger groups, each call costing
-   *   Redis and the process less (docs/adr/0056-submit-groups-that-grow.md).
+   *   the end of the turn or for the group under way (default: never). A few callers that each
+   *   wait for their answer before their next call then form two groups that take turns, one
+   *   with Redis while the other's callers make their next calls, instead of one group that
+   *   leaves Redis idle while all of them do (docs/adr/0043-submits-in-groups.md); many callers
+   *   form larger groups, each call costing Redis and the process less
+   *   (docs/adr/0056-submit-groups-that-grow.md).
    * @param maxInFlight the most calls of the script under way at once (default
    *   {@link MAX_IN_FLIGHT}); what arrives meanwhile waits for one of them
    */
