@@ -228,16 +228,27 @@ describe.concurrent("tickwork start: Redis that stops taking writes after the fi
       const redis = await startRedisServer();
       redises.push(redis);
       const admin = new Redis(redis.url);
-      // Past the step's 5 s, then writes go through: a step that timed out completes.
-      await admin.call("CLIENT", "PAUSE", "9000", "WRITE");
-      admin.disconnect();
+      // Writes wait until the start has reported its failure (its step timed out after 5 s),
+      // then go through: the step that timed out completes. Unpaused on the child's line, not
+      // after a fixed time: a start slowed past the pause's end would have succeeded.
+      await admin.call("CLIENT", "PAUSE", "60000", "WRITE");
       const child = spawn(process.execPath, ["--input-type=module", "-e", script(transport)], {
         cwd: ROOT,
         env: cleanEnv({ REDIS_URL: redis.url }),
       });
       let out = "";
-      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-      child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
+      const reported = new Promise<void>((resolve) => {
+        const read = (chunk: Buffer) => {
+          out += chunk.toString();
+          if (/FAILED|STARTED/.test(out)) resolve();
+        };
+        child.stdout.on("data", read);
+        child.stderr.on("data", read);
+        child.once("close", () => resolve());
+      });
+      await reported;
+      await admin.call("CLIENT", "UNPAUSE");
+      admin.disconnect();
       const ended = await Promise.race([
         new Promise((resolve) => child.once("close", () => resolve("ended"))),
         new Promise((resolve) => setTimeout(() => resolve("still running"), 45_000)),
