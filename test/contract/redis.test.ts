@@ -7,14 +7,14 @@
 import { Command, Redis } from "ioredis";
 import { afterAll } from "vitest";
 import { fromIoredis, RedisStore } from "../../src/store/redis/index.ts";
-import { type IoredisCommandClass, sendsCommandsDirectly } from "../../src/store/redis/script.ts";
+import { sendsCommandsDirectly } from "../../src/store/redis/script.ts";
 import { describeAdmissionContract } from "./admission.contract.ts";
 import { CONTRACT_RETENTION, type MakeContractStore } from "./fixtures.ts";
 import { describeObservabilityContract } from "./observability.contract.ts";
 import { describeStoreContract } from "./store.contract.ts";
 
 const redis = new Redis("redis://127.0.0.1:6379");
-sendsCommandsDirectly(redis, Command as unknown as IoredisCommandClass);
+sendsCommandsDirectly(redis, Command);
 afterAll(() => redis.disconnect());
 
 /** Deletes every key under the hash tag `{prefix}` (SCAN, never FLUSH: the server is shared). */

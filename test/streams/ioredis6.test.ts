@@ -15,7 +15,7 @@ import { connectIoredis } from "../../src/adapter/node/ioredis.ts";
 import { defineHandlers } from "../../src/engine/handlers.ts";
 import { createEngine, PullWorker, silentLogger } from "../../src/engine/index.ts";
 import { fromIoredis, RedisStore, RedisStreams } from "../../src/store/redis/index.ts";
-import { type IoredisCommandClass, sendsCommandsDirectly } from "../../src/store/redis/script.ts";
+import { sendsCommandsDirectly } from "../../src/store/redis/script.ts";
 import { newJob } from "../support/redis-store-fixtures.ts";
 import { REDIS_URL } from "../support/stores.ts";
 
@@ -33,7 +33,7 @@ describe.each([
     ["commands built with its Command class, as tickwork start sends them", true],
   ])("a Streams deployment runs every job once and drains its stream (%s)", async (_, direct) => {
     const redis = coalesceWrites(new Redis6(REDIS_URL, options));
-    if (direct) sendsCommandsDirectly(redis, Command6 as unknown as IoredisCommandClass);
+    if (direct) sendsCommandsDirectly(redis, Command6);
     cleanups.push(() => redis.disconnect());
     const prefix = `v6-${randomUUID()}`;
     const store = new RedisStore({ client: fromIoredis(redis), prefix, dispatch: "streams" });

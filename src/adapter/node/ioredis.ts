@@ -8,7 +8,7 @@
  * and the REST bridge (`serveRedisRest`) both connect through it.
  */
 import type { Redis } from "ioredis";
-import { type IoredisCommandClass, sendsCommandsDirectly } from "../../store/redis/script.ts";
+import { sendsCommandsDirectly } from "../../store/redis/script.ts";
 import { loadPeer } from "../peer.ts";
 import { redactRedisUrl } from "./banner.ts";
 import { coalesceWrites } from "./coalesce.ts";
@@ -106,7 +106,7 @@ export async function connectIoredis(options: IoredisConnectOptions): Promise<Io
   coalesceWrites(redis);
   // Its script calls skip ioredis's copy of their arguments
   // (docs/adr/0055-script-commands-without-flat.md).
-  sendsCommandsDirectly(redis, Command as unknown as IoredisCommandClass);
+  sendsCommandsDirectly(redis, Command);
   // ioredis emits an error on every reconnect attempt: report the first of each outage only.
   let lastError: Error | undefined;
   // The first failure of the start says why: a wrong password is WRONGPASS, then NOAUTH for

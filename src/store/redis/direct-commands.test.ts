@@ -12,7 +12,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { connectIoredis } from "../../adapter/node/ioredis.ts";
 import {
   fromIoredis,
-  type IoredisCommandClass,
+  functionName,
   type LuaScript,
   safeEval,
   sendsCommandsDirectly,
@@ -23,15 +23,27 @@ const ECHO = "return {KEYS[1], #KEYS, #ARGV, ARGV[1], ARGV[#ARGV]}";
 /** A script of its own (a unique source: no other test has its function loaded). */
 function echoScript(): LuaScript {
   const source = `-- ${randomUUID()}\n${ECHO}`;
-  return { name: "echo", numberOfKeys: 1, source, sha1: sha1Of(source), bodyStart: 0 };
+  const script = { name: "echo", numberOfKeys: 1, source, sha1: sha1Of(source), bodyStart: 0 };
+  made.push(script);
+  return script;
 }
+
+/** The scripts the tests made: their function libraries are deleted from the shared Redis. */
+const made: LuaScript[] = [];
 
 function sha1Of(text: string): string {
   return createHash("sha1").update(text).digest("hex");
 }
 
 const plain = new Redis(URL);
-const closers: Array<() => unknown> = [() => plain.disconnect()];
+const closers: Array<() => unknown> = [
+  async () => {
+    for (const script of made) {
+      await plain.function("DELETE", functionName(script)).catch(() => undefined);
+    }
+    plain.disconnect();
+  },
+];
 afterAll(async () => {
   for (const close of closers) await close();
 });
@@ -90,7 +102,7 @@ describe("script commands built with ioredis's Command class", () => {
   it("leave a client with a key prefix to its own methods, which prefix the keys", async () => {
     const prefixed = new Redis(URL, { keyPrefix: "pre:" });
     closers.push(() => prefixed.disconnect());
-    sendsCommandsDirectly(prefixed, Command as unknown as IoredisCommandClass);
+    sendsCommandsDirectly(prefixed, Command);
     const answer = await fromIoredis(prefixed).eval(ECHO, ["k"], ["x"]);
     expect(answer).toEqual(["pre:k", 1, 1, "x", "x"]);
   });

@@ -90,11 +90,11 @@ export function fromIoredis(client: IoredisScripting): ScriptClient {
   return adapted;
 }
 
-/** ioredis's `Command` class, as {@link sendsCommandsDirectly} takes it. */
-export type IoredisCommandClass = new (
+/** ioredis's `Command` class, as {@link directCommands} uses it. */
+type IoredisCommandClass = new (
   name: string,
   args: string[],
-  options: { replyEncoding: "utf8"; keyPrefix?: string },
+  options: { replyEncoding: "utf8" },
 ) => { promise: Promise<unknown> };
 
 /** The `Command` class of each client {@link sendsCommandsDirectly} was told of. */
@@ -108,8 +108,11 @@ const commandClasses = new WeakMap<object, IoredisCommandClass>();
  * item (docs/adr/0055-script-commands-without-flat.md). The arguments built here are flat already
  * and say so. `connectIoredis` (tickwork/node) calls this for the connections it makes.
  */
-export function sendsCommandsDirectly(client: object, Command: IoredisCommandClass): void {
-  commandClasses.set(client, Command);
+export function sendsCommandsDirectly(
+  client: object,
+  Command: abstract new (...args: never[]) => unknown,
+): void {
+  commandClasses.set(client, Command as unknown as IoredisCommandClass);
 }
 
 /** An argument list ioredis need not flatten: its `flat` answers the list itself. */
