@@ -87,10 +87,15 @@ export type CancelResource =
 export interface JobSummary {
   id: string;
   handler: string;
-  status: JobStatus;
+  /**
+   * Left out of a replay's answer to a key without the `read` scope: the job may have run since
+   * its submit, and a replay changes nothing, so it would read how the job ended.
+   */
+  status?: JobStatus;
   runAt: string;
   priority: number;
-  attempts: number;
+  /** Left out where `status` is. */
+  attempts?: number;
   createdAt: string;
 }
 

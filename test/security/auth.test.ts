@@ -211,6 +211,71 @@ describe.each(storeFactories)("auth on $name", (factory) => {
     expect(reader.body.detail).toMatch(/ is cancelled;/);
   });
 
+  it("a jobs:write key's replay of an idempotency key answers the job, not how it ended", async () => {
+    const writer = bearer(acme.keys["jobs:write"]!);
+    const reader = bearer(acme.keys.client!);
+    // Another key of the tenant submitted them; each then ran and failed for good.
+    const single = await call(h.origin, "POST", "/v1/jobs", {
+      json: { handler: "echo", idempotencyKey: "constructor" },
+      headers: bearer(acme.keys.admin!),
+    });
+    const flow = {
+      idempotencyKey: "nightly",
+      children: [{ handler: "echo" }],
+      parent: { handler: "echo" },
+    };
+    const flowed = await call(h.origin, "POST", "/v1/flows", {
+      json: flow,
+      headers: bearer(acme.keys.admin!),
+    });
+    expect([single.status, flowed.status]).toEqual([202, 202]);
+    const child = flowed.body.children[0].id as string;
+    for (const id of [single.body.id as string, child]) {
+      const spec = h.queue.pending.find((p) => p.message.job.id === id)!.message.job;
+      expect((await handle.store.beginRun(spec, 60_000)).kind).toBe("run");
+      await handle.store.finishRun(id, 1, {
+        ok: false,
+        error: { name: "Error", message: "boom" },
+        final: true,
+      });
+    }
+    const outcome = ["status", "attempts"];
+    const before = await storeState(h.store);
+    const replays = async (headers: Record<string, string>) => {
+      const again = await call(h.origin, "POST", "/v1/jobs", {
+        json: { handler: "echo", idempotencyKey: "constructor" },
+        headers,
+      });
+      expect(again.status).toBe(200);
+      expect(again.headers.get("idempotent-replayed")).toBe("true");
+      const batch = await call(h.origin, "POST", "/v1/jobs/batch", {
+        json: { jobs: [{ handler: "echo", idempotencyKey: "constructor" }] },
+        headers,
+      });
+      expect(batch.body.items[0].outcome).toBe("replayed");
+      const flowAgain = await call(h.origin, "POST", "/v1/flows", { json: flow, headers });
+      expect(flowAgain.status).toBe(200);
+      return [again.body, batch.body.items[0].job, flowAgain.body.children[0]];
+    };
+    for (const job of await replays(writer)) {
+      expect(job.id).toMatch(/^j_/);
+      expect(Object.keys(job)).not.toContain("status");
+      expect(Object.keys(job)).not.toContain("attempts");
+      expect(Object.keys(job)).toEqual(
+        expect.arrayContaining(["id", "handler", "runAt", "priority", "createdAt"]),
+      );
+    }
+    // A key that may read gets the job as it is now.
+    for (const job of await replays(reader)) {
+      expect(Object.keys(job)).toEqual(expect.arrayContaining(outcome));
+    }
+    const [replayed, , flowChild] = await replays(reader);
+    expect([replayed.status, flowChild.status]).toEqual(["dead", "dead"]);
+    expect(flowChild.id).toBe(child);
+    // Replays change nothing.
+    expect(await storeState(h.store)).toBe(before);
+  });
+
   it("X-Api-Key works like the bearer token; a client key submits and polls", async () => {
     const submitted = await call(h.origin, "POST", "/v1/jobs", {
       json: { handler: "echo", delay: "1h" },

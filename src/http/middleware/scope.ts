@@ -16,6 +16,7 @@
 import type { MiddlewareHandler } from "hono";
 import { ForbiddenError } from "../../core/errors.ts";
 import { hasScope, type Scope } from "../../core/scopes.ts";
+import type { JobSummary } from "../../core/wire.ts";
 import type { Actor } from "../../engine/actor.ts";
 import type { AppEnv } from "../options.ts";
 
@@ -72,4 +73,19 @@ export function forWriter<T extends { input?: unknown }>(
   if (hasScope(actor?.scopes, "read")) return resource;
   const { input: _input, ...withoutInput } = resource;
   return withoutInput;
+}
+
+/**
+ * A replayed submit's job as it is answered to `actor` (`POST /v1/jobs`, a batch's `replayed`
+ * items, a flow sent again): whole to a key that may read, without `status` and `attempts` to one
+ * that may not. The job may have run since its submit, and a replay changes nothing, so a key that
+ * may only write would otherwise read how any job ended whose idempotency key it knows.
+ *
+ * @example
+ * const summary = replayed ? replayForWriter(actor, jobSummary(job)) : jobSummary(job);
+ */
+export function replayForWriter(actor: Actor | undefined, summary: JobSummary): JobSummary {
+  if (hasScope(actor?.scopes, "read")) return summary;
+  const { status: _status, attempts: _attempts, ...withoutOutcome } = summary;
+  return withoutOutcome;
 }

@@ -10,10 +10,12 @@
 import type { Handler } from "hono";
 import type { BatchItemResource, BatchResource } from "../../core/batch.ts";
 import { InvalidRequestError, QuotaExceededError } from "../../core/errors.ts";
+import type { Actor } from "../../engine/actor.ts";
 import type { BatchOutcome } from "../../engine/broker.ts";
 import { traceHeaders } from "../../engine/tracing.ts";
 import { readJson } from "../middleware/body.ts";
 import { setRateLimitHeaders, setRefusalHeaders } from "../middleware/rate-limit.ts";
+import { replayForWriter } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { toProblem } from "../problem.ts";
 import { jobSummary } from "../serialize.ts";
@@ -65,7 +67,7 @@ export function batchSubmit(config: AppConfig): Handler<AppEnv> {
     // A store failure is shared by the rest of the batch: logged once.
     const logged = new Set<unknown>();
     for (const item of items) {
-      const resource = itemResource(item, (error) => {
+      const resource = itemResource(item, c.get("actor"), (error) => {
         const { body, internal } = toProblem(error);
         if ((internal || body.status >= 500) && !logged.has(error)) {
           logged.add(error);
@@ -85,13 +87,14 @@ export function batchSubmit(config: AppConfig): Handler<AppEnv> {
 
 function itemResource(
   item: BatchOutcome,
+  actor: Actor | undefined,
   problemOf: (error: unknown) => ReturnType<typeof toProblem>["body"],
 ): BatchItemResource {
   if (item.outcome === "accepted") {
     return { outcome: "accepted", status: 202, job: jobSummary(item.job) };
   }
   if (item.outcome === "replayed") {
-    return { outcome: "replayed", status: 200, job: jobSummary(item.job) };
+    return { outcome: "replayed", status: 200, job: replayForWriter(actor, jobSummary(item.job)) };
   }
   const problem = problemOf(item.error);
   return { outcome: "failed", status: problem.status, problem };

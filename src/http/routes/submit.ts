@@ -15,7 +15,7 @@ import {
   setRateLimitHeaders,
   setRefusalHeaders,
 } from "../middleware/rate-limit.ts";
-import { checkActorScope } from "../middleware/scope.ts";
+import { checkActorScope, replayForWriter } from "../middleware/scope.ts";
 import type { AppConfig } from "../options.ts";
 import { jobSummary } from "../serialize.ts";
 
@@ -74,5 +74,6 @@ export async function submitJob(config: AppConfig, x: SubmitExchange): Promise<S
   };
   if (quota) setRateLimitHeaders({ header: (name, value) => (headers[name] = value) }, quota);
   if (replayed) headers["Idempotent-Replayed"] = "true";
-  return { status: replayed ? 200 : 202, text: JSON.stringify(jobSummary(job)), headers };
+  const summary = replayed ? replayForWriter(x.actor, jobSummary(job)) : jobSummary(job);
+  return { status: replayed ? 200 : 202, text: JSON.stringify(summary), headers };
 }
