@@ -10,8 +10,9 @@
  * (`engine.broker.submit`, 4 loops), then drains them with a `PullWorker` of concurrency 50 and
  * counts its acknowledged deliveries. One private Redis for the whole run, flushed before each
  * drain, on a core of its own where the machine allows (`bench/lib/cores.ts`), the worker on the
- * others. Prints each run, then per directory the medians of jobs/s and of the worker's CPU per
- * job, and of the submits before the drain: submits/s and the process's CPU per submit.
+ * others. Prints each run, then per directory the medians of jobs/s, of the worker's and Redis's
+ * CPU per job (Redis's from `INFO cpu`), and of the submits before the drain: submits/s and the
+ * process's CPU per submit.
  */
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -29,6 +30,8 @@ interface DrainRun {
   submits_per_s: number;
   /** This process's CPU per submit while submitting. */
   submit_cpu_us: number;
+  /** Redis's CPU per drained job (`INFO cpu`: the server process's user and system time). */
+  redis_cpu_us_per_job: number;
 }
 
 const CONCURRENCY = 50;
@@ -64,7 +67,7 @@ async function main(argv: string[]): Promise<void> {
         const run = await child(dir, redis.url, jobs, cores?.others);
         runs.push(run);
         console.log(
-          `${dir}: ${run.jobs_per_s} jobs/s, worker CPU ${run.worker_cpu_us_per_job} µs/job; ${run.submits_per_s} submits/s, ${run.submit_cpu_us} µs CPU each`,
+          `${dir}: ${run.jobs_per_s} jobs/s, worker CPU ${run.worker_cpu_us_per_job} µs/job, Redis CPU ${run.redis_cpu_us_per_job} µs/job; ${run.submits_per_s} submits/s, ${run.submit_cpu_us} µs CPU each`,
         );
       }
     }
@@ -73,7 +76,7 @@ async function main(argv: string[]): Promise<void> {
   }
   for (const { dir, count, m } of mediansByDir(dirs, runs)) {
     console.log(
-      `${dir}: medians of ${count}: ${m.jobs_per_s} jobs/s, worker CPU ${m.worker_cpu_us_per_job} µs/job; ${m.submits_per_s} submits/s, ${m.submit_cpu_us} µs CPU each`,
+      `${dir}: medians of ${count}: ${m.jobs_per_s} jobs/s, worker CPU ${m.worker_cpu_us_per_job} µs/job, Redis CPU ${m.redis_cpu_us_per_job} µs/job; ${m.submits_per_s} submits/s, ${m.submit_cpu_us} µs CPU each`,
     );
   }
 }
@@ -114,12 +117,19 @@ async function drainOnce(dir: string, url: string, jobs: number): Promise<DrainR
     concurrency: CONCURRENCY,
     logger: silentLogger,
   });
+  const redisCpu = async () => {
+    const info: string = await redis.info("cpu");
+    const field = (name: string) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1]);
+    return (field("used_cpu_user") + field("used_cpu_sys")) * 1e6;
+  };
+  const r0 = await redisCpu();
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   await worker.start();
   while (worker.stats().acked < jobs) await new Promise((r) => setTimeout(r, 10));
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
+  const redisUs = (await redisCpu()) - r0;
   await worker.stop();
   await streams.close();
   const { totals } = await engine.stats();
@@ -132,5 +142,6 @@ async function drainOnce(dir: string, url: string, jobs: number): Promise<DrainR
     worker_cpu_us_per_job: Math.round(((cpu.user + cpu.system) / jobs) * 10) / 10,
     submits_per_s: Math.round((jobs / submitMs) * 1000),
     submit_cpu_us: Math.round(((scpu.user + scpu.system) / jobs) * 10) / 10,
+    redis_cpu_us_per_job: Math.round((redisUs / jobs) * 10) / 10,
   };
 }
