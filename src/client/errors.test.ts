@@ -79,6 +79,17 @@ describe("apiError", () => {
     expect(error.errors).toEqual([]);
   });
 
+  test("code: a URN's last segment, a URL's last path segment, http_<status> for about:blank", () => {
+    const code = (type: string, status = 402) => apiError(...answer(status, { type })).code;
+    expect(code("urn:tickwork:problem:unknown_handler")).toBe("unknown_handler");
+    expect(code("about:blank")).toBe("http_402");
+    expect(code("https://example.com/probs/out-of-credit")).toBe("out-of-credit");
+    expect(code("https://example.com/probs/out%20of%20credit/")).toBe("out of credit");
+    expect(code("https://example.com/")).toBe("http_402");
+    expect(code("https://example.com/probs/%E0%A4%A")).toBe("%E0%A4%A");
+    expect(code("")).toBe("http_402");
+  });
+
   test("field issues are exposed as errors", () => {
     const body = {
       ...problem(400, "invalid_request"),

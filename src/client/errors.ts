@@ -41,13 +41,44 @@ export class TickworkApiError extends Error {
     super(`${status} ${problem.title}: ${problem.detail}`);
     this.status = status;
     this.problem = problem;
-    this.code = problem.type.split(":").pop() ?? `http_${status}`;
+    this.code = problemCode(problem.type, status);
     this.requestId = requestId;
   }
 
   /** Field-level issues of a 400 or 422. */
   get errors(): { path: string; message: string }[] {
     return this.problem.errors ?? [];
+  }
+}
+
+/**
+ * A problem `type`'s machine name: the last segment of a URN (`urn:tickwork:problem:not_found` →
+ * `not_found`) or of a URL's path (`https://example.com/probs/out-of-credit` → `out-of-credit`);
+ * `http_<status>` for `about:blank` (RFC 9457's default: no type beyond the status) and for a
+ * type with no name in it.
+ */
+function problemCode(type: string, status: number): string {
+  const fallback = `http_${status}`;
+  if (type === "about:blank") return fallback;
+  if (/^https?:\/\//i.test(type)) {
+    let path = type;
+    try {
+      path = new URL(type).pathname;
+    } catch {
+      return fallback;
+    }
+    const segments = path.split("/").filter((segment) => segment !== "");
+    return segments.length > 0 ? decodeSegment(segments[segments.length - 1]!) : fallback;
+  }
+  return type.split(":").pop() || fallback;
+}
+
+/** A URL path segment as text (as it was, when its escapes are not UTF-8). */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
   }
 }
 
@@ -123,8 +154,14 @@ export class RequestTimeoutError extends Error {
   override name = "RequestTimeoutError";
   /** How long it waited (ms). */
   readonly timeoutMs: number;
-  constructor(what: string, timeoutMs: number) {
-    super(`${what}: no answer within ${timeoutMs} ms (the client's timeout)`);
+  /**
+   * @param whose the timeout that ran out: the client's (`createClient({ timeout })`), or a
+   *   `result({ timeout })` whose polls the server never answered
+   */
+  constructor(what: string, timeoutMs: number, whose: "client" | "result" = "client") {
+    super(
+      `${what}: no answer within ${timeoutMs} ms (${whose === "client" ? "the client's timeout" : "result()'s timeout and a second for the answer"})`,
+    );
     this.timeoutMs = timeoutMs;
   }
 }

@@ -3,9 +3,15 @@
  * `client.jobs`: submit, read, wait for a result (long-poll), read the log, cancel, list.
  */
 import type { BatchResource } from "../core/batch.ts";
-import { parseDuration } from "../core/duration.ts";
+import { MAX_TIMER_MS, parseDuration } from "../core/duration.ts";
 import type { HandlerName, Handlers } from "../engine/handlers.ts";
-import { JobCancelledError, JobFailedError, ResultTimeoutError, rateLimitOf } from "./errors.ts";
+import {
+  JobCancelledError,
+  JobFailedError,
+  RequestTimeoutError,
+  ResultTimeoutError,
+  rateLimitOf,
+} from "./errors.ts";
 import { PagedList } from "./paginate.ts";
 import { type Caller, call, seg } from "./request.ts";
 import type {
@@ -51,11 +57,18 @@ export interface SubmittedMany {
 const MAX_POLL_MS = 25_000;
 /** A poll answered sooner than this without a final state is followed by a short pause. */
 const MIN_POLL_GAP_MS = 250;
+/**
+ * How long past its `timeout` a `result()` still waits for the answer of a poll under way (the
+ * server answers a long-poll at the deadline; this is the answer's way back). Past it the poll is
+ * aborted: a server that does not answer does not hold the wait.
+ */
+const ANSWER_GRACE_MS = 1_000;
 
 /** Options of {@link JobHandle.result}. */
 export interface ResultOptions {
   /**
-   * Give up after this long with a {@link ResultTimeoutError}.
+   * Give up after this long with a {@link ResultTimeoutError}; with a `RequestTimeoutError` when
+   * no poll was answered in that time and a second more (the server does not answer).
    * @default "30s"
    */
   timeout?: Duration | undefined;
@@ -120,30 +133,54 @@ export class JobHandle<R = unknown> {
     const timeoutMs = parseDuration(options.timeout ?? "30s");
     if (timeoutMs === undefined) throw new RangeError(`not a duration: ${String(options.timeout)}`);
     const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const left = deadline - Date.now();
-      const asked = Math.max(0, Math.min(left, MAX_POLL_MS));
-      const started = Date.now();
-      const { data: job } = await call<Job>(this.#caller, "GET", `/v1/jobs/${seg(this.id)}`, {
-        query: { wait: asked },
-        waitMs: asked,
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
-      switch (job.status) {
-        case "succeeded":
-          return job.result as T;
-        case "dead":
-        case "skipped":
-          throw new JobFailedError(job);
-        case "cancelled":
-          throw new JobCancelledError(job);
+    const path = `/v1/jobs/${seg(this.id)}`;
+    // The caller's signal, and the deadline: a poll still unanswered a grace after it is aborted.
+    const wait = new AbortController();
+    const follow = () => wait.abort(options.signal?.reason);
+    if (options.signal?.aborted) follow();
+    else options.signal?.addEventListener("abort", follow, { once: true });
+    const lapsed = new RequestTimeoutError(`GET ${path}`, timeoutMs + ANSWER_GRACE_MS, "result");
+    const timer = setTimeout(
+      () => wait.abort(lapsed),
+      Math.min(timeoutMs + ANSWER_GRACE_MS, MAX_TIMER_MS),
+    );
+    let last: Job | undefined;
+    try {
+      for (;;) {
+        const left = deadline - Date.now();
+        const asked = Math.max(0, Math.min(left, MAX_POLL_MS));
+        const started = Date.now();
+        const { data: job } = await call<Job>(this.#caller, "GET", path, {
+          query: { wait: asked },
+          waitMs: asked,
+          signal: wait.signal,
+        });
+        last = job;
+        switch (job.status) {
+          case "succeeded":
+            return job.result as T;
+          case "dead":
+          case "skipped":
+            throw new JobFailedError(job);
+          case "cancelled":
+            throw new JobCancelledError(job);
+        }
+        if (Date.now() >= deadline) throw new ResultTimeoutError(job, timeoutMs);
+        const took = Date.now() - started;
+        // Ended early by an abort: the next request then rejects with the signal's reason.
+        if (took < MIN_POLL_GAP_MS) {
+          await pause(Math.min(MIN_POLL_GAP_MS - took, deadline - Date.now()), wait.signal);
+        }
       }
-      if (Date.now() >= deadline) throw new ResultTimeoutError(job, timeoutMs);
-      const took = Date.now() - started;
-      // Ended early by an abort: the next request then rejects with the signal's reason.
-      if (took < MIN_POLL_GAP_MS) {
-        await pause(Math.min(MIN_POLL_GAP_MS - took, deadline - Date.now()), options.signal);
+    } catch (error) {
+      // The deadline cut a poll: the job as last seen, else the server never answered.
+      if (wait.signal.reason === lapsed && !options.signal?.aborted) {
+        throw last ? new ResultTimeoutError(last, timeoutMs) : lapsed;
       }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", follow);
     }
   }
 

@@ -139,7 +139,10 @@ export async function call<T>(
   }
   const body = parseJson(text);
   if (!response.ok) throw apiError(response, body === undefined ? text : body);
-  if (body === undefined && text !== "") throw notAnAnswer(response, text);
+  // No body is an answer only as a 204: every other success of the API is a JSON document.
+  if (body === undefined && (text !== "" || response.status !== 204)) {
+    throw notAnAnswer(response, text);
+  }
   return { data: body as T, response };
 }
 
@@ -163,7 +166,7 @@ function notAnAnswer(response: Response, text: string): TickworkApiError {
     type: "urn:tickwork:problem:not_json",
     title: "Not a tickwork answer",
     status: response.status,
-    detail: `answered ${response.status} with ${response.headers.get("content-type") ?? "no content type"}, not JSON: is the client's url the tickwork API? ${text.slice(0, 200)}`,
+    detail: `answered ${response.status} with ${text === "" ? "no body" : (response.headers.get("content-type") ?? "no content type")}, not JSON: is the client's url the tickwork API? ${text.slice(0, 200)}`,
   });
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createClient } from "./client.ts";
-import { readSse, reconnectWaitMs } from "./updates.ts";
+import { MAX_SSE_EVENT_CHARS, readSse, reconnectWaitMs } from "./updates.ts";
 
 /** A body delivering `chunks` one read at a time. */
 function body(...chunks: string[]): ReadableStream<Uint8Array> {
@@ -19,7 +19,58 @@ async function all(stream: ReadableStream<Uint8Array>, onRetry?: (ms: number) =>
   return out;
 }
 
+/** A body delivering `count` reads of `chunk` and then `tail`. */
+function repeated(chunk: string, count: number, tail: string): ReadableStream<Uint8Array> {
+  const bytes = new TextEncoder().encode(chunk);
+  let sent = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (sent++ < count) controller.enqueue(bytes);
+      else {
+        controller.enqueue(new TextEncoder().encode(tail));
+        controller.close();
+      }
+    },
+  });
+}
+
 describe("readSse", () => {
+  // 8 MiB in 2,048 reads: scanning the whole line again at each read took 2,048 × 4 MiB on average
+  // (minutes); scanning each read once takes milliseconds. The timeout catches the old way.
+  it("reads a long line arriving in many reads once, not again at each read", async () => {
+    const messages = await all(repeated("x".repeat(4096), 2048, "\n\n"));
+    expect(messages).toHaveLength(0);
+    const [message] = await all(
+      (() => {
+        const head = new TextEncoder().encode("data: ");
+        const inner = repeated("z".repeat(4096), 2048, "\n\n");
+        const reader = inner.getReader();
+        let first = true;
+        return new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            if (first) {
+              first = false;
+              controller.enqueue(head);
+              return;
+            }
+            const { value, done } = await reader.read();
+            if (done) controller.close();
+            else controller.enqueue(value);
+          },
+        });
+      })(),
+    );
+    expect(message?.data.length).toBe(4096 * 2048);
+  }, 30_000);
+
+  it("cuts a line or an event longer than the limit with an error", async () => {
+    const mib = "x".repeat(1024 * 1024);
+    const over = MAX_SSE_EVENT_CHARS / mib.length + 1;
+    await expect(all(repeated(mib, over, "\n\n"))).rejects.toThrow(/over 67108864 characters/);
+    // Lines each within the limit, an event past it.
+    await expect(all(repeated(`data: ${mib}\n`, over, "\n"))).rejects.toThrow(/over 67108864/);
+  }, 60_000);
+
   it("parses events split anywhere, with CRLF, CR or LF line ends", async () => {
     const retries: number[] = [];
     const messages = await all(
@@ -121,6 +172,9 @@ describe("schedule.updates()", () => {
 
   it("never waits longer than 5 minutes to reconnect, whatever the server asks", () => {
     expect(reconnectWaitMs(1_000, 2, undefined)).toBe(2_000);
+    // `retry: 0` (or a few ms) is no reason to reconnect in a tight loop.
+    expect(reconnectWaitMs(0, 1, undefined)).toBe(250);
+    expect(reconnectWaitMs(10, 3, undefined)).toBe(250);
     expect(reconnectWaitMs(1_000, 1, 2)).toBe(2_000);
     // A Retry-After of a month (a proxy's) would overflow Node's timer and fire at once.
     expect(reconnectWaitMs(1_000, 1, 3_000_000)).toBe(300_000);

@@ -63,9 +63,22 @@ export class StreamIdleError extends Error {
 const MAX_RECONNECT_WAIT_MS = 300_000;
 
 /**
+ * The least a stream waits before it reconnects, whatever a `retry:` says (`retry: 0` from a
+ * server that then ends every stream at once made hundreds of requests a second).
+ */
+const MIN_RECONNECT_WAIT_MS = 250;
+
+/**
+ * The longest line, and the most data of one event, a stream may send (characters): a stream
+ * that sends more is cut as a failure, rather than held in memory without end. A job's `done`
+ * event carries its input and result.
+ */
+export const MAX_SSE_EVENT_CHARS = 64 * 1024 * 1024;
+
+/**
  * How long a stream waits before it reconnects: the server's `retry:` times the failures in a
- * row, or a 503's `Retry-After` (seconds) when longer; at most 5 minutes (a timer longer than
- * 2^31 - 1 ms would fire at once in Node). Exported for its tests.
+ * row, or a 503's `Retry-After` (seconds) when longer; at least 250 ms, at most 5 minutes (a
+ * timer longer than 2^31 - 1 ms would fire at once in Node). Exported for its tests.
  */
 export function reconnectWaitMs(
   retryMs: number,
@@ -73,7 +86,7 @@ export function reconnectWaitMs(
   retryAfterSeconds: number | undefined,
 ): number {
   const asked = Math.max(retryMs * Math.max(1, failures), (retryAfterSeconds ?? 0) * 1_000);
-  return Math.min(asked, MAX_RECONNECT_WAIT_MS);
+  return Math.min(Math.max(asked, MIN_RECONNECT_WAIT_MS), MAX_RECONNECT_WAIT_MS);
 }
 
 /** A parsed SSE message. */
@@ -234,30 +247,62 @@ export async function* readSse(
 ): AsyncGenerator<SseMessage, void, undefined> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
-  let buffer = "";
+  /** The line being read: its parts from earlier chunks (joined once it ends), and their length. */
+  let partial: string[] = [];
+  let partialChars = 0;
+  /** The last chunk ended in CR: a LF starting the next one is the rest of that CRLF. */
+  let afterCr = false;
+  let dataChars = 0;
   let event = "";
   let data: string[] = [];
   let id: string | undefined;
   let sawData = false;
   /** The block being read has an `id:` line (a block with no data may carry only that). */
   let sawId = false;
+  const tooLong = () =>
+    new TypeError(`an event stream line or event over ${MAX_SSE_EVENT_CHARS} characters`);
   try {
     for (;;) {
       const { value, done } = await reader.read();
       onBytes();
-      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
+      const chunk = done ? decoder.decode() : decoder.decode(value, { stream: true });
+      // Each chunk is scanned once, from where the last line ended: a long line arriving in many
+      // chunks costs its length, not its length times the chunks.
+      const lines: string[] = [];
+      let from = afterCr && chunk.startsWith("\n") ? 1 : 0;
+      if (chunk.length > 0) afterCr = false;
       for (;;) {
-        const end = buffer.search(/\r\n|\r|\n/);
-        // A lone CR at the end may be the first half of a CRLF: wait for more.
-        if (end < 0 || (buffer[end] === "\r" && end === buffer.length - 1 && !done)) break;
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + (buffer.startsWith("\r\n", end) ? 2 : 1));
+        const lf = chunk.indexOf("\n", from);
+        const cr = chunk.indexOf("\r", from);
+        const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf);
+        if (end < 0) break;
+        const piece = chunk.slice(from, end);
+        if (partial.length > 0) {
+          partial.push(piece);
+          lines.push(partial.join(""));
+          partial = [];
+          partialChars = 0;
+        } else lines.push(piece);
+        if (chunk[end] === "\r" && end === chunk.length - 1) {
+          afterCr = true;
+          from = chunk.length;
+          break;
+        }
+        from = end + (chunk.startsWith("\r\n", end) ? 2 : 1);
+      }
+      if (from < chunk.length) {
+        partial.push(chunk.slice(from));
+        partialChars += chunk.length - from;
+        if (partialChars > MAX_SSE_EVENT_CHARS) throw tooLong();
+      }
+      for (const line of lines) {
         if (line === "") {
           if (sawData) yield { event: event || "message", data: data.join("\n"), id };
           else if (sawId && id !== undefined) onPosition(id);
           sawId = false;
           event = "";
           data = [];
+          dataChars = 0;
           sawData = false;
           continue;
         }
@@ -268,6 +313,8 @@ export async function* readSse(
         if (text.startsWith(" ")) text = text.slice(1);
         if (field === "event") event = text;
         else if (field === "data") {
+          dataChars += text.length + 1;
+          if (dataChars > MAX_SSE_EVENT_CHARS) throw tooLong();
           data.push(text);
           sawData = true;
         } else if (field === "id" && !text.includes("\0")) {

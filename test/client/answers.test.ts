@@ -9,7 +9,13 @@
  */
 import { createServer as createHttpServer, type Server } from "node:http";
 import { connect, createServer, type Socket } from "node:net";
-import { createClient, NotFoundError, StreamIdleError, TickworkApiError } from "tickwork/client";
+import {
+  createClient,
+  NotFoundError,
+  ResultTimeoutError,
+  StreamIdleError,
+  TickworkApiError,
+} from "tickwork/client";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { type Harness, startHarness } from "../http/harness.ts";
@@ -136,6 +142,73 @@ describe("answers that are not the API's", () => {
       });
     } finally {
       await page.close();
+    }
+  });
+
+  test("a success with no body (not a 204) rejects as not JSON, not with a TypeError", async () => {
+    const empty = await answering((_req, res) => {
+      res.writeHead(200).end();
+    });
+    try {
+      const tw = createClient({ url: empty.url });
+      for (const call of [
+        () => tw.jobs.submit({ handler: "echo" }),
+        () => tw.jobs.handle("j_any").result({ timeout: "1s" }),
+        () => tw.jobs.get("j_any"),
+      ]) {
+        const error = await call().catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(TickworkApiError);
+        expect(error).toMatchObject({ status: 200, code: "not_json" });
+        expect((error as Error).message).toContain("no body");
+      }
+    } finally {
+      await empty.close();
+    }
+  });
+
+  test("result({ timeout }) cuts a poll the server holds past it: ResultTimeoutError with the job last seen", async () => {
+    let polls = 0;
+    const holding = await answering((_req, res) => {
+      // The first poll is answered at once (still running); every later one is never answered.
+      if (++polls > 1) return;
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ id: "j_any", status: "running", attempts: 1 }));
+    });
+    try {
+      const tw = createClient({ url: holding.url });
+      const error = await tw.jobs
+        .handle("j_any")
+        .result({ timeout: "400ms" })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ResultTimeoutError);
+      expect((error as ResultTimeoutError).job).toMatchObject({ id: "j_any", status: "running" });
+      expect(polls).toBeGreaterThanOrEqual(2);
+    } finally {
+      await holding.close();
+    }
+  });
+
+  test("an update stream a server ends at once, asking retry: 0, reconnects no sooner than 250 ms", async () => {
+    const arrivals: number[] = [];
+    const ending = await answering((_req, res) => {
+      arrivals.push(performance.now());
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end("retry: 0\n\n");
+    });
+    const abort = new AbortController();
+    try {
+      const tw = createClient({ url: ending.url });
+      const updates = tw.jobs.handle("j_any").updates({ signal: abort.signal });
+      const reading = updates.next();
+      while (arrivals.length < 4) await new Promise((resolve) => setTimeout(resolve, 20));
+      abort.abort();
+      expect(await reading).toEqual({ done: true, value: undefined });
+      const gaps = arrivals.slice(1).map((at, i) => at - arrivals[i]!);
+      // A timer does not fire early; load only makes the gaps longer.
+      for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(240);
+    } finally {
+      abort.abort();
+      await ending.close();
     }
   });
 

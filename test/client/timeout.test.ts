@@ -77,6 +77,17 @@ describe.concurrent("the client's timeout", () => {
     }
   });
 
+  test("result({ timeout }) gives up a second past it when no poll is answered, without the client's timeout", async () => {
+    const tw = createClient({ url });
+    const error = await tw.jobs
+      .handle("j_any")
+      .result({ timeout: "300ms" })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RequestTimeoutError);
+    expect((error as RequestTimeoutError).timeoutMs).toBe(1_300);
+    expect((error as Error).message).toMatch(/GET \/v1\/jobs\/j_any.*result\(\)'s timeout/);
+  });
+
   test("a timeout that is no duration, or past a timer's limit, is refused", () => {
     expect(() => createClient({ url, timeout: "soon" })).toThrow(RangeError);
     expect(() => createClient({ url, timeout: 0 })).toThrow(RangeError);
