@@ -111,6 +111,28 @@ const GROUP = "tickwork";
 const MAX_REQUEUE_MS = 365 * 86_400_000;
 const MAX_WAIT_MS = 300_000;
 
+/** How long an interrupted read may take to end with what it read (see `RedisStreams.interrupt`). */
+const UNBLOCK_WAIT_MS = 1_000;
+
+const noop = () => {};
+
+/**
+ * What `promise` resolves to if it settles before `until` (`performance.now()` ms), else
+ * `undefined` (also when it rejects). Its timer keeps no process alive.
+ */
+async function settledWithin<T>(promise: Promise<T>, until: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, until - performance.now()), undefined);
+    if (typeof timer === "object") timer.unref?.();
+  });
+  try {
+    return await Promise.race([promise.catch(() => undefined), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * The Redis Streams transport and pull queue.
  *
@@ -139,6 +161,8 @@ export class RedisStreams {
   readonly #backoff: (retried: number) => number;
   readonly #logger: StreamsLogger | undefined;
   #reader: ReturnType<StreamsClient["duplicate"]> | undefined;
+  /** The reading connection's id (`CLIENT ID`), to end its blocked read (see {@link interrupt}). */
+  #readerId: Promise<number | undefined> = Promise.resolve(undefined);
   /**
    * When the last maintenance ran. This and the due times below are read on the monotonic clock
    * (`performance.now()`): a wall clock stepped back (NTP) must not stop maintenance for as long.
@@ -317,12 +341,13 @@ export class RedisStreams {
     if (typeof this.#mover === "object") this.#mover.unref?.();
   }
 
-  /** Ends the read in flight with no entries (see {@link interrupt}). */
-  #cancelRead: (() => void) | undefined;
+  /** The read in flight: its answer (settled), and its end with no entries (see {@link interrupt}). */
+  #readInFlight: { answered: Promise<unknown>; cancel: () => void } | undefined;
 
   #read(count: number, block: number): Promise<unknown> {
+    let cancel: () => void = () => {};
     const cancelled = new Promise<null>((resolve) => {
-      this.#cancelRead = () => resolve(null);
+      cancel = () => resolve(null);
     });
     const read = this.#reading().call(
       "XREADGROUP",
@@ -337,8 +362,10 @@ export class RedisStreams {
       this.#stream,
       ">",
     );
+    const inFlight = { answered: read.then(noop, noop), cancel };
+    this.#readInFlight = inFlight;
     return Promise.race([cancelled, read]).finally(() => {
-      this.#cancelRead = undefined;
+      if (this.#readInFlight === inFlight) this.#readInFlight = undefined;
     });
   }
 
@@ -377,13 +404,39 @@ export class RedisStreams {
 
   interrupt(): void {
     this.#interrupted = true;
-    // A blocked XREADGROUP cannot be cancelled: drop its connection (a new one is made on demand).
+    const read = this.#readInFlight;
     const reader = this.#reader;
-    this.#reader = undefined;
-    reader?.disconnect();
-    // While that connection reconnects (Redis unreachable), ioredis leaves its pending read
-    // unanswered for good: end it here, or a stop would wait on it forever.
-    this.#cancelRead?.();
+    if (read && reader) void this.#endRead(reader, read);
+  }
+
+  /**
+   * Ends a blocked read as if its time ran out (`CLIENT UNBLOCK` from the shared connection), so
+   * that entries Redis already handed it still arrive: dropping its connection would lose them,
+   * left pending with this consumer until another took them over (`claimIdleMs`), though nobody
+   * ran them. Only when that cannot be done within {@link UNBLOCK_WAIT_MS} (Redis unreachable,
+   * `CLIENT` refused) is the connection dropped (a new one is made on demand) and the read ended
+   * with no entries: ioredis would leave it unanswered for good while the connection reconnects.
+   */
+  async #endRead(
+    reader: ReturnType<StreamsClient["duplicate"]>,
+    read: { answered: Promise<unknown>; cancel: () => void },
+  ): Promise<void> {
+    const until = performance.now() + UNBLOCK_WAIT_MS;
+    const id = await settledWithin(this.#readerId, until);
+    if (typeof id === "number" && Number.isFinite(id)) {
+      await settledWithin(this.#redis.call("CLIENT", "UNBLOCK", String(id)), until);
+    }
+    // Unblocked, or answered already (its reply on its way): it ends now with what it read.
+    if (
+      (await settledWithin(
+        read.answered.then(() => true),
+        until,
+      )) === true
+    )
+      return;
+    if (this.#reader === reader) this.#reader = undefined;
+    reader.disconnect();
+    read.cancel();
   }
 
   /** Stop reading (the shared client stays the caller's to close). */
@@ -393,6 +446,12 @@ export class RedisStreams {
     clearTimeout(this.#mover);
     this.#mover = undefined;
     this.interrupt();
+    // The reading connection goes (an interrupted read keeps it until it has answered).
+    const reader = this.#reader;
+    const read = this.#readInFlight;
+    this.#reader = undefined;
+    if (read) void read.answered.then(() => reader?.disconnect());
+    else reader?.disconnect();
     // A wake-up reaches one consumer: this one may be the only one that knows when the next
     // delayed delivery is due. Hand it over, or the others sleep through it (up to idleWaitMs).
     await this.#run(scripts.streamHandOver, []).catch(() => {});
@@ -506,6 +565,8 @@ export class RedisStreams {
       // listener ioredis prints every failed reconnect of this one as an unhandled error.
       reader.on?.("error", () => {});
       this.#reader = reader;
+      // Asked first on the new connection, so it answers before any read blocks it.
+      this.#readerId = reader.call("CLIENT", "ID").then(Number, () => undefined);
     }
     return this.#reader;
   }
