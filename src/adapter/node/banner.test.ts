@@ -15,7 +15,11 @@ test("redactRedisUrl drops the password, masks query values, and keeps the rest"
     "rediss://cache.internal:6380",
   );
   expect(redactRedisUrl("redis://127.0.0.1:6379")).toBe("redis://127.0.0.1:6379");
-  expect(redactRedisUrl("not a url")).toBe("(unparseable URL)");
+  expect(redactRedisUrl("redis://cache:abc/0")).toBe("(unparseable URL)");
+  // What ioredis takes without a scheme is shown as written, less a password.
+  expect(redactRedisUrl("127.0.0.1:6379")).toBe("127.0.0.1:6379");
+  expect(redactRedisUrl(":secret@cache:6379")).toBe("cache:6379");
+  expect(redactRedisUrl("/tmp/redis.sock")).toBe("/tmp/redis.sock");
   // ioredis takes options from the query, a password too: every value is masked.
   expect(redactRedisUrl("redis://cache:6379/0?password=hunter2&family=6")).toBe(
     "redis://cache:6379/0?password=***&family=***",

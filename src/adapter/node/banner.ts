@@ -183,6 +183,12 @@ export function curlLines(
  * redactRedisUrl("redis://cache:6379/0?password=hunter2"); // "redis://cache:6379/0?password=***"
  */
 export function redactRedisUrl(url: string): string {
+  // ioredis also takes `host:port` and a socket path, without a scheme: shown as written, less
+  // any password.
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(url)) {
+    const shown = redactRedisUrl(`redis://${url}`);
+    return shown.startsWith("redis://") ? shown.slice("redis://".length) : shown;
+  }
   try {
     const parsed = new URL(url);
     parsed.password = "";

@@ -37,6 +37,16 @@ describe("selectStore", () => {
       expect(() => selectStore({ REDIS_URL: url })).toThrow(/REDIS_URL must start with redis:\/\//);
       expect(() => selectStore({ REDIS_URL: url })).not.toThrow(/hunter2/);
     }
+    // A host or port no URL holds, or a scheme without its colon: named as such, no password.
+    for (const [url, message] of [
+      ["redis://:hunter2@127.0.0.1:abc/11", /REDIS_URL is not a URL: check its host and port/],
+      ["redis://:6379/11", /REDIS_URL is not a URL/],
+      ["redis//:hunter2@127.0.0.1:6379/11", /REDIS_URL has no colon after its scheme/],
+    ] as const) {
+      expect(() => selectStore({ REDIS_URL: url })).toThrow(ConfigError);
+      expect(() => selectStore({ REDIS_URL: url })).toThrow(message);
+      expect(() => selectStore({ REDIS_URL: url })).not.toThrow(/hunter2/);
+    }
     // What ioredis takes besides: rediss://, host:port, a socket path.
     for (const url of [
       "rediss://:p@cache:6380",

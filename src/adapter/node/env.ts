@@ -260,6 +260,21 @@ export function selectStore(env: Env): StoreSelection {
         { variable: "REDIS_URL" },
       );
     }
+    // A host or port no URL can hold (`redis://cache:abc/0`, `redis://:6379`) was reported as a
+    // database that is not a whole number; a scheme without its colon (`redis//cache:6379`) as
+    // a Redis that could not be reached, at the path `//cache:6379`.
+    if (scheme !== undefined && !URL.canParse(redisUrl)) {
+      throw new ConfigError(
+        `REDIS_URL is not a URL: check its host and port (redis://[user:password@]host:port/db)`,
+        { variable: "REDIS_URL" },
+      );
+    }
+    if (scheme === undefined && /^[A-Za-z][A-Za-z0-9+.-]*\/\//.test(redisUrl)) {
+      throw new ConfigError(
+        "REDIS_URL has no colon after its scheme: write redis://host:port (or rediss://)",
+        { variable: "REDIS_URL" },
+      );
+    }
     return { kind: "redis", url: redisUrl };
   }
   return { kind: "memory" };
