@@ -1,8 +1,9 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
-import { formatReport, planInit, runInitCommand, writePlan } from "./init.ts";
+import { COMPATIBILITY_DATE, formatReport, planInit, runInitCommand, writePlan } from "./init.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -22,6 +23,22 @@ function project(files: Record<string, string> = {}): string {
 const paths = (plan: ReturnType<typeof planInit>) => plan.files.map((file) => file.path);
 
 describe("planInit", () => {
+  test("cloudflare: a compatibility_date the pinned wrangler's runtime runs, the one this repository's Worker is tested with", () => {
+    const plan = planInit(project({ "tsconfig.json": "{}" }), "cloudflare", {});
+    const wrangler = plan.files.find((f) => f.path === "wrangler.toml")?.content ?? "";
+    const date = /compatibility_date = "(\d{4}-\d{2}-\d{2})"/.exec(wrangler)?.[1];
+    // The newest date the workerd binary of this repository's wrangler supports: a newer one is
+    // refused at `wrangler dev` ("requires compatibility date …"). Today's date was written.
+    const { compatibilityDate } = createRequire(import.meta.url)("workerd") as {
+      compatibilityDate: string;
+    };
+    expect(date).toBe(COMPATIBILITY_DATE);
+    expect(COMPATIBILITY_DATE <= compatibilityDate).toBe(true);
+    expect(readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8")).toContain(
+      `compatibility_date = "${COMPATIBILITY_DATE}"`,
+    );
+  });
+
   test("node, no TypeScript: .mjs handlers where dev looks first, .env.example", () => {
     const plan = planInit(project(), "node", {});
     expect(plan.typescript).toBe(false);
@@ -47,7 +64,7 @@ describe("planInit", () => {
       "tsconfig.json": "{}",
       "package.json": JSON.stringify({ name: "@acme/Jobs_API", dependencies: { hono: "^4" } }),
     });
-    const plan = planInit(dir, "cloudflare", { today: "2026-05-01" });
+    const plan = planInit(dir, "cloudflare", { compatibilityDate: "2026-05-01" });
     expect(paths(plan)).toEqual([
       "src/tickwork/handlers.ts",
       "src/worker.ts",

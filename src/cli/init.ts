@@ -58,8 +58,11 @@ export interface InitPlan {
 
 /** Inputs of {@link planInit} besides the directory and platform, injectable for tests. */
 export interface PlanOptions {
-  /** The `compatibility_date` of `wrangler.toml` (`YYYY-MM-DD`). @default today (UTC) */
-  today?: string;
+  /**
+   * The `compatibility_date` of `wrangler.toml` (`YYYY-MM-DD`).
+   * @default {@link COMPATIBILITY_DATE}
+   */
+  compatibilityDate?: string;
 }
 
 const RUNTIME_PEERS: Record<Platform, string[]> = {
@@ -133,7 +136,11 @@ export function planInit(dir: string, platform: Platform, options: PlanOptions):
     const check = `check it has main = "${entry}" and the cron trigger "* * * * *"`;
     files.push({
       path: "wrangler.toml",
-      content: wranglerTemplate(workerName(dir, pkg), entry, options.today ?? todayUtc()),
+      content: wranglerTemplate(
+        workerName(dir, pkg),
+        entry,
+        options.compatibilityDate ?? COMPATIBILITY_DATE,
+      ),
       about: 'the Worker, its "* * * * *" cron trigger, vars and secrets',
       skipHint: `it exists; ${check}`,
       ...(otherConfig ? { skipReason: `${otherConfig} exists instead; ${check}` } : {}),
@@ -348,9 +355,13 @@ function workerName(dir: string, pkg: PackageJson | undefined): string {
   return name || "tickwork";
 }
 
-function todayUtc(): string {
-  return new Date().toISOString().slice(0, 10);
-}
+/**
+ * The `compatibility_date` `init` writes: the one this release's Worker entry is tested with (the
+ * repository's `wrangler.toml`, the README's samples). Today's date, written before, is newer
+ * than the runtime of a wrangler that is not the newest: `wrangler dev` refused to start it
+ * ("requires compatibility date …, but the newest date supported by this server binary is …").
+ */
+export const COMPATIBILITY_DATE = "2026-04-01";
 
 function toPosix(path: string): string {
   return path.split(sep).join("/");
