@@ -427,13 +427,8 @@ export class RedisStreams {
       await settledWithin(this.#redis.call("CLIENT", "UNBLOCK", String(id)), until);
     }
     // Unblocked, or answered already (its reply on its way): it ends now with what it read.
-    if (
-      (await settledWithin(
-        read.answered.then(() => true),
-        until,
-      )) === true
-    )
-      return;
+    const ended = read.answered.then(() => true);
+    if (await settledWithin(ended, until)) return;
     if (this.#reader === reader) this.#reader = undefined;
     reader.disconnect();
     read.cancel();
