@@ -11,37 +11,14 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, expect, it } from "vitest";
-import type { OutboxMessage } from "../../src/core/model.ts";
-import { newJobId } from "../../src/engine/ids.ts";
 import { RedisStreams } from "../../src/store/redis/index.ts";
+import { message } from "../support/messages.ts";
 import { startRedisServer } from "../support/redis-server.ts";
 
 const opened: Redis[] = [];
 afterEach(() => {
   for (const redis of opened.splice(0)) redis.disconnect();
 });
-
-function message(): OutboxMessage {
-  const id = newJobId();
-  return {
-    id,
-    dedupId: id,
-    notBefore: 0,
-    recoverAt: 0,
-    job: {
-      id,
-      tenant: "default",
-      handler: "echo",
-      input: null,
-      priority: 5,
-      timeoutMs: 30_000,
-      retries: 3,
-      tags: [],
-      runAt: 0,
-      createdAt: 0,
-    },
-  };
-}
 
 it("an interrupted read returns what Redis handed it: nothing is left pending unread", async () => {
   const server = await startRedisServer();
@@ -56,7 +33,7 @@ it("an interrupted read returns what Redis handed it: nothing is left pending un
     let published = 0;
     let returned = 0;
     let stranded = 0;
-    for (let round = 0; round < 100; round++) {
+    for (let round = 0; round < 300; round++) {
       const pulling = streams.pull(10, 60_000);
       // Blocked in its read (the first round's maintenance comes before it).
       await expect

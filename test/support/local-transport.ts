@@ -10,7 +10,6 @@ import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Receiver } from "@upstash/qstash";
 import { afterEach, expect, vi } from "vitest";
-import type { JobSpec, OutboxMessage } from "../../src/core/model.ts";
 import {
   type LocalDeliveryError,
   LocalTransport,
@@ -187,30 +186,7 @@ export function transport(options: Partial<LocalTransportOptions> & { workerUrl:
   return Object.assign(t, { errors });
 }
 
-let seq = 0;
-export function message(opts: { retries?: number; notBefore?: number; dedupId?: string } = {}) {
-  const id = `job-${++seq}`;
-  const job: JobSpec = {
-    id,
-    tenant: "default",
-    handler: "email.send",
-    input: { to: "a@example.com", note: "héllo 🚀" },
-    priority: 5,
-    timeoutMs: 30_000,
-    retries: opts.retries ?? 3,
-    tags: ["t"],
-    runAt: 0,
-    createdAt: 0,
-  };
-  const msg: OutboxMessage = {
-    id,
-    dedupId: opts.dedupId ?? id,
-    job,
-    notBefore: opts.notBefore ?? 0,
-    recoverAt: 0,
-  };
-  return msg;
-}
+export { message } from "./messages.ts";
 
 export function fromBase64(value: string): string {
   return Buffer.from(value, "base64").toString("utf8");
