@@ -3,7 +3,7 @@
  * `client.jobs`: submit, read, wait for a result (long-poll), read the log, cancel, list.
  */
 import type { BatchResource } from "../core/batch.ts";
-import { MAX_TIMER_MS, parseDuration } from "../core/duration.ts";
+import { parseDuration } from "../core/duration.ts";
 import type { HandlerName, Handlers } from "../engine/handlers.ts";
 import {
   JobCancelledError,
@@ -13,7 +13,7 @@ import {
   rateLimitOf,
 } from "./errors.ts";
 import { PagedList } from "./paginate.ts";
-import { type Caller, call, seg } from "./request.ts";
+import { abortAfter, type Caller, call, seg } from "./request.ts";
 import type {
   CancelResult,
   Duration,
@@ -135,14 +135,11 @@ export class JobHandle<R = unknown> {
     const deadline = Date.now() + timeoutMs;
     const path = `/v1/jobs/${seg(this.id)}`;
     // The caller's signal, and the deadline: a poll still unanswered a grace after it is aborted.
-    const wait = new AbortController();
-    const follow = () => wait.abort(options.signal?.reason);
-    if (options.signal?.aborted) follow();
-    else options.signal?.addEventListener("abort", follow, { once: true });
-    const lapsed = new RequestTimeoutError(`GET ${path}`, timeoutMs + ANSWER_GRACE_MS, "result");
-    const timer = setTimeout(
-      () => wait.abort(lapsed),
-      Math.min(timeoutMs + ANSWER_GRACE_MS, MAX_TIMER_MS),
+    const limitMs = timeoutMs + ANSWER_GRACE_MS;
+    const wait = abortAfter(
+      options.signal,
+      limitMs,
+      () => new RequestTimeoutError(`GET ${path}`, limitMs, "result"),
     );
     let last: Job | undefined;
     try {
@@ -174,13 +171,13 @@ export class JobHandle<R = unknown> {
       }
     } catch (error) {
       // The deadline cut a poll: the job as last seen, else the server never answered.
-      if (wait.signal.reason === lapsed && !options.signal?.aborted) {
+      const lapsed = wait.timedOut();
+      if (lapsed && !options.signal?.aborted) {
         throw last ? new ResultTimeoutError(last, timeoutMs) : lapsed;
       }
       throw error;
     } finally {
-      clearTimeout(timer);
-      options.signal?.removeEventListener("abort", follow);
+      wait.done();
     }
   }
 

@@ -56,6 +56,21 @@ export function requestLimit(
     return { signal, timedOut: () => undefined, done: () => {} };
   }
   const ms = caller.timeoutMs + extraMs;
+  return abortAfter(signal, ms, () => new RequestTimeoutError(what, ms));
+}
+
+/**
+ * A signal that aborts when `signal` does (with its reason), or once `ms` have passed (with
+ * `lapsed()`, which `timedOut()` then answers). `done()` stops the timer.
+ *
+ * @example
+ * const limit = abortAfter(options.signal, 5_000, () => new RequestTimeoutError("GET /x", 5_000));
+ */
+export function abortAfter(
+  signal: AbortSignal | undefined,
+  ms: number,
+  lapsed: () => RequestTimeoutError,
+): RequestLimit {
   const abort = new AbortController();
   let timedOut: RequestTimeoutError | undefined;
   const follow = () => abort.abort(signal?.reason);
@@ -63,7 +78,7 @@ export function requestLimit(
   else signal?.addEventListener("abort", follow, { once: true });
   const timer = setTimeout(
     () => {
-      timedOut = new RequestTimeoutError(what, ms);
+      timedOut = lapsed();
       abort.abort(timedOut);
     },
     // A timer past 2^31 - 1 ms fires at once: the longest timeout plus a long-poll's wait is one.
