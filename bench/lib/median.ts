@@ -1,19 +1,45 @@
 /**
  * @module
- * Medians of repeated rounds, figure by figure.
+ * Medians of repeated rounds, figure by figure, and ratios taken round by round.
  */
 
-/** Each numeric field's median over `all` (the mean of the middle two for an even count). */
+/** The median of `xs` (the mean of the middle two for an even count, to one decimal). */
+export function median(xs: number[]): number {
+  const sorted = [...xs].sort((x, y) => x - y);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2
+    ? sorted[mid]!
+    : Math.round(((sorted[mid - 1]! + sorted[mid]!) / 2) * 10) / 10;
+}
+
+/** Each numeric field's median over `all`. */
 export function medians<T extends { [K in keyof T]: number }>(all: T[]): T {
   const out = { ...all[0]! };
   for (const key of Object.keys(out) as (keyof T)[]) {
-    const sorted = all.map((f) => f[key]).sort((x, y) => x - y);
-    const mid = sorted.length >> 1;
-    out[key] = (
-      sorted.length % 2
-        ? sorted[mid]
-        : Math.round(((sorted[mid - 1]! + sorted[mid]!) / 2) * 10) / 10
-    ) as T[keyof T];
+    out[key] = median(all.map((f) => f[key])) as T[keyof T];
   }
   return out;
+}
+
+/**
+ * A ratio of two contenders taken within each round (`a[i] / b[i]`, two decimals) and the median
+ * of those ratios. The two ran minutes apart at most, one after the other, so a round's ratio
+ * shares the host's state of the moment; a ratio of the two medians can set one contender's
+ * round on a fast stretch of the host against the other's on a slow one (docs/benchmarks.md,
+ * "How a ratio is judged").
+ */
+export interface PairedRatio {
+  by_round: number[];
+  median: number;
+}
+
+export function pairedRatio(a: number[], b: number[]): PairedRatio {
+  if (a.length !== b.length || a.length === 0) {
+    throw new Error(`pairedRatio: ${a.length} rounds against ${b.length}`);
+  }
+  const byRound = a.map((x, i) => Math.round((x / b[i]!) * 100) / 100);
+  const sorted = [...byRound].sort((x, y) => x - y);
+  const mid = sorted.length >> 1;
+  const m = sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return { by_round: byRound, median: Math.round(m * 100) / 100 };
 }

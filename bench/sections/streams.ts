@@ -2,8 +2,9 @@
  * @module
  * `streams`: tickwork on Redis Streams (`RedisStore({ dispatch: "streams" })` + `RedisStreams`)
  * beside BullMQ, without HTTP, each contender in its own process (`servers/streams-contender.ts`)
- * on its own private Redis, one after the other; full: 3 rounds, the order alternating, each
- * figure the median over them (quick: 1 round, 10,000 jobs instead of 20,000):
+ * on its own private Redis, one after the other; full: 5 rounds, the order alternating, each
+ * figure the median over them and each ratio to BullMQ also taken within every round (`paired`,
+ * which the targets read; quick: 1 round, 10,000 jobs instead of 20,000):
  *
  * 1. Submit in process: {@link LOOPS} concurrent loops, each awaiting `engine.broker.submit` /
  *    `queue.add` before the next, a warm-up of 2,000 submits, then the rest measured:
@@ -24,7 +25,7 @@
 import type { Redis } from "ioredis";
 import { startTsChild, type TsChild } from "../lib/children.ts";
 import { type CorePlan, pinProcess, redisCorePlan } from "../lib/cores.ts";
-import { medians } from "../lib/median.ts";
+import { medians, type PairedRatio, pairedRatio } from "../lib/median.ts";
 import {
   type CommandUsage,
   commandUsage,
@@ -58,6 +59,8 @@ export interface InProcessSubmitFigures {
   redis_us_streams_vs_bullmq: number;
   /** redis_us_per_submit.qstash / redis_us_per_submit.bullmq */
   redis_us_qstash_vs_bullmq: number;
+  /** The two ratios above taken within each round; the targets read their medians. */
+  redis_us_paired: { streams_vs_bullmq: PairedRatio; qstash_vs_bullmq: PairedRatio };
   in_process: {
     /**
      * `own`: Redis ran on a core of its own, every other process on the rest (bench/lib/cores.ts);
@@ -68,7 +71,7 @@ export interface InProcessSubmitFigures {
     /** Measured submits per contender (after `warmup` more). */
     submits: number;
     warmup: number;
-    /** Rounds run (full: 3, quick: 1); every figure is the median over them. */
+    /** Rounds run (full: 5, quick: 1); every figure is the median over them. */
     rounds: number;
     submits_per_s: Three;
     /** submits_per_s.streams / submits_per_s.bullmq */
@@ -96,6 +99,8 @@ export interface E2eFigures {
   bullmq_jobs_per_s: number;
   /** tickwork_jobs_per_s / bullmq_jobs_per_s */
   tickwork_vs_bullmq: number;
+  /** The same ratio taken within each round; the target reads its median. */
+  tickwork_vs_bullmq_paired: PairedRatio;
   tickwork_ms: number;
   bullmq_ms: number;
   jobs_per_s_by_round: { tickwork: number[]; bullmq: number[] };
@@ -293,7 +298,7 @@ export async function benchStreams(
 ): Promise<StreamsFigures> {
   const jobs = quick ? 10_000 : 20_000;
   const warmup = 2_000;
-  const rounds = quick ? 1 : 3;
+  const rounds = quick ? 1 : 5;
   const measured = jobs - warmup;
   log(
     `streams: in process, ${LOOPS} submit loops, ${warmup} warm-up + ${measured} measured submits, then workers (concurrency ${CONCURRENCY}, no-op handler) drain all ${jobs}; BullMQ queue.add + Worker vs tickwork broker.submit + PullWorker on RedisStreams; median of ${rounds} round(s)`,
@@ -321,6 +326,8 @@ export async function benchStreams(
   const b = medians(runs.bullmq.map((r) => r.figures));
   const s = medians(runs.streams.map((r) => r.figures));
   const q = medians(runs.qstash.map((r) => r.figures));
+  const byRound = (kind: StreamsContender, figure: "redis_us_per_submit" | "jobs_per_s") =>
+    runs[kind].map((r) => r.figures[figure]);
   const lastB = runs.bullmq.at(-1)!;
   const lastS = runs.streams.at(-1)!;
   return {
@@ -332,6 +339,16 @@ export async function benchStreams(
       },
       redis_us_streams_vs_bullmq: round(s.redis_us_per_submit / b.redis_us_per_submit, 2),
       redis_us_qstash_vs_bullmq: round(q.redis_us_per_submit / b.redis_us_per_submit, 2),
+      redis_us_paired: {
+        streams_vs_bullmq: pairedRatio(
+          byRound("streams", "redis_us_per_submit"),
+          byRound("bullmq", "redis_us_per_submit"),
+        ),
+        qstash_vs_bullmq: pairedRatio(
+          byRound("qstash", "redis_us_per_submit"),
+          byRound("bullmq", "redis_us_per_submit"),
+        ),
+      },
       in_process: {
         redis_core: cores ? "own" : "shared",
         loops: LOOPS,
@@ -369,6 +386,10 @@ export async function benchStreams(
       tickwork_jobs_per_s: s.jobs_per_s,
       bullmq_jobs_per_s: b.jobs_per_s,
       tickwork_vs_bullmq: round(s.jobs_per_s / b.jobs_per_s, 2),
+      tickwork_vs_bullmq_paired: pairedRatio(
+        byRound("streams", "jobs_per_s"),
+        byRound("bullmq", "jobs_per_s"),
+      ),
       tickwork_ms: s.drain_ms,
       bullmq_ms: b.drain_ms,
       jobs_per_s_by_round: {

@@ -10,7 +10,7 @@
 import autocannon from "autocannon";
 import type { Redis } from "ioredis";
 import { startTsChild, type TsChild } from "../lib/children.ts";
-import { medians } from "../lib/median.ts";
+import { medians, type PairedRatio, pairedRatio } from "../lib/median.ts";
 import { redisCpu, startRedis } from "../lib/redis.ts";
 import { BENCH_API_KEY, SUBMIT_BODY } from "../lib/settings.ts";
 
@@ -59,6 +59,19 @@ export interface SubmitFigures {
   streams_vs_bullmq: number;
   /** tickwork_rps / direct_qstash_rps: both publish to the same QStash double. */
   tickwork_vs_direct_qstash: number;
+  /**
+   * The same ratios, and the server's CPU per request against BullMQ's route's, taken within each
+   * round; the targets are judged on their medians (`PairedRatio`). The ratios above divide
+   * medians over the rounds.
+   */
+  paired: {
+    tickwork_vs_ceiling: PairedRatio;
+    tickwork_vs_bullmq: PairedRatio;
+    streams_vs_bullmq: PairedRatio;
+    tickwork_vs_direct_qstash: PairedRatio;
+    server_cpu_tickwork_vs_bullmq: PairedRatio;
+    server_cpu_streams_vs_bullmq: PairedRatio;
+  };
   non2xx: Record<Contender, number>;
   connections: number;
   duration_s: number;
@@ -211,9 +224,10 @@ async function cpuNow(
 }
 
 /**
- * Run the five contenders one after another, same load and duration each: `rounds` rounds, the
- * order reversed every other round, each figure the median over the rounds (machine noise moves
- * one run by a third here; the median of three alternating rounds moves far less).
+ * Run the five contenders one after another, same load and duration each: `rounds` rounds (full:
+ * 5), the order reversed every other round, each figure the median over the rounds (machine noise
+ * moves one run by a third here; the median of alternating rounds moves far less), and each
+ * ratio also taken within every round (`paired`), which the targets read.
  */
 export async function benchSubmit(
   quick: boolean,
@@ -221,7 +235,7 @@ export async function benchSubmit(
 ): Promise<SubmitFigures> {
   const warmupS = 2;
   const durationS = quick ? 4 : 10;
-  const rounds = quick ? 1 : 3;
+  const rounds = quick ? 1 : 5;
   log(
     `submit: autocannon, ${CONNECTIONS} connections, ${warmupS} s warm-up + ${durationS} s per contender; median of ${rounds} round(s), the order reversed every other round`,
   );
@@ -246,6 +260,8 @@ export async function benchSubmit(
   const streams = median("streams");
   const direct = median("direct_qstash");
   const bullmq = median("bullmq");
+  const rps = (name: Contender) => runs.get(name)!.map((r) => r.figures.rps);
+  const serverCpu = (name: Contender) => runs.get(name)!.map((r) => r.cpu.server);
   log(`  tickwork degradation controller after the run: ${JSON.stringify(tickwork.info)}`);
   log(`  streams store after the run: ${JSON.stringify(streams.info)}`);
   const t = tickwork.figures;
@@ -270,6 +286,14 @@ export async function benchSubmit(
     tickwork_vs_bullmq: round(t.rps / bullmq.figures.rps, 2),
     streams_vs_bullmq: round(st.rps / bullmq.figures.rps, 2),
     tickwork_vs_direct_qstash: round(t.rps / direct.figures.rps, 2),
+    paired: {
+      tickwork_vs_ceiling: pairedRatio(rps("tickwork"), rps("ceiling")),
+      tickwork_vs_bullmq: pairedRatio(rps("tickwork"), rps("bullmq")),
+      streams_vs_bullmq: pairedRatio(rps("streams"), rps("bullmq")),
+      tickwork_vs_direct_qstash: pairedRatio(rps("tickwork"), rps("direct_qstash")),
+      server_cpu_tickwork_vs_bullmq: pairedRatio(serverCpu("tickwork"), serverCpu("bullmq")),
+      server_cpu_streams_vs_bullmq: pairedRatio(serverCpu("streams"), serverCpu("bullmq")),
+    },
     non2xx: {
       tickwork: t.non2xx,
       streams: st.non2xx,
