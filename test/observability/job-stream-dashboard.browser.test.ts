@@ -2,8 +2,9 @@
  * The dashboard's live job detail in real headless Chromium against a real server (memory store,
  * the local queue delivering over HTTP): with the poll slowed to once a minute, an open job's
  * detail goes from running to succeeded, with its progress and result, as soon as it happens —
- * only its stream (`GET /v1/jobs/:id/stream`) can have told the page. Any script error or
- * Content-Security-Policy violation fails the test.
+ * only its stream (`GET /v1/jobs/:id/stream`) can have told the page; and against a stream that
+ * ends at once, the page connects again only after the stream's `retry:` wait, from the last event
+ * id it read. Any script error or Content-Security-Policy violation fails the test.
  */
 import type { Page } from "playwright-core";
 import { afterEach, describe, expect, it } from "vitest";
@@ -72,5 +73,67 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's live job detail in Chr
     await expect.poll(status, { timeout: 10_000 }).toBe("succeeded");
     await expect.poll(() => p.locator("#job-result").textContent()).toContain('"done": true');
     expect(problems).toEqual([]);
+  });
+
+  it("connects again after the stream's retry wait, from the last id it read", async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const h = await startHarness({
+      store: new MemoryStore(),
+      handlers: { hold: { run: () => released } },
+    });
+    server = h;
+    try {
+      const submitted = await call(h.origin, "POST", "/v1/jobs", { json: { handler: "hold" } });
+      const id = submitted.body.id as string;
+      await expect
+        .poll(async () => (await call(h.origin, "GET", `/v1/jobs/${id}`)).body.status)
+        .toBe("running");
+
+      const problems: string[] = [];
+      const connections: { at: number; lastEventId: string | undefined }[] = [];
+      let details = 0;
+      page = await browser().newPage();
+      const p = page;
+      watchProblems(p, problems);
+      p.on("request", (r) => {
+        if (r.url() === `${h.origin}/v1/jobs/${id}`) details++;
+      });
+      // Every stream ends at once: the first with one event whose data line is 4 MiB (never kept
+      // whole by the page), the others with a comment only.
+      await p.route(`**/v1/jobs/${id}/stream`, async (route) => {
+        const first = connections.length === 0;
+        connections.push({
+          at: Date.now(),
+          lastEventId: route.request().headers()["last-event-id"],
+        });
+        await route.fulfill({
+          status: 200,
+          headers: { "content-type": "text/event-stream", "cache-control": "no-store" },
+          body: first
+            ? `retry: 700\n\nid: 7\nevent: status\ndata: {"x":"${"x".repeat(4 << 20)}"}\n\n`
+            : "retry: 700\n\n: keep-alive\n\n",
+        });
+      });
+      await p.goto(`${h.origin}/dashboard?refresh=60`);
+      await p.getByRole("button", { name: `Show job ${id}` }).click();
+      await expect.poll(() => connections.length, { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
+
+      // Before, a stream that ended was opened again at once, hundreds of times a second.
+      for (let i = 1; i < 3; i++) {
+        expect(connections[i]!.at - connections[i - 1]!.at).toBeGreaterThanOrEqual(650);
+      }
+      expect(connections[0]!.lastEventId).toBeUndefined();
+      expect(connections[1]!.lastEventId).toBe("7");
+      expect(connections[2]!.lastEventId).toBe("7");
+      // The event read the detail again: once on opening it, once for the event (the poll is a
+      // minute away).
+      await expect.poll(() => details).toBeGreaterThanOrEqual(2);
+      expect(problems).toEqual([]);
+    } finally {
+      release();
+    }
   });
 });

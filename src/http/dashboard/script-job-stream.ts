@@ -4,9 +4,20 @@
  * helpers): while a job is open and not final, the page follows `v1/jobs/:id/stream` (Server-Sent
  * Events over `fetch`, with the key as a header) and reads the detail again as soon as an update
  * arrives, instead of waiting for the next poll; the poll leaves the open job alone while the
- * stream is live. A stream the server ends on time is opened again from its `Last-Event-ID`; after
- * `done`, an error answer or three failures in a row the poll takes over again.
+ * stream is live. A stream the server ends on time is opened again from its `Last-Event-ID`, after
+ * the wait its `retry:` line asks for (within {@link MIN_RECONNECT_MS} and {@link MAX_RECONNECT_MS};
+ * 1 s when it names none; the poll keeps the detail fresh meanwhile);
+ * after `done`, an error answer or three failures in a row the poll takes over again. The stream
+ * is read line by line and only an event's `id`, its type and `retry` are kept (the detail is read
+ * again on each event), so its data lines are never held whole: a line of another kind longer than
+ * {@link MAX_LINE_CHARS} ends the stream as a failure.
  */
+
+/** The shortest and longest wait before the live detail connects again, whatever `retry:` says. */
+export const MIN_RECONNECT_MS = 250;
+export const MAX_RECONNECT_MS = 60_000;
+/** The longest `id:`, `event:` or `retry:` line the live detail reads. */
+export const MAX_LINE_CHARS = 65_536;
 
 /** The live job detail's part of the dashboard script (plain ES2020, inside the page's IIFE). */
 export const JOB_STREAM_JS = `
@@ -30,6 +41,14 @@ export const JOB_STREAM_JS = `
     }, 30);
   }
 
+  /** Resolves after ms milliseconds, or at once when the signal aborts. */
+  function pause(ms, signal) {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+    });
+  }
+
   async function followJob(id) {
     stopFollowing();
     const me = { id, abort: new AbortController(), live: false };
@@ -37,7 +56,8 @@ export const JOB_STREAM_JS = `
     const headers = { accept: "text/event-stream" };
     let failures = 0;
     let ended = false;
-    while (follow === me && !ended && failures < 3) {
+    let retryMs = 1000;
+    for (;;) {
       // The key as it is now, on every connection: a forgotten or replaced key is not sent again.
       const key = storedKey();
       if (key) headers.authorization = "Bearer " + key; else delete headers.authorization;
@@ -50,29 +70,51 @@ export const JOB_STREAM_JS = `
         me.live = true;
         const reader = res.body.getReader();
         const decoder = new TextDecoder();
-        let buffer = "";
+        // The unfinished line; a data line or comment is cut to its first characters (never read).
+        let line = "";
+        let event = "";
         for (;;) {
           const chunk = await reader.read();
           if (chunk.done) break;
-          buffer += decoder.decode(chunk.value, { stream: true });
-          let end = buffer.indexOf("\\n\\n");
+          const text = decoder.decode(chunk.value, { stream: true });
+          let from = 0;
+          let end = text.indexOf("\\n");
           while (end >= 0) {
-            const lines = buffer.slice(0, end).split("\\n");
-            buffer = buffer.slice(end + 2);
-            end = buffer.indexOf("\\n\\n");
-            const id = lines.find((l) => l.startsWith("id: "));
-            if (id) headers["last-event-id"] = id.slice(4);
-            const event = lines.find((l) => l.startsWith("event: "));
-            if (!event) continue;
-            failures = 0;
-            detailSoon();
-            if (event === "event: done") ended = true;
+            const whole = line + text.slice(from, end);
+            line = "";
+            from = end + 1;
+            end = text.indexOf("\\n", from);
+            if (whole === "") {
+              if (event) {
+                failures = 0;
+                detailSoon();
+                if (event === "done") ended = true;
+              }
+              event = "";
+            } else if (whole.startsWith("id: ")) {
+              headers["last-event-id"] = whole.slice(4);
+            } else if (whole.startsWith("event: ")) {
+              event = whole.slice(7);
+            } else if (whole.startsWith("retry: ")) {
+              const ms = Number(whole.slice(7));
+              if (ms >= 0) retryMs = Math.min(${MAX_RECONNECT_MS}, Math.max(${MIN_RECONNECT_MS}, ms));
+            }
+          }
+          line += text.slice(from);
+          if (line.startsWith("data:") || line.startsWith(":")) line = line.slice(0, 5);
+          else if (line.length > ${MAX_LINE_CHARS}) {
+            await reader.cancel();
+            throw new Error("a line over ${MAX_LINE_CHARS} characters");
           }
         }
       } catch {
         if (me.abort.signal.aborted) break;
         failures++;
       }
+      if (follow !== me || ended || failures >= 3) break;
+      me.live = false;
+      await pause(retryMs, me.abort.signal);
+      if (follow !== me) break;
     }
     me.live = false;
   }
