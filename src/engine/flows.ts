@@ -22,6 +22,8 @@ export interface FlowSubmitted {
   children: JobRecord[];
   /** True when every job of the flow was already stored (a flow submitted again). */
   replayed: boolean;
+  /** Which of its jobs were already stored (each a replay): the parent, and each child in order. */
+  replays: { parent: boolean; children: boolean[] };
   /**
    * Where the tenant's submit quota stands after the flow's last counted job (absent without a
    * quota, and when every job was a replay): each job counts as a submit.
@@ -128,11 +130,11 @@ export async function submitFlow(
     if (unknown.length === 0) continue;
     const keyed = child.job.idempotencyKey !== undefined || key !== undefined;
     if (!keyed) throw errorWithin(unknownDependencies(unknown), `children.${i}`);
-    early.set(i, await jobs.store(child, viaOf(i)));
+    early.set(i, await storeAt(jobs, child, viaOf(i), `children.${i}`));
   }
   const stored: Submitted[] = [];
   for (const [i, child] of prepared.entries()) {
-    stored.push(early.get(i) ?? (await jobs.store(child, viaOf(i))));
+    stored.push(early.get(i) ?? (await storeAt(jobs, child, viaOf(i), `children.${i}`)));
   }
   const ids = stored.map((s) => s.job.id);
   const parent = prepareAt(jobs, waitingFor(flow.parent, ids), actor, "parent");
@@ -142,10 +144,25 @@ export async function submitFlow(
     parent: top.job,
     children: stored.map((s) => s.job),
     replayed: top.replayed && stored.every((s) => s.replayed),
+    replays: { parent: top.replayed, children: stored.map((s) => s.replayed) },
   };
   const quota = [...stored, top].findLast((s) => s.quota !== undefined)?.quota;
   if (quota) submitted.quota = quota;
   return submitted;
+}
+
+/** `jobs.store` of the flow's job at `at`, whose errors name their paths from the flow's body. */
+async function storeAt(
+  jobs: JobsBroker,
+  job: PreparedSubmit,
+  via: SubmitVia,
+  at: string,
+): Promise<Submitted> {
+  try {
+    return await jobs.store(job, via);
+  } catch (error) {
+    throw errorWithin(error, at);
+  }
 }
 
 /** `jobs.prepare` of the flow's job at `at`, whose errors name their paths from the flow's body. */

@@ -133,6 +133,17 @@ describe.each(storeFactories)("flows over HTTP on $name", (factory) => {
       "children.1.after",
       "children.1.after",
     ]);
+    // So when the flow or the child names a key (the child is then tried first, by the store,
+    // which refuses it without writing anything).
+    for (const keyed of [
+      { children: [good, { ...good, after: ["j_0mwxa9xfphc7zv0crypps"] }], idempotencyKey: "fk9" },
+      { children: [good, { ...good, after: ["j_0mwxa9xfphc7zv0crypps"], idempotencyKey: "c1" }] },
+    ]) {
+      const answer = await flow({ ...keyed, parent: good });
+      expectProblem(answer, 422);
+      expect(answer.body.type).toBe("urn:tickwork:problem:unknown_dependencies");
+      expect(answer.body.errors.map((e: { path: string }) => e.path)).toEqual(["children.1.after"]);
+    }
     // Two jobs of one flow with one idempotencyKey: the second would replay the first.
     const shared = { ...good, idempotencyKey: "same" };
     for (const body of [

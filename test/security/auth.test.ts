@@ -276,6 +276,75 @@ describe.each(storeFactories)("auth on $name", (factory) => {
     expect(await storeState(h.store)).toBe(before);
   });
 
+  it("a jobs:write key's submit naming dependencies, or part of a flow stored before, answers no outcome", async () => {
+    const writer = bearer(acme.keys["jobs:write"]!);
+    const reader = bearer(acme.keys.client!);
+    // Another key of the tenant submitted it; it ran and failed for good.
+    const dead = await call(h.origin, "POST", "/v1/jobs", {
+      json: { handler: "echo", idempotencyKey: "order-42" },
+      headers: bearer(acme.keys.admin!),
+    });
+    const deadId = dead.body.id as string;
+    const spec = h.queue.pending.find((p) => p.message.job.id === deadId)!.message.job;
+    expect((await handle.store.beginRun(spec, 60_000)).kind).toBe("run");
+    await handle.store.finishRun(deadId, 1, {
+      ok: false,
+      error: { name: "Error", message: "boom" },
+      final: true,
+    });
+    const submits = async (headers: Record<string, string>) => {
+      const single = await call(h.origin, "POST", "/v1/jobs", {
+        json: { handler: "echo", after: [deadId] },
+        headers,
+      });
+      const batch = await call(h.origin, "POST", "/v1/jobs/batch", {
+        json: { jobs: [{ handler: "echo", after: [deadId] }] },
+        headers,
+      });
+      // A new flow whose first child names the dead job's idempotency key: that child replays.
+      const flow = await call(h.origin, "POST", "/v1/flows", {
+        json: {
+          children: [{ handler: "echo", idempotencyKey: "order-42" }, { handler: "echo" }],
+          parent: { handler: "echo" },
+        },
+        headers,
+      });
+      expect([single.status, batch.body.items[0].outcome, flow.status]).toEqual([
+        202,
+        "accepted",
+        202,
+      ]);
+      return {
+        single: single.body,
+        batched: batch.body.items[0].job,
+        replayedChild: flow.body.children[0],
+        parent: flow.body.parent,
+        newChild: flow.body.children[1],
+      };
+    };
+    const asWriter = await submits(writer);
+    for (const job of [
+      asWriter.single,
+      asWriter.batched,
+      asWriter.replayedChild,
+      asWriter.parent,
+    ]) {
+      expect(job.id).toMatch(/^j_/);
+      expect(Object.keys(job)).not.toContain("status");
+      expect(Object.keys(job)).not.toContain("attempts");
+    }
+    expect(asWriter.replayedChild.id).toBe(deadId);
+    // A job new to this write and waiting for nothing answers what the write did, to every key.
+    expect(asWriter.newChild.status).toBe("queued");
+    const asReader = await submits(reader);
+    expect([
+      asReader.single.status,
+      asReader.batched.status,
+      asReader.replayedChild.status,
+      asReader.parent.status,
+    ]).toEqual(["cancelled", "cancelled", "dead", "cancelled"]);
+  });
+
   it("X-Api-Key works like the bearer token; a client key submits and polls", async () => {
     const submitted = await call(h.origin, "POST", "/v1/jobs", {
       json: { handler: "echo", delay: "1h" },

@@ -196,6 +196,11 @@ describe.each(factories)("webhook replays and reserved keys on $name", (factory)
     expect(again.body.id).toBe(first.body.id);
     expect((await h.engine.store.getJob(first.body.id))?.idempotencyKey).toBe(key);
     await until(async () => (await h.engine.store.getJob(first.body.id))?.status === "succeeded");
+    // A redelivery answers the job's id only: whoever resends a captured delivery does not read
+    // how the job ended.
+    const late = await deliver(stripe, "stripe", body, eventId);
+    expect(late.headers.get("idempotent-replayed")).toBe("true");
+    expect(late.body).toEqual({ id: first.body.id });
   });
 
   it("a handler's ctx.jobs.submit and submitFlow may not name a hook: key either", async () => {

@@ -15,10 +15,12 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { ForbiddenError } from "../../core/errors.ts";
+import type { JobRecord } from "../../core/model.ts";
 import { hasScope, type Scope } from "../../core/scopes.ts";
 import type { JobSummary } from "../../core/wire.ts";
 import type { Actor } from "../../engine/actor.ts";
 import type { AppEnv } from "../options.ts";
+import { jobSummary } from "../serialize.ts";
 
 /**
  * 403 (with an RFC 6750 `insufficient_scope` challenge) unless the actor's key has `scope`.
@@ -76,15 +78,23 @@ export function forWriter<T extends { input?: unknown }>(
 }
 
 /**
- * A replayed submit's job as it is answered to `actor` (`POST /v1/jobs`, a batch's `replayed`
- * items, a flow sent again): whole to a key that may read, without `status` and `attempts` to one
- * that may not. The job may have run since its submit, and a replay changes nothing, so a key that
- * may only write would otherwise read how any job ended whose idempotency key it knows.
+ * A submitted job as it is answered to `actor` (`POST /v1/jobs`, a batch's items, a flow's jobs):
+ * whole to a key that may read; to one that may not, without `status` and `attempts` when they
+ * tell more than the write itself did. That is so for a replay (the job may have run since, and a
+ * replay changes nothing: a key that may only write would read how any job ended whose
+ * idempotency key it knows) and for a job with dependencies (`queued`, `waiting` or `cancelled`
+ * says whether the jobs it names have finished, and how: a flow's parent names its children).
  *
  * @example
- * const summary = replayed ? replayForWriter(actor, jobSummary(job)) : jobSummary(job);
+ * return c.json(submittedForWriter(actor, job, replayed));
  */
-export function replayForWriter(actor: Actor | undefined, summary: JobSummary): JobSummary {
+export function submittedForWriter(
+  actor: Actor | undefined,
+  job: JobRecord,
+  replayed: boolean,
+): JobSummary {
+  const summary = jobSummary(job);
+  if (!replayed && !job.after?.length) return summary;
   if (hasScope(actor?.scopes, "read")) return summary;
   const { status: _status, attempts: _attempts, ...withoutOutcome } = summary;
   return withoutOutcome;

@@ -15,10 +15,9 @@ import type { BatchOutcome } from "../../engine/broker.ts";
 import { traceHeaders } from "../../engine/tracing.ts";
 import { readJson } from "../middleware/body.ts";
 import { setRateLimitHeaders, setRefusalHeaders } from "../middleware/rate-limit.ts";
-import { replayForWriter } from "../middleware/scope.ts";
+import { submittedForWriter } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
 import { toProblem } from "../problem.ts";
-import { jobSummary } from "../serialize.ts";
 
 /** How many times `bodyLimitBytes` a batch's body may be (8 MiB with the default 1 MiB). */
 export const BATCH_BODY_FACTOR = 8;
@@ -91,10 +90,10 @@ function itemResource(
   problemOf: (error: unknown) => ReturnType<typeof toProblem>["body"],
 ): BatchItemResource {
   if (item.outcome === "accepted") {
-    return { outcome: "accepted", status: 202, job: jobSummary(item.job) };
+    return { outcome: "accepted", status: 202, job: submittedForWriter(actor, item.job, false) };
   }
   if (item.outcome === "replayed") {
-    return { outcome: "replayed", status: 200, job: replayForWriter(actor, jobSummary(item.job)) };
+    return { outcome: "replayed", status: 200, job: submittedForWriter(actor, item.job, true) };
   }
   const problem = problemOf(item.error);
   return { outcome: "failed", status: problem.status, problem };

@@ -5,15 +5,13 @@
  * `Idempotent-Replayed: true` when the whole flow was stored before.
  */
 import { Hono } from "hono";
-import type { JobRecord } from "../../core/model.ts";
 import { jsonDepth, MAX_JSON_DEPTH } from "../../core/schemas.ts";
 import { traceHeaders } from "../../engine/tracing.ts";
 import { authorizeRequest } from "../middleware/auth.ts";
 import { readJson, tooDeep } from "../middleware/body.ts";
 import { setRateLimitHeaders, withRateLimitHeaders } from "../middleware/rate-limit.ts";
-import { replayForWriter, requireScope } from "../middleware/scope.ts";
+import { requireScope, submittedForWriter } from "../middleware/scope.ts";
 import type { AppConfig, AppEnv } from "../options.ts";
-import { jobSummary } from "../serialize.ts";
 
 /**
  * The flow route, to mount at `/v1/flows` where writes are served.
@@ -37,14 +35,17 @@ export function flowRoutes(config: AppConfig): Hono<AppEnv> {
     if (flow.quota) setRateLimitHeaders(c, flow.quota);
     if (flow.replayed) c.header("Idempotent-Replayed", "true");
     c.header("Location", `${c.get("appPath")}/v1/jobs/${encodeURIComponent(flow.parent.id)}`);
-    // Sent again: the jobs stored before answer as they are now, which a key that may only
-    // write does not read.
+    // Jobs stored before (a flow sent again, or children that name their own keys) answer as
+    // they are now, and the parent's status says how its children ended: a key that may only
+    // write reads neither.
     const actor = c.get("actor");
-    const summary = flow.replayed
-      ? (job: JobRecord) => replayForWriter(actor, jobSummary(job))
-      : jobSummary;
     return c.json(
-      { parent: summary(flow.parent), children: flow.children.map(summary) },
+      {
+        parent: submittedForWriter(actor, flow.parent, flow.replays.parent),
+        children: flow.children.map((job, i) =>
+          submittedForWriter(actor, job, flow.replays.children[i] ?? true),
+        ),
+      },
       flow.replayed ? 200 : 202,
     );
   });

@@ -136,7 +136,10 @@ async function receive(
   if (replayed) c.header("Idempotent-Replayed", "true");
   c.header("Location", `${c.get("appPath")}/v1/jobs/${encodeURIComponent(job.id)}`);
   if (endpoint.status === 204) return c.body(null, 204);
-  return c.json({ id: job.id, status: job.status }, endpoint.status as ContentfulStatusCode);
+  // A redelivery answers the job's id only: its status now would tell whoever resends a captured
+  // delivery (a GitHub signature never expires) how the job ended.
+  const answer = replayed ? { id: job.id } : { id: job.id, status: job.status };
+  return c.json(answer, endpoint.status as ContentfulStatusCode);
 }
 
 /**

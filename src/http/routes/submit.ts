@@ -15,9 +15,8 @@ import {
   setRateLimitHeaders,
   setRefusalHeaders,
 } from "../middleware/rate-limit.ts";
-import { checkActorScope, replayForWriter } from "../middleware/scope.ts";
+import { checkActorScope, submittedForWriter } from "../middleware/scope.ts";
 import type { AppConfig } from "../options.ts";
-import { jobSummary } from "../serialize.ts";
 
 /** A submit request as the steps read it, and where the headers of its answer go. */
 export interface SubmitExchange extends HeaderSink {
@@ -74,6 +73,6 @@ export async function submitJob(config: AppConfig, x: SubmitExchange): Promise<S
   };
   if (quota) setRateLimitHeaders({ header: (name, value) => (headers[name] = value) }, quota);
   if (replayed) headers["Idempotent-Replayed"] = "true";
-  const summary = replayed ? replayForWriter(x.actor, jobSummary(job)) : jobSummary(job);
+  const summary = submittedForWriter(x.actor, job, replayed);
   return { status: replayed ? 200 : 202, text: JSON.stringify(summary), headers };
 }
