@@ -136,4 +136,56 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's live job detail in Chr
       release();
     }
   });
+
+  it("shows the open job's new log lines while its stream is followed", async () => {
+    let next!: () => void;
+    const logged = new Promise<void>((resolve) => {
+      next = resolve;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const h = await startHarness({
+      store: new MemoryStore(),
+      handlers: {
+        chatty: {
+          run: async (_input: unknown, ctx: HandlerContext) => {
+            await ctx.log("first line");
+            await logged;
+            // Neither its status nor its progress changes: the stream has nothing to tell.
+            await ctx.log("second line");
+            await released;
+          },
+        },
+      },
+    });
+    server = h;
+    try {
+      const submitted = await call(h.origin, "POST", "/v1/jobs", { json: { handler: "chatty" } });
+      const id = submitted.body.id as string;
+      await expect
+        .poll(async () => (await call(h.origin, "GET", `/v1/jobs/${id}/logs`)).body.items?.length)
+        .toBe(1);
+      const problems: string[] = [];
+      let streams = 0;
+      page = await browser().newPage();
+      const p = page;
+      watchProblems(p, problems);
+      p.on("request", (r) => {
+        if (r.url().endsWith("/stream")) streams++;
+      });
+      await p.goto(`${h.origin}/dashboard?refresh=1`);
+      await p.getByRole("button", { name: `Show job ${id}` }).click();
+      const log = () => p.locator("#job-logs").textContent();
+      await expect.poll(log, { timeout: 10_000 }).toContain("first line");
+      await expect.poll(() => streams).toBe(1);
+      next();
+      await expect.poll(log, { timeout: 10_000 }).toContain("second line");
+      expect(streams).toBe(1);
+      expect(problems).toEqual([]);
+    } finally {
+      release();
+    }
+  });
 });

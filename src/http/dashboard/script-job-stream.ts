@@ -3,13 +3,13 @@
  * The dashboard script's live job detail (inlined into the IIFE of `script.ts`, sharing its
  * helpers): while a job is open and not final, the page follows `v1/jobs/:id/stream` (Server-Sent
  * Events over `fetch`, with the key as a header) and reads the detail again as soon as an update
- * arrives, instead of waiting for the next poll; the poll leaves the open job alone while the
- * stream is live. A stream the server ends on time is opened again from its `Last-Event-ID`, after
- * the wait its `retry:` line asks for (within {@link MIN_RECONNECT_MS} and {@link MAX_RECONNECT_MS};
- * 1 s when it names none; the poll keeps the detail fresh meanwhile);
- * after `done`, an error answer or three failures in a row the poll takes over again. The stream
- * is read line by line and only an event's `id`, its type and `retry` are kept (the detail is read
- * again on each event), so its data lines are never held whole: a line of another kind longer than
+ * arrives, instead of waiting for the next poll (which reads it too: the stream tells of its
+ * status and progress, not of its log lines). A stream the server ends on time is opened again
+ * from its `Last-Event-ID`, after the wait its `retry:` line asks for (within
+ * {@link MIN_RECONNECT_MS} and {@link MAX_RECONNECT_MS}; 1 s when it names none); after `done`,
+ * an error answer or three failures in a row only the poll reads it. The stream is read line by
+ * line and only an event's `id`, its type and `retry` are kept (the detail is read again on each
+ * event), so its data lines are never held whole: a line of another kind longer than
  * {@link MAX_LINE_CHARS} ends the stream as a failure.
  */
 
@@ -25,10 +25,6 @@ export const JOB_STREAM_JS = `
   let follow = null;
   let detailTimer = 0;
 
-  /** Whether the open job's detail is kept fresh by its stream (the poll then skips it). */
-  function detailLive() {
-    return Boolean(follow && follow.live && follow.id === openJob);
-  }
   function stopFollowing() {
     if (follow) follow.abort.abort();
     follow = null;
@@ -51,7 +47,7 @@ export const JOB_STREAM_JS = `
 
   async function followJob(id) {
     stopFollowing();
-    const me = { id, abort: new AbortController(), live: false };
+    const me = { id, abort: new AbortController() };
     follow = me;
     const headers = { accept: "text/event-stream" };
     let failures = 0;
@@ -67,7 +63,6 @@ export const JOB_STREAM_JS = `
         });
         // A refusal (401, 404): the poll shows it.
         if (!res.ok || !res.body) break;
-        me.live = true;
         const reader = res.body.getReader();
         const decoder = new TextDecoder();
         // The unfinished line; a data line or comment is cut to its first characters (never read).
@@ -112,10 +107,8 @@ export const JOB_STREAM_JS = `
         failures++;
       }
       if (follow !== me || ended || failures >= 3) break;
-      me.live = false;
       await pause(retryMs, me.abort.signal);
       if (follow !== me) break;
     }
-    me.live = false;
   }
 `;

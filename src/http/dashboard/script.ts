@@ -384,8 +384,9 @@ ${HOOKS_JS}
         api("GET", "v1/dlq?limit=20"),
         api("GET", "v1/hooks"),
         loadJobs(),
-        // A followed job's stream reads the detail as updates arrive (script-job-stream.ts).
-        detailLive() ? undefined : loadDetail(),
+        // Also while its stream is followed (script-job-stream.ts): the stream tells of status and
+        // progress, not of the job's log lines.
+        loadDetail(),
       ]);
       // A later refresh (an action's) began while this one waited: its answers are the newer, and
       // it draws them (these could show a schedule as it was before a pause) and sets the timer.
