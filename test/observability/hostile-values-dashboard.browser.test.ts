@@ -10,6 +10,7 @@
  */
 import type { Page } from "playwright-core";
 import { afterEach, describe, expect, it } from "vitest";
+import type { HandlerContext } from "../../src/engine/handlers.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { call, type Harness, startHarness } from "../http/harness.ts";
 import { isolated, noBrowser, useChromium, watchProblems } from "./browser.ts";
@@ -91,6 +92,46 @@ describe.skipIf(noBrowser !== undefined)("the dashboard with hostile values in C
     const sizes = await Promise.all(listSizes);
     expect(sizes.length).toBeGreaterThan(0);
     expect(Math.max(...sizes)).toBeLessThan(2_000);
+    expect(problems).toEqual([]);
+  });
+
+  it("isolates a job's progress and its events' errors", async () => {
+    const h = await startHarness({
+      store: new MemoryStore(),
+      handlers: {
+        spoof: {
+          run: async (_input: unknown, ctx: HandlerContext) => {
+            await ctx.progress(`ok${RLO}`);
+            throw Object.assign(new Error("payment of $100 approved"), { name: `Notice${RLO}` });
+          },
+          retries: 0,
+        },
+      },
+    });
+    server = h;
+    const job = await call(h.origin, "POST", "/v1/jobs", { json: { handler: "spoof" } });
+    const id = job.body.id as string;
+    await expect
+      .poll(async () => (await call(h.origin, "GET", `/v1/jobs/${id}`)).body.status, {
+        timeout: 10_000,
+      })
+      .toBe("dead");
+    const problems: string[] = [];
+    page = await browser().newPage();
+    const p = page;
+    watchProblems(p, problems);
+    await p.goto(`${h.origin}/dashboard?refresh=60`);
+    await p.getByRole("button", { name: `Show job ${id}` }).click();
+    // The progress value beside its time ("at 8.86 s ago" read backwards before).
+    const progress = p.locator("#job-fields dt:text-is('Progress') + dd span.value");
+    await expect
+      .poll(() => progress.textContent(), { timeout: 10_000 })
+      .toBe(isolated(`"ok${RLO}"`));
+    // The failure in the job's events: name and message each isolated, as in the jobs table.
+    const failure = p.locator("#job-events td.error").filter({ hasText: "payment" });
+    await expect
+      .poll(() => failure.first().textContent(), { timeout: 10_000 })
+      .toBe(`${isolated(`Notice${RLO}`)}: ${isolated("payment of $100 approved")}`);
     expect(problems).toEqual([]);
   });
 });

@@ -113,7 +113,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's job events in headless
       .toEqual([
         ["created", "", ""],
         ["started", "1", ""],
-        ["failed", "1", "Error: fail #1"],
+        ["failed", "1", `${isolated("Error")}: ${isolated("fail #1")}`],
         ["started", "2", ""],
         ["succeeded", "", ""],
       ]);
@@ -131,7 +131,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's job events in headless
       .toEqual([
         ["created", "", ""],
         ["started", "1", ""],
-        ["dead", "1", `Error: ${MARKUP}`],
+        ["dead", "1", `${isolated("Error")}: ${isolated(MARKUP)}`],
       ]);
 
     await p.getByRole("button", { name: `Show job ${late}` }).click();
@@ -196,7 +196,9 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's job events in headless
     );
     expect(shown.Node).toBe("–");
     expect(shown["Refused by"]).toMatch(
-      new RegExp(`^waiting for a matching node cpu-1: ${literal(refused.reason)} (now|.* ago)$`),
+      new RegExp(
+        `^waiting for a matching node ${isolated("cpu-1")}: ${literal(isolated(refused.reason))} (now|.* ago)$`,
+      ),
     );
     expect(refused.reason).toMatch(/gpu/);
     const marker = p.locator("#job-fields .refused .waiting");
@@ -212,7 +214,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's job events in headless
     await expect
       .poll(() => p.locator("#job-fields .refused .waiting").count(), { timeout: 10_000 })
       .toBe(0);
-    expect((await fields(p))["Refused by"]).toMatch(/^cpu-1: /);
+    expect((await fields(p))["Refused by"]).toMatch(new RegExp(`^${isolated("cpu-1")}: `));
     await expect
       .poll(() => eventRows(p).then((rows) => rows.map((r) => r[0])), { timeout: 10_000 })
       .toEqual(["created", "cancelled"]);

@@ -120,7 +120,7 @@ export const JOB_DETAIL_JS = `
     status.append(badge(j.status));
     const progress = node("span", null, "progress");
     if (j.progress) {
-      progress.append(node("span", compact(j.progress.value), "value"), " ", node("span", "at ", "unit"));
+      progress.append(node("span", iso(compact(j.progress.value)), "value"), " ", node("span", "at ", "unit"));
       const at = when(j.progress.at);
       at.className = "unit";
       progress.append(at);

@@ -68,7 +68,7 @@ export const JOB_EVENTS_JS = `
       type.append(badge(String(e.type).replace(/^job\\./, "")));
       type.title = e.type;
       return [timeCell(e.at), type, node("td", e.attempt === undefined ? "" : num(e.attempt), "num"),
-        node("td", e.error ? e.error.name + ": " + e.error.message : "", "error")];
+        node("td", errorText(e.error), "error")];
     }), 4, state.more ? "No events found yet." : "No events for this job in the log (it keeps the newest only).");
     $("job-events").setAttribute("aria-busy", state.more ? "true" : "false");
     $("job-events-state").textContent = state.more
@@ -97,7 +97,7 @@ export const JOB_EVENTS_JS = `
       if (j.status === "queued") {
         refused.append(node("span", "waiting for a matching node", "badge s-waiting waiting"), " ");
       }
-      refused.append(node("span", j.refused.node, "id"), ": ", node("span", j.refused.reason, "reason"), " ");
+      refused.append(node("span", iso(j.refused.node), "id"), ": ", node("span", iso(j.refused.reason), "reason"), " ");
       const at = when(j.refused.at);
       at.className = "unit";
       refused.append(at);
