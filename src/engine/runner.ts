@@ -29,7 +29,7 @@ import {
 import type { Placement } from "../core/placement.ts";
 import { MAX_DELAY_MS, MIN_TIMEOUT_MS } from "../core/schemas.ts";
 import { type TraceContext, traceOfUnknown } from "../core/trace.ts";
-import type { FinishRunResult, RunOutcome, Store } from "../store/port.ts";
+import type { FinishRunOptions, FinishRunResult, RunOutcome, Store } from "../store/port.ts";
 import type { Delivery, Transport } from "../transport/port.ts";
 import { attemptControls } from "./attempt.ts";
 import { AttemptContext } from "./attempt-context.ts";
@@ -333,6 +333,8 @@ export class Runner {
           attempt,
           outcome,
           this.deps.options.reapAfterMs + (outcome.retryAfterMs ?? 0),
+          // The job is read below only after a failure: a success is not sent back.
+          RECORD_ONLY[outcome.ok ? 1 : 0],
         ),
       {
         until: leaseEndsAt,
@@ -585,6 +587,9 @@ function leaseLeftMs(job: JobRecord, leaseGraceMs: number): number {
     (job.startedAt ?? Date.now()) + runnableTimeoutMs(job.timeoutMs) + leaseGraceMs - Date.now()
   );
 }
+
+/** finishRun's options by outcome (built once: a finish is made per attempt). */
+const RECORD_ONLY: readonly [FinishRunOptions, FinishRunOptions] = [{}, { recordOnly: true }];
 
 /**
  * Record an attempt's outcome, retrying a store that fails (unreachable, reply lost) with backoff

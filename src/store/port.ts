@@ -41,6 +41,7 @@ export {
   type CancelResult,
   checkRunLimit,
   type DeadQuery,
+  type FinishRunOptions,
   type FinishRunResult,
   type JobStore,
   LIMITED_MIN_RETRY_MS,

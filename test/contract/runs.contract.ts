@@ -441,6 +441,58 @@ export function describeRunsContract(name: string, make: MakeContractStore): voi
         expect((await store.listDead({ limit: 10 })).items).toEqual([]);
       });
 
+      it("recordOnly: a success answers `recorded` and is stored exactly as without it; a failure, a cancel and a stale attempt answer as without it", async () => {
+        // Two jobs taken through the same attempts, one finished without the option: their records
+        // and every count must match.
+        const [a, b] = [await submitted(), await submitted()];
+        await run(a);
+        await run(b);
+        const done = await store.finishRun(a.id, 1, { ok: true, result: { n: 1 } }, undefined, {
+          recordOnly: true,
+        });
+        expect(done).toEqual({ kind: "recorded" });
+        const plain = await store.finishRun(b.id, 1, { ok: true, result: { n: 1 } });
+        expect(plain.kind).toBe("ok");
+        const stored = await store.getJob(a.id);
+        // Alike but for their ids and times.
+        const untimed = (job: JobRecord | null) => {
+          const {
+            id: _id,
+            createdAt: _c,
+            runAt: _r,
+            startedAt: _s,
+            finishedAt: _f,
+            ...rest
+          } = job!;
+          return rest;
+        };
+        expect(untimed(stored)).toEqual(untimed(await store.getJob(b.id)));
+        expect(stored!.status).toBe("succeeded");
+        expect((await store.stats()).totals.succeeded).toBe(2);
+        // Finished: the same attempt again is stale, with the job, whatever it asks.
+        const again = await store.finishRun(a.id, 1, { ok: true, result: 2 }, undefined, {
+          recordOnly: true,
+        });
+        expect(again).toEqual({ kind: "stale", job: stored });
+        // A failure answers the job, which the runner reads (cancelled or not).
+        const c = await submitted();
+        const begun = await run(c);
+        const error = { name: "E", message: "no" };
+        const failed = await store.finishRun(
+          c.id,
+          1,
+          { ok: false, error, final: true },
+          undefined,
+          {
+            recordOnly: true,
+          },
+        );
+        expect(failed).toEqual({
+          kind: "ok",
+          job: { ...begun.job, status: "dead", error, finishedAt: expect.any(Number) },
+        });
+      });
+
       it("retryable failure: `failed` with the error, not dead-lettered", async () => {
         const spec = await submitted();
         const begun = await run(spec);

@@ -118,6 +118,7 @@ type Call =
       j: number;
       delta: -1 | 0 | 1;
       outcome: "ok" | "ok-without-result" | "fail" | "final";
+      recordOnly: boolean;
     }
   | { op: "finish-missing" };
 
@@ -140,6 +141,8 @@ const finishArb: fc.Arbitrary<Call> = fc.oneof(
       j: fc.nat(JOBS - 1),
       delta: fc.constantFrom(-1, 0, 0, 0, 1),
       outcome: fc.constantFrom("ok", "ok-without-result", "fail", "final"),
+      // A success answered without the job (the runner's finishes).
+      recordOnly: fc.boolean(),
     }),
     weight: 6,
   },
@@ -183,7 +186,9 @@ function start(
       : call.outcome === "ok-without-result"
         ? { ok: true, result: undefined }
         : { ok: false, error: ERR, final: call.outcome === "final" };
-  return store.finishRun(specs[call.j]!.id, attempts[call.j]! + call.delta, outcome, 60_000);
+  return store.finishRun(specs[call.j]!.id, attempts[call.j]! + call.delta, outcome, 60_000, {
+    recordOnly: call.recordOnly,
+  });
 }
 
 describe("beginRun and finishRun grouped (dispatch: streams)", () => {

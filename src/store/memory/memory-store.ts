@@ -38,6 +38,7 @@ import type {
   DegradationPolicy,
   EventsPage,
   EventsQuery,
+  FinishRunOptions,
   FinishRunResult,
   ListJobsQuery,
   ListSchedulesQuery,
@@ -273,8 +274,9 @@ export class MemoryStore implements Store, NodeRegistry, WebhookLog {
     attempt: number,
     outcome: RunOutcome,
     reapAfterMs = DEFAULT_REAP_AFTER_MS,
+    options?: FinishRunOptions,
   ): Promise<FinishRunResult> {
-    return runs.finishRun(this.#s, id, attempt, outcome, reapAfterMs);
+    return runs.finishRun(this.#s, id, attempt, outcome, reapAfterMs, options);
   }
 
   async markDead(

@@ -11,6 +11,7 @@ import {
   type BeginRunResult,
   checkRateLimit,
   checkRunLimit,
+  type FinishRunOptions,
   type FinishRunResult,
   type RateLimit,
   type RunLimit,
@@ -211,6 +212,7 @@ export function finishRun(
   attempt: number,
   outcome: RunOutcome,
   reapAfterMs: number,
+  options?: FinishRunOptions,
 ): FinishRunResult {
   const now = s.now();
   const stored = s.jobs.get(id);
@@ -249,6 +251,7 @@ export function finishRun(
     totals.succeeded += 1;
     s.events.emit(now, { type: "job.succeeded", ...jobFields(job) });
     releaseDependents(s, id, true, now);
+    if (options?.recordOnly) return { kind: "recorded" };
   } else if (outcome.final) {
     totals.failed += 1;
     s.outbox.delete(id);

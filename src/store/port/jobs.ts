@@ -127,8 +127,23 @@ export type RunOutcome =
 /** Result of {@link JobStore.finishRun}. */
 export type FinishRunResult =
   | { kind: "ok"; job: JobRecord }
+  /**
+   * A success recorded, the job not read back: answered only to a caller that asked
+   * ({@link FinishRunOptions.recordOnly}).
+   */
+  | { kind: "recorded" }
   /** The job is not `running` as this attempt (another attempt took over, or it already finished). */
   | { kind: "stale"; job: JobRecord | null };
+
+/** How `finishRun` answers. */
+export interface FinishRunOptions {
+  /**
+   * A success answers `{ kind: "recorded" }` instead of the job as it now is, for a caller that
+   * does not read it (the runner reads the job only after a failure): the store then builds and
+   * sends no copy of the record. A failure and `stale` answer as without it.
+   */
+  recordOnly?: boolean | undefined;
+}
 
 /** A listing reads one tenant's index: a page holds only that tenant's records. */
 export interface ListJobsQuery {
@@ -310,6 +325,7 @@ export interface JobStore {
     attempt: number,
     outcome: RunOutcome,
     reapAfterMs?: number,
+    options?: FinishRunOptions,
   ): Promise<FinishRunResult>;
   /**
    * The queue gave up on a delivery (failure callback): unless already `succeeded` or `cancelled`,

@@ -35,6 +35,7 @@ import type {
   DegradationPolicy,
   EventsPage,
   EventsQuery,
+  FinishRunOptions,
   FinishRunResult,
   ListJobsQuery,
   ListSchedulesQuery,
@@ -327,8 +328,9 @@ export class RedisStore implements Store, NodeRegistry, WebhookLog {
     attempt: number,
     outcome: RunOutcome,
     reapAfterMs = DEFAULT_REAP_AFTER_MS,
+    options?: FinishRunOptions,
   ): Promise<FinishRunResult> {
-    return runs.finishRun(this.#c, id, attempt, outcome, reapAfterMs);
+    return runs.finishRun(this.#c, id, attempt, outcome, reapAfterMs, options);
   }
 
   async markDead(

@@ -4,7 +4,14 @@
  * `markDead`. Each one script, one round trip.
  */
 import type { DeliveryToken, JobError, JobRecord, JobSpec } from "../../core/model.ts";
-import type { BeginRunResult, FinishRunResult, RateLimit, RunLimit, RunOutcome } from "../port.ts";
+import type {
+  BeginRunResult,
+  FinishRunOptions,
+  FinishRunResult,
+  RateLimit,
+  RunLimit,
+  RunOutcome,
+} from "../port.ts";
 import { DEFAULT_REAP_AFTER_MS } from "../port.ts";
 import { CallBatch } from "./call-batch.ts";
 import {
@@ -50,16 +57,20 @@ export async function beginRun(
   return fromJson<BeginRunResult>(raw);
 }
 
+/** finishRun's answer to a success it was asked not to read back (finishRun-7.lua). */
+const RECORDED = '{"recorded":true}';
+
 export async function finishRun(
   c: RedisContext,
   id: string,
   attempt: number,
   outcome: RunOutcome,
   reapAfterMs = DEFAULT_REAP_AFTER_MS,
+  options?: FinishRunOptions,
 ): Promise<FinishRunResult> {
   // The attempt's arguments (finishRun-7.lua's A[1..8]), trailing '' left out: a success
-  // without a result on Redis Streams sends three.
-  const args = [id, String(attempt), outcome.ok ? "1" : "0"];
+  // without a result on Redis Streams sends three. A success answered without the job is `2`.
+  const args = [id, String(attempt), outcome.ok ? (options?.recordOnly ? "2" : "1") : "0"];
   const watch = watchArg(c, reapAfterMs);
   if (outcome.ok) {
     const result = jsonArg(outcome.result);
@@ -79,9 +90,14 @@ export async function finishRun(
     : await c.run(scripts.finishRun, finishKeys(c.keys), withStoreSettings(c, args));
   if (errorCodeOf(raw) === ErrorCode.JobNotFound) return { kind: "stale", job: null };
   expectNoCode("finishRun", raw);
+  if (raw === RECORDED) return { kind: "recorded" };
   // The record is parsed when first read: a runner reads it only after a failed attempt.
   if (typeof raw === "string" && raw.startsWith('{"ok":')) return new FinishedRun(raw);
-  const r = fromJson<Tagged<"ok", JobRecord> | Tagged<"stale", JobRecord>>(raw);
+  // A client that parses JSON answers (Upstash's) gives objects.
+  const r = fromJson<
+    Tagged<"ok", JobRecord> | Tagged<"stale", JobRecord> | Tagged<"recorded", true>
+  >(raw);
+  if ("recorded" in r) return { kind: "recorded" };
   return "ok" in r ? { kind: "ok", job: r.ok } : { kind: "stale", job: r.stale };
 }
 

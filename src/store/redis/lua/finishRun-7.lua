@@ -26,7 +26,7 @@
     on, trailing '' may be left out (an absent one reads as ''):
     A[1] id
     A[2] attempt
-    A[3] 1 success, 0 failure
+    A[3] 1 success, 2 success answered without the job, 0 failure
     A[4] result JSON ('' = none), on success
     A[5] 1 final failure (-> dead), else ('0' or '') it will be retried
     A[6] JobError JSON, on failure
@@ -34,7 +34,8 @@
     A[8] reapAfterMs ('' = no watch, Redis Streams: nothing to remove or defer)
   Output:
     JOB_NOT_FOUND (-2)
-    JSON text   {"ok":JobRecord} recorded, or {"stale":JobRecord} not running as that attempt
+    JSON text   {"ok":JobRecord} recorded, {"recorded":true} a success recorded when A[3] is 2,
+                or {"stale":JobRecord} not running as that attempt
 ]]
 --@include "time"
 --@include "job"

@@ -46,7 +46,9 @@ local function finishRunAt(a, n, retention, maxLen, now, m)
   mObserve(m, 'dur', math.max(0, now - tonumber(job.startedAt or now)))
   local event
   local released -- nil: no dependents to release; true / false: released as a success / failure
-  local ok = ARGV[a + 3] == '1'
+  -- '2': a success whose caller does not read the job back (answered {"recorded":true}).
+  local outcome = ARGV[a + 3]
+  local ok = outcome == '1' or outcome == '2'
   if not ok and job.cancelRequested then
     -- Asked to stop (cancelJob): cancelled, not a failure, never retried.
     mAdd(m, 't:cancelled', 1)
@@ -120,5 +122,8 @@ local function finishRunAt(a, n, retention, maxLen, now, m)
       retention = retention, now = now }, id, released)
   end
 
+  if outcome == '2' and job.status == 'succeeded' then
+    return '{"recorded":true}', now
+  end
   return jobJson(job, '{"ok":'), now
 end
