@@ -30,7 +30,11 @@ const TOTALS: readonly [string, string, keyof StoreStats["totals"]][] = [
   ["jobs_succeeded_total", "Jobs that succeeded.", "succeeded"],
   ["job_attempts_failed_total", "Job attempts that failed (retryable or not).", "failed"],
   ["jobs_dead_total", "Jobs that went to the dead-letter list.", "dead"],
-  ["jobs_cancelled_total", "Jobs cancelled before they started.", "cancelled"],
+  [
+    "jobs_cancelled_total",
+    "Jobs cancelled (queued, waiting, or running when asked to stop).",
+    "cancelled",
+  ],
   [
     "jobs_skipped_total",
     "Occurrences skipped: the previous one still ran (overlap skip), or their schedule was paused or deleted before they began.",

@@ -81,7 +81,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's Queue card in headless
       "Oldest pending": "–",
       Delayed: "1",
       Consumers: "0",
-      "Claimed here": "0",
+      "Claimed (all workers)": "0",
     });
 
     // A worker reads the two deliveries and does not acknowledge them (yet).

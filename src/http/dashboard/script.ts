@@ -256,7 +256,7 @@ export const DASHBOARD_JS = `
         ["Oldest pending", q.pending > 0 ? duration(q.oldestPendingMs) : "–"],
         ["Delayed", num(q.delayed)],
         ["Consumers", num(q.consumers)],
-        ["Claimed here", num(q.claimed)],
+        ["Claimed (all workers)", num(q.claimed)],
       ]);
     } else {
       $("queue-stats").replaceChildren();
