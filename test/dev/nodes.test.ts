@@ -59,4 +59,38 @@ describe("tickwork start in the node registry", () => {
     expect(await store.listNodes()).toEqual([]);
     expect(await redis.exists(`{${prefix}}:nodes`, `{${prefix}}:nodes:expiry`)).toBe(0);
   });
+
+  test("leaves the registry as soon as SIGTERM comes, while a request in flight still holds it up", async () => {
+    const store = new RedisStore({ client: fromIoredis(redis), prefix });
+    const server = await startDevServer({
+      command: { cli: ["start", "--host", "127.0.0.1"] },
+      env: { REDIS_URL, TICKWORK_PREFIX: prefix, TICKWORK_API_KEY: API_KEY },
+    });
+    const headers = { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" };
+    let exited = false;
+    try {
+      // A job no node can run, and its event stream, open once its headers are answered: a
+      // request the shutdown waits for, up to its timeout.
+      const submitted = await fetch(`${server.url}/v1/jobs`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ handler: "echo", placement: { capabilities: { gpu: "none" } } }),
+      });
+      const { id } = (await submitted.json()) as { id: string };
+      const stream = await fetch(`${server.url}/v1/jobs/${id}/stream`, { headers });
+      expect(stream.status).toBe(200);
+      expect(await store.listNodes()).toHaveLength(1);
+      const stopped = server.stop().then((code) => {
+        exited = true;
+        return code;
+      });
+      // Before, it went on beating, listed live, until the stream ended with the drain.
+      await expect.poll(() => store.listNodes(), { timeout: 8_000 }).toEqual([]);
+      expect(exited).toBe(false);
+      await stream.body?.cancel();
+      expect(await stopped).toBe(0);
+    } finally {
+      await server.stop();
+    }
+  });
 });

@@ -479,8 +479,16 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     await failed();
     throw error;
   }
-  // Pushed last, so undone first: the node leaves the registry as soon as shutdown begins.
-  if (node) cleanups.push(() => node.stop());
+  // The node leaves the registry as soon as shutdown begins, as its worker stops pulling: not
+  // after the requests in flight have drained (a long poll or an event stream holds a server up to
+  // its shutdown timeout, and it would go on beating and read as live). Pushed last as well, so the
+  // shutdown's steps wait for it first (stop() is one promise however often it is called).
+  if (node) {
+    const leave = node;
+    if (server.signal.aborted) void leave.stop();
+    else server.signal.addEventListener("abort", () => void leave.stop(), { once: true });
+    cleanups.push(() => leave.stop());
+  }
   startSettled();
   // A shutdown began during the start: it undoes all of the above, so no banner says otherwise.
   if (server.signal.aborted) {
