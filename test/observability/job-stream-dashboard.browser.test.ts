@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { HandlerContext } from "../../src/engine/handlers.ts";
 import { MemoryStore } from "../../src/store/memory/index.ts";
 import { call, type Harness, startHarness } from "../http/harness.ts";
+import { gate } from "../support/gate.ts";
 import { noBrowser, useChromium, watchProblems } from "./browser.ts";
 
 if (noBrowser) {
@@ -30,10 +31,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's live job detail in Chr
   });
 
   it("updates the open job from its stream, not the poll", async () => {
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { promise: released, open: release } = gate();
     const h = await startHarness({
       store: new MemoryStore(),
       handlers: {
@@ -76,10 +74,7 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's live job detail in Chr
   });
 
   it("connects again after the stream's retry wait, from the last id it read", async () => {
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { promise: released, open: release } = gate();
     const h = await startHarness({
       store: new MemoryStore(),
       handlers: { hold: { run: () => released } },
@@ -138,14 +133,8 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's live job detail in Chr
   });
 
   it("shows the open job's new log lines while its stream is followed", async () => {
-    let next!: () => void;
-    const logged = new Promise<void>((resolve) => {
-      next = resolve;
-    });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { promise: logged, open: next } = gate();
+    const { promise: released, open: release } = gate();
     const h = await startHarness({
       store: new MemoryStore(),
       handlers: {

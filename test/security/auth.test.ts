@@ -211,6 +211,17 @@ describe.each(storeFactories)("auth on $name", (factory) => {
     expect(reader.body.detail).toMatch(/ is cancelled;/);
   });
 
+  /** Runs the queued job `id`'s first attempt, which fails for good (dead). */
+  async function failForGood(id: string): Promise<void> {
+    const spec = h.queue.pending.find((p) => p.message.job.id === id)!.message.job;
+    expect((await handle.store.beginRun(spec, 60_000)).kind).toBe("run");
+    await handle.store.finishRun(id, 1, {
+      ok: false,
+      error: { name: "Error", message: "boom" },
+      final: true,
+    });
+  }
+
   it("a jobs:write key's replay of an idempotency key answers the job, not how it ended", async () => {
     const writer = bearer(acme.keys["jobs:write"]!);
     const reader = bearer(acme.keys.client!);
@@ -230,15 +241,7 @@ describe.each(storeFactories)("auth on $name", (factory) => {
     });
     expect([single.status, flowed.status]).toEqual([202, 202]);
     const child = flowed.body.children[0].id as string;
-    for (const id of [single.body.id as string, child]) {
-      const spec = h.queue.pending.find((p) => p.message.job.id === id)!.message.job;
-      expect((await handle.store.beginRun(spec, 60_000)).kind).toBe("run");
-      await handle.store.finishRun(id, 1, {
-        ok: false,
-        error: { name: "Error", message: "boom" },
-        final: true,
-      });
-    }
+    for (const id of [single.body.id as string, child]) await failForGood(id);
     const outcome = ["status", "attempts"];
     const before = await storeState(h.store);
     const replays = async (headers: Record<string, string>) => {
@@ -285,13 +288,7 @@ describe.each(storeFactories)("auth on $name", (factory) => {
       headers: bearer(acme.keys.admin!),
     });
     const deadId = dead.body.id as string;
-    const spec = h.queue.pending.find((p) => p.message.job.id === deadId)!.message.job;
-    expect((await handle.store.beginRun(spec, 60_000)).kind).toBe("run");
-    await handle.store.finishRun(deadId, 1, {
-      ok: false,
-      error: { name: "Error", message: "boom" },
-      final: true,
-    });
+    await failForGood(deadId);
     const submits = async (headers: Record<string, string>) => {
       const single = await call(h.origin, "POST", "/v1/jobs", {
         json: { handler: "echo", after: [deadId] },

@@ -198,14 +198,7 @@ export function header(record: Received, name: string): string {
 
 export const ok: Route = () => ({ status: 200, body: "ok" });
 
-/** A promise the test settles: `open()` lets everything waiting on `promise` go on. */
-export function gate(): { promise: Promise<void>; open(): void } {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
+export { gate } from "./gate.ts";
 
 /**
  * Calls `onCall` for every call of the returned function first; `reached(n)` resolves once it has
