@@ -142,7 +142,9 @@ const handlers: Handlers = {
 
 /** The store, with `finishRun` observed (and, rarely, the process killed just before it). */
 function observed(store: Store): Store {
-  const finishRun: Store["finishRun"] = async (id, attempt, outcome) => {
+  // Every argument goes on to the store: the runner's `reapAfterMs` (the suite's 20 s, so a
+  // failed attempt's watch comes due within the drain) and its options (`recordOnly`).
+  const finishRun: Store["finishRun"] = async (id, attempt, outcome, reapAfterMs, options) => {
     const { run, first } = runs.finishing(id, attempt);
     if (first && outcome.ok && rng.chance(config.afterCompletionCrashRate)) {
       await ledger.mark("X", id, run, attempt);
@@ -151,15 +153,12 @@ function observed(store: Store): Store {
     }
     finishing++;
     try {
-      const result = await store.finishRun(id, attempt, outcome);
+      const result = await store.finishRun(id, attempt, outcome, reapAfterMs, options);
       runs.finished(id, attempt);
-      await ledger.mark(
-        "F",
-        id,
-        run,
-        attempt,
-        `${result.kind}:${outcome.ok ? "success" : "failure"}`,
-      );
+      // `recorded` is a success recorded without its job read back: marked as `ok`, which the
+      // verdict reads as a recorded success.
+      const kind = result.kind === "recorded" ? "ok" : result.kind;
+      await ledger.mark("F", id, run, attempt, `${kind}:${outcome.ok ? "success" : "failure"}`);
       return result;
     } catch (error) {
       await ledger.mark("E", id, run, attempt, String(error).slice(0, 200));
