@@ -29,17 +29,25 @@ export function medians<T extends { [K in keyof T]: number }>(all: T[]): T {
  * "How a ratio is judged").
  */
 export interface PairedRatio {
+  /** Each round's ratio, to two decimals. */
   by_round: number[];
+  /** Their median, to two decimals. */
   median: number;
+  /** The median of the unrounded ratios: what a target compares (1.004 is over 1.0). */
+  value: number;
 }
 
 export function pairedRatio(a: number[], b: number[]): PairedRatio {
   if (a.length !== b.length || a.length === 0) {
     throw new Error(`pairedRatio: ${a.length} rounds against ${b.length}`);
   }
-  const byRound = a.map((x, i) => Math.round((x / b[i]!) * 100) / 100);
-  const sorted = [...byRound].sort((x, y) => x - y);
+  const exact = a.map((x, i) => x / b[i]!);
+  const sorted = [...exact].sort((x, y) => x - y);
   const mid = sorted.length >> 1;
   const m = sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  return { by_round: byRound, median: Math.round(m * 100) / 100 };
+  return {
+    by_round: exact.map((r) => Math.round(r * 100) / 100),
+    median: Math.round(m * 100) / 100,
+    value: m,
+  };
 }
