@@ -88,8 +88,9 @@ export interface JobSummary {
   id: string;
   handler: string;
   /**
-   * Left out of a replay's answer to a key without the `read` scope: the job may have run since
-   * its submit, and a replay changes nothing, so it would read how the job ended.
+   * Left out, to a key without the `read` scope, of a replay's answer (the job may have run since
+   * its submit, and a replay changes nothing, so it would read how the job ended) and of a job
+   * with dependencies (`after`, a flow's parent: its status says how they ended).
    */
   status?: JobStatus;
   runAt: string;

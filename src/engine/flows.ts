@@ -139,7 +139,7 @@ export async function submitFlow(
   const ids = stored.map((s) => s.job.id);
   const parent = prepareAt(jobs, waitingFor(flow.parent, ids), actor, "parent");
   const via = derivedKey(flow.parent, key, "parent");
-  const top = await jobs.store(parent, trace ? { ...via, trace } : via);
+  const top = await storeAt(jobs, parent, trace ? { ...via, trace } : via, "parent");
   const submitted: FlowSubmitted = {
     parent: top.job,
     children: stored.map((s) => s.job),

@@ -441,7 +441,7 @@ export function describeRunsContract(name: string, make: MakeContractStore): voi
         expect((await store.listDead({ limit: 10 })).items).toEqual([]);
       });
 
-      it("recordOnly: a success answers `recorded` and is stored exactly as without it; a failure, a cancel and a stale attempt answer as without it", async () => {
+      it("recordOnly: a success answers `recorded` and is stored exactly as without it; a failure and a stale attempt answer as without it", async () => {
         // Two jobs taken through the same attempts, one finished without the option: their records
         // and every count must match.
         const [a, b] = [await submitted(), await submitted()];

@@ -132,6 +132,48 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's live job detail in Chr
     }
   });
 
+  it("ends a stream whose id line is over its limit, and does not send that id again", async () => {
+    const { promise: released, open: release } = gate();
+    const h = await startHarness({
+      store: new MemoryStore(),
+      handlers: { hold: { run: () => released } },
+    });
+    server = h;
+    try {
+      const submitted = await call(h.origin, "POST", "/v1/jobs", { json: { handler: "hold" } });
+      const id = submitted.body.id as string;
+      await expect
+        .poll(async () => (await call(h.origin, "GET", `/v1/jobs/${id}`)).body.status)
+        .toBe("running");
+      const problems: string[] = [];
+      const connections: (string | undefined)[] = [];
+      page = await browser().newPage();
+      const p = page;
+      watchProblems(p, problems);
+      // The first stream's id line (whole in one read) is 100,000 characters.
+      await p.route(`**/v1/jobs/${id}/stream`, async (route) => {
+        const first = connections.length === 0;
+        connections.push(route.request().headers()["last-event-id"]);
+        await route.fulfill({
+          status: 200,
+          headers: { "content-type": "text/event-stream" },
+          body: first
+            ? `retry: 300\n\nid: ${"7".repeat(100_000)}\nevent: status\ndata: {}\n\n`
+            : "retry: 300\n\nid: 8\nevent: status\ndata: {}\n\n",
+        });
+      });
+      await p.goto(`${h.origin}/dashboard?refresh=60`);
+      await p.getByRole("button", { name: `Show job ${id}` }).click();
+      await expect.poll(() => connections.length, { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
+      expect(connections[0]).toBeUndefined();
+      expect(connections[1]).toBeUndefined();
+      expect(connections[2]).toBe("8");
+      expect(problems).toEqual([]);
+    } finally {
+      release();
+    }
+  });
+
   it("shows the open job's new log lines while its stream is followed", async () => {
     const { promise: logged, open: next } = gate();
     const { promise: released, open: release } = gate();

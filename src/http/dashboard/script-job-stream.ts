@@ -40,8 +40,13 @@ export const JOB_STREAM_JS = `
   /** Resolves after ms milliseconds, or at once when the signal aborts. */
   function pause(ms, signal) {
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener("abort", done, { once: true });
     });
   }
 
@@ -79,6 +84,10 @@ export const JOB_STREAM_JS = `
             line = "";
             from = end + 1;
             end = text.indexOf("\\n", from);
+            if (whole.length > ${MAX_LINE_CHARS} && !whole.startsWith("data:") && !whole.startsWith(":")) {
+              await reader.cancel();
+              throw new Error("a line over ${MAX_LINE_CHARS} characters");
+            }
             if (whole === "") {
               if (event) {
                 failures = 0;
@@ -90,9 +99,9 @@ export const JOB_STREAM_JS = `
               headers["last-event-id"] = whole.slice(4);
             } else if (whole.startsWith("event: ")) {
               event = whole.slice(7);
-            } else if (whole.startsWith("retry: ")) {
-              const ms = Number(whole.slice(7));
-              if (ms >= 0) retryMs = Math.min(${MAX_RECONNECT_MS}, Math.max(${MIN_RECONNECT_MS}, ms));
+            } else if (/^retry: \\d+$/.test(whole)) {
+              // Digits only, as the event stream format reads it; anything else is ignored.
+              retryMs = Math.min(${MAX_RECONNECT_MS}, Math.max(${MIN_RECONNECT_MS}, Number(whole.slice(7))));
             }
           }
           line += text.slice(from);
