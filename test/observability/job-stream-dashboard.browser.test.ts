@@ -30,6 +30,27 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's live job detail in Chr
     server = undefined;
   });
 
+  /** A server whose one job runs until `release()`: answers once the job is `running`. */
+  async function heldJob(): Promise<{ h: Harness; id: string; release: () => void }> {
+    const { promise: released, open: release } = gate();
+    const h = await startHarness({
+      store: new MemoryStore(),
+      handlers: { hold: { run: () => released } },
+    });
+    server = h;
+    try {
+      const submitted = await call(h.origin, "POST", "/v1/jobs", { json: { handler: "hold" } });
+      const id = submitted.body.id as string;
+      await expect
+        .poll(async () => (await call(h.origin, "GET", `/v1/jobs/${id}`)).body.status)
+        .toBe("running");
+      return { h, id, release };
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
   it("updates the open job from its stream, not the poll", async () => {
     const { promise: released, open: release } = gate();
     const h = await startHarness({
@@ -74,19 +95,8 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's live job detail in Chr
   });
 
   it("connects again after the stream's retry wait, from the last id it read", async () => {
-    const { promise: released, open: release } = gate();
-    const h = await startHarness({
-      store: new MemoryStore(),
-      handlers: { hold: { run: () => released } },
-    });
-    server = h;
+    const { h, id, release } = await heldJob();
     try {
-      const submitted = await call(h.origin, "POST", "/v1/jobs", { json: { handler: "hold" } });
-      const id = submitted.body.id as string;
-      await expect
-        .poll(async () => (await call(h.origin, "GET", `/v1/jobs/${id}`)).body.status)
-        .toBe("running");
-
       const problems: string[] = [];
       const connections: { at: number; lastEventId: string | undefined }[] = [];
       let details = 0;
@@ -133,18 +143,8 @@ describe.skipIf(noBrowser !== undefined)("the dashboard's live job detail in Chr
   });
 
   it("ends a stream whose id line is over its limit, and does not send that id again", async () => {
-    const { promise: released, open: release } = gate();
-    const h = await startHarness({
-      store: new MemoryStore(),
-      handlers: { hold: { run: () => released } },
-    });
-    server = h;
+    const { h, id, release } = await heldJob();
     try {
-      const submitted = await call(h.origin, "POST", "/v1/jobs", { json: { handler: "hold" } });
-      const id = submitted.body.id as string;
-      await expect
-        .poll(async () => (await call(h.origin, "GET", `/v1/jobs/${id}`)).body.status)
-        .toBe("running");
       const problems: string[] = [];
       const connections: (string | undefined)[] = [];
       page = await browser().newPage();
