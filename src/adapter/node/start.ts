@@ -373,6 +373,15 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
     throw error;
   }
 
+  // A step undone as soon as shutdown begins, alongside the HTTP drain and not after it, and
+  // also a cleanup, so the shutdown waits for it (`undo` answers one promise however often it is
+  // called). Undone at once when the shutdown began during the start.
+  const undoAtShutdown = (undo: () => Promise<unknown>) => {
+    if (server.signal.aborted) void undo();
+    else server.signal.addEventListener("abort", () => void undo(), { once: true });
+    cleanups.push(undo);
+  };
+
   let engine: Engine;
   let worker: PullWorker | undefined;
   let ticking: boolean;
@@ -417,10 +426,9 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
           logger,
         });
         const pulling = worker;
-        // Stop pulling as soon as shutdown begins (alongside the HTTP drain, under the same
-        // deadline), not after it: nothing new starts once SIGTERM has arrived. Set up before the
-        // worker starts: a start that fails (its step timed out) stops it too, so a consumer
-        // group created late starts no pull loop.
+        // Stop pulling as soon as shutdown begins (under the HTTP drain's deadline): nothing new
+        // starts once SIGTERM has arrived. Set up before the worker starts: a start that fails
+        // (its step timed out) stops it too, so a consumer group created late starts no pull loop.
         let stopped: Promise<unknown> | undefined;
         const stopPulling = () =>
           (stopped ??= pulling
@@ -434,9 +442,7 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
                 });
               }
             }));
-        if (server.signal.aborted) void stopPulling();
-        else server.signal.addEventListener("abort", stopPulling, { once: true });
-        cleanups.push(stopPulling);
+        undoAtShutdown(stopPulling);
         await startStep("creating the worker's consumer group", storeName, () => pulling.start());
       }
     }
@@ -482,13 +488,8 @@ async function start(options: StartServerOptions): Promise<RunningServer> {
   // The node leaves the registry as soon as shutdown begins, as its worker stops pulling: not
   // after the requests in flight have drained (a long poll or an event stream holds a server up to
   // its shutdown timeout, and it would go on beating and read as live). Pushed last as well, so the
-  // shutdown's steps wait for it first (stop() is one promise however often it is called).
-  if (node) {
-    const leave = node;
-    if (server.signal.aborted) void leave.stop();
-    else server.signal.addEventListener("abort", () => void leave.stop(), { once: true });
-    cleanups.push(() => leave.stop());
-  }
+  // shutdown's steps wait for it first.
+  if (node) undoAtShutdown(node.stop);
   startSettled();
   // A shutdown began during the start: it undoes all of the above, so no banner says otherwise.
   if (server.signal.aborted) {
